@@ -1,0 +1,31 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { handle } from 'hono/aws-lambda';
+import { createApp } from '../../lib/http/app.js';
+import { getConfig } from '../../lib/deps/core.js';
+import { checkHealth } from '../../lib/health.js';
+
+const PartState = z.object({ status: z.enum(['up', 'down']) }).passthrough();
+const Health = z
+  .object({ status: z.enum(['ok', 'degraded']), time: z.string(), parts: z.record(z.string(), PartState) })
+  .openapi('Health');
+
+export const route = createRoute({
+  method: 'get',
+  path: '/api/v1/health',
+  tags: ['v1'],
+  summary: 'State of every part: tables, chain, signing keys',
+  responses: {
+    200: { description: 'Every part is up.', content: { 'application/json': { schema: Health } } },
+    503: { description: 'At least one part is down.', content: { 'application/json': { schema: Health } } },
+  },
+});
+
+export const app = createApp({ publicCors: true });
+
+app.openapi(route, async (c) => {
+  const result = await checkHealth(getConfig());
+  c.header('Cache-Control', 'no-store');
+  return c.json({ ...result, time: new Date().toISOString() }, result.status === 'ok' ? 200 : 503);
+});
+
+export const handler = handle(app);

@@ -1,0 +1,357 @@
+import path from 'node:path';
+import type { TableKey, TableNames } from './store/dynamo.js';
+import { TABLE_DEFINITIONS, TABLE_KEYS } from './store/dynamo.js';
+
+/**
+ * Every setting of the service, read from the environment once and validated as a whole:
+ * a bad configuration fails at start with one line per bad value, never later in a request.
+ * Adapters receive the parts they need; nothing else reads process.env.
+ */
+
+export type TierName = 'free' | 'starter' | 'pro' | 'enterprise';
+export const TIER_NAMES: readonly TierName[] = ['free', 'starter', 'pro', 'enterprise'];
+
+export type Feature = 'hash' | 'verify' | 'timestamp' | 'ed25519_signing' | 'pdf_certificate' | 'anchor' | 'full';
+
+export interface TierLimits {
+  monthly_quota: number;
+  rate_per_minute: number;
+  price_eur_per_month: number;
+}
+
+export type TierTable = Readonly<Record<TierName, TierLimits>>;
+
+/** The tier table of api-v2.md ("Tier"); TIER_LIMITS overrides any part of it. */
+export const DEFAULT_TIERS: TierTable = {
+  free: { monthly_quota: 50, rate_per_minute: 10, price_eur_per_month: 0 },
+  starter: { monthly_quota: 500, rate_per_minute: 60, price_eur_per_month: 29 },
+  pro: { monthly_quota: 2000, rate_per_minute: 200, price_eur_per_month: 99 },
+  enterprise: { monthly_quota: 5000, rate_per_minute: 500, price_eur_per_month: 299 },
+};
+
+/** Network presets: what a real chain needs besides an RPC URL (issue: real networks). */
+export const NETWORK_PRESETS = {
+  local: { chainId: 31337, explorerTxUrl: '', priorityFeeGwei: 1, maxFeeGwei: 100, confirmationTag: 'latest' },
+  'polygon-amoy': {
+    chainId: 80002,
+    explorerTxUrl: 'https://amoy.polygonscan.com/tx/{tx_hash}',
+    priorityFeeGwei: 25,
+    maxFeeGwei: 500,
+    confirmationTag: 'finalized',
+  },
+  polygon: {
+    chainId: 137,
+    explorerTxUrl: 'https://polygonscan.com/tx/{tx_hash}',
+    priorityFeeGwei: 25,
+    maxFeeGwei: 500,
+    confirmationTag: 'finalized',
+  },
+} as const;
+export type NetworkName = keyof typeof NETWORK_PRESETS | 'custom';
+
+export interface Config {
+  /** `local`: the embedded stack (dynalite, Hardhat, embedded TSA, keys in DATA_DIR). `aws`: Lambda. */
+  deployment: 'local' | 'aws';
+  port: number;
+  host: string;
+  dataDir: string;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  publicBaseUrl: string;
+  adminToken: string | undefined;
+  tiers: TierTable;
+  publicRatePerMinute: number;
+  aws: { region: string; dynamoEndpoint: string | undefined; dynamoPort: number };
+  tables: TableNames;
+  jwt: {
+    /** Exactly one source: a file (local, generated), a plain value, or a KMS-encrypted value. */
+    source: 'file' | 'env' | 'kms';
+    file: string;
+    value: string | undefined;
+    kmsCiphertext: string | undefined;
+    issuer: string;
+    audience: string;
+    ttlSeconds: number;
+  };
+  signer: { scheme: 'local' | 'kms'; seedFile: string; seedHex: string | undefined; kmsKeyId: string | undefined };
+  tsa: {
+    scheme: 'embedded' | 'remote';
+    dir: string;
+    policyOid: string;
+    url: string | undefined;
+    rootsFile: string | undefined;
+    timeoutMs: number;
+    kmsKeyId: string | undefined;
+  };
+  ledger: {
+    network: NetworkName;
+    rpcUrl: string;
+    rpcPort: number;
+    blockTimeMs: number;
+    chainId: number;
+    explorerTxUrl: string;
+    confirmationTag: 'latest' | 'finalized';
+    walletScheme: 'local' | 'kms';
+    walletKeyFile: string;
+    walletPrivateKey: string | undefined;
+    walletKmsKeyId: string | undefined;
+    priorityFeeGwei: number;
+    maxFeeGwei: number;
+    receiptTimeoutMs: number;
+    pollingIntervalMs: number;
+    lowBalanceWei: bigint;
+  };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Reads and validates the whole configuration; throws one ConfigError listing every bad value. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const r = new Reader(env, problems);
+
+  const deployment = r.oneOf('DEPLOYMENT', ['local', 'aws'] as const, 'local');
+  const local = deployment === 'local';
+  const dataDir = path.resolve(r.string('DATA_DIR', './.data'));
+  const port = r.port('PORT', 3000);
+  const host = r.string('HOST', '127.0.0.1');
+  const publicBaseUrl = r.url('PUBLIC_BASE_URL', `http://127.0.0.1:${port}`).replace(/\/+$/, '');
+
+  const dynamoPort = r.port('DYNAMODB_PORT', 8000);
+  const dynamoEndpoint = r.optionalUrl('DYNAMODB_ENDPOINT') ?? (local ? `http://127.0.0.1:${dynamoPort}` : undefined);
+  const tablePrefix = r.string('TABLE_PREFIX', 'evidence-local-');
+  const tables = Object.fromEntries(
+    TABLE_KEYS.map((key: TableKey) => [key, r.string(TABLE_DEFINITIONS[key].envVar, `${tablePrefix}${key}`)]),
+  ) as Record<TableKey, string>;
+
+  const jwtValue = r.optional('JWT_SECRET');
+  const jwtKms = r.optional('JWT_SECRET_KMS_CIPHERTEXT');
+  const jwtSource: Config['jwt']['source'] = jwtValue ? 'env' : jwtKms ? 'kms' : 'file';
+  if (jwtValue && jwtKms) problems.push('JWT_SECRET and JWT_SECRET_KMS_CIPHERTEXT are both set: choose one');
+  if (jwtValue !== undefined && Buffer.byteLength(jwtValue) < 32) {
+    problems.push('JWT_SECRET must be at least 32 bytes (HS256 keys shorter than the hash are refused)');
+  }
+  if (!local && jwtSource === 'file') problems.push('JWT_SECRET_KMS_CIPHERTEXT (or JWT_SECRET) is required when DEPLOYMENT=aws');
+
+  const signerScheme = r.oneOf('PQ_SIGNER', ['local', 'kms'] as const, local ? 'local' : 'kms');
+  const seedHex = r.optional('PQ_SIGNER_SEED_HEX');
+  if (seedHex !== undefined && !/^[0-9a-fA-F]{64}$/.test(seedHex)) {
+    problems.push('PQ_SIGNER_SEED_HEX must be 64 hex characters (the 32-byte ML-DSA-65 seed)');
+  }
+  const signerKms = r.optional('PQ_SIGNER_KMS_KEY_ID');
+  if (signerScheme === 'kms' && !signerKms) problems.push('PQ_SIGNER_KMS_KEY_ID is required when PQ_SIGNER=kms');
+
+  const tsaScheme = r.oneOf('TSA_SCHEME', ['embedded', 'remote'] as const, 'embedded');
+  const tsaUrl = r.optionalUrl('TSA_URL');
+  const tsaRoots = r.optional('TSA_ROOTS_FILE');
+  if (tsaScheme === 'remote' && !tsaUrl) problems.push('TSA_URL is required when TSA_SCHEME=remote');
+  if (tsaScheme === 'remote' && !tsaRoots) problems.push('TSA_ROOTS_FILE (PEM roots the TSA must chain to) is required when TSA_SCHEME=remote');
+  const policyOid = r.string('TSA_POLICY_OID', '1.3.6.1.4.1.57264.3161.1');
+  if (!/^[0-2](\.\d+)+$/.test(policyOid)) problems.push(`TSA_POLICY_OID must be a dotted OID, got "${policyOid}"`);
+
+  const network = r.oneOf('LEDGER_NETWORK', ['local', 'polygon-amoy', 'polygon', 'custom'] as const, 'local');
+  const preset = network === 'custom' ? NETWORK_PRESETS.local : NETWORK_PRESETS[network];
+  const rpcPort = r.port('LEDGER_RPC_PORT', 8545);
+  const rpcUrl = r.optionalUrl('LEDGER_RPC_URL') ?? (network === 'local' ? `http://127.0.0.1:${rpcPort}` : undefined);
+  if (!rpcUrl) problems.push(`LEDGER_RPC_URL is required for LEDGER_NETWORK=${network}`);
+  const explorer = r.string('LEDGER_EXPLORER_TX_URL', preset.explorerTxUrl || `${publicBaseUrl}/ledger/tx/{tx_hash}`);
+  if (!explorer.includes('{tx_hash}')) problems.push('LEDGER_EXPLORER_TX_URL must contain the placeholder {tx_hash}');
+  const walletScheme = r.oneOf('LEDGER_WALLET', ['local', 'kms'] as const, local ? 'local' : 'kms');
+  const walletKey = r.optional('LEDGER_PRIVATE_KEY');
+  if (walletKey !== undefined && !/^(0x)?[0-9a-fA-F]{64}$/.test(walletKey)) {
+    problems.push('LEDGER_PRIVATE_KEY must be 32 bytes in hex');
+  }
+  const walletKms = r.optional('LEDGER_KMS_KEY_ID');
+  if (walletScheme === 'kms' && !walletKms) problems.push('LEDGER_KMS_KEY_ID is required when LEDGER_WALLET=kms');
+  const priorityFeeGwei = r.number('LEDGER_PRIORITY_FEE_GWEI', preset.priorityFeeGwei, 0);
+  const maxFeeGwei = r.number('LEDGER_MAX_FEE_GWEI', preset.maxFeeGwei, 0);
+  if (maxFeeGwei < priorityFeeGwei) problems.push('LEDGER_MAX_FEE_GWEI must not be below LEDGER_PRIORITY_FEE_GWEI');
+
+  const tiers = parseTierLimits(r.optional('TIER_LIMITS'), problems);
+
+  const config: Config = {
+    deployment,
+    port,
+    host,
+    dataDir,
+    logLevel: r.oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
+    publicBaseUrl,
+    adminToken: r.optional('ADMIN_TOKEN'),
+    tiers,
+    publicRatePerMinute: r.integer('PUBLIC_RATE_PER_MINUTE', 600, 1),
+    aws: { region: r.string('AWS_REGION', local ? 'local' : 'eu-central-1'), dynamoEndpoint, dynamoPort },
+    tables,
+    jwt: {
+      source: jwtSource,
+      file: path.join(dataDir, 'secrets', 'jwt-secret'),
+      value: jwtValue,
+      kmsCiphertext: jwtKms,
+      issuer: r.string('JWT_ISSUER', 'evidence-anchoring-service'),
+      audience: r.string('JWT_AUDIENCE', 'evidence-account-api'),
+      ttlSeconds: r.integer('JWT_TTL_SECONDS', 3600, 60),
+    },
+    signer: {
+      scheme: signerScheme,
+      seedFile: path.join(dataDir, 'keys', 'ml-dsa-65.seed'),
+      seedHex,
+      kmsKeyId: signerKms,
+    },
+    tsa: {
+      scheme: tsaScheme,
+      dir: path.join(dataDir, 'tsa'),
+      policyOid,
+      url: tsaUrl,
+      rootsFile: tsaRoots,
+      timeoutMs: r.integer('TSA_TIMEOUT_MS', 5000, 100),
+      kmsKeyId: r.optional('TSA_KMS_KEY_ID'),
+    },
+    ledger: {
+      network,
+      rpcUrl: rpcUrl ?? '',
+      rpcPort,
+      blockTimeMs: r.integer('LEDGER_BLOCK_TIME_MS', 0, 0),
+      chainId: r.integer('LEDGER_CHAIN_ID', preset.chainId, 1),
+      explorerTxUrl: explorer,
+      confirmationTag: r.oneOf('LEDGER_CONFIRMATION_TAG', ['latest', 'finalized'] as const, preset.confirmationTag),
+      walletScheme,
+      walletKeyFile: path.join(dataDir, 'keys', 'ledger-wallet.key'),
+      walletPrivateKey: walletKey,
+      walletKmsKeyId: walletKms,
+      priorityFeeGwei,
+      maxFeeGwei,
+      receiptTimeoutMs: r.integer('LEDGER_RECEIPT_TIMEOUT_MS', 2500, 0),
+      pollingIntervalMs: r.integer('LEDGER_POLLING_INTERVAL_MS', 100, 10),
+      lowBalanceWei: r.bigint('LEDGER_LOW_BALANCE_WEI', 10n ** 17n),
+    },
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+function parseTierLimits(raw: string | undefined, problems: string[]): TierTable {
+  if (raw === undefined) return DEFAULT_TIERS;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    problems.push('TIER_LIMITS is not valid JSON');
+    return DEFAULT_TIERS;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    problems.push('TIER_LIMITS must be a JSON object keyed by tier');
+    return DEFAULT_TIERS;
+  }
+  const out: Record<TierName, TierLimits> = { ...DEFAULT_TIERS };
+  for (const [tier, value] of Object.entries(parsed)) {
+    if (!TIER_NAMES.includes(tier as TierName)) {
+      problems.push(`TIER_LIMITS names an unknown tier "${tier}" (known: ${TIER_NAMES.join(', ')})`);
+      continue;
+    }
+    if (typeof value !== 'object' || value === null) {
+      problems.push(`TIER_LIMITS.${tier} must be an object`);
+      continue;
+    }
+    const merged = { ...out[tier as TierName] };
+    for (const [field, n] of Object.entries(value as Record<string, unknown>)) {
+      if (!(field in merged)) {
+        problems.push(`TIER_LIMITS.${tier}.${field} is not a known limit (monthly_quota, rate_per_minute, price_eur_per_month)`);
+      } else if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
+        problems.push(`TIER_LIMITS.${tier}.${field} must be a non-negative integer`);
+      } else {
+        merged[field as keyof TierLimits] = n;
+      }
+    }
+    out[tier as TierName] = merged;
+  }
+  return out;
+}
+
+/** Small typed reader that records one problem per bad variable instead of throwing at the first. */
+class Reader {
+  constructor(
+    private readonly env: Env,
+    private readonly problems: string[],
+  ) {}
+
+  optional(name: string): string | undefined {
+    const v = this.env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  }
+
+  string(name: string, fallback: string): string {
+    return this.optional(name) ?? fallback;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const v = this.optional(name);
+    if (v === undefined) return fallback;
+    if ((allowed as readonly string[]).includes(v)) return v as T;
+    this.problems.push(`${name} must be one of ${allowed.join(', ')}, got "${v}"`);
+    return fallback;
+  }
+
+  integer(name: string, fallback: number, min: number): number {
+    const v = this.optional(name);
+    if (v === undefined) return fallback;
+    if (!/^\d+$/.test(v) || Number(v) < min || !Number.isSafeInteger(Number(v))) {
+      this.problems.push(`${name} must be an integer ≥ ${min}, got "${v}"`);
+      return fallback;
+    }
+    return Number(v);
+  }
+
+  number(name: string, fallback: number, min: number): number {
+    const v = this.optional(name);
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < min) {
+      this.problems.push(`${name} must be a number ≥ ${min}, got "${v}"`);
+      return fallback;
+    }
+    return n;
+  }
+
+  bigint(name: string, fallback: bigint): bigint {
+    const v = this.optional(name);
+    if (v === undefined) return fallback;
+    if (!/^\d+$/.test(v)) {
+      this.problems.push(`${name} must be a non-negative integer (wei), got "${v}"`);
+      return fallback;
+    }
+    return BigInt(v);
+  }
+
+  port(name: string, fallback: number): number {
+    const v = this.optional(name);
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || n < 1 || n > 65535) {
+      this.problems.push(`${name} must be a TCP port (1-65535), got "${v}"`);
+      return fallback;
+    }
+    return n;
+  }
+
+  optionalUrl(name: string): string | undefined {
+    const v = this.optional(name);
+    if (v === undefined) return undefined;
+    try {
+      const u = new URL(v);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+      return v;
+    } catch {
+      this.problems.push(`${name} must be an http(s) URL, got "${v}"`);
+      return undefined;
+    }
+  }
+
+  url(name: string, fallback: string): string {
+    return this.optionalUrl(name) ?? fallback;
+  }
+}

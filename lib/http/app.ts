@@ -1,0 +1,143 @@
+import { randomUUID } from 'node:crypto';
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context, MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { cors } from 'hono/cors';
+import { HTTPException } from 'hono/http-exception';
+import { describeError, log } from '../log.js';
+import { HttpError, badRequest, payloadTooLarge, problemType } from './errors.js';
+
+/** Largest accepted request body (CONTRACT: 64 KiB, else 413). */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/** What middleware leaves on the context for the handlers. */
+export interface AppVariables {
+  requestId: string;
+  clientIp: string;
+  /** Set by the API-key or JWT middleware. */
+  accountId?: string;
+  [key: string]: unknown;
+}
+
+/** Bindings differ by host: API Gateway gives `event`/`lambdaContext`, @hono/node-server gives `incoming`. */
+export type AppBindings = Record<string, unknown>;
+export type AppEnv = { Variables: AppVariables; Bindings: AppBindings };
+export type AppContext = Context<AppEnv>;
+
+export interface AppOptions {
+  /** Public endpoints answer CORS requests from any origin (they carry no credentials). */
+  publicCors?: boolean;
+}
+
+/**
+ * The app factory every function uses: request id and JSON access log, CORS for public
+ * endpoints, the 64 KiB body limit, schema validation errors as 400 problem+json, and the one
+ * `onError`. Each function is its own app (its own Lambda); the local server dispatches to the
+ * same app objects, so local and deployed behaviour cannot diverge.
+ */
+export function createApp(options: AppOptions = {}): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (!result.success) throw validationError(result.error);
+    },
+  });
+  app.use('*', requestContext());
+  if (options.publicCors) {
+    app.use(
+      '*',
+      cors({
+        origin: '*',
+        allowMethods: ['GET', 'HEAD', 'OPTIONS'],
+        exposeHeaders: ['X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'],
+        maxAge: 600,
+      }),
+    );
+  }
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw payloadTooLarge(`The request body is larger than ${MAX_BODY_BYTES} bytes.`);
+      },
+    }),
+  );
+  app.onError(renderError);
+  app.notFound((c) => problem(c, new HttpError(404, 'not_found', 'Not Found', `No endpoint ${c.req.method} ${c.req.path}.`)));
+  return app;
+}
+
+/** Request id (from a sane `X-Request-Id`, API Gateway's id, or a new UUID), client IP and one access-log line. */
+function requestContext(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const started = performance.now();
+    const given = c.req.header('x-request-id');
+    const lambdaId = (c.env?.event as { requestContext?: { requestId?: string } } | undefined)?.requestContext?.requestId;
+    const requestId = given && /^[A-Za-z0-9._-]{1,64}$/.test(given) ? given : (lambdaId ?? randomUUID());
+    c.set('requestId', requestId);
+    c.set('clientIp', clientIp(c));
+    try {
+      await next();
+    } finally {
+      c.header('X-Request-Id', requestId);
+      log.info('request', {
+        request_id: requestId,
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        duration_ms: Math.round((performance.now() - started) * 10) / 10,
+        ...(c.get('accountId') ? { account_id: c.get('accountId') } : {}),
+      });
+    }
+  };
+}
+
+/** The caller's IP as API Gateway or the local socket saw it (never a client-supplied header). */
+function clientIp(c: AppContext): string {
+  const event = c.env?.event as { requestContext?: { http?: { sourceIp?: string } } } | undefined;
+  const fromGateway = event?.requestContext?.http?.sourceIp;
+  if (fromGateway) return fromGateway;
+  const incoming = c.env?.incoming as { socket?: { remoteAddress?: string } } | undefined;
+  return incoming?.socket?.remoteAddress ?? 'unknown';
+}
+
+/** Turns zod issues into a 400 that names each bad field. */
+function validationError(error: { issues: { path: PropertyKey[]; message: string; code?: string }[] }): HttpError {
+  const errors = error.issues.map((i) => ({
+    field: i.path.map(String).join('.') || '(body)',
+    message: i.message,
+  }));
+  const first = errors[0];
+  const detail = first ? `${first.field}: ${first.message}` : 'The request is invalid.';
+  return badRequest('invalid_request', detail, { errors });
+}
+
+/** The one error handler: our errors as they are; Hono's as problems; anything else a logged, generic 500. */
+export function renderError(error: Error, c: AppContext): Response {
+  if (error instanceof HttpError) return problem(c, error);
+  if (error instanceof HTTPException) {
+    const status = error.status;
+    if (status === 413) return problem(c, payloadTooLarge(`The request body is larger than ${MAX_BODY_BYTES} bytes.`));
+    if (status === 400) {
+      const detail = /json/i.test(error.message) ? 'The request body is not valid JSON.' : error.message || 'Bad request.';
+      return problem(c, badRequest(/json/i.test(error.message) ? 'malformed_json' : 'invalid_request', detail));
+    }
+    return problem(c, new HttpError(status as 400, 'http_error', error.message || 'Error', error.message || 'Error'));
+  }
+  log.error('unhandled error', { request_id: c.get('requestId'), ...describeError(error) });
+  return problem(
+    c,
+    new HttpError(500, 'internal_error', 'Internal Server Error', 'An unexpected error occurred. Quote the request id when you report it.', {
+      request_id: c.get('requestId'),
+    }),
+  );
+}
+
+function problem(c: AppContext, error: HttpError): Response {
+  for (const [k, v] of Object.entries(error.headers)) c.header(k, v);
+  const body = error.toJSON();
+  if (error.status >= 500 && body.request_id === undefined) body.request_id = c.get('requestId');
+  return c.newResponse(JSON.stringify(body), error.status, { 'Content-Type': 'application/problem+json' });
+}
+
+export { problemType };

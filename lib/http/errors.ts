@@ -1,0 +1,54 @@
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+
+/**
+ * The one error family of the API. Every error a client sees is one of these, rendered by
+ * `onError` as RFC 9457 problem+json with a stable machine-readable `code`.
+ */
+export class HttpError extends Error {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: string,
+    readonly title: string,
+    readonly detail: string,
+    /** Extra members of the problem document (RFC 9457 §3.2), e.g. `errors` or `required_tier`. */
+    readonly extensions: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+    this.name = 'HttpError';
+  }
+
+  /** The problem document (RFC 9457 §3.1). */
+  toJSON(): Record<string, unknown> {
+    return {
+      type: problemType(this.code),
+      title: this.title,
+      status: this.status,
+      detail: this.detail,
+      code: this.code,
+      ...this.extensions,
+    };
+  }
+}
+
+/** Problem type URI: a stable URN per code, so clients can switch on either. */
+export function problemType(code: string): string {
+  return `urn:evidence-anchoring:problem:${code}`;
+}
+
+export const badRequest = (code: string, detail: string, extensions?: Record<string, unknown>) =>
+  new HttpError(400, code, 'Bad Request', detail, extensions);
+export const unauthorized = (code: string, detail: string) =>
+  new HttpError(401, code, 'Unauthorized', detail, {}, { 'WWW-Authenticate': 'Bearer' });
+export const forbidden = (code: string, detail: string, extensions?: Record<string, unknown>) =>
+  new HttpError(403, code, 'Forbidden', detail, extensions);
+export const notFound = (code: string, detail: string, extensions?: Record<string, unknown>) =>
+  new HttpError(404, code, 'Not Found', detail, extensions);
+export const conflict = (code: string, detail: string, extensions?: Record<string, unknown>) =>
+  new HttpError(409, code, 'Conflict', detail, extensions);
+export const payloadTooLarge = (detail: string) => new HttpError(413, 'payload_too_large', 'Payload Too Large', detail);
+export const tooManyRequests = (code: string, detail: string, retryAfterSeconds: number, extensions?: Record<string, unknown>) =>
+  new HttpError(429, code, 'Too Many Requests', detail, extensions, { 'Retry-After': String(retryAfterSeconds) });
+export const serviceUnavailable = (code: string, detail: string, retryAfterSeconds = 5) =>
+  new HttpError(503, code, 'Service Unavailable', detail, {}, { 'Retry-After': String(retryAfterSeconds) });
+export const notImplemented = (detail: string) => new HttpError(501, 'not_implemented', 'Not Implemented', detail);

@@ -1,0 +1,59 @@
+import { z } from '@hono/zod-openapi';
+
+/** A SHA-256 hash: 64 hex characters; upper case accepted and answered in lower case (CONTRACT "Formats"). */
+export const Sha256Hex = z
+  .string()
+  .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hexadecimal characters (a SHA-256 hash)')
+  .transform((s) => s.toLowerCase())
+  .openapi({ type: 'string', pattern: '^[0-9a-fA-F]{64}$', example: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' });
+
+/** Path parameter carrying a hash. */
+export const HashParam = (name: string) =>
+  z.object({ [name]: Sha256Hex.openapi({ param: { name, in: 'path' } }) });
+
+/** An ISO 8601 UTC date-time with milliseconds and `Z`. */
+export const IsoTime = z.string().openapi({ format: 'date-time', example: '2026-11-22T10:15:30.123Z' });
+
+/** RFC 9457 problem document as the API writes it. */
+export const Problem = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string().openapi({ description: 'Stable machine-readable error code, e.g. hash_already_anchored.' }),
+  })
+  .passthrough()
+  .openapi('Problem');
+
+/** Standard problem responses for a route's OpenAPI description. */
+export function problemResponses(...statuses: number[]) {
+  const text: Record<number, string> = {
+    400: 'Invalid request (malformed JSON, wrong types, unknown fields, bad hash).',
+    401: 'Missing or invalid credentials.',
+    403: 'The feature is not available in the current tier.',
+    404: 'Not found.',
+    409: 'Conflict.',
+    413: 'Request body over 64 KiB.',
+    429: 'Per-minute rate limit or monthly quota exceeded; see Retry-After.',
+    501: 'Not implemented yet.',
+    503: 'A dependency (time-stamping authority, ledger node, database) is unavailable; nothing was recorded, retry.',
+  };
+  return Object.fromEntries(
+    statuses.map((s) => [
+      s,
+      { description: text[s] ?? 'Error', content: { 'application/problem+json': { schema: Problem } } },
+    ]),
+  );
+}
+
+/** Converts a zod-openapi JSON body schema into the request part of a route (body required: a missing or non-JSON body is a 400). */
+export function jsonBody<T extends z.ZodType>(schema: T, description?: string) {
+  return {
+    body: {
+      required: true,
+      ...(description ? { description } : {}),
+      content: { 'application/json': { schema } },
+    },
+  };
+}

@@ -1,0 +1,37 @@
+import type { AddressInfo } from 'node:net';
+import dynalite from 'dynalite';
+
+/** A running embedded DynamoDB-compatible server (dynalite). */
+export interface EmbeddedDynamo {
+  endpoint: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts dynalite on 127.0.0.1. With `dir` the data lives on disk there (and survives a restart);
+ * without it, in memory (tests). Table operations complete at once instead of dynalite's
+ * simulated 500 ms, which real DynamoDB would take; nothing else about its behaviour changes.
+ */
+export async function startEmbeddedDynamo(options: { port?: number; dir?: string } = {}): Promise<EmbeddedDynamo> {
+  const server = dynalite({
+    ...(options.dir ? { path: options.dir } : {}),
+    createTableMs: 0,
+    deleteTableMs: 0,
+    updateTableMs: 0,
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections?.();
+      }),
+  };
+}

@@ -1,0 +1,42 @@
+/**
+ * `npm test`: starts the embedded parts once (in-memory dynalite, an automining Hardhat node,
+ * secrets in a temp dir), then runs Node's test runner over every test file with the stack's
+ * addresses in the environment, and stops the stack. A test file can also run on its own
+ * (`node --import tsx --test test/x.test.ts`): it then starts a private stack.
+ */
+import { spawn } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { startTestStack } from './support/stack.js';
+
+const root = path.resolve(import.meta.dirname, '..');
+const args = process.argv.slice(2);
+const files = args.length > 0 ? args : await findTests(path.join(root, 'test'));
+if (files.length === 0) throw new Error('no test files found under test/');
+
+const stack = await startTestStack();
+let code = 1;
+try {
+  code = await new Promise<number>((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? '2'}`, ...files], {
+      cwd: root,
+      env: { ...process.env, ...stack.env },
+      stdio: 'inherit',
+    });
+    const forward = (signal: NodeJS.Signals) => child.kill(signal);
+    process.once('SIGINT', forward);
+    process.once('SIGTERM', forward);
+    child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0)));
+  });
+} finally {
+  await stack.stop();
+}
+process.exit(code);
+
+async function findTests(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile() && e.name.endsWith('.test.ts'))
+    .map((e) => path.relative(root, path.join(e.parentPath, e.name)))
+    .sort();
+}
