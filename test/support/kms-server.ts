@@ -256,7 +256,7 @@ export function mlDsa65TestKey(keyId: string, seed: Uint8Array): KmsTestKey & { 
     sign(message, messageType) {
       // RAW: pure ML-DSA with an empty context (FIPS 204 Algorithm 2), hedged, as KMS signs.
       if (messageType === 'RAW') return ml_dsa65.sign(message, secretKey);
-      // EXTERNAL_MU: the caller computed μ (FIPS 204 Algorithm 7 line 6) and sends its 64 bytes.
+      // EXTERNAL_MU: the caller computed μ (FIPS 204 Algorithm 7) and sends its 64 bytes.
       if (messageType === 'EXTERNAL_MU') {
         if (message.length !== 64) throw new KmsTestError('ValidationException', 'EXTERNAL_MU message must be 64 bytes');
         return ml_dsa65.internal.sign(message, secretKey, { externalMu: true });

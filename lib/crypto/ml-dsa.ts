@@ -1,0 +1,367 @@
+/**
+ * ML-DSA-65 (FIPS 204): verification, a local signer and an AWS KMS signer.
+ *
+ * Everything here is the *pure* ML-DSA of FIPS 204 §5.2 / §5.3 (Algorithms 2 and 3) with an empty
+ * context string, i.e. the signed message is M' = 0x00 || 0x00 || M. That is the form AWS KMS
+ * (`ML_DSA_SHAKE_256`, `MessageType: RAW`) and liboqs produce, so evidence signed by either
+ * backend verifies with any FIPS 204 implementation (NOTES.md, "ML-DSA-65"). HashML-DSA,
+ * non-empty contexts and the internal interface do not interoperate and are not offered.
+ */
+import { randomBytes } from 'node:crypto';
+import { GetPublicKeyCommand, SignCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js';
+import { sha256Hex } from './hash.js';
+import type { PqSigner } from './ports.js';
+
+/** Public key length of ML-DSA-65 (FIPS 204 Table 2). */
+export const ML_DSA_65_PUBLIC_KEY_BYTES = 1952;
+/** Signature length of ML-DSA-65 (FIPS 204 Table 2). */
+export const ML_DSA_65_SIGNATURE_BYTES = 3309;
+/** Length of the key-generation seed ξ (FIPS 204 Algorithm 1). */
+export const ML_DSA_65_SEED_BYTES = 32;
+/** id-ml-dsa-65, the algorithm OID of ML-DSA-65 public keys (NIST CSOR; RFC 9881). */
+export const ID_ML_DSA_65 = '2.16.840.1.101.3.4.3.18';
+/** Largest message AWS KMS signs with `MessageType: RAW` (KMS Sign API reference). */
+export const KMS_MAX_RAW_MESSAGE_BYTES = 4096;
+
+function assertBytes(value: unknown, name: string): asserts value is Uint8Array {
+  if (!(value instanceof Uint8Array)) throw new TypeError(`${name}: expected a Uint8Array`);
+}
+
+function assertPublicKey(publicKey: unknown): asserts publicKey is Uint8Array {
+  assertBytes(publicKey, 'ML-DSA-65 public key');
+  if (publicKey.length !== ML_DSA_65_PUBLIC_KEY_BYTES) {
+    throw new RangeError(`ML-DSA-65 public key: expected ${ML_DSA_65_PUBLIC_KEY_BYTES} bytes, got ${publicKey.length}`);
+  }
+}
+
+/**
+ * Verifies a pure ML-DSA-65 signature with an empty context (FIPS 204 Algorithm 3, ML-DSA.Verify).
+ *
+ * @returns true if valid; false for any bad signature, including one of the wrong length (a
+ *   signature is untrusted data, and a wrong length is just another way of being invalid).
+ * @throws {TypeError} if an argument is not a Uint8Array; {RangeError} if the public key is not
+ *   1952 bytes (that is a configuration error on our side, not a bad signature).
+ */
+export function verifyMlDsa65(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
+  assertBytes(signature, 'ML-DSA-65 signature');
+  assertBytes(message, 'ML-DSA-65 message');
+  assertPublicKey(publicKey);
+  if (signature.length !== ML_DSA_65_SIGNATURE_BYTES) return false;
+  try {
+    return ml_dsa65.verify(signature, message, publicKey);
+  } catch {
+    // Lengths and types are checked above, so a throw can only come from decoding the signature
+    // bytes; FIPS 204 Algorithm 8 treats an undecodable signature (sigDecode = ⊥) as invalid.
+    return false;
+  }
+}
+
+/** Full SHA-256 of a raw ML-DSA-65 public key, as 64 lower-case hex characters. */
+export function mlDsaPublicKeyFingerprint(publicKey: Uint8Array): string {
+  assertPublicKey(publicKey);
+  return sha256Hex(publicKey);
+}
+
+/** The key id of {@link PqSigner}: `mldsa65:` + the first 16 hex characters of the fingerprint. */
+export function mlDsaKeyId(publicKey: Uint8Array): string {
+  return `mldsa65:${mlDsaPublicKeyFingerprint(publicKey).slice(0, 16)}`;
+}
+
+/** Options of {@link LocalMlDsaSigner.fromSeed}. */
+export interface LocalMlDsaSignerOptions {
+  /**
+   * Sign deterministically (FIPS 204 §3.4, rnd = 32 zero bytes) instead of hedged. Only for tests
+   * that need reproducible bytes; hedged signing is the default because FIPS 204 recommends it
+   * against fault and side-channel attacks.
+   */
+  deterministic?: boolean;
+}
+
+/**
+ * ML-DSA-65 signer holding its key in memory, derived from a 32-byte seed ξ
+ * (FIPS 204 Algorithm 1 / 6): the seed is the whole private key, so that is what we store.
+ */
+export class LocalMlDsaSigner implements PqSigner {
+  readonly algorithm = 'ML-DSA-65' as const;
+  /** `mldsa65:` + first 16 hex characters of SHA-256(public key). */
+  readonly keyId: string;
+  /** Full SHA-256 of the public key, hex. */
+  readonly fingerprint: string;
+  readonly #publicKey: Uint8Array;
+  readonly #secretKey: Uint8Array;
+  readonly #deterministic: boolean;
+
+  private constructor(publicKey: Uint8Array, secretKey: Uint8Array, deterministic: boolean) {
+    this.#publicKey = publicKey;
+    this.#secretKey = secretKey;
+    this.#deterministic = deterministic;
+    this.fingerprint = mlDsaPublicKeyFingerprint(publicKey);
+    this.keyId = mlDsaKeyId(publicKey);
+  }
+
+  /**
+   * Derives the key pair from the seed ξ with ML-DSA.KeyGen_internal (FIPS 204 Algorithm 6).
+   *
+   * @throws {TypeError} if `seed` is not a Uint8Array; {RangeError} if it is not 32 bytes.
+   */
+  static fromSeed(seed: Uint8Array, options: LocalMlDsaSignerOptions = {}): LocalMlDsaSigner {
+    assertBytes(seed, 'ML-DSA-65 seed');
+    if (seed.length !== ML_DSA_65_SEED_BYTES) {
+      throw new RangeError(`ML-DSA-65 seed: expected ${ML_DSA_65_SEED_BYTES} bytes, got ${seed.length}`);
+    }
+    const { publicKey, secretKey } = ml_dsa65.keygen(Uint8Array.from(seed));
+    return new LocalMlDsaSigner(publicKey, secretKey, options.deterministic === true);
+  }
+
+  /** The raw 1952-byte public key (a copy: callers cannot alter the signer's key). */
+  publicKey(): Promise<Uint8Array> {
+    return Promise.resolve(Uint8Array.from(this.#publicKey));
+  }
+
+  /** Pure ML-DSA-65 signature with an empty context (FIPS 204 Algorithm 2), 3309 bytes. */
+  async sign(message: Uint8Array): Promise<Uint8Array> {
+    // Inside an async function, bad input surfaces as a rejection like every other signer failure.
+    assertBytes(message, 'ML-DSA-65 message');
+    // Hedged: rnd is fresh randomness (FIPS 204 Algorithm 2); `false` means rnd = {0}^32.
+    const extraEntropy = this.#deterministic ? false : Uint8Array.from(randomBytes(32));
+    return ml_dsa65.sign(message, this.#secretKey, { extraEntropy });
+  }
+}
+
+/** Options of {@link KmsMlDsaSigner}. */
+export interface KmsMlDsaSignerOptions {
+  /**
+   * Verify every signature KMS returns against the cached public key before handing it out
+   * (default true, about 2 ms). A signature that does not verify would make evidence unverifiable
+   * forever; this catches a key alias re-pointed to another key and faulty responses.
+   */
+  verifyAfterSign?: boolean;
+}
+
+/**
+ * ML-DSA-65 signer backed by an AWS KMS key of key spec `ML_DSA_65`: the private key never leaves
+ * KMS. Pass a key ARN or key id rather than an alias: the public key is fetched once and cached.
+ *
+ * {@link PqSigner.keyId} is derived from the public key, which only KMS knows: it is available
+ * after the first `publicKey()` call has resolved; {@link KmsMlDsaSigner.connect} does that for
+ * you.
+ */
+export class KmsMlDsaSigner implements PqSigner {
+  readonly algorithm = 'ML-DSA-65' as const;
+  /** The KMS key id, ARN or alias this signer was given. */
+  readonly kmsKeyId: string;
+  readonly #client: KMSClient;
+  readonly #verifyAfterSign: boolean;
+  #publicKey: Uint8Array | undefined;
+  #loading: Promise<Uint8Array> | undefined;
+
+  constructor(client: KMSClient, kmsKeyId: string, options: KmsMlDsaSignerOptions = {}) {
+    if (typeof kmsKeyId !== 'string' || kmsKeyId.length === 0) throw new TypeError('KMS key id: expected a non-empty string');
+    this.#client = client;
+    this.kmsKeyId = kmsKeyId;
+    this.#verifyAfterSign = options.verifyAfterSign ?? true;
+  }
+
+  /** Creates a signer and fetches its public key, so that `keyId` is available at once. */
+  static async connect(client: KMSClient, kmsKeyId: string, options: KmsMlDsaSignerOptions = {}): Promise<KmsMlDsaSigner> {
+    const signer = new KmsMlDsaSigner(client, kmsKeyId, options);
+    await signer.publicKey();
+    return signer;
+  }
+
+  /**
+   * `mldsa65:` + first 16 hex characters of SHA-256(public key).
+   *
+   * @throws {Error} if the public key has not been fetched yet.
+   */
+  get keyId(): string {
+    if (this.#publicKey === undefined) {
+      throw new Error('KmsMlDsaSigner: keyId is known only after publicKey() has resolved (use KmsMlDsaSigner.connect)');
+    }
+    return mlDsaKeyId(this.#publicKey);
+  }
+
+  /** Full SHA-256 of the public key, hex (fetches the key on first use). */
+  async fingerprint(): Promise<string> {
+    return mlDsaPublicKeyFingerprint(await this.publicKey());
+  }
+
+  /**
+   * The raw 1952-byte public key, unwrapped from the SubjectPublicKeyInfo that KMS GetPublicKey
+   * returns. Fetched once; a failed fetch is not cached, so the next call retries.
+   */
+  async publicKey(): Promise<Uint8Array> {
+    if (this.#publicKey === undefined) {
+      this.#loading ??= this.#fetchPublicKey().finally(() => {
+        this.#loading = undefined;
+      });
+      this.#publicKey = await this.#loading;
+    }
+    return Uint8Array.from(this.#publicKey);
+  }
+
+  async #fetchPublicKey(): Promise<Uint8Array> {
+    let response;
+    try {
+      response = await this.#client.send(new GetPublicKeyCommand({ KeyId: this.kmsKeyId }));
+    } catch (err) {
+      throw new Error(`KMS GetPublicKey failed for ${this.kmsKeyId}: ${errorName(err)}`, { cause: err });
+    }
+    if (response.KeySpec !== undefined && response.KeySpec !== 'ML_DSA_65') {
+      throw new Error(`KMS key ${this.kmsKeyId} has key spec ${response.KeySpec}, expected ML_DSA_65`);
+    }
+    if (response.KeyUsage !== undefined && response.KeyUsage !== 'SIGN_VERIFY') {
+      throw new Error(`KMS key ${this.kmsKeyId} has key usage ${response.KeyUsage}, expected SIGN_VERIFY`);
+    }
+    if (response.PublicKey === undefined) throw new Error(`KMS GetPublicKey for ${this.kmsKeyId} returned no public key`);
+    return mlDsa65PublicKeyFromSpki(response.PublicKey);
+  }
+
+  /**
+   * Pure ML-DSA-65 signature with an empty context over `message`, made by KMS
+   * (`SigningAlgorithm: ML_DSA_SHAKE_256`, `MessageType: RAW`), 3309 bytes.
+   *
+   * @throws {RangeError} if `message` is empty or longer than 4096 bytes (KMS's RAW limits);
+   *   {Error} if KMS fails or returns a signature that is malformed or does not verify.
+   */
+  async sign(message: Uint8Array): Promise<Uint8Array> {
+    assertBytes(message, 'ML-DSA-65 message');
+    if (message.length === 0 || message.length > KMS_MAX_RAW_MESSAGE_BYTES) {
+      throw new RangeError(`KMS RAW message: expected 1..${KMS_MAX_RAW_MESSAGE_BYTES} bytes, got ${message.length}`);
+    }
+    const publicKey = this.#verifyAfterSign ? await this.publicKey() : undefined;
+    let response;
+    try {
+      response = await this.#client.send(
+        new SignCommand({ KeyId: this.kmsKeyId, Message: message, MessageType: 'RAW', SigningAlgorithm: 'ML_DSA_SHAKE_256' }),
+      );
+    } catch (err) {
+      throw new Error(`KMS Sign failed for ${this.kmsKeyId}: ${errorName(err)}`, { cause: err });
+    }
+    if (response.SigningAlgorithm !== undefined && response.SigningAlgorithm !== 'ML_DSA_SHAKE_256') {
+      throw new Error(`KMS Sign for ${this.kmsKeyId} used ${response.SigningAlgorithm}, expected ML_DSA_SHAKE_256`);
+    }
+    const signature = response.Signature;
+    if (signature === undefined || signature.length !== ML_DSA_65_SIGNATURE_BYTES) {
+      throw new Error(`KMS Sign for ${this.kmsKeyId} returned ${signature?.length ?? 'no'} signature bytes, expected ${ML_DSA_65_SIGNATURE_BYTES}`);
+    }
+    if (publicKey !== undefined && !verifyMlDsa65(signature, message, publicKey)) {
+      throw new Error(`KMS Sign for ${this.kmsKeyId} returned a signature that does not verify under the key's public key`);
+    }
+    return Uint8Array.from(signature);
+  }
+}
+
+function errorName(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SubjectPublicKeyInfo (RFC 5280 §4.1.2.7) for ML-DSA-65 (RFC 9881):
+//   SEQUENCE { SEQUENCE { OID id-ml-dsa-65 }  -- parameters absent
+//              BIT STRING { 0 unused bits, pk (1952 bytes, FIPS 204 pkEncode) } }
+// A minimal DER reader (X.690 §8 and §10) is enough: definite lengths, low tag numbers.
+// ---------------------------------------------------------------------------------------------
+
+const TAG_SEQUENCE = 0x30;
+const TAG_OID = 0x06;
+const TAG_BIT_STRING = 0x03;
+
+/** One DER element: identifier octet, and where its contents start and end. */
+interface Tlv {
+  tag: number;
+  /** First content octet. */
+  start: number;
+  /** One past the last content octet; also where the next element starts. */
+  end: number;
+}
+
+function readTlv(der: Uint8Array, offset: number, limit: number, what: string): Tlv {
+  const fail = (why: string): never => {
+    throw new Error(`SubjectPublicKeyInfo: ${what}: ${why}`);
+  };
+  if (offset + 2 > limit) fail('truncated');
+  const tag = der[offset]!;
+  // High tag numbers (X.690 §8.1.2.4) never occur in an SPKI.
+  if ((tag & 0x1f) === 0x1f) fail('unsupported high tag number');
+  const first = der[offset + 1]!;
+  let length: number;
+  let start = offset + 2;
+  if (first < 0x80) {
+    length = first; // short form, X.690 §8.1.3.4
+  } else {
+    const count = first & 0x7f;
+    // 0x80 is the indefinite form, forbidden in DER (X.690 §10.1); 4 octets is far above any key.
+    if (count === 0 || count > 4) fail('unsupported length encoding');
+    if (start + count > limit) fail('truncated');
+    length = 0;
+    for (let i = 0; i < count; i++) length = length * 256 + der[start + i]!;
+    // DER uses the fewest length octets (X.690 §10.1): no leading zero, no long form below 128.
+    if (der[start] === 0 || length < 0x80) fail('non-minimal length');
+    start += count;
+  }
+  const end = start + length;
+  if (end > limit) fail('truncated');
+  return { tag, start, end };
+}
+
+/** Decodes OBJECT IDENTIFIER contents (X.690 §8.19) to dotted form. */
+function decodeOid(bytes: Uint8Array): string {
+  const arcs: number[] = [];
+  let value = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    // A subidentifier starting with 0x80 is not minimal (X.690 §8.19.2).
+    if (value === 0 && b === 0x80) throw new Error('SubjectPublicKeyInfo: malformed algorithm OID');
+    value = value * 128 + (b & 0x7f);
+    if (value > Number.MAX_SAFE_INTEGER) throw new Error('SubjectPublicKeyInfo: algorithm OID arc too large');
+    if ((b & 0x80) === 0) {
+      if (arcs.length === 0) {
+        // The first subidentifier packs the first two arcs (X.690 §8.19.4).
+        const first = value < 40 ? 0 : value < 80 ? 1 : 2;
+        arcs.push(first, value - first * 40);
+      } else {
+        arcs.push(value);
+      }
+      value = 0;
+    }
+  }
+  if (bytes.length === 0 || (bytes[bytes.length - 1]! & 0x80) !== 0) throw new Error('SubjectPublicKeyInfo: malformed algorithm OID');
+  return arcs.join('.');
+}
+
+/**
+ * Extracts the raw 1952-byte ML-DSA-65 public key from a DER SubjectPublicKeyInfo, as returned
+ * by KMS GetPublicKey. Strict: the algorithm must be id-ml-dsa-65 with parameters absent and
+ * nothing may follow the structure.
+ *
+ * @throws {Error} if the DER is malformed, the algorithm is not ML-DSA-65 or the key length is wrong.
+ */
+export function mlDsa65PublicKeyFromSpki(der: Uint8Array): Uint8Array {
+  assertBytes(der, 'SubjectPublicKeyInfo');
+  const spki = readTlv(der, 0, der.length, 'SubjectPublicKeyInfo');
+  if (spki.tag !== TAG_SEQUENCE) throw new Error('SubjectPublicKeyInfo: not a SEQUENCE');
+  if (spki.end !== der.length) throw new Error('SubjectPublicKeyInfo: trailing bytes');
+
+  const algorithm = readTlv(der, spki.start, spki.end, 'AlgorithmIdentifier');
+  if (algorithm.tag !== TAG_SEQUENCE) throw new Error('SubjectPublicKeyInfo: AlgorithmIdentifier is not a SEQUENCE');
+  const oid = readTlv(der, algorithm.start, algorithm.end, 'algorithm OID');
+  if (oid.tag !== TAG_OID) throw new Error('SubjectPublicKeyInfo: algorithm is not an OBJECT IDENTIFIER');
+  const oidText = decodeOid(der.subarray(oid.start, oid.end));
+  if (oidText !== ID_ML_DSA_65) throw new Error(`SubjectPublicKeyInfo: algorithm ${oidText} is not id-ml-dsa-65 (${ID_ML_DSA_65})`);
+  // RFC 9881: the parameters field MUST be absent for ML-DSA.
+  if (oid.end !== algorithm.end) throw new Error('SubjectPublicKeyInfo: ML-DSA algorithm parameters must be absent');
+
+  const bits = readTlv(der, algorithm.end, spki.end, 'subjectPublicKey');
+  if (bits.tag !== TAG_BIT_STRING) throw new Error('SubjectPublicKeyInfo: subjectPublicKey is not a BIT STRING');
+  if (bits.end !== spki.end) throw new Error('SubjectPublicKeyInfo: unexpected element after subjectPublicKey');
+  // The first content octet of a BIT STRING counts the unused bits (X.690 §8.6.2); a key is whole octets.
+  if (bits.end === bits.start || der[bits.start] !== 0) throw new Error('SubjectPublicKeyInfo: subjectPublicKey has unused bits');
+  const key = der.subarray(bits.start + 1, bits.end);
+  if (key.length !== ML_DSA_65_PUBLIC_KEY_BYTES) {
+    throw new Error(`SubjectPublicKeyInfo: ML-DSA-65 public key is ${key.length} bytes, expected ${ML_DSA_65_PUBLIC_KEY_BYTES}`);
+  }
+  return Uint8Array.from(key);
+}
+
