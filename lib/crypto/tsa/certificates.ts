@@ -1,0 +1,497 @@
+/**
+ * Certificates for the embedded time-stamping authority: generation of a self-signed root CA and a
+ * TSA leaf (ECDSA P-256, SHA-256) with pkijs over WebCrypto, loading them back from PEM, and the
+ * checks RFC 3161 §2.3 asks of a TSA certificate.
+ */
+import { randomBytes } from 'node:crypto';
+import * as asn1js from 'asn1js';
+import * as pkijs from 'pkijs';
+import {
+  OID,
+  bitsOf,
+  digest,
+  integerFromBigInt,
+  nameToString,
+  namedBitString,
+  parseAsn1,
+  randomPositiveBigInt,
+  toArrayBuffer,
+  toHex,
+} from './asn1.js';
+import { derToPem, pemBlocks, pemToDer } from './pem.js';
+
+const subtle = globalThis.crypto.subtle;
+
+/** The four PEM documents of an embedded TSA: root CA and TSA leaf, each with its PKCS#8 key. */
+export interface TsaCertificateBundle {
+  rootCertPem: string;
+  rootKeyPkcs8Pem: string;
+  tsaCertPem: string;
+  tsaKeyPkcs8Pem: string;
+}
+
+/** Names used in generated certificates; each attribute becomes its own RDN. */
+export interface DistinguishedName {
+  commonName: string;
+  organization?: string;
+  /** Two-letter ISO 3166 code. */
+  country?: string;
+}
+
+/** Options of {@link generateTsaCertificates}. All are optional. */
+export interface GenerateTsaCertificatesOptions {
+  /** Subject of the root CA. Default `O=Evidence Anchoring Service, CN=Evidence Anchoring Root CA`. */
+  rootName?: DistinguishedName;
+  /** Subject of the TSA leaf. Default `O=Evidence Anchoring Service, CN=Evidence Anchoring TSA`. */
+  tsaName?: DistinguishedName;
+  /** Start of validity (default: now). */
+  now?: Date;
+  /** Root validity in years (default 20). */
+  rootValidityYears?: number;
+  /** Leaf validity in years (default 10). */
+  tsaValidityYears?: number;
+  /**
+   * Key purposes written in the leaf's ExtendedKeyUsage (default `[id-kp-timeStamping]`); `null`
+   * omits the extension. Only for negative tests: anything else makes an unusable TSA certificate.
+   */
+  tsaKeyPurposes?: string[] | null;
+  /** Whether the leaf's ExtendedKeyUsage is critical (default true; false only for negative tests). */
+  tsaEkuCritical?: boolean;
+}
+
+/** Options of {@link issueTsaCertificate}: the issuing root and the leaf's shape. */
+export interface IssueTsaCertificateOptions
+  extends Pick<GenerateTsaCertificatesOptions, 'tsaName' | 'now' | 'tsaValidityYears' | 'tsaKeyPurposes' | 'tsaEkuCritical'> {
+  rootCertPem: string;
+  rootKeyPkcs8Pem: string;
+}
+
+/** The bundle parsed back into pkijs certificates and WebCrypto keys. */
+export interface LoadedTsaCertificates {
+  rootCert: pkijs.Certificate;
+  rootCertDer: Uint8Array;
+  tsaCert: pkijs.Certificate;
+  tsaCertDer: Uint8Array;
+  /** Signing key of the TSA leaf (not extractable). */
+  tsaKey: CryptoKey;
+  /** Signing key of the root, when its PEM was given. */
+  rootKey?: CryptoKey;
+}
+
+/** Outcome of {@link validateCertificateChain}. */
+export interface ChainValidation {
+  ok: boolean;
+  /** Why it failed, or which anchor it chains to. */
+  reason: string;
+  /** The validated path, leaf first, trust anchor last (empty on failure). */
+  path: pkijs.Certificate[];
+}
+
+const DEFAULT_ORG = 'Evidence Anchoring Service';
+const P256: EcKeyGenParams = { name: 'ECDSA', namedCurve: 'P-256' };
+
+// ---------------------------------------------------------------------------------------------
+// Generation
+
+/**
+ * Generates a self-signed root CA and a TSA leaf certificate signed by it, each with a fresh
+ * ECDSA P-256 key, and returns them as PEM (certificates) and PKCS#8 PEM (keys).
+ */
+export async function generateTsaCertificates(options: GenerateTsaCertificatesOptions = {}): Promise<TsaCertificateBundle> {
+  const now = options.now ?? new Date();
+  const rootName = buildName(options.rootName ?? { organization: DEFAULT_ORG, commonName: 'Evidence Anchoring Root CA' });
+  const rootKeys = (await subtle.generateKey(P256, true, ['sign', 'verify'])) as CryptoKeyPair;
+
+  const root = await buildCertificate({
+    subject: rootName,
+    issuer: rootName,
+    publicKey: rootKeys.publicKey,
+    signingKey: rootKeys.privateKey,
+    notBefore: backdate(now),
+    notAfter: addYears(now, options.rootValidityYears ?? 20),
+    extensions: (ski) => [
+      // RFC 5280 §4.2.1.9: a CA certificate carries cA=TRUE, critical; pathLen 0 since it
+      // only ever issues end-entity (TSA) certificates.
+      extension(OID.basicConstraints, true, new asn1js.Sequence({ value: [new asn1js.Boolean({ value: true }), new asn1js.Integer({ value: 0 })] })),
+      // RFC 5280 §4.2.1.3: keyCertSign (bit 5) and cRLSign (bit 6).
+      extension(OID.keyUsage, true, namedBitString([5, 6])),
+      extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: toArrayBuffer(ski) })),
+    ],
+  });
+
+  const rootCertPem = derToPem(certificateDer(root));
+  const rootKeyPkcs8Pem = derToPem(new Uint8Array(await subtle.exportKey('pkcs8', rootKeys.privateKey)), 'PRIVATE KEY');
+  const leaf = await issueLeaf(root, rootKeys.privateKey, options);
+  return { rootCertPem, rootKeyPkcs8Pem, ...leaf };
+}
+
+/**
+ * Issues a new TSA leaf (fresh P-256 key) under an existing root, e.g. to rotate the TSA key.
+ */
+export async function issueTsaCertificate(options: IssueTsaCertificateOptions): Promise<{ tsaCertPem: string; tsaKeyPkcs8Pem: string }> {
+  const root = parseCertificate(options.rootCertPem);
+  const rootKey = await importPrivateKey(options.rootKeyPkcs8Pem);
+  return issueLeaf(root, rootKey, options);
+}
+
+async function issueLeaf(
+  root: pkijs.Certificate,
+  rootKey: CryptoKey,
+  options: Pick<GenerateTsaCertificatesOptions, 'tsaName' | 'now' | 'tsaValidityYears' | 'tsaKeyPurposes' | 'tsaEkuCritical'>,
+): Promise<{ tsaCertPem: string; tsaKeyPkcs8Pem: string }> {
+  const now = options.now ?? new Date();
+  const keys = (await subtle.generateKey(P256, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const rootSki = subjectKeyIdentifier(root) ?? keyIdentifier(root);
+  const purposes = options.tsaKeyPurposes === undefined ? [OID.kpTimeStamping] : options.tsaKeyPurposes;
+
+  const leaf = await buildCertificate({
+    subject: buildName(options.tsaName ?? { organization: DEFAULT_ORG, commonName: 'Evidence Anchoring TSA' }),
+    issuer: root.subject,
+    publicKey: keys.publicKey,
+    signingKey: rootKey,
+    notBefore: backdate(now),
+    notAfter: minDate(addYears(now, options.tsaValidityYears ?? 10), root.notAfter.value),
+    extensions: (ski) => {
+      const list = [
+        // RFC 5280 §4.2.1.9: an end-entity certificate; cA defaults to FALSE, so the DER
+        // SEQUENCE is empty (X.690 §11.5 omits DEFAULT values).
+        extension(OID.basicConstraints, true, new asn1js.Sequence({ value: [] })),
+        // RFC 3161 §2.3 via OpenSSL's check: digitalSignature (bit 0) and nonRepudiation (bit 1) only.
+        extension(OID.keyUsage, true, namedBitString([0, 1])),
+        extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: toArrayBuffer(ski) })),
+        // RFC 5280 §4.2.1.1: keyIdentifier [0] IMPLICIT = the issuer's subject key identifier.
+        extension(
+          OID.authorityKeyIdentifier,
+          false,
+          new asn1js.Sequence({ value: [new asn1js.Primitive({ idBlock: { tagClass: 3, tagNumber: 0 }, valueHex: toArrayBuffer(rootSki) })] }),
+        ),
+      ];
+      if (purposes !== null) {
+        // RFC 3161 §2.3: exactly one ExtendedKeyUsage, id-kp-timeStamping only, critical.
+        list.push(
+          extension(
+            OID.extKeyUsage,
+            options.tsaEkuCritical ?? true,
+            new asn1js.Sequence({ value: purposes.map((p) => new asn1js.ObjectIdentifier({ value: p })) }),
+          ),
+        );
+      }
+      return list;
+    },
+  });
+
+  return {
+    tsaCertPem: derToPem(certificateDer(leaf)),
+    tsaKeyPkcs8Pem: derToPem(new Uint8Array(await subtle.exportKey('pkcs8', keys.privateKey)), 'PRIVATE KEY'),
+  };
+}
+
+interface CertificateSpec {
+  subject: pkijs.RelativeDistinguishedNames;
+  issuer: pkijs.RelativeDistinguishedNames;
+  publicKey: CryptoKey;
+  signingKey: CryptoKey;
+  notBefore: Date;
+  notAfter: Date;
+  extensions: (subjectKeyId: Uint8Array) => pkijs.Extension[];
+}
+
+async function buildCertificate(spec: CertificateSpec): Promise<pkijs.Certificate> {
+  const cert = new pkijs.Certificate();
+  cert.version = 2; // v3 (RFC 5280 §4.1.2.1), needed for extensions
+  // RFC 5280 §4.1.2.2: positive, unique, at most 20 octets; 128 random bits fit in 17.
+  cert.serialNumber = integerFromBigInt(randomPositiveBigInt(128));
+  cert.issuer = spec.issuer;
+  cert.subject = spec.subject;
+  cert.notBefore = timeOf(spec.notBefore);
+  cert.notAfter = timeOf(spec.notAfter);
+  await cert.subjectPublicKeyInfo.importKey(spec.publicKey);
+  cert.extensions = spec.extensions(keyIdentifier(cert));
+  await cert.sign(spec.signingKey, 'SHA-256');
+  return cert;
+}
+
+/**
+ * RFC 5280 §4.1.2.4: a Name is a SEQUENCE OF RelativeDistinguishedName (each a SET). pkijs puts
+ * all attributes into a single multi-valued RDN; we emit one attribute per RDN like every CA does,
+ * otherwise OpenSSL compares and prints the names differently.
+ */
+function buildName(dn: DistinguishedName): pkijs.RelativeDistinguishedNames {
+  const attrs: [string, asn1js.AsnType][] = [];
+  if (dn.country) attrs.push([OID.countryName, new asn1js.PrintableString({ value: dn.country })]);
+  if (dn.organization) attrs.push([OID.organizationName, new asn1js.Utf8String({ value: dn.organization })]);
+  attrs.push([OID.commonName, new asn1js.Utf8String({ value: dn.commonName })]);
+  const name = new asn1js.Sequence({
+    value: attrs.map(
+      ([type, value]) =>
+        new asn1js.Set({ value: [new asn1js.Sequence({ value: [new asn1js.ObjectIdentifier({ value: type }), value] })] }),
+    ),
+  });
+  // Parsed back so that pkijs keeps these exact bytes (valueBeforeDecode) when re-encoding.
+  return pkijs.RelativeDistinguishedNames.fromBER(name.toBER());
+}
+
+function extension(extnID: string, critical: boolean, value: asn1js.AsnType): pkijs.Extension {
+  return new pkijs.Extension({ extnID, critical, extnValue: value.toBER(false) });
+}
+
+/** RFC 5280 §4.1.2.5: UTCTime through 2049, GeneralizedTime from 2050; whole seconds. */
+function timeOf(date: Date): pkijs.Time {
+  const whole = new Date(Math.floor(date.getTime() / 1000) * 1000);
+  return new pkijs.Time({ type: whole.getUTCFullYear() < 2050 ? pkijs.TimeType.UTCTime : pkijs.TimeType.GeneralizedTime, value: whole });
+}
+
+/** Five minutes of slack for relying parties whose clock is a little behind. */
+function backdate(date: Date): Date {
+  return new Date(date.getTime() - 5 * 60_000);
+}
+
+function addYears(date: Date, years: number): Date {
+  const d = new Date(date.getTime());
+  d.setUTCFullYear(d.getUTCFullYear() + years);
+  return d;
+}
+
+function minDate(a: Date, b: Date): Date {
+  return a.getTime() <= b.getTime() ? a : b;
+}
+
+/** RFC 5280 §4.2.1.2 method (1): SHA-1 of the subjectPublicKey BIT STRING value. */
+function keyIdentifier(cert: pkijs.Certificate): Uint8Array {
+  return digest('SHA-1', cert.subjectPublicKeyInfo.subjectPublicKey.valueBlock.valueHexView);
+}
+
+/** The value of the SubjectKeyIdentifier extension, if any. */
+export function subjectKeyIdentifier(cert: pkijs.Certificate): Uint8Array | undefined {
+  const ext = cert.extensions?.find((e) => e.extnID === OID.subjectKeyIdentifier);
+  const parsed = ext?.parsedValue;
+  return parsed instanceof asn1js.OctetString ? new Uint8Array(parsed.valueBlock.valueHexView) : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+
+// The DER each certificate was parsed from: hashing for ESSCertID must use the exact bytes, and
+// re-encoding with pkijs is slow (about 1 ms a certificate).
+const derOf = new WeakMap<pkijs.Certificate, Uint8Array>();
+
+/** Records the bytes `cert` was decoded from, for {@link certificateDer}. */
+export function rememberCertificateDer(cert: pkijs.Certificate, der: Uint8Array): void {
+  derOf.set(cert, der);
+}
+
+/** DER of a certificate: the bytes it was parsed from, or its re-encoding. */
+export function certificateDer(cert: pkijs.Certificate): Uint8Array {
+  let der = derOf.get(cert);
+  if (!der) {
+    der = new Uint8Array(cert.toSchema().toBER());
+    derOf.set(cert, der);
+  }
+  return der;
+}
+
+/** PEM of a certificate. */
+export function certificateToPem(cert: pkijs.Certificate): string {
+  return derToPem(certificateDer(cert));
+}
+
+/**
+ * Parses one certificate from PEM (the first `CERTIFICATE` block) or DER.
+ * @throws Error when it is not a certificate.
+ */
+export function parseCertificate(input: string | Uint8Array): pkijs.Certificate {
+  const der = typeof input === 'string' ? pemToDer(input, 'CERTIFICATE') : input;
+  const asn = parseAsn1(der, 'certificate');
+  let cert: pkijs.Certificate;
+  try {
+    cert = new pkijs.Certificate({ schema: asn });
+  } catch {
+    throw new Error('not an X.509 certificate');
+  }
+  derOf.set(cert, der);
+  return cert;
+}
+
+// pkijs takes a few milliseconds to decode a certificate; roots are the same on every call.
+const parsedPem = new Map<string, pkijs.Certificate[]>();
+const PARSED_PEM_LIMIT = 64;
+
+/**
+ * Every certificate in a PEM text (e.g. a chain file), in order. Results are cached per text (the
+ * returned objects are shared: do not modify them).
+ * @throws Error when a block is not a certificate.
+ */
+export function parseCertificates(pemText: string): pkijs.Certificate[] {
+  const cached = parsedPem.get(pemText);
+  if (cached) return cached;
+  const certs = pemBlocks(pemText, 'CERTIFICATE').map((b) => parseCertificate(b.der));
+  if (parsedPem.size >= PARSED_PEM_LIMIT) {
+    const oldest = parsedPem.keys().next();
+    if (!oldest.done) parsedPem.delete(oldest.value);
+  }
+  parsedPem.set(pemText, certs);
+  return certs;
+}
+
+const CURVE_BY_OID: Readonly<Record<string, string>> = {
+  [OID.secp256r1]: 'P-256',
+  [OID.secp384r1]: 'P-384',
+  [OID.secp521r1]: 'P-521',
+};
+
+/**
+ * Imports a PKCS#8 private key (`-----BEGIN PRIVATE KEY-----`) for signing: ECDSA on P-256/384/521
+ * or RSA (PKCS#1 v1.5 with SHA-256). The key is not extractable.
+ * @throws Error for other key types or malformed input (the message never contains key material).
+ */
+export async function importPrivateKey(pkcs8Pem: string): Promise<CryptoKey> {
+  let der: Uint8Array;
+  let info: pkijs.PrivateKeyInfo;
+  try {
+    der = pemToDer(pkcs8Pem, 'PRIVATE KEY');
+    info = new pkijs.PrivateKeyInfo({ schema: parseAsn1(der, 'private key') });
+  } catch {
+    throw new Error('the TSA key must be an unencrypted PKCS#8 PEM ("BEGIN PRIVATE KEY"; convert with `openssl pkcs8 -topk8 -nocrypt`)');
+  }
+  const algorithm = algorithmForKey(info.privateKeyAlgorithm);
+  return subtle.importKey('pkcs8', toArrayBuffer(der), algorithm, false, ['sign']);
+}
+
+function algorithmForKey(alg: pkijs.AlgorithmIdentifier): EcKeyImportParams | RsaHashedImportParams {
+  if (alg.algorithmId === OID.ecPublicKey) {
+    const params = alg.algorithmParams as unknown;
+    const curve = params instanceof asn1js.ObjectIdentifier ? CURVE_BY_OID[params.valueBlock.toString()] : undefined;
+    if (!curve) throw new Error('unsupported elliptic curve (P-256, P-384 and P-521 are supported)');
+    return { name: 'ECDSA', namedCurve: curve };
+  }
+  if (alg.algorithmId === OID.rsaEncryption) return { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' };
+  throw new Error(`unsupported key algorithm ${alg.algorithmId} (ECDSA and RSA are supported)`);
+}
+
+/**
+ * Parses a bundle back into certificates and keys. It does not check them: see
+ * {@link assertTsaCertificates}.
+ */
+export async function loadTsaCertificates(
+  bundle: Pick<TsaCertificateBundle, 'rootCertPem' | 'tsaCertPem' | 'tsaKeyPkcs8Pem'> & { rootKeyPkcs8Pem?: string },
+): Promise<LoadedTsaCertificates> {
+  const rootCertDer = pemToDer(bundle.rootCertPem);
+  const tsaCertDer = pemToDer(bundle.tsaCertPem);
+  const loaded: LoadedTsaCertificates = {
+    rootCert: parseCertificate(rootCertDer),
+    rootCertDer,
+    tsaCert: parseCertificate(tsaCertDer),
+    tsaCertDer,
+    tsaKey: await importPrivateKey(bundle.tsaKeyPkcs8Pem),
+  };
+  if (bundle.rootKeyPkcs8Pem) loaded.rootKey = await importPrivateKey(bundle.rootKeyPkcs8Pem);
+  return loaded;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks
+
+/**
+ * Why `cert` may not sign time-stamp tokens, or undefined when it may. RFC 3161 §2.3: exactly one
+ * ExtendedKeyUsage extension, critical, whose only KeyPurposeId is id-kp-timeStamping. Like
+ * OpenSSL, a KeyUsage, if present, may only assert digitalSignature and/or nonRepudiation.
+ */
+export function timeStampingUsageProblem(cert: pkijs.Certificate): string | undefined {
+  const ekus = (cert.extensions ?? []).filter((e) => e.extnID === OID.extKeyUsage);
+  const eku = ekus[0];
+  if (!eku) return 'the certificate has no ExtendedKeyUsage extension (RFC 3161 §2.3 requires id-kp-timeStamping)';
+  if (ekus.length > 1) return 'the certificate has more than one ExtendedKeyUsage extension (RFC 3161 §2.3)';
+  const parsed = eku.parsedValue;
+  if (!(parsed instanceof pkijs.ExtKeyUsage)) return 'the ExtendedKeyUsage extension cannot be parsed';
+  if (!parsed.keyPurposes.includes(OID.kpTimeStamping)) return 'the ExtendedKeyUsage does not include id-kp-timeStamping (RFC 3161 §2.3)';
+  if (parsed.keyPurposes.length !== 1) {
+    return `the ExtendedKeyUsage must contain only id-kp-timeStamping (RFC 3161 §2.3), found ${parsed.keyPurposes.join(', ')}`;
+  }
+  if (!eku.critical) return 'the ExtendedKeyUsage extension is not marked critical (RFC 3161 §2.3)';
+  const ku = (cert.extensions ?? []).find((e) => e.extnID === OID.keyUsage)?.parsedValue;
+  if (ku !== undefined) {
+    if (!(ku instanceof asn1js.BitString)) return 'the KeyUsage extension cannot be parsed';
+    const bits = bitsOf(ku);
+    // Bit 0 digitalSignature, bit 1 nonRepudiation (RFC 5280 §4.2.1.3).
+    if (!bits.some((b) => b === 0 || b === 1) || bits.some((b) => b > 1)) {
+      return 'the KeyUsage must assert only digitalSignature and/or nonRepudiation';
+    }
+  }
+  return undefined;
+}
+
+/** Whether a private key and a certificate's public key belong together (sign and verify). */
+export async function keyMatchesCertificate(key: CryptoKey, cert: pkijs.Certificate): Promise<boolean> {
+  const challenge = randomBytes(32);
+  const signParams: EcdsaParams | Algorithm = key.algorithm.name === 'ECDSA' ? { name: 'ECDSA', hash: 'SHA-256' } : { name: key.algorithm.name };
+  try {
+    const importParams = algorithmForKey(cert.subjectPublicKeyInfo.algorithm);
+    if (importParams.name !== key.algorithm.name) return false;
+    if ('namedCurve' in importParams && importParams.namedCurve !== (key.algorithm as EcKeyAlgorithm).namedCurve) return false;
+    const spki = cert.subjectPublicKeyInfo.toSchema().toBER(false);
+    const publicKey = await subtle.importKey('spki', spki, importParams, false, ['verify']);
+    const signature = await subtle.sign(signParams, key, challenge);
+    return await subtle.verify(signParams, publicKey, signature, challenge);
+  } catch {
+    return false;
+  }
+}
+
+function isCa(cert: pkijs.Certificate): boolean {
+  const bc = cert.extensions?.find((e) => e.extnID === OID.basicConstraints)?.parsedValue;
+  return bc instanceof pkijs.BasicConstraints && bc.cA === true;
+}
+
+function sameCertificate(a: pkijs.Certificate, b: pkijs.Certificate): boolean {
+  return toHex(a.tbsView) === toHex(b.tbsView);
+}
+
+/**
+ * RFC 5280 §6 path validation of `leaf` to one of `anchors` at `checkDate`, with pkijs's
+ * CertificateChainValidationEngine (signatures, validity periods, name chaining, CA flags).
+ * The inputs are cleaned first because the engine takes the last certificate as the leaf after
+ * dropping duplicates, and treats a leaf that is itself listed as trusted as a complete path.
+ */
+export async function validateCertificateChain(
+  leaf: pkijs.Certificate,
+  options: { anchors: pkijs.Certificate[]; intermediates?: pkijs.Certificate[]; checkDate: Date },
+): Promise<ChainValidation> {
+  const trustedCerts: pkijs.Certificate[] = [];
+  for (const a of options.anchors) {
+    if (!sameCertificate(a, leaf) && !trustedCerts.some((t) => sameCertificate(t, a))) trustedCerts.push(a);
+  }
+  if (trustedCerts.length === 0) return { ok: false, reason: 'no trust anchor configured', path: [] };
+  const certs: pkijs.Certificate[] = [];
+  for (const c of options.intermediates ?? []) {
+    if (!isCa(c) || sameCertificate(c, leaf)) continue;
+    if ([...trustedCerts, ...certs].some((t) => sameCertificate(t, c))) continue;
+    certs.push(c);
+  }
+  certs.push(leaf);
+  try {
+    const engine = new pkijs.CertificateChainValidationEngine({ trustedCerts, certs, checkDate: options.checkDate });
+    const result = await engine.verify();
+    const path = result.certificatePath ?? [];
+    const anchor = path[path.length - 1];
+    if (!result.result || !anchor) return { ok: false, reason: result.resultMessage || 'no valid certificate path', path: [] };
+    return { ok: true, reason: `chains to ${nameToString(anchor.subject)} at ${options.checkDate.toISOString()}`, path };
+  } catch (err) {
+    const message = err instanceof Error ? err.message : (err as { resultMessage?: string }).resultMessage;
+    return { ok: false, reason: message ?? 'no valid certificate path', path: [] };
+  }
+}
+
+/**
+ * Start-up checks of a TSA's own material: the leaf may sign time-stamps (RFC 3161 §2.3), the key
+ * belongs to the leaf, and the leaf chains to the root at `now`.
+ * @throws Error with a message saying what is wrong.
+ */
+export async function assertTsaCertificates(loaded: LoadedTsaCertificates, now: Date): Promise<void> {
+  const usage = timeStampingUsageProblem(loaded.tsaCert);
+  if (usage) throw new Error(`TSA certificate refused: ${usage}`);
+  if (!(await keyMatchesCertificate(loaded.tsaKey, loaded.tsaCert))) {
+    throw new Error('TSA certificate refused: the private key does not match the certificate');
+  }
+  const chain = await validateCertificateChain(loaded.tsaCert, { anchors: [loaded.rootCert], checkDate: now });
+  if (!chain.ok) throw new Error(`TSA certificate refused: it does not chain to the root: ${chain.reason}`);
+}

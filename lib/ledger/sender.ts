@@ -1,0 +1,1094 @@
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { FetchRequest, JsonRpcProvider, Network, Transaction, getAddress, parseUnits, type TransactionRequest } from 'ethers';
+import { isConditionalCheckFailed } from '../store/dynamo.js';
+import { LedgerUnavailableError, sanitizeDetail } from './errors.js';
+
+/**
+ * Sends the service's ledger transactions: one EIP-1559 (type 2) transaction per record, 0 value,
+ * from the service wallet to itself, the record in the input data (see anchor-data.ts).
+ *
+ * Nonces. Every Lambda (and the local server) shares one wallet, so the nonce counter lives in
+ * DynamoDB: the wallet item (pk `wallet#<address>`, sk 0) holds `next_nonce`, and one item per
+ * signed transaction (pk `tx#<address>`, sk = nonce) keeps the raw signed bytes, written BEFORE the
+ * broadcast, so that a transaction the node may have seen is never lost (the rebroadcast job and
+ * the local replay re-send it byte for byte, hence with the same hash).
+ *
+ * Released nonces (no stuck gap). A transaction whose broadcast definitely failed (node
+ * unreachable, or the node refused it) never entered any mempool; if its nonce were simply
+ * abandoned, every later transaction of the wallet would wait behind the gap forever. So the
+ * sender marks that slot `released` (dropping its raw bytes) and adds the nonce to the number set
+ * `released` on the wallet item; the next allocation anywhere takes the LOWEST released nonce
+ * (conditional DELETE from the set: exactly one claimant wins) before it touches the counter, and
+ * overwrites the released slot (a conditional put that only replaces a missing or released slot).
+ * A process that dies between allocating and persisting leaves a slot missing (or `released` but
+ * out of the set); rebroadcastPending() fills such old gaps below the counter with an empty
+ * "filler" self-transaction. Every slot write is conditional, so whoever loses a race for a slot
+ * just allocates again: two transactions never share a nonce in our records.
+ * An ambiguous failure (timeout, connection reset after the request went out) keeps the slot as
+ * `signed` for rebroadcastPending(); submit() then returns with `broadcast: 'ambiguous'`.
+ *
+ * Ordering. Within one sender, allocation → signing → persisting → broadcast run one at a time
+ * (a promise-chain mutex), so the node sees this process's nonces in order (Hardhat's automine
+ * refuses a nonce above the next one: "nonce too high"); receipts are awaited in parallel. Between
+ * processes nonces can still arrive out of order by a few milliseconds: "nonce too high" is
+ * retried with backoff for a short while. Create one sender per wallet per process.
+ */
+
+/** What the sender needs from a signer: a local ethers Wallet, or a KMS-backed AbstractSigner. */
+export interface LedgerSigner {
+  getAddress(): Promise<string>;
+  signTransaction(tx: TransactionRequest): Promise<string>;
+}
+
+export type LedgerTxKind = 'anchor' | 'pq-key';
+export type LedgerSlotKind = LedgerTxKind | 'filler';
+export type LedgerSlotStatus = 'signed' | 'sent' | 'confirmed' | 'failed' | 'released' | 'conflict';
+
+/** One persisted transaction slot (pk `tx#<address>`, sk = nonce). */
+export interface LedgerSlot {
+  pk: string;
+  sk: number;
+  nonce: number;
+  tx_hash: string;
+  /** The signed transaction, 0x hex; removed when the slot is released. */
+  raw?: string;
+  kind: LedgerSlotKind;
+  ref: string;
+  status: LedgerSlotStatus;
+  chain_id: number;
+  created_at: string;
+  updated_at: string;
+  sent_at?: string;
+  released_at?: string;
+  block_number?: number;
+  block_hash?: string;
+  gas_used?: number;
+}
+
+interface WalletItem {
+  pk: string;
+  sk: 0;
+  address: string;
+  next_nonce: number;
+  released?: Set<number>;
+  allocated_at?: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface LedgerSenderOptions {
+  /** An ethers JsonRpcProvider with a static network (see createLedgerProvider). */
+  provider: JsonRpcProvider;
+  signer: LedgerSigner;
+  db: DynamoDBDocumentClient;
+  /** The ledger table's name. */
+  table: string;
+  chainId: number;
+  priorityFeeGwei: number;
+  /** Cap of maxFeePerGas. */
+  maxFeeGwei: number;
+  clock?: () => Date;
+  /** How long fee data (the latest base fee) is reused; default 5000 ms. */
+  feeCacheMs?: number;
+  /** Receipt polling; default the provider's pollingInterval. */
+  pollingIntervalMs?: number;
+  /** 'finalized': a receipt counts once its block is finalized (Polygon); default 'latest'. */
+  confirmationTag?: 'latest' | 'finalized';
+  /** How long "nonce too high" (another process's lower nonce not there yet) is retried; default 3000 ms. */
+  nonceRetryMs?: number;
+  /** Age after which rebroadcastPending() treats a missing or orphaned slot as abandoned; default 120 s. */
+  gapGraceMs?: number;
+  /** walletStatus().lowBalance is true below this; default 0.1 native coin. */
+  lowBalanceWei?: bigint;
+  /** Operational events (never secrets). */
+  log?: (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface SubmitResult {
+  txHash: string;
+  nonce: number;
+  /** Lower-case address of the wallet. */
+  from: string;
+  /** 'accepted': the node took it. 'ambiguous': it may have; the slot stays for rebroadcastPending(). */
+  broadcast: 'accepted' | 'ambiguous';
+  /** True when the nonce was a released one, reused. */
+  reusedNonce: boolean;
+}
+
+export interface LedgerReceipt {
+  status: 'confirmed' | 'failed';
+  blockNumber: number;
+  blockHash: string;
+  gasUsed: bigint;
+}
+
+/** What rebroadcastPending() and replay() did. */
+export interface ResendReport {
+  /** The chain's confirmed nonce of the wallet when the run started: slots from here on were examined. */
+  fromNonce: number;
+  /** Slots at or above fromNonce. */
+  slots: number;
+  /** Gaps filled with an empty self-transaction. */
+  filled: number;
+  /** Raw transactions the node accepted now. */
+  resent: number;
+  /** Raw transactions the node already had. */
+  alreadyKnown: number;
+  /** Sends whose outcome is unknown (timeout). */
+  ambiguous: number;
+  /** Refused by the node (the first refusal stops the run: later nonces could not be mined). */
+  rejected: number;
+  /** Not sent because an earlier nonce was refused. */
+  blocked: number;
+  confirmed: number;
+  failed: number;
+  /** Still without a receipt after the timeout. */
+  pending: number;
+  /** The DynamoDB counter after the run. */
+  nextNonce: number | null;
+}
+
+export interface WalletStatus {
+  address: string;
+  chainId: number;
+  balanceWei: bigint;
+  lowBalance: boolean;
+  /** Transactions of the wallet mined so far (= next nonce the chain will mine). */
+  nonceLatest: number;
+  /** Including the node's mempool. */
+  noncePending: number;
+  /** The DynamoDB counter (null before the first transaction). */
+  nextNonce: number | null;
+  releasedNonces: number[];
+  /** Slots signed or sent and not yet mined. */
+  pendingTxs: number;
+}
+
+/** A JsonRpcProvider that never probes the network (no endless retry when the node is down), with a request timeout. */
+export function createLedgerProvider(options: {
+  rpcUrl: string;
+  chainId: number;
+  pollingIntervalMs: number;
+  requestTimeoutMs?: number;
+}): JsonRpcProvider {
+  const request = new FetchRequest(options.rpcUrl);
+  request.timeout = options.requestTimeoutMs ?? 10_000;
+  const network = Network.from(options.chainId);
+  return new JsonRpcProvider(request, network, {
+    staticNetwork: network,
+    pollingInterval: options.pollingIntervalMs,
+    batchStallTime: 2,
+  });
+}
+
+/**
+ * Gas limit of a 0-value transaction carrying `data`: 21000 plus calldata, where calldata costs the
+ * larger of the classic price (4 per zero byte, 16 per other byte) and the EIP-7623 floor
+ * (10 per token, a token being a zero byte or a quarter of another byte), plus 10 %.
+ */
+export function gasLimitFor(data: string): bigint {
+  const bytes = Buffer.from(data.startsWith('0x') ? data.slice(2) : data, 'hex');
+  let zero = 0;
+  for (const b of bytes) if (b === 0) zero++;
+  const nonZero = bytes.length - zero;
+  const standard = 21_000 + 4 * zero + 16 * nonZero;
+  const floor = 21_000 + 10 * (zero + 4 * nonZero);
+  return BigInt(Math.ceil(Math.max(standard, floor) * 1.1));
+}
+
+const LIVE: ReadonlySet<LedgerSlotStatus> = new Set(['signed', 'sent', 'confirmed', 'failed']);
+const MAX_DATA_BYTES = 4096;
+
+function gwei(value: number): bigint {
+  return parseUnits(value.toFixed(9), 'gwei');
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+type BroadcastOutcome =
+  | { kind: 'accepted'; known: boolean }
+  | { kind: 'ambiguous'; detail: string }
+  | { kind: 'conflict'; detail: string }
+  | { kind: 'unreachable'; detail: string }
+  | { kind: 'rejected'; detail: string };
+
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
+/** Sorts a failed eth_sendRawTransaction into what it means for the slot. */
+function classifySendError(error: unknown): 'nonce_too_high' | 'nonce_too_low' | 'known' | 'rejected' | 'unreachable' | 'ambiguous' {
+  const e = error as { code?: unknown; info?: { error?: { message?: unknown } }; error?: { message?: unknown }; cause?: { code?: unknown } };
+  const rpcMessage = [e.info?.error?.message, e.error?.message].find((m): m is string => typeof m === 'string') ?? '';
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (/nonce too high/i.test(rpcMessage)) return 'nonce_too_high';
+  if (/already known|known transaction|already imported|already in (the )?mempool/i.test(rpcMessage)) return 'known';
+  if (code === 'NONCE_EXPIRED' || /nonce too low|nonce has already been used/i.test(rpcMessage)) return 'nonce_too_low';
+  if (rpcMessage !== '' || code === 'INSUFFICIENT_FUNDS' || code === 'REPLACEMENT_UNDERPRICED') return 'rejected';
+  const sysCode = code || (typeof e.cause?.code === 'string' ? e.cause.code : '');
+  if (UNREACHABLE_CODES.has(sysCode)) return 'unreachable';
+  return 'ambiguous';
+}
+
+export class LedgerSender {
+  private readonly provider: JsonRpcProvider;
+  private readonly signer: LedgerSigner;
+  private readonly db: DynamoDBDocumentClient;
+  private readonly table: string;
+  private readonly chainId: number;
+  private readonly priorityFee: bigint;
+  private readonly maxFeeCap: bigint;
+  private readonly clock: () => Date;
+  private readonly feeCacheMs: number;
+  private readonly pollingIntervalMs: number;
+  private readonly confirmationTag: 'latest' | 'finalized';
+  private readonly nonceRetryMs: number;
+  private readonly gapGraceMs: number;
+  private readonly lowBalanceWei: bigint;
+  private readonly log: NonNullable<LedgerSenderOptions['log']>;
+
+  private mutex: Promise<unknown> = Promise.resolve();
+  private readyPromise: Promise<string> | null = null;
+  private feeCache: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | null = null;
+  private feeInFlight: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> | null = null;
+  /** txHash → nonce of transactions this sender signed and not yet settled (to update the slot on a receipt). */
+  private readonly nonceByHash = new Map<string, number>();
+  /** This sender's ambiguous broadcasts, by nonce: re-sent before its next broadcast so they cannot block it. */
+  private readonly unsettled = new Map<number, { raw: string; txHash: string }>();
+
+  constructor(options: LedgerSenderOptions) {
+    this.provider = options.provider;
+    this.signer = options.signer;
+    this.db = options.db;
+    this.table = options.table;
+    this.chainId = options.chainId;
+    this.priorityFee = gwei(options.priorityFeeGwei);
+    this.maxFeeCap = gwei(options.maxFeeGwei);
+    if (this.maxFeeCap < this.priorityFee) throw new Error('maxFeeGwei must not be below priorityFeeGwei');
+    this.clock = options.clock ?? (() => new Date());
+    this.feeCacheMs = options.feeCacheMs ?? 5000;
+    this.pollingIntervalMs = options.pollingIntervalMs ?? options.provider.pollingInterval;
+    this.confirmationTag = options.confirmationTag ?? 'latest';
+    this.nonceRetryMs = options.nonceRetryMs ?? 3000;
+    this.gapGraceMs = options.gapGraceMs ?? 120_000;
+    this.lowBalanceWei = options.lowBalanceWei ?? 10n ** 17n;
+    this.log = options.log ?? (() => undefined);
+  }
+
+  // ---------------------------------------------------------------- public API
+
+  /** Lower-case address of the wallet (asks the signer once). */
+  async address(): Promise<string> {
+    return (await this.signer.getAddress()).toLowerCase();
+  }
+
+  /**
+   * Signs, persists and broadcasts one transaction carrying `data` (0x hex or bytes).
+   * Throws LedgerUnavailableError when nothing could be sent (the nonce is then released).
+   */
+  async submit(data: string | Uint8Array, meta: { kind: LedgerTxKind; ref: string }): Promise<SubmitResult> {
+    if (meta.kind !== 'anchor' && meta.kind !== 'pq-key') throw new TypeError(`unknown ledger transaction kind "${String(meta.kind)}"`);
+    if (typeof meta.ref !== 'string' || meta.ref.length > 512) throw new TypeError('ref must be a string of at most 512 characters');
+    const hex = typeof data === 'string' ? data.toLowerCase() : `0x${Buffer.from(data).toString('hex')}`;
+    if (!/^0x([0-9a-f]{2})*$/.test(hex)) throw new TypeError('transaction data must be 0x-prefixed hex of whole bytes');
+    if ((hex.length - 2) / 2 > MAX_DATA_BYTES) throw new TypeError(`transaction data is limited to ${MAX_DATA_BYTES} bytes`);
+
+    const address = await this.ready();
+    const fees = await this.fees(); // before taking a nonce: a node that is down costs no nonce here
+    const result = await this.exclusive(() => this.submitLocked(address, hex, meta, fees));
+    if (result.broadcast === 'accepted') {
+      await this.markSent(result.nonce, result.txHash).catch((error: unknown) =>
+        this.log('warn', 'ledger: could not mark a slot as sent (the rebroadcast job will)', { nonce: result.nonce, detail: sanitizeDetail(error) }),
+      );
+    }
+    return result;
+  }
+
+  /**
+   * Waits for the receipt of `txHash` (polling), updates its slot, and returns it; null when still
+   * pending after `timeoutMs`. Transient RPC errors count as "not yet".
+   */
+  async waitForReceipt(txHash: string, timeoutMs: number): Promise<LedgerReceipt | null> {
+    const hash = txHash.toLowerCase();
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const receipt = await this.receiptIfSettled(hash).catch(() => null);
+      if (receipt) {
+        await this.recordReceipt(hash, receipt).catch((error: unknown) =>
+          this.log('warn', 'ledger: could not record a receipt', { txHash: hash, detail: sanitizeDetail(error) }),
+        );
+        return receipt;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) return null;
+      await sleep(Math.min(this.pollingIntervalMs, left));
+    }
+  }
+
+  /**
+   * The job for pending or ambiguous transactions: fills abandoned nonce gaps, re-sends every slot
+   * from the chain's confirmed nonce on in nonce order (raw bytes, so the same hashes), waits for
+   * the receipts and brings the DynamoDB counter in line with the chain. Slots signed less than
+   * `gapGraceMs` ago belong to submits still in flight and are left to them.
+   */
+  async rebroadcastPending(options: { receiptTimeoutMs?: number; gapGraceMs?: number } = {}): Promise<ResendReport> {
+    return this.resend(options.gapGraceMs ?? this.gapGraceMs, options.receiptTimeoutMs ?? 30_000);
+  }
+
+  /**
+   * For a fresh local node (Hardhat keeps nothing on disk): re-sends every persisted transaction
+   * in nonce order into the node behind the provider and waits for them; the hashes are unchanged
+   * because the signed bytes are. Run it at start, before serving submits.
+   */
+  async replay(options: { receiptTimeoutMs?: number } = {}): Promise<ResendReport> {
+    return this.resend(0, options.receiptTimeoutMs ?? 60_000);
+  }
+
+  /** Address, balance, nonces (chain and DynamoDB) and the number of transactions not yet mined. */
+  async walletStatus(): Promise<WalletStatus> {
+    const address = await this.address();
+    const [balanceWei, nonceLatest, noncePending, wallet] = await Promise.all([
+      this.rpc('read the wallet balance', () => this.provider.getBalance(address)),
+      this.rpc('read the wallet nonce', () => this.nonceAt(address, 'latest')),
+      this.rpc('read the wallet nonce', () => this.nonceAt(address, 'pending')),
+      this.getWallet(address),
+    ]);
+    const slots = await this.listSlots(nonceLatest);
+    return {
+      address,
+      chainId: this.chainId,
+      balanceWei,
+      lowBalance: balanceWei < this.lowBalanceWei,
+      nonceLatest,
+      noncePending,
+      nextNonce: wallet?.next_nonce ?? null,
+      releasedNonces: [...(wallet?.released ?? [])].sort((a, b) => a - b),
+      pendingTxs: slots.filter((s) => s.status === 'signed' || s.status === 'sent').length,
+    };
+  }
+
+  /** Persisted slots of the wallet from `fromNonce` on, in nonce order. */
+  async listSlots(fromNonce = 0): Promise<LedgerSlot[]> {
+    const address = await this.address();
+    const out: LedgerSlot[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.store(() =>
+        this.db.send(
+          new QueryCommand({
+            TableName: this.table,
+            KeyConditionExpression: 'pk = :pk AND sk >= :from',
+            ExpressionAttributeValues: { ':pk': `tx#${address}`, ':from': fromNonce },
+            ConsistentRead: true,
+            ExclusiveStartKey: start,
+          }),
+        ),
+      );
+      out.push(...((page.Items ?? []) as LedgerSlot[]));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return out;
+  }
+
+  // ---------------------------------------------------------------- submit internals
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.mutex.then(fn, fn);
+    this.mutex = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The wallet address, after checking once that the node serves the configured chain. */
+  private ready(): Promise<string> {
+    this.readyPromise ??= (async () => {
+      const address = await this.address();
+      const network = await this.rpc('read the chain id', () => this.provider.send('eth_chainId', []) as Promise<string>);
+      if (Number(BigInt(network)) !== this.chainId) {
+        throw new LedgerUnavailableError(
+          `The ledger node serves chain ${Number(BigInt(network))}, the service is configured for chain ${this.chainId}`,
+          'misconfigured',
+        );
+      }
+      return address;
+    })();
+    const p = this.readyPromise;
+    p.catch(() => {
+      if (this.readyPromise === p) this.readyPromise = null;
+    });
+    return p;
+  }
+
+  /** maxFeePerGas = min(2 × base fee + priority fee, cap), cached for feeCacheMs. */
+  private async fees(): Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> {
+    const now = Date.now();
+    if (this.feeCache && now - this.feeCache.at < this.feeCacheMs) return this.feeCache;
+    this.feeInFlight ??= (async () => {
+      try {
+        const block = await this.rpc('read the base fee', () => this.provider.getBlock('latest'));
+        const baseFee = block?.baseFeePerGas ?? 0n;
+        let maxFeePerGas = 2n * baseFee + this.priorityFee;
+        if (maxFeePerGas > this.maxFeeCap) maxFeePerGas = this.maxFeeCap;
+        if (baseFee > this.maxFeeCap) {
+          this.log('warn', 'ledger: base fee above the configured cap; the transaction waits until it falls', {
+            baseFeeWei: baseFee.toString(),
+            capWei: this.maxFeeCap.toString(),
+          });
+        }
+        const maxPriorityFeePerGas = this.priorityFee < maxFeePerGas ? this.priorityFee : maxFeePerGas;
+        this.feeCache = { at: Date.now(), maxFeePerGas, maxPriorityFeePerGas };
+        return this.feeCache;
+      } finally {
+        this.feeInFlight = null;
+      }
+    })();
+    return this.feeInFlight;
+  }
+
+  private async submitLocked(
+    address: string,
+    data: string,
+    meta: { kind: LedgerTxKind; ref: string },
+    fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint },
+  ): Promise<SubmitResult> {
+    for (let attempt = 1; ; attempt++) {
+      const { nonce, reused } = await this.allocateNonce(address);
+      let signed: { raw: string; txHash: string };
+      try {
+        signed = await this.sign(address, nonce, data, fees);
+      } catch (error) {
+        await this.releaseNonce(address, nonce, null).catch(() => undefined);
+        throw error;
+      }
+      let persisted: boolean;
+      try {
+        persisted = await this.persistSlot(address, nonce, signed, meta.kind, meta.ref, false);
+      } catch (error) {
+        // The put may or may not have landed: release marks it released if it did.
+        await this.releaseNonce(address, nonce, signed.txHash).catch(() => undefined);
+        throw error;
+      }
+      if (!persisted) {
+        // The slot is held by a live transaction: the counter is behind the records. Resync, retry.
+        this.log('warn', 'ledger: nonce slot already taken, resynchronising the counter', { nonce });
+        await this.resyncCounter(address);
+        if (attempt >= 5) throw new LedgerUnavailableError('No free nonce could be allocated for the ledger wallet', 'store');
+        continue;
+      }
+      this.nonceByHash.set(signed.txHash, nonce);
+
+      await this.flushUnsettled(address, nonce);
+      const outcome = await this.broadcast(signed.raw, signed.txHash);
+      const result: SubmitResult = { txHash: signed.txHash, nonce, from: address, broadcast: 'accepted', reusedNonce: reused };
+      switch (outcome.kind) {
+        case 'accepted':
+          return result;
+        case 'ambiguous':
+          this.log('warn', 'ledger: broadcast outcome unknown; the slot is kept for rebroadcast', { nonce, txHash: signed.txHash, detail: outcome.detail });
+          this.unsettled.set(nonce, signed);
+          return { ...result, broadcast: 'ambiguous' };
+        case 'conflict': {
+          this.nonceByHash.delete(signed.txHash);
+          await this.setSlotStatus(address, nonce, signed.txHash, 'conflict', ['signed']);
+          this.log('warn', 'ledger: nonce used by a transaction this service did not sign; resynchronising', { nonce });
+          await this.resyncCounter(address);
+          if (attempt >= 3) {
+            throw new LedgerUnavailableError('The ledger wallet is being used by another sender: its nonces keep colliding', 'nonce_conflict', outcome.detail);
+          }
+          continue;
+        }
+        case 'unreachable':
+        case 'rejected': {
+          this.nonceByHash.delete(signed.txHash);
+          const released = await this.releaseNonce(address, nonce, signed.txHash);
+          if (released === 'ours-sent') return { ...result, broadcast: 'ambiguous' };
+          throw new LedgerUnavailableError(
+            outcome.kind === 'unreachable'
+              ? 'The ledger node is unreachable: the transaction was not sent'
+              : 'The ledger node refused the transaction: it was not sent',
+            outcome.kind,
+            outcome.detail,
+          );
+        }
+      }
+    }
+  }
+
+  /**
+   * Allocates a nonce: the lowest released one if any, else the counter's next. The common case is
+   * one UpdateItem (ADD on the counter, conditional on an empty released set).
+   */
+  private async allocateNonce(address: string): Promise<{ nonce: number; reused: boolean }> {
+    const key = { pk: `wallet#${address}`, sk: 0 };
+    for (let i = 0; i < 50; i++) {
+      const now = this.clock().toISOString();
+      try {
+        const r = await this.store(() =>
+          this.db.send(
+            new UpdateCommand({
+              TableName: this.table,
+              Key: key,
+              UpdateExpression: 'ADD next_nonce :one SET allocated_at = :now',
+              ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(released)',
+              ExpressionAttributeValues: { ':one': 1, ':now': now },
+              ReturnValues: 'UPDATED_NEW',
+            }),
+          ),
+        );
+        return { nonce: Number(r.Attributes?.next_nonce) - 1, reused: false };
+      } catch (error) {
+        if (!isConditionalCheckFailed(error)) throw error;
+      }
+      const wallet = await this.getWallet(address);
+      if (!wallet) {
+        await this.initWallet(address);
+        continue;
+      }
+      const released = [...(wallet.released ?? [])].sort((a, b) => a - b);
+      const lowest = released[0];
+      if (lowest === undefined) continue;
+      try {
+        await this.store(() =>
+          this.db.send(
+            new UpdateCommand({
+              TableName: this.table,
+              Key: key,
+              UpdateExpression: 'DELETE released :set SET allocated_at = :now',
+              ConditionExpression: 'contains(released, :n)',
+              ExpressionAttributeValues: { ':set': new Set([lowest]), ':n': lowest, ':now': now },
+            }),
+          ),
+        );
+        return { nonce: lowest, reused: true };
+      } catch (error) {
+        if (!isConditionalCheckFailed(error)) throw error;
+      }
+    }
+    throw new LedgerUnavailableError('No nonce could be allocated for the ledger wallet (too much contention)', 'store');
+  }
+
+  /** First use of a wallet: the counter starts at the chain's pending nonce (or after the highest record). */
+  private async initWallet(address: string): Promise<void> {
+    const pending = await this.rpc('read the wallet nonce', () => this.nonceAt(address, 'pending'));
+    const top = await this.highestSlotNonce(address);
+    const now = this.clock().toISOString();
+    const item: WalletItem = {
+      pk: `wallet#${address}`,
+      sk: 0,
+      address,
+      next_nonce: Math.max(pending, top + 1),
+      created_at: now,
+      updated_at: now,
+    };
+    try {
+      await this.store(() =>
+        this.db.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' })),
+      );
+      this.log('info', 'ledger: nonce counter initialised', { address, nextNonce: item.next_nonce });
+    } catch (error) {
+      if (!isConditionalCheckFailed(error)) throw error; // another process initialised it
+    }
+  }
+
+  private async sign(
+    address: string,
+    nonce: number,
+    data: string,
+    fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint },
+  ): Promise<{ raw: string; txHash: string }> {
+    const request: TransactionRequest = {
+      type: 2,
+      chainId: BigInt(this.chainId),
+      nonce,
+      to: getAddress(address),
+      value: 0n,
+      data,
+      gasLimit: gasLimitFor(data),
+      maxFeePerGas: fees.maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+    };
+    let raw: string;
+    try {
+      raw = await this.signer.signTransaction(request);
+    } catch (error) {
+      throw new LedgerUnavailableError('The ledger wallet could not sign the transaction', 'signer', sanitizeDetail(error));
+    }
+    const tx = Transaction.from(raw);
+    if (tx.from?.toLowerCase() !== address || tx.nonce !== nonce || tx.chainId !== BigInt(this.chainId) || !tx.hash) {
+      throw new LedgerUnavailableError('The ledger signer produced a transaction for another wallet, nonce or chain', 'misconfigured');
+    }
+    return { raw, txHash: tx.hash.toLowerCase() };
+  }
+
+  /**
+   * Writes the signed transaction into its slot before anything is broadcast. Only a missing or
+   * released slot may be written (a filler may also replace a 'conflict' slot); false when the slot
+   * is held by another transaction.
+   */
+  private async persistSlot(
+    address: string,
+    nonce: number,
+    signed: { raw: string; txHash: string },
+    kind: LedgerSlotKind,
+    ref: string,
+    filler: boolean,
+  ): Promise<boolean> {
+    const now = this.clock().toISOString();
+    const item: LedgerSlot = {
+      pk: `tx#${address}`,
+      sk: nonce,
+      nonce,
+      tx_hash: signed.txHash,
+      raw: signed.raw,
+      kind,
+      ref,
+      status: 'signed',
+      chain_id: this.chainId,
+      created_at: now,
+      updated_at: now,
+    };
+    try {
+      await this.store(() =>
+        this.db.send(
+          new PutCommand({
+            TableName: this.table,
+            Item: item,
+            ConditionExpression: filler
+              ? 'attribute_not_exists(pk) OR #s = :released OR #s = :conflict'
+              : 'attribute_not_exists(pk) OR #s = :released',
+            ExpressionAttributeNames: { '#s': 'status' },
+            ExpressionAttributeValues: filler ? { ':released': 'released', ':conflict': 'conflict' } : { ':released': 'released' },
+          }),
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Re-sends this sender's earlier ambiguous broadcasts below `nonce` (one try each): on a node that
+   * does not queue future nonces (automine) they would otherwise block every later transaction
+   * until the rebroadcast job runs. Settled ones (accepted, or refused: the job's business) are forgotten.
+   */
+  private async flushUnsettled(address: string, nonce: number): Promise<void> {
+    const below = [...this.unsettled.keys()].filter((n) => n < nonce).sort((a, b) => a - b);
+    for (const n of below) {
+      const entry = this.unsettled.get(n);
+      if (!entry) continue;
+      const outcome = await this.broadcast(entry.raw, entry.txHash, 0);
+      if (outcome.kind === 'ambiguous' || outcome.kind === 'unreachable') return;
+      this.unsettled.delete(n);
+      if (outcome.kind === 'accepted') {
+        await this.setSlotStatus(address, n, entry.txHash, 'sent', ['signed']).catch(() => false);
+      }
+    }
+  }
+
+  /** Sends raw bytes; "nonce too high" (another process's lower nonce not yet there) is retried for `retryMs`. */
+  private async broadcast(raw: string, txHash: string, retryMs = this.nonceRetryMs): Promise<BroadcastOutcome> {
+    const deadline = Date.now() + retryMs;
+    let delay = 10;
+    for (;;) {
+      try {
+        await this.provider.send('eth_sendRawTransaction', [raw]);
+        return { kind: 'accepted', known: false };
+      } catch (error) {
+        const kind = classifySendError(error);
+        const detail = sanitizeDetail((error as { info?: { error?: { message?: unknown } } }).info?.error?.message ?? error);
+        if (kind === 'nonce_too_high' && Date.now() + delay < deadline) {
+          await sleep(delay);
+          delay = Math.min(delay * 2, 200);
+          continue;
+        }
+        switch (kind) {
+          case 'known':
+            return { kind: 'accepted', known: true };
+          case 'nonce_too_low': {
+            // Ours (sent before, e.g. by the rebroadcast job) or somebody else's transaction?
+            try {
+              const tx: unknown = await this.provider.send('eth_getTransactionByHash', [txHash]);
+              return tx ? { kind: 'accepted', known: true } : { kind: 'conflict', detail };
+            } catch {
+              return { kind: 'ambiguous', detail };
+            }
+          }
+          case 'nonce_too_high':
+          case 'rejected':
+            return { kind: 'rejected', detail };
+          case 'unreachable':
+            return { kind: 'unreachable', detail };
+          default:
+            return { kind: 'ambiguous', detail };
+        }
+      }
+    }
+  }
+
+  private async markSent(nonce: number, txHash: string): Promise<void> {
+    const address = await this.address();
+    await this.setSlotStatus(address, nonce, txHash, 'sent', ['signed']);
+  }
+
+  /** Conditional status change of a slot (only if it still holds `txHash` in one of `from`); false otherwise. */
+  private async setSlotStatus(
+    address: string,
+    nonce: number,
+    txHash: string,
+    status: LedgerSlotStatus,
+    from: LedgerSlotStatus[],
+    extra: { set?: Record<string, unknown>; remove?: string[] } = {},
+  ): Promise<boolean> {
+    const now = this.clock().toISOString();
+    const values: Record<string, unknown> = { ':h': txHash, ':s': status, ':now': now };
+    const names: Record<string, string> = { '#s': 'status' };
+    const sets = ['#s = :s', 'updated_at = :now'];
+    if (status === 'sent') sets.push('sent_at = :now');
+    for (const [i, [k, v]] of Object.entries(extra.set ?? {}).entries()) {
+      names[`#x${i}`] = k;
+      values[`:x${i}`] = v;
+      sets.push(`#x${i} = :x${i}`);
+    }
+    const fromKeys = from.map((s, i) => {
+      values[`:f${i}`] = s;
+      return `:f${i}`;
+    });
+    const removed = (extra.remove ?? []).map((k, i) => {
+      names[`#r${i}`] = k;
+      return `#r${i}`;
+    });
+    const remove = removed.length ? ` REMOVE ${removed.join(', ')}` : '';
+    try {
+      await this.store(() =>
+        this.db.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: { pk: `tx#${address}`, sk: nonce },
+            UpdateExpression: `SET ${sets.join(', ')}${remove}`,
+            ConditionExpression: `tx_hash = :h AND #s IN (${fromKeys.join(', ')})`,
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
+          }),
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Gives a nonce back after a definite broadcast failure: the slot (if it holds `txHash`) becomes
+   * 'released' without its raw bytes, then the nonce joins the wallet's released set.
+   * 'ours-sent': the slot meanwhile went out (the rebroadcast job sent it), nothing was released.
+   * 'taken': another writer holds the slot (a gap filler), nothing to release.
+   */
+  private async releaseNonce(address: string, nonce: number, txHash: string | null): Promise<'released' | 'ours-sent' | 'taken'> {
+    if (txHash) {
+      const marked = await this.setSlotStatus(address, nonce, txHash, 'released', ['signed'], {
+        set: { released_at: this.clock().toISOString() },
+        remove: ['raw'],
+      });
+      if (!marked) {
+        const slot = await this.getSlot(address, nonce);
+        if (slot && slot.tx_hash === txHash && slot.status !== 'released') return 'ours-sent';
+        if (slot && slot.tx_hash !== txHash && slot.status !== 'released') return 'taken';
+      }
+    } else {
+      const slot = await this.getSlot(address, nonce);
+      if (slot && slot.status !== 'released') return 'taken';
+    }
+    await this.store(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: `wallet#${address}`, sk: 0 },
+          UpdateExpression: 'ADD released :set SET updated_at = :now',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':set': new Set([nonce]), ':now': this.clock().toISOString() },
+        }),
+      ),
+    );
+    this.log('info', 'ledger: nonce released for reuse', { nonce });
+    return 'released';
+  }
+
+  /**
+   * Brings the counter to at least max(chain pending nonce, highest slot + 1) and drops released
+   * nonces the chain has already used (by a transaction this service did not sign).
+   */
+  private async resyncCounter(address: string): Promise<void> {
+    const [latest, pending, top] = await Promise.all([
+      this.rpc('read the wallet nonce', () => this.nonceAt(address, 'latest')),
+      this.rpc('read the wallet nonce', () => this.nonceAt(address, 'pending')),
+      this.highestSlotNonce(address),
+    ]);
+    const target = Math.max(pending, top + 1);
+    const key = { pk: `wallet#${address}`, sk: 0 };
+    try {
+      await this.store(() =>
+        this.db.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: key,
+            UpdateExpression: 'SET next_nonce = :t, updated_at = :now',
+            ConditionExpression: 'attribute_exists(pk) AND next_nonce < :t',
+            ExpressionAttributeValues: { ':t': target, ':now': this.clock().toISOString() },
+          }),
+        ),
+      );
+    } catch (error) {
+      if (!isConditionalCheckFailed(error)) throw error;
+    }
+    const wallet = await this.getWallet(address);
+    const stale = [...(wallet?.released ?? [])].filter((n) => n < latest);
+    if (stale.length > 0) {
+      await this.store(() =>
+        this.db.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: key,
+            UpdateExpression: 'DELETE released :set',
+            ExpressionAttributeValues: { ':set': new Set(stale) },
+          }),
+        ),
+      );
+    }
+  }
+
+  // ---------------------------------------------------------------- receipts
+
+  private async receiptIfSettled(hash: string): Promise<LedgerReceipt | null> {
+    const r = await this.provider.getTransactionReceipt(hash);
+    if (!r || r.blockNumber === null) return null;
+    if (this.confirmationTag === 'finalized') {
+      const finalized = await this.provider.getBlock('finalized');
+      if (!finalized || finalized.number < r.blockNumber) return null;
+    }
+    return { status: r.status === 1 ? 'confirmed' : 'failed', blockNumber: r.blockNumber, blockHash: r.blockHash.toLowerCase(), gasUsed: r.gasUsed };
+  }
+
+  private async recordReceipt(hash: string, receipt: LedgerReceipt): Promise<void> {
+    const address = await this.address();
+    let nonce = this.nonceByHash.get(hash);
+    if (nonce === undefined) {
+      const tx = await this.provider.getTransaction(hash);
+      if (!tx || tx.from.toLowerCase() !== address) return; // not one of ours
+      nonce = tx.nonce;
+    }
+    await this.setSlotStatus(address, nonce, hash, receipt.status, ['signed', 'sent', 'confirmed', 'failed'], {
+      set: { block_number: receipt.blockNumber, block_hash: receipt.blockHash, gas_used: Number(receipt.gasUsed) },
+    });
+    this.nonceByHash.delete(hash);
+  }
+
+  // ---------------------------------------------------------------- rebroadcast and replay
+
+  private async resend(graceMs: number, receiptTimeoutMs: number): Promise<ResendReport> {
+    const address = await this.ready();
+    const report: ResendReport = {
+      fromNonce: 0,
+      slots: 0,
+      filled: 0,
+      resent: 0,
+      alreadyKnown: 0,
+      ambiguous: 0,
+      rejected: 0,
+      blocked: 0,
+      confirmed: 0,
+      failed: 0,
+      pending: 0,
+      nextNonce: null,
+    };
+    const sent = await this.exclusive(async () => {
+      const latest = await this.rpc('read the wallet nonce', () => this.nonceAt(address, 'latest'));
+      report.fromNonce = latest;
+      let wallet = await this.getWallet(address);
+      let slots = await this.listSlots(latest);
+      if (!wallet) {
+        if (slots.length === 0) return [];
+        await this.initWallet(address);
+        wallet = await this.getWallet(address);
+        if (!wallet) return [];
+      }
+      report.filled = await this.fillGaps(address, latest, wallet, slots, graceMs);
+      if (report.filled > 0) slots = await this.listSlots(latest);
+      report.slots = slots.length;
+
+      const nowMs = this.clock().getTime();
+      const sendable = slots
+        .filter((s) => LIVE.has(s.status) && s.raw)
+        .sort((a, b) => a.sk - b.sk);
+      const hashes: string[] = [];
+      for (let i = 0; i < sendable.length; i++) {
+        const slot = sendable[i] as LedgerSlot;
+        if (slot.status === 'signed' && nowMs - Date.parse(slot.created_at) < graceMs) {
+          // A submit in flight owns it; what follows cannot be mined before it anyway.
+          report.blocked += sendable.length - i;
+          break;
+        }
+        const outcome = await this.broadcast(slot.raw as string, slot.tx_hash);
+        if (outcome.kind === 'unreachable') {
+          throw new LedgerUnavailableError('The ledger node is unreachable: pending transactions were not re-sent', 'unreachable', outcome.detail);
+        }
+        if (outcome.kind === 'rejected' || outcome.kind === 'conflict') {
+          report.rejected++;
+          report.blocked += sendable.length - i - 1;
+          if (outcome.kind === 'conflict') await this.setSlotStatus(address, slot.sk, slot.tx_hash, 'conflict', [...LIVE]);
+          this.log('warn', 'ledger: a persisted transaction was refused on re-send; later nonces wait behind it', {
+            nonce: slot.sk,
+            txHash: slot.tx_hash,
+            detail: outcome.detail,
+          });
+          break;
+        }
+        if (outcome.kind === 'ambiguous') report.ambiguous++;
+        else if (outcome.known) report.alreadyKnown++;
+        else report.resent++;
+        this.nonceByHash.set(slot.tx_hash, slot.sk);
+        if (outcome.kind === 'accepted') this.unsettled.delete(slot.sk);
+        if (slot.status !== 'sent') {
+          await this.setSlotStatus(address, slot.sk, slot.tx_hash, 'sent', [...LIVE], { remove: ['block_number', 'block_hash', 'gas_used'] });
+        }
+        hashes.push(slot.tx_hash);
+      }
+      await this.resyncCounter(address);
+      return hashes;
+    });
+
+    const receipts = await Promise.all(sent.map((h) => this.waitForReceipt(h, receiptTimeoutMs)));
+    for (const r of receipts) {
+      if (!r) report.pending++;
+      else if (r.status === 'confirmed') report.confirmed++;
+      else report.failed++;
+    }
+    report.nextNonce = (await this.getWallet(address))?.next_nonce ?? null;
+    this.log('info', 'ledger: re-send finished', { ...report });
+    return report;
+  }
+
+  /**
+   * Fills nonce gaps in [fromNonce, next_nonce) with an empty self-transaction so later nonces can
+   * be mined: released nonces below the highest live slot (claimed from the set like an allocation),
+   * 'conflict' slots, and slots missing or released-but-unclaimed for longer than `graceMs`
+   * (their allocator died between allocating and persisting).
+   */
+  private async fillGaps(address: string, fromNonce: number, wallet: WalletItem, slots: LedgerSlot[], graceMs: number): Promise<number> {
+    const bySk = new Map(slots.map((s) => [s.sk, s]));
+    const topLive = slots.filter((s) => LIVE.has(s.status)).reduce((m, s) => Math.max(m, s.sk), -1);
+    const released = wallet.released ?? new Set<number>();
+    const nowMs = this.clock().getTime();
+    const old = (iso: string | undefined) => graceMs === 0 || (iso !== undefined && nowMs - Date.parse(iso) >= graceMs);
+    let filled = 0;
+    for (let n = fromNonce; n < wallet.next_nonce; n++) {
+      const slot = bySk.get(n);
+      if (slot && LIVE.has(slot.status)) continue;
+      if (released.has(n)) {
+        if (n > topLive) continue; // the next allocation reuses it; nothing waits behind it
+        const claimed = await this.claimReleased(address, n);
+        if (claimed && (await this.writeFiller(address, n))) filled++;
+        continue;
+      }
+      const abandoned = !slot
+        ? old(wallet.allocated_at) || slots.some((s) => s.sk > n && old(s.created_at))
+        : slot.status === 'conflict' || old(slot.released_at ?? slot.updated_at);
+      if (abandoned && (await this.writeFiller(address, n))) filled++;
+    }
+    if (filled > 0) this.log('warn', 'ledger: filled nonce gaps with empty transactions', { filled });
+    return filled;
+  }
+
+  private async claimReleased(address: string, nonce: number): Promise<boolean> {
+    try {
+      await this.store(() =>
+        this.db.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: { pk: `wallet#${address}`, sk: 0 },
+            UpdateExpression: 'DELETE released :set',
+            ConditionExpression: 'contains(released, :n)',
+            ExpressionAttributeValues: { ':set': new Set([nonce]), ':n': nonce },
+          }),
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return false;
+      throw error;
+    }
+  }
+
+  private async writeFiller(address: string, nonce: number): Promise<boolean> {
+    const fees = await this.fees();
+    const signed = await this.sign(address, nonce, '0x', fees);
+    return this.persistSlot(address, nonce, signed, 'filler', 'gap-fill', true);
+  }
+
+  // ---------------------------------------------------------------- small helpers
+
+  private async getWallet(address: string): Promise<WalletItem | null> {
+    const r = await this.store(() =>
+      this.db.send(new GetCommand({ TableName: this.table, Key: { pk: `wallet#${address}`, sk: 0 }, ConsistentRead: true })),
+    );
+    return (r.Item as WalletItem | undefined) ?? null;
+  }
+
+  private async getSlot(address: string, nonce: number): Promise<LedgerSlot | null> {
+    const r = await this.store(() =>
+      this.db.send(new GetCommand({ TableName: this.table, Key: { pk: `tx#${address}`, sk: nonce }, ConsistentRead: true })),
+    );
+    return (r.Item as LedgerSlot | undefined) ?? null;
+  }
+
+  private async highestSlotNonce(address: string): Promise<number> {
+    const r = await this.store(() =>
+      this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': `tx#${address}` },
+          ScanIndexForward: false,
+          Limit: 1,
+          ConsistentRead: true,
+        }),
+      ),
+    );
+    const top = r.Items?.[0] as LedgerSlot | undefined;
+    return top ? top.sk : -1;
+  }
+
+  /** Runs a DynamoDB call; a lost condition passes through, anything else becomes LedgerUnavailableError. */
+  private async store<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (error) {
+      if (isConditionalCheckFailed(error) || error instanceof LedgerUnavailableError) throw error;
+      throw new LedgerUnavailableError('The ledger records (DynamoDB) could not be read or written', 'store', sanitizeDetail(error));
+    }
+  }
+
+  /**
+   * The wallet's transaction count at `tag`, asked straight from the node: ethers' getTransactionCount
+   * shares identical calls made within 250 ms, which can return a count from before our last sends.
+   */
+  private async nonceAt(address: string, tag: 'latest' | 'pending'): Promise<number> {
+    const hex = (await this.provider.send('eth_getTransactionCount', [address, tag])) as string;
+    return Number(BigInt(hex));
+  }
+
+  /** Runs a JSON-RPC read; any failure becomes LedgerUnavailableError. */
+  private async rpc<T>(what: string, op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (error) {
+      if (error instanceof LedgerUnavailableError) throw error;
+      const kind = classifySendError(error);
+      const code = (error as { code?: unknown }).code;
+      throw new LedgerUnavailableError(
+        `Could not ${what}: the ledger node ${kind === 'unreachable' ? 'is unreachable' : code === 'TIMEOUT' ? 'did not answer in time' : 'failed'}`,
+        kind === 'unreachable' ? 'unreachable' : code === 'TIMEOUT' ? 'timeout' : 'rejected',
+        sanitizeDetail(error),
+      );
+    }
+  }
+}

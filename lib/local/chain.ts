@@ -1,0 +1,226 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The local chain: a real Hardhat 2 node (`hardhat node`) in a child process, configured by
+ * infra/hardhat.config.cjs through the environment. It keeps no state on disk: whoever starts it
+ * replays the persisted transactions into it (LedgerSender.replay).
+ */
+
+export interface LocalChainAccount {
+  /** 32 bytes in hex, with or without 0x. */
+  privateKey: string;
+  /** Genesis balance in wei. */
+  balanceWei: bigint;
+}
+
+export interface LocalChainOptions {
+  port: number;
+  /** 0: one block per transaction (automine); otherwise a block every blockTimeMs. */
+  blockTimeMs: number;
+  /** Default 31337. */
+  chainId?: number;
+  accounts: LocalChainAccount[];
+  /** The node's per-request log (appended). */
+  logFile: string;
+  /** How long to wait for the first JSON-RPC answer; default 30 s. */
+  startTimeoutMs?: number;
+}
+
+export interface LocalChain {
+  url: string;
+  port: number;
+  chainId: number;
+  pid: number;
+  /** Stops the node (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+const HOST = '127.0.0.1';
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const configFile = path.join(repoRoot, 'infra', 'hardhat.config.cjs');
+
+function hardhatCli(): string {
+  const require = createRequire(import.meta.url);
+  const pkgFile = require.resolve('hardhat/package.json');
+  const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as { bin?: Record<string, string> };
+  const bin = pkg.bin?.hardhat ?? 'internal/cli/bootstrap.js';
+  return path.join(path.dirname(pkgFile), bin);
+}
+
+/** Rejects when something already listens on host:port (a second node would fail late and obscurely). */
+function assertPortFree(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => {
+      reject(
+        new Error(
+          error.code === 'EADDRINUSE'
+            ? `Cannot start the local chain: port ${port} on ${HOST} is already in use (another node or service?). Stop it or choose another LEDGER_RPC_PORT.`
+            : `Cannot start the local chain on ${HOST}:${port}: ${error.code ?? error.message}`,
+        ),
+      );
+    });
+    probe.listen(port, HOST, () => probe.close(() => resolve()));
+  });
+}
+
+/** The end of what the node wrote to `file` since offset `from`. */
+function tail(file: string, from: number, bytes = 2000): string {
+  try {
+    const size = statSync(file).size;
+    const fd = openSync(file, 'r');
+    try {
+      const length = Math.min(bytes, Math.max(0, size - from));
+      const buf = Buffer.alloc(length);
+      readSync(fd, buf, 0, length, size - length);
+      return buf.toString('utf8').trim();
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return '';
+  }
+}
+
+async function rpcChainId(url: string): Promise<number | null> {
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+      signal: AbortSignal.timeout(1000),
+    });
+    if (!res.ok) return null;
+    const body = (await res.json()) as { result?: unknown };
+    return typeof body.result === 'string' ? Number.parseInt(body.result, 16) : null;
+  } catch {
+    return null;
+  }
+}
+
+function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      child.off('exit', onExit);
+      resolve(false);
+    }, ms);
+    const onExit = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    child.once('exit', onExit);
+  });
+}
+
+/** Starts `hardhat node` on 127.0.0.1:port; resolves once it answers eth_chainId. */
+export async function startLocalChain(options: LocalChainOptions): Promise<LocalChain> {
+  const chainId = options.chainId ?? 31337;
+  if (!Number.isInteger(options.blockTimeMs) || options.blockTimeMs < 0) {
+    throw new Error(`blockTimeMs must be a non-negative integer, got ${options.blockTimeMs}`);
+  }
+  await assertPortFree(options.port);
+
+  mkdirSync(path.dirname(options.logFile), { recursive: true });
+  const logFd = openSync(options.logFile, 'a', 0o600);
+  const logStart = statSync(options.logFile).size;
+  const accounts = options.accounts.map((a) => ({ privateKey: a.privateKey, balance: a.balanceWei.toString() }));
+  let child: ChildProcess;
+  try {
+    child = spawn(
+      process.execPath,
+      [hardhatCli(), 'node', '--hostname', HOST, '--port', String(options.port), '--config', configFile],
+      {
+        cwd: repoRoot,
+        env: {
+          ...process.env,
+          HARDHAT_DISABLE_TELEMETRY_PROMPT: 'true',
+          HARDHAT_HIDE_SOLIDITY_SURVEY_MESSAGE: 'true',
+          NO_COLOR: '1',
+          LOCAL_CHAIN_ID: String(chainId),
+          LOCAL_CHAIN_BLOCK_TIME_MS: String(options.blockTimeMs),
+          LOCAL_CHAIN_ACCOUNTS: JSON.stringify(accounts),
+          LOCAL_CHAIN_PARENT_PID: String(process.pid),
+        },
+        stdio: ['ignore', logFd, logFd],
+      },
+    );
+  } finally {
+    closeSync(logFd); // the child holds its own copy
+  }
+
+  // Also stop the node when this process exits normally (the config's watchdog covers crashes).
+  const killOnExit = () => {
+    child.kill('SIGKILL');
+  };
+  process.once('exit', killOnExit);
+
+  const url = `http://${HOST}:${options.port}`;
+  const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
+  let exited: string | null = null;
+  const onEarlyExit = (code: number | null, signal: NodeJS.Signals | null) => {
+    exited = signal ? `signal ${signal}` : `code ${code}`;
+  };
+  child.once('exit', onEarlyExit);
+  const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
+  let failure: Error | null = null;
+  spawnError.then((e) => (failure = e), () => undefined);
+
+  try {
+    for (;;) {
+      if (failure) throw new Error(`Cannot start the local chain: ${(failure as Error).message}`);
+      if (exited) {
+        const log = tail(options.logFile, logStart);
+        const inUse = /EADDRINUSE|address already in use/i.test(log);
+        throw new Error(
+          inUse
+            ? `Cannot start the local chain: port ${options.port} on ${HOST} is already in use.`
+            : `The local chain (hardhat node) exited during start-up (${exited}). Last output (${options.logFile}):\n${log}`,
+        );
+      }
+      const answered = await rpcChainId(url);
+      if (answered !== null) {
+        if (answered !== chainId) {
+          throw new Error(`The node on ${url} answered chain id ${answered}, expected ${chainId}: another node holds the port?`);
+        }
+        break;
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`The local chain did not answer on ${url} within ${options.startTimeoutMs ?? 30_000} ms (log: ${options.logFile})`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } catch (error) {
+    child.kill('SIGKILL');
+    await waitForExit(child, 5000);
+    process.off('exit', killOnExit);
+    throw error;
+  }
+  child.off('exit', onEarlyExit);
+
+  let stopping: Promise<void> | null = null;
+  return {
+    url,
+    port: options.port,
+    chainId,
+    pid: child.pid ?? -1,
+    stop() {
+      stopping ??= (async () => {
+        if (child.exitCode === null && child.signalCode === null) {
+          child.kill('SIGTERM');
+          if (!(await waitForExit(child, 5000))) {
+            child.kill('SIGKILL');
+            await waitForExit(child, 5000);
+          }
+        }
+        process.off('exit', killOnExit);
+      })();
+      return stopping;
+    },
+  };
+}

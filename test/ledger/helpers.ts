@@ -1,0 +1,76 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { Wallet, type JsonRpcProvider } from 'ethers';
+import { LedgerSender, type LedgerSenderOptions } from '../../lib/ledger/sender.js';
+import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../lib/local/dynamo-server.js';
+import { createDocumentClient, TABLE_KEYS, type TableKey, type TableNames } from '../../lib/store/dynamo.js';
+import { ensureTables } from '../../lib/store/tables.js';
+
+/** Shared set-up of the ledger tests: in-memory dynalite, tables with a random prefix, a funded wallet. */
+
+export const CHAIN_ID = 31337;
+export const FUNDS = 10n ** 22n;
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+export function tempLog(name: string): string {
+  return path.join(mkdtempSync(path.join(os.tmpdir(), 'ledger-test-')), `${name}.log`);
+}
+
+export interface Store {
+  dynamo: EmbeddedDynamo;
+  db: DynamoDBDocumentClient;
+  tables: TableNames;
+  stop(): Promise<void>;
+}
+
+export async function startStore(): Promise<Store> {
+  const dynamo = await startEmbeddedDynamo();
+  const db = createDocumentClient({ region: 'local', endpoint: dynamo.endpoint });
+  const prefix = `t${randomBytes(4).toString('hex')}-`;
+  const tables = Object.fromEntries(TABLE_KEYS.map((k) => [k, `${prefix}${k}`])) as Record<TableKey, string>;
+  await ensureTables(db, tables);
+  return {
+    dynamo,
+    db,
+    tables,
+    async stop() {
+      db.destroy();
+      await dynamo.stop();
+    },
+  };
+}
+
+export function newWallet(): Wallet {
+  return new Wallet(Wallet.createRandom().privateKey);
+}
+
+export function makeSender(
+  store: Store,
+  provider: JsonRpcProvider,
+  signer: Wallet,
+  extra: Partial<LedgerSenderOptions> = {},
+): LedgerSender {
+  return new LedgerSender({
+    provider,
+    signer,
+    db: store.db,
+    table: store.tables.ledger,
+    chainId: CHAIN_ID,
+    priorityFeeGwei: 1,
+    maxFeeGwei: 100,
+    ...extra,
+  });
+}
+
+export const randomHash = (): string => randomBytes(32).toString('hex');
