@@ -72,7 +72,16 @@ export interface Config {
     audience: string;
     ttlSeconds: number;
   };
-  signer: { scheme: 'local' | 'kms'; seedFile: string; seedHex: string | undefined; kmsKeyId: string | undefined };
+  signer: {
+    scheme: 'local' | 'kms';
+    seedFile: string;
+    seedHex: string | undefined;
+    kmsKeyId: string | undefined;
+    /** The raw ML-DSA-65 public key (1952 bytes): written next to the seed locally, shipped with the functions in AWS. */
+    publicKeyFile: string;
+    /** Fingerprints (SHA-256 hex) of earlier keys whose signatures still verify after a rotation. */
+    trustedFingerprints: string[];
+  };
   tsa: {
     scheme: 'embedded' | 'remote';
     dir: string;
@@ -201,6 +210,8 @@ export function loadConfig(env: Env = process.env): Config {
       seedFile: path.join(dataDir, 'keys', 'ml-dsa-65.seed'),
       seedHex,
       kmsKeyId: signerKms,
+      publicKeyFile: r.string('PQ_PUBLIC_KEY_FILE', path.join(dataDir, 'keys', 'ml-dsa-65.pub')),
+      trustedFingerprints: r.list('PQ_TRUSTED_KEY_FINGERPRINTS', /^[0-9a-f]{64}$/, 'a SHA-256 fingerprint (64 lower-case hex)'),
     },
     tsa: {
       scheme: tsaScheme,
@@ -282,6 +293,14 @@ class Reader {
   optional(name: string): string | undefined {
     const v = this.env[name];
     return v === undefined || v.trim() === '' ? undefined : v.trim();
+  }
+
+  list(name: string, item: RegExp, what: string): string[] {
+    const v = this.optional(name);
+    if (v === undefined) return [];
+    const items = v.split(',').map((s) => s.trim()).filter(Boolean);
+    for (const i of items) if (!item.test(i)) this.problems.push(`${name}: "${i}" is not ${what}`);
+    return items.filter((i) => item.test(i));
   }
 
   string(name: string, fallback: string): string {

@@ -1,11 +1,35 @@
+import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
+import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { createApp } from '../../lib/http/app.js';
-import { notImplemented } from '../../lib/http/errors.js';
+import { apiKeyAuth } from '../../lib/http/auth.js';
+import { monthlyQuota } from '../../lib/http/limits.js';
+import { IsoTime, jsonBody, problemResponses, Sha256Hex } from '../../lib/http/schemas.js';
 
-// POST /api/v2/evidence/hash: lands with a later issue; until then it answers 501.
-export const app = createApp({ publicCors: false });
-app.all('*', () => {
-  throw notImplemented('POST /api/v2/evidence/hash is not implemented yet.');
+const HashRegistration = z
+  .object({ sha256_hash: z.string(), algorithm: z.literal('SHA-256'), timestamp: IsoTime.describe('When the hash was first registered.') })
+  .openapi('HashRegistration');
+
+export const route = createRoute({
+  method: 'post',
+  path: '/api/v2/evidence/hash',
+  tags: ['v2 evidence'],
+  summary: 'Register a SHA-256 hash (idempotent: a second registration answers the first time)',
+  security: [{ ApiKey: [] }],
+  middleware: [apiKeyAuth({ feature: 'hash' }), monthlyQuota()] as const,
+  request: jsonBody(z.strictObject({ sha256_hash: Sha256Hex })),
+  responses: {
+    200: { description: 'Registered (or already registered).', content: { 'application/json': { schema: HashRegistration } } },
+    ...problemResponses(400, 401, 413, 429, 503),
+  },
+});
+
+export const app = createApp();
+
+app.openapi(route, async (c) => {
+  const { sha256_hash } = c.req.valid('json');
+  const { registeredAt } = await getEvidenceRepo().register(sha256_hash, c.get('accountId') ?? '', new Date().toISOString());
+  return c.json({ sha256_hash, algorithm: 'SHA-256' as const, timestamp: registeredAt }, 200);
 });
 
 export const handler = handle(app);

@@ -1,11 +1,42 @@
+import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
+import { getConfig } from '../../lib/deps/core.js';
+import { getEvidenceRepo } from '../../lib/deps/evidence.js';
+import { buildReceipt } from '../../lib/evidence/receipt.js';
+import { isAnchored } from '../../lib/evidence/repository.js';
 import { createApp } from '../../lib/http/app.js';
-import { notImplemented } from '../../lib/http/errors.js';
+import { notFound } from '../../lib/http/errors.js';
+import { publicRateLimit } from '../../lib/http/limits.js';
+import { HashParam, problemResponses } from '../../lib/http/schemas.js';
 
-// GET /api/v2/evidence/receipt/{image_hash}: lands with a later issue; until then it answers 501.
+const Receipt = z.object({}).passthrough().openapi('EvidenceReceipt', {
+  description:
+    'Self-contained bundle: image_hash, server_hash, the statement and its RFC 8785 canonical form, the ML-DSA-65 public key and signature (base64), ' +
+    'the RFC 3161 TimeStampResp (base64 DER) with the TSA certificates (PEM, leaf first), the ledger chain id, transaction and explorer link, and the device key and signature.',
+});
+
+export const route = createRoute({
+  method: 'get',
+  path: '/api/v2/evidence/receipt/{image_hash}',
+  tags: ['v2 evidence'],
+  summary: 'Download the self-contained receipt of an anchored hash (no credentials)',
+  middleware: [publicRateLimit()] as const,
+  request: { params: HashParam('image_hash') },
+  responses: {
+    200: { description: 'The receipt.', content: { 'application/json': { schema: Receipt } } },
+    ...problemResponses(400, 404, 429),
+  },
+});
+
 export const app = createApp({ publicCors: true });
-app.all('*', () => {
-  throw notImplemented('GET /api/v2/evidence/receipt/{image_hash} is not implemented yet.');
+
+app.openapi(route, async (c) => {
+  const { image_hash } = c.req.valid('param');
+  const item = await getEvidenceRepo().get(image_hash);
+  if (!isAnchored(item)) throw notFound('evidence_not_found', `No anchored evidence for ${image_hash}.`);
+  c.header('Cache-Control', item.tx_status === 'confirmed' ? 'public, max-age=300' : 'no-cache');
+  c.header('Content-Disposition', `inline; filename="receipt-${image_hash}.json"`);
+  return c.json(buildReceipt(item, getConfig().ledger.explorerTxUrl), 200);
 });
 
 export const handler = handle(app);

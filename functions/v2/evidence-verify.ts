@@ -1,11 +1,65 @@
+import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
+import { getConfig } from '../../lib/deps/core.js';
+import { getVerifyDeps } from '../../lib/deps/verification.js';
+import { VerificationResult } from '../../lib/evidence/http-schemas.js';
+import { verifyEvidence } from '../../lib/evidence/verify.js';
 import { createApp } from '../../lib/http/app.js';
-import { notImplemented } from '../../lib/http/errors.js';
+import { publicRateLimit } from '../../lib/http/limits.js';
+import { HashParam, problemResponses } from '../../lib/http/schemas.js';
+import { explorerUrl } from '../../lib/ledger/anchor-data.js';
 
-// GET /api/v2/evidence/verify/{image_hash}: lands with a later issue; until then it answers 501.
+export const route = createRoute({
+  method: 'get',
+  path: '/api/v2/evidence/verify/{image_hash}',
+  tags: ['v2 evidence'],
+  summary: 'Verify a hash publicly (no credentials)',
+  description:
+    'Every flag is computed now from the stored proofs: the ML-DSA-65 signature is verified, the RFC 3161 token is verified ' +
+    "against the TSA root, and the transaction is read from the chain. verified is true only when all three hold. " +
+    'An unknown hash answers 404 with verified:false; a registered but not anchored hash answers 200 with verified:false.',
+  middleware: [publicRateLimit()] as const,
+  request: { params: HashParam('image_hash') },
+  responses: {
+    200: { description: 'Verification result.', content: { 'application/json': { schema: VerificationResult } } },
+    404: { description: 'Unknown hash.', content: { 'application/json': { schema: VerificationResult } } },
+    ...problemResponses(400, 429, 503),
+  },
+});
+
 export const app = createApp({ publicCors: true });
-app.all('*', () => {
-  throw notImplemented('GET /api/v2/evidence/verify/{image_hash} is not implemented yet.');
+
+app.openapi(route, async (c) => {
+  const { image_hash } = c.req.valid('param');
+  const v = await verifyEvidence(getVerifyDeps(), image_hash);
+  if (!v.found && !v.anchored) {
+    c.header('Cache-Control', 'public, max-age=5');
+    return c.json({ verified: false, image_hash, has_pq_signature: false, has_blockchain: false, has_timestamp: false }, 404);
+  }
+  const r = v.record;
+  c.header('Cache-Control', v.checks.ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
+  return c.json(
+    {
+      verified: v.verified,
+      image_hash,
+      ...(r
+        ? {
+            chain_hash: r.chain_hash,
+            chain_index: r.chain_index,
+            anchored_at: r.anchored_at,
+            ledger_tx: r.tx_hash,
+            ledgerscan_url: explorerUrl(getConfig().ledger.explorerTxUrl, r.tx_hash),
+            confirmations: v.checks.ledger.confirmations,
+          }
+        : {}),
+      has_pq_signature: v.checks.pq_signature && v.checks.pq_key_trusted,
+      has_blockchain: v.checks.ledger.valid,
+      has_timestamp: v.checks.timestamp,
+      ...(v.timestamp_time ? { timestamp_time: v.timestamp_time } : {}),
+      ...(v.registered_at ? { registered_at: v.registered_at } : {}),
+    },
+    200,
+  );
 });
 
 export const handler = handle(app);

@@ -21,9 +21,17 @@ export function getDb(): DynamoDBDocumentClient {
   return db;
 }
 
+const resetHooks: (() => void)[] = [];
+
+/** Lets another composition module forget what it built from the old configuration. */
+export function onDepsReset(hook: () => void): void {
+  resetHooks.push(hook);
+}
+
 /** Forgets the cached configuration and clients (tests that change the environment). */
 export function resetCoreDeps(): void {
   db?.destroy();
   config = undefined;
   db = undefined;
+  for (const hook of resetHooks) hook();
 }

@@ -8,8 +8,10 @@ export const Sha256Hex = z
   .openapi({ type: 'string', pattern: '^[0-9a-fA-F]{64}$', example: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' });
 
 /** Path parameter carrying a hash. */
-export const HashParam = (name: string) =>
-  z.object({ [name]: Sha256Hex.openapi({ param: { name, in: 'path' } }) });
+export function HashParam<N extends string>(name: N) {
+  const shape = { [name]: Sha256Hex.openapi({ param: { name, in: 'path' } }) } as Record<N, typeof Sha256Hex>;
+  return z.object(shape);
+}
 
 /** An ISO 8601 UTC date-time with milliseconds and `Z`. */
 export const IsoTime = z.string().openapi({ format: 'date-time', example: '2026-11-22T10:15:30.123Z' });

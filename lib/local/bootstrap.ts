@@ -2,22 +2,76 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
+import { LocalMlDsaSigner } from '../crypto/ml-dsa.js';
+import { generateTsaCertificates } from '../crypto/tsa/certificates.js';
+import { loadOrCreateLocalWallet } from '../ledger/local-wallet.js';
+
+/** What the local stack needs to know after bootstrapping (never the secrets themselves). */
+export interface LocalSecrets {
+  created: string[];
+  walletAddress: string;
+  walletPrivateKey: string;
+}
 
 /**
  * Local secrets live in DATA_DIR, generated on first start and reused after: the JWT secret,
- * the ML-DSA-65 seed, the ledger wallet key and the embedded TSA's root and certificate.
- * Files are written owner-only (0600) and never logged. Production takes them from KMS instead.
+ * the ML-DSA-65 seed (and its public key, which verification reads), the ledger wallet key and
+ * the embedded TSA's root and certificate. Files are owner-only (0600) and never logged.
+ * Production takes keys from KMS instead (config schemes `kms`).
  */
-export async function ensureLocalSecrets(config: Config): Promise<{ created: string[] }> {
+export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> {
   const created: string[] = [];
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   if (config.jwt.source === 'file' && (await writeIfMissing(config.jwt.file, () => randomBytes(32).toString('base64url')))) {
-    created.push('jwt secret');
+    created.push('JWT secret');
   }
-  if (config.signer.scheme === 'local' && !config.signer.seedHex && (await writeIfMissing(config.signer.seedFile, () => randomBytes(32).toString('hex')))) {
-    created.push('ML-DSA-65 seed');
+  if (config.signer.scheme === 'local') {
+    if (!config.signer.seedHex && (await writeIfMissing(config.signer.seedFile, () => randomBytes(32).toString('hex')))) {
+      created.push('ML-DSA-65 seed');
+    }
+    const seedHex = config.signer.seedHex ?? (await readFile(config.signer.seedFile, 'utf8')).trim();
+    const publicKey = await LocalMlDsaSigner.fromSeed(Buffer.from(seedHex, 'hex')).publicKey();
+    // Rewritten every start: a changed seed must never leave a stale trusted public key behind.
+    await mkdir(path.dirname(config.signer.publicKeyFile), { recursive: true, mode: 0o700 });
+    await writeFile(config.signer.publicKeyFile, publicKey, { mode: 0o644 });
   }
-  return { created };
+  if (config.tsa.scheme === 'embedded') {
+    const files = tsaFiles(config);
+    let bundle: Awaited<ReturnType<typeof generateTsaCertificates>> | undefined;
+    const make = async () => (bundle ??= await generateTsaCertificates());
+    let wrote = false;
+    wrote = (await writeIfMissing(files.rootKey, async () => (await make()).rootKeyPkcs8Pem)) || wrote;
+    if (wrote) {
+      // A new root: the certificate files must come from the same generation.
+      await writeFile(files.rootCert, (await make()).rootCertPem, { mode: 0o644 });
+      await writeFile(files.tsaCert, (await make()).tsaCertPem, { mode: 0o644 });
+      await writeFile(files.tsaKey, (await make()).tsaKeyPkcs8Pem, { mode: 0o600 });
+      created.push('TSA root and certificate');
+    }
+  }
+  let wallet = { address: '', privateKey: '' };
+  if (config.ledger.walletScheme === 'local') {
+    if (config.ledger.walletPrivateKey) {
+      const { Wallet } = await import('ethers');
+      const w = new Wallet(config.ledger.walletPrivateKey);
+      wallet = { address: w.address, privateKey: w.privateKey };
+    } else {
+      const w = await loadOrCreateLocalWallet(config.ledger.walletKeyFile);
+      if (w.created) created.push('ledger wallet key');
+      wallet = { address: w.address, privateKey: w.privateKey };
+    }
+  }
+  return { created, walletAddress: wallet.address, walletPrivateKey: wallet.privateKey };
+}
+
+/** Where the embedded TSA's PEM files live in DATA_DIR. */
+export function tsaFiles(config: Config) {
+  return {
+    rootCert: path.join(config.tsa.dir, 'root.pem'),
+    rootKey: path.join(config.tsa.dir, 'root.key.pem'),
+    tsaCert: path.join(config.tsa.dir, 'tsa.pem'),
+    tsaKey: path.join(config.tsa.dir, 'tsa.key.pem'),
+  };
 }
 
 /** Writes `make()` to `file` (0600) unless it exists; true when it wrote. */

@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { after } from 'node:test';
 import { loadConfig } from '../../lib/config.js';
 import { resetCoreDeps } from '../../lib/deps/core.js';
 import { setLogLevel } from '../../lib/log.js';
 import { ensureLocalSecrets } from '../../lib/local/bootstrap.js';
+import { startLocalChain } from '../../lib/local/chain.js';
 import { startEmbeddedDynamo } from '../../lib/local/dynamo-server.js';
 import { createDocumentClient } from '../../lib/store/dynamo.js';
 import { ensureTables } from '../../lib/store/tables.js';
@@ -31,18 +33,41 @@ export async function startTestStack(): Promise<TestStack> {
     LOG_LEVEL: 'warn',
     PUBLIC_RATE_PER_MINUTE: '100000',
   };
+  const rpcPort = await freePort();
+  Object.assign(env, { LEDGER_RPC_PORT: String(rpcPort), LEDGER_RPC_URL: `http://127.0.0.1:${rpcPort}`, LEDGER_RECEIPT_TIMEOUT_MS: '10000' });
   const config = loadConfig({ ...process.env, ...env });
-  await ensureLocalSecrets(config);
+  const secrets = await ensureLocalSecrets(config);
   const db = createDocumentClient({ region: config.aws.region, endpoint: dynamo.endpoint });
-  await ensureTables(db, config.tables);
+  const [chain] = await Promise.all([
+    startLocalChain({
+      port: rpcPort,
+      blockTimeMs: 0,
+      chainId: config.ledger.chainId,
+      accounts: [{ privateKey: secrets.walletPrivateKey, balanceWei: 10n ** 24n }],
+      logFile: path.join(dataDir, 'chain.log'),
+    }),
+    ensureTables(db, config.tables),
+  ]);
   db.destroy();
   return {
     env,
     async stop() {
-      await dynamo.stop();
+      await Promise.all([chain.stop(), dynamo.stop()]);
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 /**
@@ -56,7 +81,10 @@ export async function useStack(): Promise<Record<string, string>> {
   } else {
     const stack = await startTestStack();
     Object.assign(process.env, stack.env);
-    after(() => stack.stop());
+    // Not node:test's after(): called from a before() hook it would run when that hook ends.
+    // The test runner ends the process after the file; the chain node is killed on exit
+    // (lib/local/chain.ts), dynalite is in-process and in memory; the temp dir goes here.
+    process.once('exit', () => rmSync(stack.env.DATA_DIR ?? '', { recursive: true, force: true }));
     env = stack.env;
   }
   setLogLevel('warn');

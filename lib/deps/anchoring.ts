@@ -1,0 +1,123 @@
+import { readFile } from 'node:fs/promises';
+import { KMSClient } from '@aws-sdk/client-kms';
+import { Wallet } from 'ethers';
+import { KmsMlDsaSigner, LocalMlDsaSigner } from '../crypto/ml-dsa.js';
+import type { PqSigner, TimestampAuthority } from '../crypto/ports.js';
+import { EmbeddedTsa } from '../crypto/tsa/embedded.js';
+import { RemoteTsa } from '../crypto/tsa/remote.js';
+import type { AnchorDeps } from '../evidence/anchor.js';
+import { tsaFiles } from '../local/bootstrap.js';
+import { encodeAnchorData } from '../ledger/anchor-data.js';
+import { createLedgerProvider, LedgerSender } from '../ledger/sender.js';
+import { log } from '../log.js';
+import { getConfig, getDb, onDepsReset } from './core.js';
+import { getEvidenceRepo } from './evidence.js';
+
+/**
+ * The composition root of the anchoring functions: the ML-DSA-65 signer, the time-stamping
+ * authority and the ledger sender, each chosen by its configured scheme. Built once per process
+ * on first use; only the functions that anchor or time-stamp import this module.
+ */
+let signer: Promise<PqSigner> | undefined;
+let tsa: Promise<TimestampAuthority> | undefined;
+let sender: Promise<LedgerSender> | undefined;
+let kms: KMSClient | undefined;
+
+function kmsClient(): KMSClient {
+  kms ??= new KMSClient({ region: getConfig().aws.region });
+  return kms;
+}
+
+/** Retries a failed build on the next call instead of caching the failure. */
+function memo<T>(get: () => Promise<T> | undefined, set: (p: Promise<T> | undefined) => void, build: () => Promise<T>): Promise<T> {
+  const existing = get();
+  if (existing) return existing;
+  const p = build().catch((error: unknown) => {
+    set(undefined);
+    throw error;
+  });
+  set(p);
+  return p;
+}
+
+export function getSigner(): Promise<PqSigner> {
+  return memo(() => signer, (p) => (signer = p), async () => {
+    const { signer: cfg } = getConfig();
+    if (cfg.scheme === 'kms') return KmsMlDsaSigner.connect(kmsClient(), cfg.kmsKeyId ?? '');
+    const seedHex = cfg.seedHex ?? (await readFile(cfg.seedFile, 'utf8')).trim();
+    return LocalMlDsaSigner.fromSeed(Buffer.from(seedHex, 'hex'));
+  });
+}
+
+export function getTsa(): Promise<TimestampAuthority> {
+  return memo(() => tsa, (p) => (tsa = p), async () => {
+    const config = getConfig();
+    if (config.tsa.scheme === 'remote') {
+      return new RemoteTsa({
+        url: config.tsa.url ?? '',
+        rootsPem: [await readFile(config.tsa.rootsFile ?? '', 'utf8')],
+        policyOid: config.tsa.policyOid,
+        timeoutMs: config.tsa.timeoutMs,
+      });
+    }
+    const files = tsaFiles(config);
+    const [rootCertPem, tsaCertPem, tsaKeyPkcs8Pem] = await Promise.all([
+      readFile(files.rootCert, 'utf8'),
+      readFile(files.tsaCert, 'utf8'),
+      readFile(files.tsaKey, 'utf8'),
+    ]);
+    // create() checks the chain, the EKU and that key and certificate belong together.
+    return EmbeddedTsa.create({ rootCertPem, tsaCertPem, tsaKeyPkcs8Pem, policyOid: config.tsa.policyOid });
+  });
+}
+
+export function getLedgerSender(): Promise<LedgerSender> {
+  return memo(() => sender, (p) => (sender = p), async () => {
+    const config = getConfig();
+    const { ledger } = config;
+    const provider = createLedgerProvider({ rpcUrl: ledger.rpcUrl, chainId: ledger.chainId, pollingIntervalMs: ledger.pollingIntervalMs });
+    if (ledger.walletScheme === 'kms') throw new Error('LEDGER_WALLET=kms is not available yet: use a local wallet key');
+    const key = ledger.walletPrivateKey ?? (await readFile(ledger.walletKeyFile, 'utf8')).trim();
+    const wallet = new Wallet(key.startsWith('0x') ? key : `0x${key}`, provider);
+    return new LedgerSender({
+      provider,
+      signer: wallet,
+      db: getDb(),
+      table: config.tables.ledger,
+      chainId: ledger.chainId,
+      priorityFeeGwei: ledger.priorityFeeGwei,
+      maxFeeGwei: ledger.maxFeeGwei,
+      pollingIntervalMs: ledger.pollingIntervalMs,
+      confirmationTag: ledger.confirmationTag,
+      lowBalanceWei: ledger.lowBalanceWei,
+      log: (level, message, fields) => log[level](message, fields),
+    });
+  });
+}
+
+/** Everything anchorEvidence needs. */
+export async function getAnchorDeps(): Promise<AnchorDeps> {
+  const config = getConfig();
+  const [pq, authority, ledger] = await Promise.all([getSigner(), getTsa(), getLedgerSender()]);
+  return {
+    repo: getEvidenceRepo(),
+    signer: pq,
+    tsa: authority,
+    ledger: {
+      chainId: config.ledger.chainId,
+      address: () => ledger.address(),
+      submit: (data, meta) => ledger.submit(data, meta),
+      waitForReceipt: (txHash, timeoutMs) => ledger.waitForReceipt(txHash, timeoutMs),
+    },
+    encodeAnchorData: (imageHash, serverHash) => Buffer.from(encodeAnchorData(imageHash, serverHash).slice(2), 'hex'),
+    receiptTimeoutMs: config.ledger.receiptTimeoutMs,
+  };
+}
+
+onDepsReset(() => {
+  signer = undefined;
+  tsa = undefined;
+  sender = undefined;
+  kms?.destroy();
+  kms = undefined;
+});

@@ -1,0 +1,70 @@
+import { createRoute } from '@hono/zod-openapi';
+import { getAnchorDeps } from '../deps/anchoring.js';
+import { getConfig } from '../deps/core.js';
+import { createApp } from '../http/app.js';
+import { apiKeyAuth } from '../http/auth.js';
+import { monthlyQuota } from '../http/limits.js';
+import { jsonBody, problemResponses } from '../http/schemas.js';
+import { explorerUrl } from '../ledger/anchor-data.js';
+import { anchorEvidence } from './anchor.js';
+import { AnchorRequest, AnchorResult } from './http-schemas.js';
+
+/**
+ * POST /api/v2/evidence/anchor and POST /api/v2/evidence/full: one implementation, two routes,
+ * two Lambdas (api-v2.md rule 3: /full behaves identically to /anchor).
+ */
+export function createAnchorApp(path: '/api/v2/evidence/anchor' | '/api/v2/evidence/full') {
+  const route = createRoute({
+    method: 'post',
+    path,
+    tags: ['v2 evidence'],
+    summary:
+      path === '/api/v2/evidence/full'
+        ? 'Full evidence pipeline (alias of /evidence/anchor)'
+        : 'Anchor a hash: ML-DSA-65 signature, RFC 3161 timestamp and ledger transaction',
+    description:
+      'Checks the device signature and chain, then signs, timestamps and anchors. Pro and Enterprise. ' +
+      'A hash is anchored once: a second attempt, or a concurrent one, gets 409 hash_already_anchored. ' +
+      'When the time-stamping authority or the ledger fails, nothing is recorded (503) and a retry works. ' +
+      'blockchain_anchored is false when the transaction was sent but not yet mined within the receipt timeout; it completes later.',
+    security: [{ ApiKey: [] }],
+    middleware: [apiKeyAuth({ feature: path === '/api/v2/evidence/full' ? 'full' : 'anchor' }), monthlyQuota()] as const,
+    request: jsonBody(AnchorRequest),
+    responses: {
+      200: { description: 'Anchored.', content: { 'application/json': { schema: AnchorResult } } },
+      ...problemResponses(400, 401, 403, 409, 413, 429, 503),
+    },
+  });
+
+  const app = createApp();
+  app.openapi(route, async (c) => {
+    const body = c.req.valid('json');
+    const deps = await getAnchorDeps();
+    const result = await anchorEvidence(deps, {
+      imageHash: body.sha256_hash,
+      chainIndex: body.chain_index,
+      chainHash: body.chain_hash,
+      previousHash: body.previous_hash,
+      signatureHex: body.signature_hex,
+      publicKeyHex: body.public_key_hex,
+      accountId: c.get('accountId') ?? '',
+      apiVersion: 'v2',
+    });
+    return c.json(
+      {
+        status: 'anchored' as const,
+        image_hash: result.image_hash,
+        server_hash: result.server_hash,
+        anchored_at: result.anchored_at,
+        has_timestamp: true,
+        pq_signed: true,
+        pq_algorithm: 'ML-DSA-65' as const,
+        blockchain_anchored: result.tx_status === 'confirmed',
+        tx_hash: result.tx_hash,
+        ledgerscan_url: explorerUrl(getConfig().ledger.explorerTxUrl, result.tx_hash),
+      },
+      200,
+    );
+  });
+  return app;
+}

@@ -1,0 +1,78 @@
+import { explorerUrl } from '../ledger/anchor-data.js';
+import type { AnchoredEvidence } from './repository.js';
+
+/**
+ * The self-contained receipt (CONTRACT "Evidence"): everything a third party needs to check the
+ * evidence without this service — with OpenSSL (the token and the TSA chain), any ML-DSA-65
+ * implementation (public key, signature, the statement whose SHA-256 is server_hash) and any
+ * Ethereum node (chain id and transaction hash).
+ */
+export interface EvidenceReceipt {
+  receipt_version: 1;
+  image_hash: string;
+  hash_algorithm: 'SHA-256';
+  server_hash: string;
+  anchored_at: string;
+  /** The statement object; its RFC 8785 canonical form hashes to server_hash. */
+  statement: Record<string, unknown>;
+  /** The exact canonical bytes (UTF-8) that were hashed, for implementations without JCS. */
+  statement_canonical: string;
+  pq_signature: { algorithm: 'ML-DSA-65'; standard: 'FIPS 204'; key_id: string; public_key: string; signature: string; signed_message: 'server_hash (32 raw bytes)' };
+  timestamp: { token: string; format: 'RFC 3161 TimeStampResp, DER, base64'; gen_time: string; serial: string; policy: string; tsa_certificates: string[] };
+  ledger: { chain_id: number; tx_hash: string; from: string; block_number: number | null; status: string; explorer_url: string; input_data: string };
+  device: { public_key_hex: string; signature_hex: string; chain_index: number; chain_hash: string; previous_hash: string | null; device_id?: string };
+  how_to_verify: string[];
+}
+
+export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string): EvidenceReceipt {
+  return {
+    receipt_version: 1,
+    image_hash: item.image_hash,
+    hash_algorithm: 'SHA-256',
+    server_hash: item.server_hash,
+    anchored_at: item.anchored_at,
+    statement: JSON.parse(item.statement) as Record<string, unknown>,
+    statement_canonical: item.statement,
+    pq_signature: {
+      algorithm: 'ML-DSA-65',
+      standard: 'FIPS 204',
+      key_id: item.pq_key_id,
+      public_key: item.pq_public_key,
+      signature: item.pq_signature,
+      signed_message: 'server_hash (32 raw bytes)',
+    },
+    timestamp: {
+      token: item.tsa_response,
+      format: 'RFC 3161 TimeStampResp, DER, base64',
+      gen_time: item.tsa_gen_time,
+      serial: item.tsa_serial,
+      policy: item.tsa_policy,
+      tsa_certificates: item.tsa_certificates,
+    },
+    ledger: {
+      chain_id: item.ledger_chain_id,
+      tx_hash: item.tx_hash,
+      from: item.ledger_address,
+      block_number: item.block_number ?? null,
+      status: item.tx_status,
+      explorer_url: explorerUrl(explorerTemplate, item.tx_hash),
+      input_data: `0x${item.image_hash}${item.server_hash}`,
+    },
+    device: {
+      public_key_hex: item.public_key_hex,
+      signature_hex: item.signature_hex,
+      chain_index: item.chain_index,
+      chain_hash: item.chain_hash,
+      previous_hash: item.previous_hash,
+      ...(item.device_id ? { device_id: item.device_id } : {}),
+    },
+    how_to_verify: [
+      'File: sha256sum photo.jpg must print image_hash.',
+      'Timestamp: base64-decode timestamp.token to token.tsr, write tsa_certificates to chain.pem (leaf first, root last) and run: openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem -untrusted tsa.pem',
+      'Statement: SHA-256 of statement_canonical (UTF-8) must equal server_hash; it is the RFC 8785 form of statement.',
+      'Post-quantum signature: ML-DSA-65 (FIPS 204, pure, empty context) verify of pq_signature.signature over the 32 bytes of server_hash with pq_signature.public_key.',
+      'Ledger: eth_getTransactionByHash(ledger.tx_hash) on any node of chain ledger.chain_id; its input must equal ledger.input_data (image_hash || server_hash) and it must be mined successfully.',
+      'Device: Ed25519 verify of device.signature_hex over the 32 raw bytes of image_hash with device.public_key_hex; chain_hash = SHA-256(previous_hash or 32 zero bytes || image_hash).',
+    ],
+  };
+}

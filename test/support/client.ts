@@ -1,0 +1,64 @@
+import { randomBytes } from 'node:crypto';
+import { ed25519PublicKeyFromSeed, signEd25519 } from '../../lib/crypto/ed25519.js';
+import { computeChainHash } from '../../lib/crypto/hash.js';
+import { app as registerApp } from '../../functions/v2/account-register.js';
+import { app as setTierApp } from '../../functions/v2/admin-set-tier.js';
+
+/** A fresh account through the real register endpoint, upgraded through the real admin endpoint. */
+export async function createAccount(tier: 'free' | 'starter' | 'pro' | 'enterprise' = 'pro') {
+  const email = `user-${randomBytes(6).toString('hex')}@example.test`;
+  const res = await registerApp.request('/api/v2/account/register', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password: 'correct horse battery staple' }),
+  });
+  if (res.status !== 200) throw new Error(`register failed: ${res.status} ${await res.text()}`);
+  const body = (await res.json()) as { account_id: string; api_key: string; token: string };
+  if (tier !== 'free') {
+    const up = await setTierApp.request(`/api/v2/admin/accounts/${body.account_id}/tier`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${process.env.ADMIN_TOKEN}` },
+      body: JSON.stringify({ tier }),
+    });
+    if (up.status !== 200) throw new Error(`set-tier failed: ${up.status} ${await up.text()}`);
+  }
+  return { email, accountId: body.account_id, apiKey: body.api_key, token: body.token };
+}
+
+/** A device as the mobile app is one: an Ed25519 key and its hash chain. */
+export class Device {
+  readonly seed = randomBytes(32);
+  readonly publicKeyHex = Buffer.from(ed25519PublicKeyFromSeed(this.seed)).toString('hex');
+  index = 0;
+  previous: string | null = null;
+
+  /** The anchor request body for the next link, signed over the raw hash bytes. */
+  next(imageHash = randomHash()) {
+    const chainHash = computeChainHash(this.previous, imageHash);
+    const body = {
+      sha256_hash: imageHash,
+      chain_index: this.index,
+      chain_hash: chainHash,
+      previous_hash: this.previous,
+      signature_hex: Buffer.from(signEd25519(this.seed, Buffer.from(imageHash, 'hex'))).toString('hex'),
+      public_key_hex: this.publicKeyHex,
+    };
+    return body;
+  }
+
+  /** Moves the chain on after a successful anchor of `body`. */
+  advance(body: { chain_hash: string }) {
+    this.previous = body.chain_hash;
+    this.index += 1;
+  }
+}
+
+export function randomHash(): string {
+  return randomBytes(32).toString('hex');
+}
+
+export const json = (body: unknown, headers: Record<string, string> = {}) => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json', ...headers },
+  body: JSON.stringify(body),
+});
