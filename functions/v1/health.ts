@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { createApp } from '../../lib/http/app.js';
+import { getSigner, getTsa } from '../../lib/deps/anchoring.js';
 import { getConfig } from '../../lib/deps/core.js';
 import { checkHealth } from '../../lib/health.js';
 
@@ -22,8 +23,15 @@ export const route = createRoute({
 
 export const app = createApp({ publicCors: true });
 
+/** Signing keys loaded: the ML-DSA-65 signer answers with its key, the TSA with its certificate chain. */
+const keys = async () => {
+  const [signer, tsa] = await Promise.all([getSigner(), getTsa()]);
+  const certificates = await tsa.certificates();
+  return { pq_key_id: signer.keyId, pq_algorithm: signer.algorithm, tsa_scheme: tsa.scheme, tsa_certificates: certificates.length };
+};
+
 app.openapi(route, async (c) => {
-  const result = await checkHealth(getConfig());
+  const result = await checkHealth(getConfig(), { keys });
   c.header('Cache-Control', 'no-store');
   return c.json({ ...result, time: new Date().toISOString() }, result.status === 'ok' ? 200 : 503);
 });

@@ -70,6 +70,9 @@ export interface ChainLink {
   tx_hash?: string;
 }
 
+/** The one partition of the pending_tx index (pending anchors are few: minutes' worth at most). */
+const PENDING_SHARD = 'pending';
+
 /** Why a chain slot could not be claimed. */
 export type ChainClaimResult =
   | { ok: true }
@@ -160,7 +163,10 @@ export class EvidenceRepository {
    * owner, and only while its claim stands. After this the anchor is accepted and is never undone.
    */
   async completeAnchor(imageHash: string, claimId: string, proofs: AnchorProofs): Promise<boolean> {
-    const entries = Object.entries(proofs).filter(([, v]) => v !== undefined);
+    // While the transaction is pending, pending_shard puts the item in the sparse pending_tx index.
+    const entries = Object.entries({ ...proofs, ...(proofs.tx_status === 'pending' ? { pending_shard: PENDING_SHARD } : {}) }).filter(
+      ([, v]) => v !== undefined,
+    );
     const names: Record<string, string> = { '#state': 'anchor_state' };
     const values: Record<string, unknown> = { ':anchored': 'anchored', ':claimed': 'claimed', ':id': claimId };
     const sets = entries.map(([k, v], i) => {
@@ -193,7 +199,7 @@ export class EvidenceRepository {
         new UpdateCommand({
           TableName: this.tables.evidence,
           Key: { image_hash: imageHash },
-          UpdateExpression: 'SET tx_status = :s, block_number = :b, confirmed_at = :at',
+          UpdateExpression: 'SET tx_status = :s, block_number = :b, confirmed_at = :at REMOVE pending_shard',
           // Only for the transaction this record names (a replacement would carry another hash).
           ConditionExpression: 'tx_hash = :tx',
           ExpressionAttributeValues: { ':s': status, ':b': blockNumber ?? null, ':at': at, ':tx': txHash },
@@ -202,6 +208,23 @@ export class EvidenceRepository {
     } catch (error) {
       if (!isConditionalCheckFailed(error)) throw error;
     }
+  }
+
+  /**
+   * Anchors whose transaction was still pending when their request answered, oldest first. The
+   * index is eventually consistent, which is fine for a job that runs every minute.
+   */
+  async listPending(limit: number): Promise<{ image_hash: string; anchored_at: string }[]> {
+    const r = await this.db.send(
+      new QueryCommand({
+        TableName: this.tables.evidence,
+        IndexName: 'pending_tx',
+        KeyConditionExpression: 'pending_shard = :p',
+        ExpressionAttributeValues: { ':p': PENDING_SHARD },
+        Limit: limit,
+      }),
+    );
+    return (r.Items ?? []) as { image_hash: string; anchored_at: string }[];
   }
 
   /** The last link of a device's chain, if any (to tell a client the next free index). */

@@ -1,0 +1,111 @@
+/**
+ * `npm start`: the whole service on this machine, on real embedded parts, 127.0.0.1 only:
+ * dynalite (on disk under DATA_DIR) through the real AWS SDK, a Hardhat node over JSON-RPC with
+ * every transaction the service ever sent replayed into it, the embedded RFC 3161 TSA, and the
+ * API dispatching to the same Hono apps the Lambda handlers wrap. Ctrl-C stops every part; a
+ * second start reuses DATA_DIR.
+ */
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { serve, type ServerType } from '@hono/node-server';
+import { ConfigError, loadConfig, type Config } from '../config.js';
+import { getLedgerSender } from '../deps/anchoring.js';
+import { getDb } from '../deps/core.js';
+import { getEvidenceRepo } from '../deps/evidence.js';
+import { finishPendingAnchors } from '../evidence/finish-pending.js';
+import { ensureTables } from '../store/tables.js';
+import { describeError, log } from '../log.js';
+import { ensureLocalSecrets } from './bootstrap.js';
+import { startLocalChain, type LocalChain } from './chain.js';
+import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo-server.js';
+import { buildLocalApi } from './server.js';
+
+// Lambda runs nodejs22.x; locally Node 20 is supported (engines), so the SDK's notice that its
+// releases after January 2027 need Node 22 is not repeated on every start.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+const started = performance.now();
+const say = (line: string) => process.stdout.write(`${line}\n`);
+const since = () => `${Math.round(performance.now() - started)} ms`;
+
+let config: Config;
+try {
+  config = loadConfig();
+} catch (error) {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
+  throw error;
+}
+
+const stops: (() => Promise<void>)[] = [];
+let stopping = false;
+async function stopAll(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  }
+  process.exit(code);
+}
+process.once('SIGINT', () => void stopAll(0).then(() => say('stopped')));
+process.once('SIGTERM', () => void stopAll(0));
+
+try {
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  const secrets = await ensureLocalSecrets(config);
+  say(`data       ${config.dataDir}${secrets.created.length ? ` (created: ${secrets.created.join(', ')})` : ' (reused)'}`);
+
+  // DynamoDB: the embedded server unless DYNAMODB_ENDPOINT points at another one.
+  if (!process.env.DYNAMODB_ENDPOINT) {
+    const dynamo: EmbeddedDynamo = await startEmbeddedDynamo({ port: config.aws.dynamoPort, dir: path.join(config.dataDir, 'dynamodb') });
+    stops.push(() => dynamo.stop());
+  }
+  const created = await ensureTables(getDb(), config.tables);
+  say(`dynamodb   ${config.aws.dynamoEndpoint} (dynalite, ${created.length ? `created ${created.length} tables` : 'tables reused'})`);
+
+  if (config.ledger.network === 'local' && !process.env.LEDGER_RPC_URL) {
+    const chain: LocalChain = await startLocalChain({
+      port: config.ledger.rpcPort,
+      blockTimeMs: config.ledger.blockTimeMs,
+      chainId: config.ledger.chainId,
+      accounts: [{ privateKey: secrets.walletPrivateKey, balanceWei: 10n ** 24n }],
+      logFile: path.join(config.dataDir, 'chain.log'),
+    });
+    stops.push(() => chain.stop());
+    // Hardhat keeps no state: re-send every persisted transaction in nonce order (same bytes, same hashes).
+    const replay = await (await getLedgerSender()).replay();
+    say(
+      `ledger     ${chain.url} (hardhat, chain id ${chain.chainId}, ${config.ledger.blockTimeMs === 0 ? 'automine' : `${config.ledger.blockTimeMs} ms blocks`}, ` +
+        `wallet ${secrets.walletAddress}, replayed ${replay.resent + replay.alreadyKnown} transactions)`,
+    );
+  } else {
+    say(`ledger     ${config.ledger.network} at the configured LEDGER_RPC_URL (chain id ${config.ledger.chainId})`);
+  }
+
+  say(`tsa        ${config.tsa.scheme === 'embedded' ? `embedded RFC 3161 TSA, root ${path.join(config.tsa.dir, 'root.pem')}` : 'remote RFC 3161 TSA'}`);
+
+  const api = await buildLocalApi();
+  const server: ServerType = await new Promise((resolve) => {
+    const s = serve({ fetch: api.fetch, port: config.port, hostname: config.host }, () => resolve(s));
+  });
+  stops.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  say(`api        http://${config.host}:${config.port} (health: /api/v1/health, OpenAPI: /api/openapi.json)`);
+
+  // The scheduled Lambda's local twin: finish anchors whose receipt came late.
+  const timer = setInterval(() => {
+    void (async () => {
+      try {
+        await finishPendingAnchors({ repo: getEvidenceRepo(), ledger: await getLedgerSender() });
+      } catch (error) {
+        log.warn('finish-pending failed', describeError(error));
+      }
+    })();
+  }, 30_000);
+  timer.unref();
+  stops.push(async () => clearInterval(timer));
+
+  say(`ready in ${since()}: Ctrl-C stops every part`);
+} catch (error) {
+  process.stderr.write(`start failed: ${describeError(error).message}\n`);
+  await stopAll(1);
+}
