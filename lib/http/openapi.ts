@@ -11,11 +11,16 @@ export interface DocumentedApp {
  * documented, so the two cannot drift apart.
  */
 export function buildOpenApiDocument(apps: DocumentedApp[], serverUrl: string) {
-  const merged = new OpenAPIHono();
-  for (const app of apps) merged.openAPIRegistry.definitions.push(...app.openAPIRegistry.definitions);
-  merged.openAPIRegistry.registerComponent('securitySchemes', 'ApiKey', { type: 'apiKey', in: 'header', name: 'X-API-Key' });
-  merged.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
-  return merged.getOpenAPI31Document({
+  // Each app documents its own routes; paths and component schemas are merged here (a registry's
+  // `definitions` is a copy, so the documents themselves are combined).
+  const paths: Record<string, Record<string, unknown>> = {};
+  const schemas: Record<string, unknown> = {};
+  for (const app of apps) {
+    const doc = (app as unknown as OpenAPIHono).getOpenAPI31Document({ openapi: '3.1.0', info: { title: '', version: '' } });
+    for (const [p, item] of Object.entries(doc.paths ?? {})) paths[p] = { ...paths[p], ...(item as Record<string, unknown>) };
+    Object.assign(schemas, doc.components?.schemas ?? {});
+  }
+  const base = new OpenAPIHono().getOpenAPI31Document({
     openapi: '3.1.0',
     info: {
       title: 'Evidence Anchoring Service',
@@ -26,4 +31,15 @@ export function buildOpenApiDocument(apps: DocumentedApp[], serverUrl: string) {
     },
     servers: [{ url: serverUrl }],
   });
+  return {
+    ...base,
+    paths,
+    components: {
+      schemas,
+      securitySchemes: {
+        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        Bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+      },
+    },
+  };
 }

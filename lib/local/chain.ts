@@ -36,6 +36,8 @@ export interface LocalChain {
   port: number;
   chainId: number;
   pid: number;
+  /** Lets this process exit while the node runs (tests); the node is still killed on exit. */
+  unref(): void;
   /** Stops the node (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. */
   stop(): Promise<void>;
 }
@@ -209,6 +211,9 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Local
     port: options.port,
     chainId,
     pid: child.pid ?? -1,
+    unref() {
+      child.unref();
+    },
     stop() {
       stopping ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) {

@@ -5,6 +5,8 @@ import dynalite from 'dynalite';
 export interface EmbeddedDynamo {
   endpoint: string;
   port: number;
+  /** Lets this process exit while the server listens (tests). */
+  unref(): void;
   stop(): Promise<void>;
 }
 
@@ -28,6 +30,9 @@ export async function startEmbeddedDynamo(options: { port?: number; dir?: string
   return {
     endpoint: `http://127.0.0.1:${port}`,
     port,
+    unref: () => {
+      server.unref();
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -17,6 +17,8 @@ import { STACK_ENV_MARKER } from './env.js';
 /** The embedded parts a test run shares: in-memory dynalite, an automining Hardhat node, secrets in a temp dir. */
 export interface TestStack {
   env: Record<string, string>;
+  /** Lets the process end after its tests although the parts still run (killed on exit). */
+  unref(): void;
   stop(): Promise<void>;
 }
 
@@ -51,6 +53,10 @@ export async function startTestStack(): Promise<TestStack> {
   db.destroy();
   return {
     env,
+    unref() {
+      chain.unref();
+      dynamo.unref();
+    },
     async stop() {
       await Promise.all([chain.stop(), dynamo.stop()]);
       await rm(dataDir, { recursive: true, force: true });
@@ -81,6 +87,7 @@ export async function useStack(): Promise<Record<string, string>> {
   } else {
     const stack = await startTestStack();
     Object.assign(process.env, stack.env);
+    stack.unref();
     // Not node:test's after(): called from a before() hook it would run when that hook ends.
     // The test runner ends the process after the file; the chain node is killed on exit
     // (lib/local/chain.ts), dynalite is in-process and in memory; the temp dir goes here.

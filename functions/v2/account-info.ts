@@ -1,0 +1,48 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { handle } from 'hono/aws-lambda';
+import { type AccountDepsProvider, getAccountDeps } from '../../lib/accounts/deps.js';
+import { FeatureName, IsoTime, Tier, TierLimitsSchema } from '../../lib/accounts/schemas.js';
+import { createApp } from '../../lib/http/app.js';
+import { jwtAuth } from '../../lib/http/auth.js';
+import { problemResponses } from '../../lib/http/schemas.js';
+
+const AccountInfo = z
+  .object({
+    account_id: z.string(),
+    email: z.string(),
+    name: z.string().nullable(),
+    tier: Tier,
+    created_at: IsoTime,
+    active_keys: z.number().int(),
+    max_keys: z.number().int(),
+    limits: TierLimitsSchema,
+    features: z.array(FeatureName).openapi({ description: "Features the account's tier includes." }),
+  })
+  .openapi('AccountInfo');
+
+export const route = createRoute({
+  method: 'get',
+  path: '/api/v2/account/info',
+  tags: ['v2 accounts'],
+  summary: 'The account, its tier, limits and features',
+  security: [{ Bearer: [] }],
+  responses: {
+    200: { description: 'Account information.', content: { 'application/json': { schema: AccountInfo } } },
+    ...problemResponses(401, 404),
+  },
+});
+
+/** The account-information function with its dependencies (tests pass their own). */
+export function createAccountInfoApp(deps: AccountDepsProvider = getAccountDeps) {
+  const app = createApp();
+  app.use('*', jwtAuth({ deps }));
+  app.openapi(route, async (c) => {
+    const info = await deps().accounts.info(c.get('accountId') as string);
+    c.header('Cache-Control', 'no-store');
+    return c.json(info, 200);
+  });
+  return app;
+}
+
+export const app = createAccountInfoApp();
+export const handler = handle(app);

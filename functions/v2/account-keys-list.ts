@@ -1,0 +1,37 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { handle } from 'hono/aws-lambda';
+import { type AccountDepsProvider, getAccountDeps } from '../../lib/accounts/deps.js';
+import { ApiKeyRecordSchema } from '../../lib/accounts/schemas.js';
+import { createApp } from '../../lib/http/app.js';
+import { jwtAuth } from '../../lib/http/auth.js';
+import { problemResponses } from '../../lib/http/schemas.js';
+
+const ApiKeyList = z.object({ keys: z.array(ApiKeyRecordSchema) }).openapi('ApiKeyList');
+
+export const route = createRoute({
+  method: 'get',
+  path: '/api/v2/account/keys',
+  tags: ['v2 accounts'],
+  summary: "List the account's API keys, active and deactivated",
+  description: 'Oldest first. Each key shows its first characters (`prefix`), never the key or its hash.',
+  security: [{ Bearer: [] }],
+  responses: {
+    200: { description: 'The keys.', content: { 'application/json': { schema: ApiKeyList } } },
+    ...problemResponses(401),
+  },
+});
+
+/** The key-listing function with its dependencies (tests pass their own). */
+export function createAccountKeysListApp(deps: AccountDepsProvider = getAccountDeps) {
+  const app = createApp();
+  app.use('*', jwtAuth({ deps }));
+  app.openapi(route, async (c) => {
+    const keys = await deps().apiKeys.list(c.get('accountId') as string);
+    c.header('Cache-Control', 'no-store');
+    return c.json({ keys }, 200);
+  });
+  return app;
+}
+
+export const app = createAccountKeysListApp();
+export const handler = handle(app);

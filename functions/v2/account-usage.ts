@@ -1,0 +1,48 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { handle } from 'hono/aws-lambda';
+import { type AccountDepsProvider, getAccountDeps } from '../../lib/accounts/deps.js';
+import { IsoTime, Tier } from '../../lib/accounts/schemas.js';
+import { createApp } from '../../lib/http/app.js';
+import { jwtAuth } from '../../lib/http/auth.js';
+import { problemResponses } from '../../lib/http/schemas.js';
+
+const Usage = z
+  .object({
+    tier: Tier,
+    period_start: IsoTime.openapi({ description: 'Start of the current calendar month (UTC).' }),
+    resets_at: IsoTime.openapi({ description: 'Start of the next calendar month (UTC), when the quota resets.' }),
+    monthly_quota: z.number().int(),
+    used: z.number().int().openapi({ description: 'Successful evidence operations this month (failed requests do not count).' }),
+    remaining: z.number().int(),
+    rate_per_minute: z.number().int(),
+  })
+  .openapi('Usage');
+
+export const route = createRoute({
+  method: 'get',
+  path: '/api/v2/account/usage',
+  tags: ['v2 accounts'],
+  summary: "This month's consumption and the account's limits",
+  security: [{ Bearer: [] }],
+  responses: {
+    200: { description: 'Consumption and quotas.', content: { 'application/json': { schema: Usage } } },
+    ...problemResponses(401, 404),
+  },
+});
+
+/** The usage function with its dependencies (tests pass their own). */
+export function createAccountUsageApp(deps: AccountDepsProvider = getAccountDeps) {
+  const app = createApp();
+  app.use('*', jwtAuth({ deps }));
+  app.openapi(route, async (c) => {
+    const d = deps();
+    const account = await d.accounts.get(c.get('accountId') as string);
+    const usage = await d.limits.usage(account.account_id, account.tier);
+    c.header('Cache-Control', 'no-store');
+    return c.json(usage, 200);
+  });
+  return app;
+}
+
+export const app = createAccountUsageApp();
+export const handler = handle(app);

@@ -1,0 +1,137 @@
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  ScanCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { isConditionalCheckFailed } from '../store/dynamo.js';
+
+/**
+ * Windowed counters in the counters table: one item per subject and window,
+ * `{ pk, count, expires_at }`, where `pk` names the window (e.g. `quota#<account>#2026-11`) and
+ * `expires_at` (epoch seconds, the table's TTL attribute) is the end of the window.
+ *
+ * DynamoDB deletes expired items late (up to days) and dynalite never: readers therefore treat an
+ * item whose `expires_at` has passed as absent. Writers never meet one, because the window is part
+ * of the key and a past window's key is never addressed again.
+ */
+export class CounterRepository {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly table: string,
+  ) {}
+
+  /**
+   * Adds one to the counter unless it has reached `limit`; the new count, or undefined when the
+   * limit was reached (nothing written). Check and increment are one conditional update of one
+   * item, which DynamoDB applies atomically: N concurrent calls at `limit - 1` → exactly one succeeds.
+   */
+  async increment(pk: string, limit: number, expiresAt: number): Promise<number | undefined> {
+    if (limit <= 0) return undefined;
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk },
+          UpdateExpression: 'ADD #count :one SET expires_at = :exp',
+          // A new window starts at 0 (no item, or no count yet); otherwise the count must be below
+          // the limit before this request is added.
+          ConditionExpression: 'attribute_not_exists(#count) OR #count < :limit',
+          ExpressionAttributeNames: { '#count': 'count' },
+          ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':exp': expiresAt },
+          ReturnValues: 'UPDATED_NEW',
+        }),
+      );
+      return Number(out.Attributes?.count ?? 1);
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /** Takes one back (a refund). A counter that is gone (reset meanwhile) or at 0 is left alone. */
+  async decrement(pk: string): Promise<void> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk },
+          UpdateExpression: 'ADD #count :minus',
+          // #count > 0: a refund never drives a counter negative, and never re-creates an item
+          // that a reset deleted in between (a missing attribute fails the comparison).
+          ConditionExpression: '#count > :zero',
+          ExpressionAttributeNames: { '#count': 'count' },
+          ExpressionAttributeValues: { ':minus': -1, ':zero': 0 },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionalCheckFailed(error)) throw error;
+    }
+  }
+
+  /** The current count (strongly consistent); 0 for a missing item or one whose window has ended. */
+  async read(pk: string, nowEpochSeconds: number): Promise<number> {
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: { pk }, ConsistentRead: true }));
+    const item = out.Item;
+    if (!item || Number(item.expires_at ?? 0) <= nowEpochSeconds) return 0;
+    return Number(item.count ?? 0);
+  }
+
+  /** Deletes one counter (whatever its state). */
+  async remove(pk: string): Promise<void> {
+    await this.db.send(new DeleteCommand({ TableName: this.table, Key: { pk } }));
+  }
+
+  /**
+   * Deletes every counter whose key starts with one of `prefixes` and whose window ended at or
+   * before `nowEpochSeconds`; returns how many it deleted. Other counters in the table (e.g.
+   * statistics) are never touched. Safe to run again and concurrently.
+   */
+  async removeExpired(prefixes: readonly string[], nowEpochSeconds: number): Promise<number> {
+    const values: Record<string, unknown> = { ':now': nowEpochSeconds };
+    const prefixTests = prefixes.map((p, i) => {
+      values[`:p${i}`] = p;
+      return `begins_with(pk, :p${i})`;
+    });
+    let deleted = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new ScanCommand({
+          TableName: this.table,
+          ProjectionExpression: 'pk',
+          FilterExpression: `expires_at <= :now AND (${prefixTests.join(' OR ')})`,
+          ExpressionAttributeValues: values,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      const keys = (page.Items ?? []).map((i) => String(i.pk));
+      for (let i = 0; i < keys.length; i += 16) {
+        const results = await Promise.all(keys.slice(i, i + 16).map((pk) => this.removeIfExpired(pk, nowEpochSeconds)));
+        deleted += results.filter(Boolean).length;
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return deleted;
+  }
+
+  private async removeIfExpired(pk: string, nowEpochSeconds: number): Promise<boolean> {
+    try {
+      await this.db.send(
+        new DeleteCommand({
+          TableName: this.table,
+          Key: { pk },
+          // expires_at <= :now: re-checked at delete time, so a scan result that went stale can
+          // never remove a counter of a window that is still running.
+          ConditionExpression: 'expires_at <= :now',
+          ExpressionAttributeValues: { ':now': nowEpochSeconds },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return false;
+      throw error;
+    }
+  }
+}

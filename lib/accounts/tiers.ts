@@ -1,0 +1,55 @@
+import { type Feature, type TierLimits, type TierName, type TierTable, TIER_NAMES } from '../config.js';
+import { forbidden } from '../http/errors.js';
+
+/**
+ * The lowest tier that includes each feature (api-v2.md "Limits", CONTRACT "Limits"): hash and
+ * verify on all tiers; Ed25519 signing, the stand-alone RFC 3161 timestamp (v1 /timestamp) and
+ * PDF certificates from Starter; ledger anchoring and the full pipeline (v1 /chain/anchor too) from Pro.
+ */
+export const FEATURE_MIN_TIER: Readonly<Record<Feature, TierName>> = Object.freeze({
+  hash: 'free',
+  verify: 'free',
+  timestamp: 'starter',
+  ed25519_signing: 'starter',
+  pdf_certificate: 'starter',
+  anchor: 'pro',
+  full: 'pro',
+});
+
+const TIER_LABEL: Readonly<Record<TierName, string>> = { free: 'Free', starter: 'Starter', pro: 'Pro', enterprise: 'Enterprise' };
+
+/** True for a known tier name. */
+export function isTierName(value: unknown): value is TierName {
+  return typeof value === 'string' && (TIER_NAMES as readonly string[]).includes(value);
+}
+
+/** The display name of a tier ("Pro"). */
+export function tierLabel(tier: TierName): string {
+  return TIER_LABEL[tier];
+}
+
+/** True when `tier` includes `feature` (tiers are ordered: each includes everything below it). */
+export function tierAllows(tier: TierName, feature: Feature): boolean {
+  return TIER_NAMES.indexOf(tier) >= TIER_NAMES.indexOf(FEATURE_MIN_TIER[feature]);
+}
+
+/** Every feature `tier` includes, in a stable order. */
+export function featuresOf(tier: TierName): Feature[] {
+  return (Object.keys(FEATURE_MIN_TIER) as Feature[]).filter((f) => tierAllows(tier, f));
+}
+
+/** The limits of `tier` from the configured table (api-v2.md figures, overridable by TIER_LIMITS). */
+export function limitsOf(tiers: TierTable, tier: TierName): TierLimits {
+  return tiers[tier];
+}
+
+/** Throws 403 `tier_insufficient` naming the tier needed, when `tier` lacks `feature`. */
+export function assertFeature(tier: TierName, feature: Feature): void {
+  if (tierAllows(tier, feature)) return;
+  const required = FEATURE_MIN_TIER[feature];
+  throw forbidden(
+    'tier_insufficient',
+    `The feature "${feature}" needs the ${tierLabel(required)} tier or higher; this account is on the ${tierLabel(tier)} tier.`,
+    { required_tier: required, current_tier: tier, feature },
+  );
+}

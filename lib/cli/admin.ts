@@ -1,0 +1,115 @@
+import { pathToFileURL } from 'node:url';
+import { runQuotaReset, UnknownAccountError } from '../../functions/jobs/quota-reset.js';
+import { type AccountDeps, getAccountDeps } from '../accounts/deps.js';
+import { isTierName } from '../accounts/tiers.js';
+import { ConfigError, TIER_NAMES } from '../config.js';
+import { resetCoreDeps } from '../deps/core.js';
+import { HttpError } from '../http/errors.js';
+
+/**
+ * Operators' CLI over the same domain code as the API, against the configured DynamoDB: the
+ * running local stack (DYNAMODB_PORT, default 8000) or AWS (DEPLOYMENT=aws and credentials).
+ *
+ *     npm run admin -- set-tier <email|account_id> <tier>
+ *     npm run admin -- show <email|account_id>
+ *     npm run admin -- reset-quotas [email|account_id]
+ *     npm run admin -- register-pq-key
+ *
+ * Exit codes: 0 done, 1 failed (unknown account, unreachable database, bad configuration),
+ * 2 usage error.
+ */
+
+export const USAGE = `Usage: npm run admin -- <command>
+
+Commands:
+  set-tier <email|account_id> <tier>   Move an account to a tier (${TIER_NAMES.join(', ')}).
+  show <email|account_id>              Print the account, its keys and this month's usage (JSON).
+  reset-quotas [email|account_id]      Without an account: delete every limit counter whose window
+                                       has ended (what the monthly schedule runs). With one: reset
+                                       that account's quota for the current month.
+  register-pq-key                      Publish the ML-DSA-65 public key fingerprint on the ledger
+                                       (once: a key already registered is not sent again).
+
+Talks to the DynamoDB of the configuration: the running local stack (DYNAMODB_PORT, default 8000)
+or AWS (DEPLOYMENT=aws). Exit codes: 0 done, 1 failed, 2 usage error.`;
+
+/** Where the CLI writes (tests capture it). */
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const consoleIo: CliIo = { out: (l) => console.log(l), err: (l) => console.error(l) };
+
+/** Runs one command; resolves to the exit code. */
+export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, resolve: () => AccountDeps = getAccountDeps): Promise<number> {
+  const [command, ...args] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    (command === undefined ? io.err : io.out)(USAGE);
+    return command === undefined ? 2 : 0;
+  }
+  const usageError = (message: string) => {
+    io.err(`${message}\n\n${USAGE}`);
+    return 2;
+  };
+  try {
+    switch (command) {
+      case 'set-tier': {
+        const [who, tier] = args;
+        if (args.length !== 2 || !who || !tier) return usageError('set-tier needs an account and a tier.');
+        if (!isTierName(tier)) return usageError(`Unknown tier "${tier}" (known: ${TIER_NAMES.join(', ')}).`);
+        const deps = resolve();
+        const account = await deps.accounts.find(who);
+        if (!account) return fail(io, `No account "${who}".`);
+        const result = await deps.accounts.setTier(account.account_id, tier);
+        io.out(JSON.stringify({ ...result, email: account.email, previous_tier: account.tier }, null, 2));
+        return 0;
+      }
+      case 'show': {
+        const [who] = args;
+        if (args.length !== 1 || !who) return usageError('show needs one account (e-mail or id).');
+        const deps = resolve();
+        const account = await deps.accounts.find(who);
+        if (!account) return fail(io, `No account "${who}".`);
+        const [info, keys, usage] = await Promise.all([
+          deps.accounts.info(account.account_id),
+          deps.apiKeys.list(account.account_id),
+          deps.limits.usage(account.account_id, account.tier),
+        ]);
+        io.out(JSON.stringify({ ...info, keys, usage }, null, 2));
+        return 0;
+      }
+      case 'reset-quotas': {
+        if (args.length > 1) return usageError('reset-quotas takes at most one account.');
+        const result = await runQuotaReset({ account: args[0], deps: resolve() });
+        io.out(JSON.stringify(result, null, 2));
+        return 0;
+      }
+      case 'register-pq-key': {
+        if (args.length > 0) return usageError('register-pq-key takes no arguments.');
+        // Loaded on demand: it brings the signer and the ledger sender (ethers) with it.
+        const { ensurePqKeyRegistered } = await import('../evidence/pq-registration.js');
+        io.out(JSON.stringify(await ensurePqKeyRegistered(), null, 2));
+        return 0;
+      }
+      default:
+        return usageError(`Unknown command "${command}".`);
+    }
+  } catch (error) {
+    if (error instanceof UnknownAccountError) return fail(io, `No account "${error.account}".`);
+    if (error instanceof ConfigError) return fail(io, error.message);
+    if (error instanceof HttpError) return fail(io, error.detail);
+    const message = error instanceof Error ? error.message : String(error);
+    return fail(io, `Failed: ${message}. Is the local stack running (npm start), or are AWS credentials set?`);
+  }
+}
+
+function fail(io: CliIo, message: string): number {
+  io.err(message);
+  return 1;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.exitCode = await runAdmin(process.argv.slice(2));
+  resetCoreDeps();
+}

@@ -1,0 +1,135 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { MiddlewareHandler } from 'hono';
+import type { Feature, TierName } from '../config.js';
+import { API_KEY_PATTERN } from '../accounts/api-key-format.js';
+import type { AuthenticatedKey } from '../accounts/api-keys.js';
+import { type AccountDepsProvider, getAccountDeps } from '../accounts/deps.js';
+import { InvalidTokenError } from '../accounts/jwt.js';
+import { assertFeature, isTierName, tierLabel } from '../accounts/tiers.js';
+import type { AppContext, AppEnv } from './app.js';
+import { notFound, tooManyRequests, unauthorized } from './errors.js';
+import { setRateLimitHeaders } from './limits.js';
+
+/** Options of {@link apiKeyAuth}. */
+export interface ApiKeyAuthOptions {
+  /** The feature the endpoint provides; the caller's tier must include it (else 403 `tier_insufficient`). */
+  feature: Feature;
+  /** Dependencies (tests inject a clock or a config); the process-wide ones by default. */
+  deps?: AccountDepsProvider;
+}
+
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
+
+/**
+ * Authenticates `X-API-Key` for evidence endpoints, in this order:
+ * 1. the key: 401 `invalid_api_key` when missing, malformed (checked offline, no lookup), unknown
+ *    or deactivated, and for a JWT sent as an API key;
+ * 2. the per-minute rate of the account (all its keys together): every authenticated request
+ *    counts (CONTRACT "Limits"), so the RateLimit-* headers are on every response from here on,
+ *    and 429 `rate_limit_exceeded` with Retry-After once the minute's budget is spent;
+ * 3. the tier gate: 403 `tier_insufficient` naming the tier needed.
+ * Sets the context variables `accountId`, `tier` and `keyId` (read them with {@link apiKeyCaller}).
+ * Round trips: key GetItem, then account GetItem, then the rate counter's conditional update.
+ */
+export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler<AppEnv> {
+  const resolve = options.deps ?? getAccountDeps;
+  return async (c, next) => {
+    const key = c.req.header('x-api-key')?.trim();
+    if (!key) throw unauthorized('invalid_api_key', 'Missing API key: send it in the X-API-Key header.');
+    if (JWT_SHAPE.test(key)) {
+      throw unauthorized(
+        'invalid_api_key',
+        'The X-API-Key header holds a JWT. Evidence endpoints take an API key (eas_…); the JWT is for account endpoints (Authorization: Bearer).',
+      );
+    }
+    const deps = resolve();
+    const caller = await deps.apiKeys.authenticate(key);
+    if (!caller) throw unauthorized('invalid_api_key', 'The API key is malformed, unknown or deactivated.');
+    c.set('accountId', caller.accountId);
+    c.set('tier', caller.tier);
+    c.set('keyId', caller.keyId);
+
+    const rate = await deps.limits.consumeRate(caller.accountId, caller.tier);
+    setRateLimitHeaders(c, rate);
+    if (!rate.allowed) {
+      throw tooManyRequests(
+        'rate_limit_exceeded',
+        `Rate limit exceeded: the per-minute limit of the ${tierLabel(caller.tier)} tier is ${rate.limit} requests (all keys of the account together). Retry in ${rate.resetSeconds} s.`,
+        rate.resetSeconds,
+        { limit: rate.limit, window: 'minute', tier: caller.tier },
+      );
+    }
+    assertFeature(caller.tier, options.feature);
+    await next();
+  };
+}
+
+/** The caller that {@link apiKeyAuth} authenticated (throws if it did not run). */
+export function apiKeyCaller(c: AppContext): AuthenticatedKey {
+  const accountId = c.get('accountId');
+  const tier = c.get('tier');
+  const keyId = c.get('keyId');
+  if (typeof accountId !== 'string' || !isTierName(tier) || typeof keyId !== 'string') {
+    throw new Error('apiKeyCaller() needs apiKeyAuth() before the handler');
+  }
+  return { accountId, tier: tier as TierName, keyId };
+}
+
+/** Options of {@link jwtAuth} and {@link adminAuth}. */
+export interface AuthOptions {
+  deps?: AccountDepsProvider;
+}
+
+/** The token of `Authorization: Bearer <token>`, or undefined. */
+function bearerToken(c: AppContext): string | undefined {
+  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(c.req.header('authorization') ?? '');
+  return m?.[1];
+}
+
+/**
+ * Authenticates `Authorization: Bearer <JWT>` for account endpoints: HS256 only, `iss`, `aud` and
+ * `exp` checked. 401 `invalid_token` for no token, a malformed one, `alg: none` or any other
+ * algorithm, a bad signature, an expired token, a wrong issuer or audience, and an API key sent as
+ * a bearer token. Sets `accountId` (the `sub` claim).
+ */
+export function jwtAuth(options: AuthOptions = {}): MiddlewareHandler<AppEnv> {
+  const resolve = options.deps ?? getAccountDeps;
+  return async (c, next) => {
+    const token = bearerToken(c);
+    if (!token) throw unauthorized('invalid_token', 'Missing token: send Authorization: Bearer <JWT> (from POST /api/v2/account/login).');
+    if (API_KEY_PATTERN.test(token)) {
+      throw unauthorized('invalid_token', 'An API key is not a bearer token: account endpoints take the JWT from POST /api/v2/account/login.');
+    }
+    let accountId: string;
+    try {
+      accountId = await resolve().tokens.verify(token);
+    } catch (error) {
+      if (error instanceof InvalidTokenError) throw unauthorized('invalid_token', 'The token is invalid or has expired; log in again.');
+      throw error;
+    }
+    c.set('accountId', accountId);
+    await next();
+  };
+}
+
+/**
+ * The operators' API: `Authorization: Bearer $ADMIN_TOKEN`, compared in constant time (both
+ * sides hashed to 32 bytes first, so neither content nor length leaks through timing). When
+ * ADMIN_TOKEN is unset the admin API does not exist: 404, like any unknown path.
+ */
+export function adminAuth(options: AuthOptions = {}): MiddlewareHandler<AppEnv> {
+  const resolve = options.deps ?? getAccountDeps;
+  return async (c, next) => {
+    const expected = resolve().config.adminToken;
+    if (!expected) throw notFound('not_found', `No endpoint ${c.req.method} ${c.req.path}.`);
+    const given = bearerToken(c);
+    if (!given || !timingSafeEqual(digest(given), digest(expected))) {
+      throw unauthorized('invalid_admin_token', 'The admin token is missing or wrong.');
+    }
+    await next();
+  };
+}
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s, 'utf8').digest();
+}

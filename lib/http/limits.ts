@@ -1,0 +1,101 @@
+import type { MiddlewareHandler } from 'hono';
+import { type AccountDepsProvider, getAccountDeps } from '../accounts/deps.js';
+import type { IpScope, QuotaReservation, RateDecision } from '../accounts/limits.js';
+import { isTierName, tierLabel } from '../accounts/tiers.js';
+import { describeError, log } from '../log.js';
+import type { AppContext, AppEnv } from './app.js';
+import { tooManyRequests } from './errors.js';
+
+/** Options shared by the limit middleware. */
+export interface LimitOptions {
+  /** Dependencies (tests inject a clock or a config); the process-wide ones by default. */
+  deps?: AccountDepsProvider;
+}
+
+/**
+ * Sets `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds until the window
+ * ends, as in draft-ietf-httpapi-ratelimit-headers). Set before `next()`, they stay on the final
+ * response, error responses included.
+ */
+export function setRateLimitHeaders(c: AppContext, d: RateDecision): void {
+  c.header('RateLimit-Limit', String(d.limit));
+  c.header('RateLimit-Remaining', String(d.remaining));
+  c.header('RateLimit-Reset', String(d.resetSeconds));
+}
+
+/**
+ * The monthly quota of evidence operations, for quota-counted endpoints (v2 hash, anchor, full;
+ * v1 anchor, timestamp). Runs after `apiKeyAuth()` (lib/http/auth.ts). Reserves one unit
+ * before the handler (429 `quota_exceeded` when none is left, with Retry-After until the month
+ * ends) and gives it back when the handler answers ≥ 400 or throws: only successful operations
+ * count (see LimitService.reserveQuota for why reserve-then-refund).
+ */
+export function monthlyQuota(options: LimitOptions = {}): MiddlewareHandler<AppEnv> {
+  const resolve = options.deps ?? getAccountDeps;
+  return async (c, next) => {
+    const accountId = c.get('accountId');
+    const tier = c.get('tier');
+    if (typeof accountId !== 'string' || !isTierName(tier)) throw new Error('monthlyQuota() must run after apiKeyAuth()');
+    const deps = resolve();
+    const reservation = await deps.limits.reserveQuota(accountId, tier);
+    if (!reservation.allowed) {
+      const resetsAt = reservation.resetsAt.toISOString();
+      throw tooManyRequests(
+        'quota_exceeded',
+        `Monthly quota exhausted: the ${tierLabel(tier)} tier includes ${reservation.limit} evidence operations per calendar month (UTC) and this account has used them. The quota resets at ${resetsAt}; a higher tier raises it.`,
+        reservation.retryAfterSeconds,
+        { limit: reservation.limit, window: 'month', tier, resets_at: resetsAt },
+      );
+    }
+    let succeeded = false;
+    try {
+      await next();
+      // Errors thrown below were already turned into the response by onError: the status tells.
+      succeeded = c.res.status < 400;
+    } finally {
+      if (!succeeded) await refund(deps.limits.refundQuota.bind(deps.limits), reservation, accountId);
+    }
+  };
+}
+
+async function refund(refundQuota: (r: QuotaReservation) => Promise<void>, reservation: QuotaReservation, accountId: string) {
+  try {
+    await refundQuota(reservation);
+  } catch (error) {
+    // The response stands; a lost refund costs the customer one unit, logged for support.
+    log.error('quota refund failed', { account_id: accountId, counter: reservation.counterKey, ...describeError(error) });
+  }
+}
+
+/** Options of {@link publicRateLimit}. */
+export interface PublicRateLimitOptions extends LimitOptions {
+  /**
+   * `public` (default): the public endpoints' per-IP rate (PUBLIC_RATE_PER_MINUTE, 600 by default).
+   * `auth`: register and login, a separate and stricter bucket against password guessing
+   * (1/20 of the public rate, 30 a minute by default).
+   */
+  scope?: IpScope;
+}
+
+/** Per-client-IP fixed-window rate limit (`c.get('clientIp')`); 429 `rate_limit_exceeded`. */
+export function publicRateLimit(options: PublicRateLimitOptions = {}): MiddlewareHandler<AppEnv> {
+  const resolve = options.deps ?? getAccountDeps;
+  const scope = options.scope ?? 'public';
+  return async (c, next) => {
+    const ip = c.get('clientIp') || 'unknown';
+    const d = await resolve().limits.consumeIp(ip, scope);
+    setRateLimitHeaders(c, d);
+    if (!d.allowed) {
+      const what =
+        scope === 'auth'
+          ? `Too many register or login attempts from this address: at most ${d.limit} per minute.`
+          : `Rate limit exceeded: public endpoints allow ${d.limit} requests per minute per client address.`;
+      throw tooManyRequests('rate_limit_exceeded', `${what} Retry in ${d.resetSeconds} s.`, d.resetSeconds, {
+        limit: d.limit,
+        window: 'minute',
+        scope: scope === 'auth' ? 'ip_auth' : 'ip',
+      });
+    }
+    await next();
+  };
+}

@@ -1,0 +1,171 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { mkdtempSync } from 'node:fs';
+import { before, describe, it } from 'node:test';
+import { Wallet } from 'ethers';
+import { getAnchorDeps } from '../../lib/deps/anchoring.js';
+import { getConfig, getDb } from '../../lib/deps/core.js';
+import { getEvidenceRepo } from '../../lib/deps/evidence.js';
+import { anchorEvidence, type AnchorDeps, type AnchorInput } from '../../lib/evidence/anchor.js';
+import { RemoteTsa } from '../../lib/crypto/tsa/remote.js';
+import { HttpError } from '../../lib/http/errors.js';
+import { createLedgerProvider, LedgerSender } from '../../lib/ledger/sender.js';
+import { startLocalChain, type LocalChain } from '../../lib/local/chain.js';
+import { useStack, freePort } from '../support/stack.js';
+import { Device } from '../support/client.js';
+
+let baseDeps: AnchorDeps;
+
+before(async () => {
+  await useStack();
+  baseDeps = await getAnchorDeps();
+});
+
+function inputFor(device: Device): AnchorInput {
+  const b = device.next();
+  return {
+    imageHash: b.sha256_hash,
+    chainIndex: b.chain_index,
+    chainHash: b.chain_hash,
+    previousHash: b.previous_hash,
+    signatureHex: b.signature_hex,
+    publicKeyHex: b.public_key_hex,
+    accountId: 'acc_fault_test',
+    apiVersion: 'v2',
+  };
+}
+
+async function assertNothingHalfMade(input: AnchorInput) {
+  const item = await getEvidenceRepo().get(input.imageHash);
+  assert.equal(item?.anchor_state, undefined, 'the hash must not stay claimed or anchored');
+  assert.equal(item?.pq_signature, undefined, 'no proof may be stored');
+  assert.equal(await getEvidenceRepo().getLink(input.publicKeyHex, input.chainIndex), undefined, 'the chain position must be free again');
+}
+
+async function rejectsWith(promise: Promise<unknown>, status: number, code: string) {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof HttpError, `expected an HttpError, got ${String(error)}`);
+    assert.equal(error.status, status);
+    assert.equal(error.code, code);
+    return true;
+  });
+}
+
+describe('a time-stamping authority that fails mid-request', () => {
+  let server: Server;
+  let url: string;
+
+  before(async () => {
+    // A real HTTP TSA endpoint that answers every request with an error.
+    server = createServer((_req, res) => {
+      res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end('TSA backend down');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/tsa`;
+  });
+
+  it('answers 503 tsa_unavailable, leaves nothing half-made, and a retry succeeds', async () => {
+    const roots = await baseDeps.tsa.certificates();
+    const failingTsa = new RemoteTsa({ url, rootsPem: [roots[roots.length - 1] ?? ''], timeoutMs: 2000 });
+    const device = new Device();
+    const input = inputFor(device);
+
+    await rejectsWith(anchorEvidence({ ...baseDeps, tsa: failingTsa }, input), 503, 'tsa_unavailable');
+    await assertNothingHalfMade(input);
+
+    const result = await anchorEvidence(baseDeps, input);
+    assert.equal(result.image_hash, input.imageHash);
+    assert.equal((await getEvidenceRepo().get(input.imageHash))?.anchor_state, 'anchored');
+    server.close();
+  });
+});
+
+describe('a chain node that is stopped mid-request', () => {
+  let chain: LocalChain;
+  let port: number;
+  let sender: LedgerSender;
+  const wallet = Wallet.createRandom();
+
+  async function startChain() {
+    chain = await startLocalChain({
+      port,
+      blockTimeMs: 0,
+      chainId: getConfig().ledger.chainId,
+      accounts: [{ privateKey: wallet.privateKey, balanceWei: 10n ** 21n }],
+      logFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'fault-chain-')), 'chain.log'),
+    });
+  }
+
+  before(async () => {
+    port = await freePort();
+    await startChain();
+    const provider = createLedgerProvider({ rpcUrl: chain.url, chainId: chain.chainId, pollingIntervalMs: 50, requestTimeoutMs: 3000 });
+    sender = new LedgerSender({
+      provider,
+      signer: wallet.connect(provider),
+      db: getDb(),
+      table: getConfig().tables.ledger,
+      chainId: chain.chainId,
+      priorityFeeGwei: 1,
+      maxFeeGwei: 100,
+      pollingIntervalMs: 50,
+    });
+  });
+
+  const depsWith = (): AnchorDeps => ({
+    ...baseDeps,
+    ledger: {
+      chainId: chain.chainId,
+      address: () => sender.address(),
+      submit: (data, meta) => sender.submit(data, meta),
+      waitForReceipt: (tx, ms) => sender.waitForReceipt(tx, ms),
+    },
+  });
+
+  it('answers 503 ledger_unavailable, leaves nothing half-made, and a retry after the node is back succeeds', async () => {
+    // One anchor while the node runs, so the wallet's nonce state is real.
+    const first = await anchorEvidence(depsWith(), inputFor(new Device()));
+    assert.equal(first.tx_status, 'confirmed');
+
+    await chain.stop();
+    const device = new Device();
+    const input = inputFor(device);
+    await rejectsWith(anchorEvidence(depsWith(), input), 503, 'ledger_unavailable');
+    await assertNothingHalfMade(input);
+
+    // The node comes back empty (Hardhat keeps no state): replay what was sent, then retry.
+    await startChain();
+    await sender.replay();
+    const retried = await anchorEvidence(depsWith(), input);
+    assert.equal(retried.tx_status, 'confirmed');
+    const stored = await getEvidenceRepo().get(input.imageHash);
+    assert.equal(stored?.anchor_state, 'anchored');
+    assert.equal(stored?.tx_hash, retried.tx_hash);
+    // The released nonce was reused: no gap blocks later transactions.
+    assert.equal(retried.tx_nonce, first.tx_nonce + 1);
+    await chain.stop();
+  });
+});
+
+describe('a request that died without undoing its claim', () => {
+  it('does not block the hash once the claim has expired', async () => {
+    const device = new Device();
+    const input = inputFor(device);
+    const repo = getEvidenceRepo();
+    const past = Date.now() - 10 * 60_000;
+    assert.equal(await repo.claimHash(input.imageHash, `dead-${randomBytes(4).toString('hex')}`, past, 60_000), 'claimed');
+    const result = await anchorEvidence(baseDeps, input);
+    assert.equal(result.image_hash, input.imageHash);
+  });
+
+  it('still refuses the hash while a live claim stands', async () => {
+    const input = inputFor(new Device());
+    assert.equal(await getEvidenceRepo().claimHash(input.imageHash, 'live-claim', Date.now(), 60_000), 'claimed');
+    await rejectsWith(anchorEvidence(baseDeps, input), 409, 'hash_already_anchored');
+  });
+});

@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { HTTP_FUNCTIONS } from '../../lib/local/routes.js';
+import { useStack } from '../support/stack.js';
+
+let mod: typeof import('../../functions/openapi.js');
+
+before(async () => {
+  await useStack();
+  mod = await import('../../functions/openapi.js');
+});
+
+describe('GET /api/openapi.json', () => {
+  it('documents every function of the registry', () => {
+    const expected = HTTP_FUNCTIONS.filter((f) => f.name !== 'openapi').map((f) => f.name).sort();
+    assert.deepEqual(Object.keys(mod.DOCUMENTED_APPS).sort(), expected);
+  });
+
+  it('serves an OpenAPI 3.1 document with every /api route of both versions and the error schema', async () => {
+    const res = await mod.app.request('/api/openapi.json');
+    assert.equal(res.status, 200);
+    const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, unknown> } };
+    assert.equal(doc.openapi, '3.1.0');
+    for (const f of HTTP_FUNCTIONS.filter((x) => x.path.startsWith('/api/') && x.name !== 'openapi')) {
+      const item = doc.paths[f.path];
+      assert.ok(item, `${f.method} ${f.path} is not documented`);
+      assert.ok(item[f.method.toLowerCase()], `${f.method} ${f.path} lacks its method`);
+    }
+    assert.ok(doc.components.schemas.Problem, 'the problem+json schema is documented');
+    assert.ok(doc.components.schemas.AnchorRequest);
+  });
+});
