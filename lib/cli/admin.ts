@@ -6,6 +6,9 @@ import { ConfigError, TIER_NAMES } from '../config.js';
 import { resetCoreDeps } from '../deps/core.js';
 import { HttpError } from '../http/errors.js';
 
+// Lambda runs nodejs22.x; locally Node 20 is supported, so the SDK's Node 22 notice is not repeated.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 /**
  * Operators' CLI over the same domain code as the API, against the configured DynamoDB: the
  * running local stack (DYNAMODB_PORT, default 8000) or AWS (DEPLOYMENT=aws and credentials).

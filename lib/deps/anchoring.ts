@@ -6,12 +6,12 @@ import type { PqSigner, TimestampAuthority } from '../crypto/ports.js';
 import { EmbeddedTsa } from '../crypto/tsa/embedded.js';
 import { RemoteTsa } from '../crypto/tsa/remote.js';
 import type { AnchorDeps } from '../evidence/anchor.js';
-import { tsaFiles } from '../local/bootstrap.js';
+import { tsaFiles } from '../crypto/tsa/files.js';
 import { encodeAnchorData } from '../ledger/anchor-data.js';
 import { createLedgerProvider, LedgerSender } from '../ledger/sender.js';
 import { log } from '../log.js';
 import { getConfig, getDb, onDepsReset } from './core.js';
-import { getEvidenceRepo } from './evidence.js';
+import { getEvidenceRepo, getStats } from './evidence.js';
 
 /**
  * The composition root of the anchoring functions: the ML-DSA-65 signer, the time-stamping
@@ -60,7 +60,7 @@ export function getTsa(): Promise<TimestampAuthority> {
         timeoutMs: config.tsa.timeoutMs,
       });
     }
-    const files = tsaFiles(config);
+    const files = tsaFiles(config.tsa.dir);
     const [rootCertPem, tsaCertPem, tsaKeyPkcs8Pem] = await Promise.all([
       readFile(files.rootCert, 'utf8'),
       readFile(files.tsaCert, 'utf8'),
@@ -111,6 +111,7 @@ export async function getAnchorDeps(): Promise<AnchorDeps> {
     },
     encodeAnchorData: (imageHash, serverHash) => Buffer.from(encodeAnchorData(imageHash, serverHash).slice(2), 'hex'),
     receiptTimeoutMs: config.ledger.receiptTimeoutMs,
+    stats: getStats(),
   };
 }
 

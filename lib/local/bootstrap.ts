@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Config } from '../config.js';
 import { LocalMlDsaSigner } from '../crypto/ml-dsa.js';
 import { generateTsaCertificates } from '../crypto/tsa/certificates.js';
+import { tsaFiles } from '../crypto/tsa/files.js';
 import { loadOrCreateLocalWallet } from '../ledger/local-wallet.js';
 
 /** What the local stack needs to know after bootstrapping (never the secrets themselves). */
@@ -36,7 +37,7 @@ export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> 
     await writeFile(config.signer.publicKeyFile, publicKey, { mode: 0o644 });
   }
   if (config.tsa.scheme === 'embedded') {
-    const files = tsaFiles(config);
+    const files = tsaFiles(config.tsa.dir);
     let bundle: Awaited<ReturnType<typeof generateTsaCertificates>> | undefined;
     const make = async () => (bundle ??= await generateTsaCertificates());
     let wrote = false;
@@ -62,16 +63,6 @@ export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> 
     }
   }
   return { created, walletAddress: wallet.address, walletPrivateKey: wallet.privateKey };
-}
-
-/** Where the embedded TSA's PEM files live in DATA_DIR. */
-export function tsaFiles(config: Config) {
-  return {
-    rootCert: path.join(config.tsa.dir, 'root.pem'),
-    rootKey: path.join(config.tsa.dir, 'root.key.pem'),
-    tsaCert: path.join(config.tsa.dir, 'tsa.pem'),
-    tsaKey: path.join(config.tsa.dir, 'tsa.key.pem'),
-  };
 }
 
 /** Writes `make()` to `file` (0600) unless it exists; true when it wrote. */

@@ -1,0 +1,149 @@
+/**
+ * `npm run check:template`: offline checks of what `osls package` produced (run it first).
+ * Reads .serverless/cloudformation-template-update-stack.json and serverless-state.json, prints
+ * one line per check, and exits 1 when any fails. No network, no AWS credentials: resource
+ * types, properties and attributes come from the CloudFormation specification shipped in
+ * @aws-cdk/aws-service-spec; the deployment rules come from infra/functions.json and tables.json.
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { loadAwsServiceSpec } from '@aws-cdk/aws-service-spec';
+import registry from './registry.cjs';
+import type { KmsKey } from './registry.cjs';
+import {
+  type CfnTemplate,
+  type RuleResult,
+  checkFunctions,
+  checkLeastPrivilege,
+  checkProperties,
+  checkReferences,
+  checkResourceTypes,
+  checkRoutes,
+  checkSchedules,
+  checkTables,
+  templateView,
+} from './template-rules.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const OUT = path.join(ROOT, '.serverless');
+const TEMPLATE = path.join(OUT, 'cloudformation-template-update-stack.json');
+const STATE = path.join(OUT, 'serverless-state.json');
+/** Lambda limits for a .zip deployment package. */
+const MAX_ZIPPED = 50 * 1024 * 1024;
+const MAX_UNZIPPED = 250 * 1024 * 1024;
+const MAX_PROBLEMS_SHOWN = 25;
+
+interface ServerlessState {
+  service: {
+    custom?: { kms?: Record<string, string> };
+    functions: Record<string, { package?: { artifact?: string } }>;
+  };
+}
+
+function report(result: RuleResult): boolean {
+  const ok = result.problems.length === 0;
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${result.name} (${result.summary})`);
+  for (const p of result.problems.slice(0, MAX_PROBLEMS_SHOWN)) console.log(`       - ${p}`);
+  if (result.problems.length > MAX_PROBLEMS_SHOWN) console.log(`       … and ${result.problems.length - MAX_PROBLEMS_SHOWN} more`);
+  return ok;
+}
+
+/** Entries of a .zip from its central directory (no dependency; packages are far below 4 GiB, so no ZIP64). */
+export function zipEntries(buf: Buffer): { name: string; size: number }[] {
+  let eocd = -1;
+  for (let i = buf.length - 22; i >= Math.max(0, buf.length - 22 - 0xffff); i--) {
+    if (buf.readUInt32LE(i) === 0x06054b50) {
+      eocd = i;
+      break;
+    }
+  }
+  if (eocd < 0) throw new Error('not a zip file (no end of central directory)');
+  const count = buf.readUInt16LE(eocd + 10);
+  let at = buf.readUInt32LE(eocd + 16);
+  const entries: { name: string; size: number }[] = [];
+  for (let n = 0; n < count; n++) {
+    if (buf.readUInt32LE(at) !== 0x02014b50) throw new Error('corrupt central directory');
+    const size = buf.readUInt32LE(at + 24);
+    const nameLength = buf.readUInt16LE(at + 28);
+    const extraLength = buf.readUInt16LE(at + 30);
+    const commentLength = buf.readUInt16LE(at + 32);
+    entries.push({ name: buf.toString('utf8', at + 46, at + 46 + nameLength), size });
+    at += 46 + nameLength + extraLength + commentLength;
+  }
+  return entries;
+}
+
+const kib = (n: number) => (n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MiB` : `${(n / 1024).toFixed(1)} KiB`);
+
+/** Each function's zip exists, holds its handler bundle and nothing of the local stack, within Lambda's limits. */
+function checkArtifacts(state: ServerlessState): boolean {
+  let allOk = true;
+  for (const fn of registry.allFunctions()) {
+    const artifact = state.service.functions[fn.name]?.package?.artifact ?? `.serverless/${fn.name}.zip`;
+    const file = path.resolve(ROOT, artifact);
+    const problems: string[] = [];
+    let line = `zip ${path.relative(ROOT, file)}`;
+    if (!existsSync(file)) problems.push('missing');
+    else {
+      const zipped = statSync(file).size;
+      const entries = zipEntries(readFileSync(file));
+      const unzipped = entries.reduce((n, e) => n + e.size, 0);
+      line += ` ${kib(zipped)} (${entries.length} file${entries.length === 1 ? '' : 's'}, ${kib(unzipped)} unzipped)`;
+      const bundle = registry.handlerOf(fn).replace(/\.handler$/, '.mjs');
+      if (!entries.some((e) => e.name === bundle)) problems.push(`holds no ${bundle} (has ${entries.map((e) => e.name).join(', ')})`);
+      const local = entries.filter((e) => /(^|\/)(node_modules\/(hardhat|dynalite|@aws-sdk)|lib\/local)\//.test(e.name));
+      if (local.length) problems.push(`ships ${local.map((e) => e.name).slice(0, 3).join(', ')}…`);
+      if (zipped > MAX_ZIPPED) problems.push(`larger than Lambda's ${kib(MAX_ZIPPED)} zipped`);
+      if (unzipped > MAX_UNZIPPED) problems.push(`larger than Lambda's ${kib(MAX_UNZIPPED)} unzipped`);
+    }
+    allOk = report({ name: line, summary: fn.name, problems }) && allOk;
+  }
+  return allOk;
+}
+
+async function main(): Promise<number> {
+  if (!existsSync(TEMPLATE) || !existsSync(STATE)) {
+    console.log(`FAIL ${path.relative(ROOT, TEMPLATE)} not found: run \`npm run package\` (osls package) first`);
+    return 1;
+  }
+  const template = JSON.parse(readFileSync(TEMPLATE, 'utf8')) as CfnTemplate;
+  const state = JSON.parse(readFileSync(STATE, 'utf8')) as ServerlessState;
+
+  const registryProblems = registry.validateRegistry();
+  const results: RuleResult[] = [
+    {
+      name: 'registry: infra/functions.json and infra/tables.json are consistent',
+      summary: `${registry.allFunctions().length} functions, ${Object.keys(registry.TABLES).length} tables`,
+      problems: registryProblems,
+    },
+  ];
+
+  const db = await loadAwsServiceSpec();
+  results.push(checkResourceTypes(template, db), checkProperties(template, db), checkReferences(template, db));
+
+  const custom = state.service.custom?.kms ?? {};
+  const kmsArns: Partial<Record<KmsKey, string>> = {};
+  for (const [key, { custom: name }] of Object.entries(registry.KMS_KEYS)) {
+    const arn = custom[name];
+    if (arn) kmsArns[key as KmsKey] = arn;
+  }
+  results.push(
+    checkFunctions(template),
+    checkRoutes(template),
+    checkSchedules(template),
+    checkTables(template.Resources),
+    ...checkLeastPrivilege(templateView(template, kmsArns)),
+  );
+
+  let ok = results.map(report).every(Boolean);
+  ok = checkArtifacts(state) && ok;
+
+  const placeholders = Object.entries(kmsArns).filter(([, arn]) => arn.includes(':000000000000:'));
+  if (placeholders.length) {
+    console.log(`note KMS key ARNs are placeholders (${placeholders.map(([k]) => k).join(', ')}): fine for CI, not for a deploy`);
+  }
+  console.log(ok ? 'template checks passed' : 'template checks FAILED');
+  return ok ? 0 : 1;
+}
+
+process.exitCode = await main();

@@ -1,0 +1,243 @@
+'use strict';
+/**
+ * The deployment model of the service, derived from the two registries and nothing else:
+ *   infra/functions.json  every HTTP and scheduled function, with its table access map
+ *   infra/tables.json     every DynamoDB table
+ * serverless-functions.cjs and serverless-resources.cjs turn it into serverless.yml sections,
+ * infra/check-template.ts and test/infra/template.test.ts check the result against it.
+ *
+ * CommonJS on purpose: osls loads `${file(...)}` sources with require(), which cannot load
+ * ESM; a `.cjs` file is CommonJS even inside a `"type": "module"` package.
+ */
+
+const functionsJson = require('./functions.json');
+const tablesJson = require('./tables.json');
+
+/** Logical table key (accounts, apiKeys, …) → definition; `$comment` keys are documentation. */
+const TABLES = Object.fromEntries(Object.entries(tablesJson).filter(([key]) => !key.startsWith('$')));
+
+const HTTP_FUNCTIONS = functionsJson.http;
+const SCHEDULED_FUNCTIONS = functionsJson.scheduled;
+
+/** The one table every public GET function may write: per-IP rate-limit windows. */
+const PUBLIC_WRITABLE_TABLE = 'counters';
+
+/**
+ * DynamoDB actions per access letter. `r` and `w` are what infra/functions.json uses; `s`
+ * (Scan) must be asked for explicitly. No transactions: dynalite has none and the code uses
+ * single-item conditional writes, so TransactWriteItems/TransactGetItems are never granted.
+ */
+const DYNAMO_ACTIONS = {
+  r: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchGetItem', 'dynamodb:DescribeTable'],
+  w: [
+    'dynamodb:PutItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:DeleteItem',
+    'dynamodb:ConditionCheckItem',
+    'dynamodb:BatchWriteItem',
+  ],
+  s: ['dynamodb:Scan'],
+};
+/** Actions that make sense on an index ARN (`<table>/index/<name>`): reads only. */
+const INDEX_ACTIONS = { r: ['dynamodb:Query'], s: ['dynamodb:Scan'] };
+const WRITE_ACTIONS = new Set(DYNAMO_ACTIONS.w);
+
+/**
+ * KMS keys the service uses. Each is a serverless.yml `custom.kms.<key>` value (a key ARN;
+ * IAM cannot scope Sign to an alias) and the environment variable the function reads.
+ */
+const KMS_KEYS = {
+  pqSigner: { custom: 'pqSignerKeyArn', envVar: 'PQ_SIGNER_KMS_KEY_ID', spec: 'ML_DSA_65' },
+  tsa: { custom: 'tsaKeyArn', envVar: 'TSA_KMS_KEY_ID', spec: 'ECC_NIST_P256' },
+  ledgerWallet: { custom: 'ledgerWalletKeyArn', envVar: 'LEDGER_KMS_KEY_ID', spec: 'ECC_SECG_P256K1' },
+  jwtSecret: { custom: 'jwtSecretKeyArn', envVar: 'JWT_SECRET_KMS_CIPHERTEXT', spec: 'SYMMETRIC_DEFAULT' },
+};
+
+/** What a function may do with a key: sign (and read the public key), only read the public key, or decrypt. */
+const KMS_ACTIONS = {
+  sign: ['kms:Sign', 'kms:GetPublicKey'],
+  public: ['kms:GetPublicKey'],
+  decrypt: ['kms:Decrypt'],
+};
+
+const SIGN_ALL = { pqSigner: 'sign', tsa: 'sign', ledgerWallet: 'sign' };
+const JWT = { jwtSecret: 'decrypt' };
+
+/**
+ * KMS needs of functions that are not `anchoring: true` (those sign with all three keys).
+ * A `kms` object on a function in infra/functions.json (key → sign|public|decrypt) overrides this.
+ * - timestamp signs RFC 3161 tokens with the TSA key;
+ * - the pending-transaction job replaces stuck transactions, so it signs with the wallet;
+ * - account endpoints issue (register, login) or verify (the rest) HS256 JWTs whose secret is
+ *   KMS-encrypted configuration; admin-set-tier authenticates with ADMIN_TOKEN instead;
+ * - public reads that show a key, an address or "keys loaded" only read public keys.
+ */
+const KMS_NEEDS = {
+  v1Timestamp: { tsa: 'sign' },
+  ledgerFinishPending: { ledgerWallet: 'sign' },
+  v2AccountRegister: JWT,
+  v2AccountLogin: JWT,
+  v2AccountKeysCreate: JWT,
+  v2AccountKeysList: JWT,
+  v2AccountKeysDelete: JWT,
+  v2AccountUsage: JWT,
+  v2AccountInfo: JWT,
+  v1PqInfo: { pqSigner: 'public' },
+  v1PqRegistration: { pqSigner: 'public', ledgerWallet: 'public' },
+  v1LedgerStatus: { ledgerWallet: 'public' },
+  v1Health: { pqSigner: 'public', tsa: 'public', ledgerWallet: 'public' },
+};
+
+/** Lambda settings by kind. API Gateway HTTP APIs stop waiting at 30 s, so HTTP functions stay below. */
+const SIZING = {
+  http: { memorySize: 512, timeout: 10 },
+  anchoring: { memorySize: 1024, timeout: 29 },
+  scheduled: { memorySize: 512, timeout: 120 },
+};
+
+/** Environment variables only some functions get (secrets stay off functions that do not need them). */
+const FUNCTION_ENVIRONMENT = {
+  v2AdminSetTier: { ADMIN_TOKEN: '${self:custom.adminToken}' },
+};
+
+/** osls naming: `v1Health` → `V1Health` (see osls lib/plugins/aws/lib/naming.js getNormalizedFunctionName). */
+function normalizedFunctionName(name) {
+  const n = name.replace(/-/g, 'Dash').replace(/_/g, 'Underscore');
+  return n.charAt(0).toUpperCase() + n.slice(1);
+}
+
+const naming = {
+  table: (key) => `${key.charAt(0).toUpperCase()}${key.slice(1)}Table`,
+  role: (fnName) => `${normalizedFunctionName(fnName)}IamRole`,
+  /** Created by osls for every function (merge-iam-templates.js). */
+  logGroup: (fnName) => `${normalizedFunctionName(fnName)}LogGroup`,
+  lambda: (fnName) => `${normalizedFunctionName(fnName)}LambdaFunction`,
+};
+
+/** `functions/v1/health.ts` → `functions/v1/health.handler` (serverless-esbuild finds the .ts). */
+function handlerOf(fn) {
+  if (!/^functions\/[a-z0-9/-]+\.ts$/.test(fn.file)) throw new Error(`${fn.name}: file must be functions/<path>.ts, got "${fn.file}"`);
+  return `${fn.file.slice(0, -'.ts'.length)}.handler`;
+}
+
+/** Every function of the registry with its kind: `http` (with method/path/public) or `scheduled`. */
+function allFunctions() {
+  return [
+    ...HTTP_FUNCTIONS.map((fn) => ({ ...fn, kind: 'http' })),
+    ...SCHEDULED_FUNCTIONS.map((fn) => ({ ...fn, kind: 'scheduled' })),
+  ];
+}
+
+/** A public GET: anyone can call it, so it may write nothing but the rate-limit counters. */
+function isPublicRead(fn) {
+  return fn.kind === 'http' && fn.public === true && fn.method === 'GET';
+}
+
+/** `rw` → sorted DynamoDB actions on the table ARN. Throws on an unknown access string. */
+function tableActions(mode) {
+  if (typeof mode !== 'string' || !/^(r|w|rw|rs|rws)$/.test(mode)) {
+    throw new Error(`access mode must be one of r, w, rw, rs, rws; got "${mode}"`);
+  }
+  return [...new Set([...mode].flatMap((letter) => DYNAMO_ACTIONS[letter]))].sort();
+}
+
+/** Actions on the table's index ARNs for an access mode (reads only; none for write-only). */
+function indexActions(mode) {
+  return [...new Set([...mode].flatMap((letter) => INDEX_ACTIONS[letter] ?? []))].sort();
+}
+
+/** The KMS needs of one function: key → sign|public|decrypt. */
+function kmsNeeds(fn) {
+  if (fn.kms) return fn.kms;
+  if (fn.anchoring) return SIGN_ALL;
+  return KMS_NEEDS[fn.name] ?? {};
+}
+
+/** Checks the registries once; every generator and check calls this first. Returns the list of problems. */
+function validateRegistry() {
+  const problems = [];
+  const names = new Set();
+  const routes = new Set();
+  for (const fn of allFunctions()) {
+    if (!/^[a-zA-Z][a-zA-Z0-9]*$/.test(fn.name)) problems.push(`function name "${fn.name}" must be alphanumeric`);
+    if (names.has(fn.name)) problems.push(`function name "${fn.name}" is used twice`);
+    names.add(fn.name);
+    try {
+      handlerOf(fn);
+    } catch (e) {
+      problems.push(e.message);
+    }
+    if (fn.kind === 'http') {
+      if (!['GET', 'POST', 'PUT', 'DELETE', 'PATCH'].includes(fn.method)) problems.push(`${fn.name}: unknown method ${fn.method}`);
+      if (!/^\/[A-Za-z0-9_./{}-]*$/.test(fn.path)) problems.push(`${fn.name}: bad path ${fn.path}`);
+      const route = `${fn.method} ${fn.path}`;
+      if (routes.has(route)) problems.push(`${fn.name}: route ${route} is used twice`);
+      routes.add(route);
+    } else if (!/^(rate|cron)\(.+\)$/.test(fn.schedule ?? '')) {
+      problems.push(`${fn.name}: schedule must be rate(...) or cron(...), got "${fn.schedule}"`);
+    }
+    for (const [table, mode] of Object.entries(fn.access ?? {})) {
+      if (!TABLES[table]) problems.push(`${fn.name}: access names unknown table "${table}"`);
+      try {
+        tableActions(mode);
+      } catch (e) {
+        problems.push(`${fn.name}.access.${table}: ${e.message}`);
+        continue;
+      }
+      if (isPublicRead(fn) && table !== PUBLIC_WRITABLE_TABLE && mode.includes('w')) {
+        problems.push(`${fn.name}: a public GET function may only write the ${PUBLIC_WRITABLE_TABLE} table, not ${table}`);
+      }
+    }
+    for (const [key, use] of Object.entries(kmsNeeds(fn))) {
+      if (!KMS_KEYS[key]) problems.push(`${fn.name}: unknown KMS key "${key}"`);
+      if (!KMS_ACTIONS[use]) problems.push(`${fn.name}: unknown KMS use "${use}" for ${key}`);
+    }
+  }
+  for (const [key, def] of Object.entries(TABLES)) {
+    if (!/^TABLE_[A-Z_]+$/.test(def.envVar ?? '')) problems.push(`table ${key}: envVar must be TABLE_<NAME>`);
+  }
+  return problems;
+}
+
+function assertValidRegistry() {
+  const problems = validateRegistry();
+  if (problems.length > 0) throw new Error(`infra/functions.json or infra/tables.json is invalid:\n  - ${problems.join('\n  - ')}`);
+}
+
+/**
+ * The expected IAM grants of a function as plain data, for the generators and both checks:
+ * table key → sorted actions on the table, on its indexes; KMS key → sorted actions.
+ */
+function expectedGrants(fn) {
+  const dynamo = {};
+  for (const [table, mode] of Object.entries(fn.access ?? {})) {
+    const indexes = (TABLES[table].GlobalSecondaryIndexes ?? []).map((i) => i.IndexName);
+    dynamo[table] = { table: tableActions(mode), index: indexes.length ? indexActions(mode) : [], indexes };
+  }
+  const kms = {};
+  for (const [key, use] of Object.entries(kmsNeeds(fn))) kms[key] = [...KMS_ACTIONS[use]].sort();
+  return { dynamo, kms };
+}
+
+module.exports = {
+  TABLES,
+  HTTP_FUNCTIONS,
+  SCHEDULED_FUNCTIONS,
+  PUBLIC_WRITABLE_TABLE,
+  DYNAMO_ACTIONS,
+  WRITE_ACTIONS,
+  KMS_KEYS,
+  KMS_ACTIONS,
+  SIZING,
+  FUNCTION_ENVIRONMENT,
+  naming,
+  handlerOf,
+  allFunctions,
+  isPublicRead,
+  tableActions,
+  indexActions,
+  kmsNeeds,
+  validateRegistry,
+  assertValidRegistry,
+  expectedGrants,
+};

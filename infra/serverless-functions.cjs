@@ -1,0 +1,35 @@
+'use strict';
+/**
+ * serverless.yml `functions:` generated from infra/functions.json (`${file(./infra/serverless-functions.cjs)}`).
+ * One Lambda per registry entry, each with its own IAM role (built in serverless-resources.cjs).
+ * osls calls the exported function; tests call it directly.
+ */
+
+const registry = require('./registry.cjs');
+
+/** `{ name → osls function config }` for every HTTP and scheduled function of the registry. */
+function buildFunctions() {
+  registry.assertValidRegistry();
+  const out = {};
+  for (const fn of registry.allFunctions()) {
+    const sizing = fn.kind === 'scheduled' ? registry.SIZING.scheduled : fn.anchoring ? registry.SIZING.anchoring : registry.SIZING.http;
+    const config = {
+      handler: registry.handlerOf(fn),
+      description: fn.kind === 'http' ? `${fn.method} ${fn.path}` : `scheduled ${fn.schedule}`,
+      role: registry.naming.role(fn.name),
+      memorySize: sizing.memorySize,
+      timeout: sizing.timeout,
+      events:
+        fn.kind === 'http'
+          ? [{ httpApi: { method: fn.method, path: fn.path } }]
+          : [{ schedule: { rate: [fn.schedule], enabled: true } }],
+    };
+    const extraEnv = registry.FUNCTION_ENVIRONMENT[fn.name];
+    if (extraEnv) config.environment = { ...extraEnv };
+    out[fn.name] = config;
+  }
+  return out;
+}
+
+module.exports = () => buildFunctions();
+module.exports.buildFunctions = buildFunctions;

@@ -1,0 +1,712 @@
+/**
+ * Offline rules for the CloudFormation template that `osls package` writes, shared by
+ * infra/check-template.ts (the packaged template) and test/infra/template.test.ts (the generator
+ * output, without osls). Each rule returns a list of problems; an empty list means it holds.
+ *
+ * Two families:
+ *  - spec rules, against the CloudFormation resource specification in @aws-cdk/aws-service-spec:
+ *    known resource types, known properties, required properties, Ref/GetAtt/Sub/DependsOn targets;
+ *  - deployment rules, against infra/functions.json and infra/tables.json (via infra/registry.cjs):
+ *    one role per function, no wildcards, DynamoDB and KMS grants exactly as the registry says,
+ *    public reads write nothing but the counters, every route and schedule, every table's settings.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { Property, PropertyType, Resource as SpecResource, SpecDatabase } from '@aws-cdk/service-spec-types';
+import registry from './registry.cjs';
+import type { KmsKey, RegistryFunction } from './registry.cjs';
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export interface CfnResource {
+  Type: string;
+  Properties?: JsonObject;
+  DependsOn?: string | string[];
+  DeletionPolicy?: string;
+  UpdateReplacePolicy?: string;
+  Condition?: string;
+  Metadata?: Json;
+}
+
+export interface CfnTemplate {
+  AWSTemplateFormatVersion?: string;
+  Description?: string;
+  Parameters?: Record<string, Json>;
+  Conditions?: Record<string, Json>;
+  Mappings?: Record<string, Json>;
+  Resources: Record<string, CfnResource>;
+  Outputs?: Record<string, Json>;
+}
+
+export interface RuleResult {
+  /** What the rule asserts, one line. */
+  name: string;
+  /** What holds when it passes (counts), for the report. */
+  summary: string;
+  problems: string[];
+}
+
+const PSEUDO_PARAMETERS = new Set([
+  'AWS::AccountId',
+  'AWS::NotificationARNs',
+  'AWS::NoValue',
+  'AWS::Partition',
+  'AWS::Region',
+  'AWS::StackId',
+  'AWS::StackName',
+  'AWS::URLSuffix',
+]);
+
+const TEMPLATE_SECTIONS = new Set([
+  'AWSTemplateFormatVersion',
+  'Description',
+  'Metadata',
+  'Parameters',
+  'Rules',
+  'Mappings',
+  'Conditions',
+  'Transform',
+  'Resources',
+  'Outputs',
+]);
+const RESOURCE_KEYS = new Set(['Type', 'Properties', 'DependsOn', 'DeletionPolicy', 'UpdateReplacePolicy', 'Condition', 'Metadata', 'CreationPolicy', 'UpdatePolicy']);
+const POLICIES = new Set(['Delete', 'Retain', 'Snapshot', 'RetainExceptOnCreate']);
+
+/** Environment variables Lambda sets itself; a template that sets them fails to deploy. */
+const LAMBDA_RESERVED_ENV = new Set([
+  '_HANDLER',
+  '_X_AMZN_TRACE_ID',
+  'AWS_DEFAULT_REGION',
+  'AWS_REGION',
+  'AWS_EXECUTION_ENV',
+  'AWS_LAMBDA_FUNCTION_NAME',
+  'AWS_LAMBDA_FUNCTION_MEMORY_SIZE',
+  'AWS_LAMBDA_FUNCTION_VERSION',
+  'AWS_LAMBDA_INITIALIZATION_TYPE',
+  'AWS_LAMBDA_LOG_GROUP_NAME',
+  'AWS_LAMBDA_LOG_STREAM_NAME',
+  'AWS_ACCESS_KEY',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
+  'AWS_LAMBDA_RUNTIME_API',
+  'LAMBDA_TASK_ROOT',
+  'LAMBDA_RUNTIME_DIR',
+]);
+
+/** Services a function role may name at all. */
+const ALLOWED_SERVICES = new Set(['logs', 'dynamodb', 'kms']);
+const LOG_ACTIONS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+const asArray = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+const sorted = (xs: Iterable<string>): string[] => [...new Set(xs)].sort();
+const show = (xs: string[]): string => (xs.length ? xs.join(', ') : '(none)');
+
+/** `{ Ref }`, `{ Fn::* }` or `{ Condition }`: a value CloudFormation computes, not checkable offline. */
+function isIntrinsic(v: unknown): boolean {
+  if (!isObject(v)) return false;
+  const keys = Object.keys(v);
+  return keys.length === 1 && (keys[0] === 'Ref' || keys[0] === 'Condition' || (keys[0] ?? '').startsWith('Fn::'));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spec rules
+// ---------------------------------------------------------------------------------------------
+
+function specResource(db: SpecDatabase, type: string): SpecResource | undefined {
+  return db.lookup('resource', 'cloudFormationType', 'equals', type)[0];
+}
+
+/** Every resource type exists in the CloudFormation specification; resource-level keys are valid. */
+export function checkResourceTypes(template: CfnTemplate, db: SpecDatabase): RuleResult {
+  const problems: string[] = [];
+  for (const key of Object.keys(template)) if (!TEMPLATE_SECTIONS.has(key)) problems.push(`unknown template section "${key}"`);
+  const types = new Set<string>();
+  for (const [id, res] of Object.entries(template.Resources)) {
+    types.add(res.Type);
+    if (!specResource(db, res.Type)) problems.push(`${id}: unknown resource type ${res.Type}`);
+    for (const key of Object.keys(res)) if (!RESOURCE_KEYS.has(key)) problems.push(`${id}: unknown resource attribute "${key}"`);
+    for (const policy of [res.DeletionPolicy, res.UpdateReplacePolicy]) {
+      if (policy !== undefined && !POLICIES.has(policy)) problems.push(`${id}: unknown deletion/replace policy "${policy}"`);
+    }
+  }
+  return {
+    name: 'resource types are known to the CloudFormation spec',
+    summary: `${Object.keys(template.Resources).length} resources of ${types.size} types`,
+    problems,
+  };
+}
+
+/** Every property is known (at every depth), has the right shape, and every required property is set. */
+export function checkProperties(template: CfnTemplate, db: SpecDatabase): RuleResult {
+  const problems: string[] = [];
+  let checked = 0;
+  for (const [id, res] of Object.entries(template.Resources)) {
+    const spec = specResource(db, res.Type);
+    if (!spec) continue;
+    checked += checkObjectProperties(db, spec.properties, res.Properties ?? {}, id, problems);
+  }
+  return { name: 'properties are known, well-shaped and required ones present', summary: `${checked} property values checked`, problems };
+}
+
+function checkObjectProperties(db: SpecDatabase, props: Record<string, Property>, value: JsonObject, path: string, problems: string[]): number {
+  let checked = 0;
+  for (const [name, prop] of Object.entries(props)) {
+    if (prop.required && !(name in value)) problems.push(`${path}: required property ${name} is missing`);
+  }
+  for (const [name, v] of Object.entries(value)) {
+    const prop = props[name];
+    if (!prop) {
+      problems.push(`${path}: unknown property ${name}`);
+      continue;
+    }
+    checked += 1 + checkValue(db, prop.type, v, `${path}.${name}`, problems);
+  }
+  return checked;
+}
+
+function checkValue(db: SpecDatabase, type: PropertyType, value: Json, path: string, problems: string[]): number {
+  if (isIntrinsic(value)) return 0;
+  switch (type.type) {
+    case 'json':
+      return 0;
+    case 'string':
+    case 'date-time':
+      if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') problems.push(`${path}: expected a string`);
+      else if (type.type === 'string' && type.allowedValues && !type.allowedValues.includes(String(value))) {
+        problems.push(`${path}: "${String(value)}" is not one of ${type.allowedValues.join(', ')}`);
+      }
+      return 0;
+    case 'number':
+    case 'integer':
+      if (typeof value !== 'number' && !(typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)))) {
+        problems.push(`${path}: expected a number`);
+      }
+      return 0;
+    case 'boolean':
+      if (typeof value !== 'boolean' && value !== 'true' && value !== 'false') problems.push(`${path}: expected a boolean`);
+      return 0;
+    case 'null':
+      return 0;
+    case 'tag':
+      if (!isObject(value) || !('Key' in value) || !('Value' in value)) problems.push(`${path}: expected a tag { Key, Value }`);
+      return 0;
+    case 'array': {
+      if (!Array.isArray(value)) {
+        problems.push(`${path}: expected a list`);
+        return 0;
+      }
+      return value.reduce<number>((n, el, i) => n + checkValue(db, type.element, el, `${path}[${i}]`, problems), 0);
+    }
+    case 'map': {
+      if (!isObject(value)) {
+        problems.push(`${path}: expected a map`);
+        return 0;
+      }
+      return Object.entries(value).reduce<number>((n, [k, el]) => n + checkValue(db, type.element, el, `${path}.${k}`, problems), 0);
+    }
+    case 'ref': {
+      if (!isObject(value)) {
+        problems.push(`${path}: expected an object`);
+        return 0;
+      }
+      const def = db.get('typeDefinition', type.reference);
+      return checkObjectProperties(db, def.properties, value, path, problems);
+    }
+    case 'union': {
+      // Older spec versions typed many structures as plain `json`; the union keeps both. Check
+      // against the structured alternative of the same shape and fall back to `json` only when
+      // none has that shape, so that a typo inside a structure is still caught.
+      const structured = type.types.filter((t) => t.type !== 'json' && shapeMatches(t, value));
+      if (structured.length === 0) {
+        if (type.types.some((t) => t.type === 'json')) return 0;
+        problems.push(`${path}: value matches none of the allowed types`);
+        return 0;
+      }
+      let best: string[] | undefined;
+      let bestCount = 0;
+      for (const t of structured) {
+        const local: string[] = [];
+        const count = checkValue(db, t, value, path, local);
+        if (!best || local.length < best.length) {
+          best = local;
+          bestCount = count;
+        }
+        if (local.length === 0) break;
+      }
+      problems.push(...(best ?? []));
+      return bestCount;
+    }
+    default:
+      return 0;
+  }
+}
+
+function shapeMatches(type: PropertyType, value: Json): boolean {
+  switch (type.type) {
+    case 'array':
+      return Array.isArray(value);
+    case 'map':
+    case 'ref':
+    case 'tag':
+      return isObject(value);
+    case 'string':
+    case 'date-time':
+      return typeof value === 'string';
+    case 'number':
+    case 'integer':
+      return typeof value === 'number';
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'union':
+      return type.types.some((t) => shapeMatches(t, value));
+    default:
+      return false;
+  }
+}
+
+/** Every Ref, GetAtt (with an attribute the type has), Sub variable, DependsOn and Condition resolves. */
+export function checkReferences(template: CfnTemplate, db: SpecDatabase): RuleResult {
+  const problems: string[] = [];
+  const resources = template.Resources;
+  const parameters = new Set(Object.keys(template.Parameters ?? {}));
+  const conditions = new Set(Object.keys(template.Conditions ?? {}));
+  let count = 0;
+
+  const checkRef = (name: string, where: string) => {
+    count++;
+    if (!resources[name] && !parameters.has(name) && !PSEUDO_PARAMETERS.has(name)) problems.push(`${where}: Ref ${name} names nothing`);
+  };
+  const checkGetAtt = (id: string, attr: string, where: string) => {
+    count++;
+    const res = resources[id];
+    if (!res) return void problems.push(`${where}: GetAtt ${id}.${attr}: no resource ${id}`);
+    const spec = specResource(db, res.Type);
+    if (spec && !(attr in spec.attributes)) {
+      problems.push(`${where}: GetAtt ${id}.${attr}: ${res.Type} has no attribute ${attr} (has ${show(Object.keys(spec.attributes))})`);
+    }
+  };
+  const walk = (v: Json, where: string): void => {
+    if (Array.isArray(v)) return v.forEach((x, i) => walk(x, `${where}[${i}]`));
+    if (!isObject(v)) return;
+    for (const [key, arg] of Object.entries(v)) {
+      if (key === 'Ref' && typeof arg === 'string') checkRef(arg, where);
+      else if (key === 'Fn::GetAtt') {
+        const [id, ...attr] = typeof arg === 'string' ? arg.split('.') : Array.isArray(arg) ? arg.map(String) : [];
+        if (id === undefined || attr.length === 0) problems.push(`${where}: malformed Fn::GetAtt`);
+        else checkGetAtt(id, attr.join('.'), where);
+      } else if (key === 'Fn::Sub') {
+        const [text, vars] = typeof arg === 'string' ? [arg, {}] : Array.isArray(arg) ? [arg[0], arg[1]] : [undefined, undefined];
+        if (typeof text !== 'string') problems.push(`${where}: malformed Fn::Sub`);
+        else {
+          const local = new Set(Object.keys(isObject(vars) ? vars : {}));
+          for (const m of text.matchAll(/\$\{([^}!][^}]*)\}/g)) {
+            const name = (m[1] ?? '').trim();
+            if (local.has(name)) continue;
+            const dot = name.indexOf('.');
+            if (dot > 0) checkGetAtt(name.slice(0, dot), name.slice(dot + 1), `${where} (Fn::Sub)`);
+            else checkRef(name, `${where} (Fn::Sub)`);
+          }
+        }
+        if (Array.isArray(arg) && arg[1] !== undefined) walk(arg[1], where);
+        continue;
+      } else if ((key === 'Condition' || key === 'Fn::If') && !conditions.has(String(Array.isArray(arg) ? arg[0] : arg))) {
+        if (typeof arg === 'string' || Array.isArray(arg)) problems.push(`${where}: condition ${String(Array.isArray(arg) ? arg[0] : arg)} is not defined`);
+      }
+      walk(arg, where);
+    }
+  };
+
+  for (const [id, res] of Object.entries(resources)) {
+    for (const dep of asArray(res.DependsOn)) {
+      count++;
+      if (!resources[dep]) problems.push(`${id}: DependsOn ${dep} names no resource`);
+    }
+    if (res.Condition !== undefined && !conditions.has(res.Condition)) problems.push(`${id}: condition ${res.Condition} is not defined`);
+    if (res.Properties) walk(res.Properties, id);
+  }
+  for (const [id, out] of Object.entries(template.Outputs ?? {})) walk(out, `Outputs.${id}`);
+  return { name: 'every Ref, GetAtt, Sub and DependsOn target exists', summary: `${count} references resolved`, problems };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deployment rules (registry)
+// ---------------------------------------------------------------------------------------------
+
+export interface Statement {
+  Effect?: Json;
+  Action?: Json;
+  NotAction?: Json;
+  Resource?: Json;
+  NotResource?: Json;
+  Principal?: Json;
+  Condition?: Json;
+}
+
+/** Where the checks find a function's role, and which literal ARN is which KMS key. */
+export interface DeploymentView {
+  resources: Record<string, CfnResource>;
+  /** The role logical id a function runs with, or undefined when it has none of its own. */
+  roleOf(fn: RegistryFunction): string | undefined;
+  /** Logical ids of every function in the deployment (registry or not) → their role logical id. */
+  allFunctionRoles(): Map<string, string | undefined>;
+  /** KMS resource values (literal ARNs, or `${self:custom.kms.…}` before resolution) → key. */
+  kmsKeyOf(resource: string): KmsKey | undefined;
+}
+
+/** All statements of a role: its inline policies and any AWS::IAM::Policy attached to it by Ref. */
+export function roleStatements(resources: Record<string, CfnResource>, roleId: string): Statement[] {
+  const role = resources[roleId];
+  const out: Statement[] = [];
+  const fromDoc = (doc: Json | undefined) => {
+    if (isObject(doc)) for (const s of asArray(doc.Statement)) if (isObject(s)) out.push(s as Statement);
+  };
+  for (const p of asArray(role?.Properties?.Policies)) if (isObject(p)) fromDoc(p.PolicyDocument);
+  for (const res of Object.values(resources)) {
+    if (res.Type !== 'AWS::IAM::Policy' && res.Type !== 'AWS::IAM::ManagedPolicy') continue;
+    const roles = asArray(res.Properties?.Roles);
+    if (roles.some((r) => isObject(r) && r.Ref === roleId)) fromDoc(res.Properties?.PolicyDocument);
+  }
+  return out;
+}
+
+type ResourceTarget =
+  | { kind: 'table'; table: string }
+  | { kind: 'index'; table: string; index: string }
+  | { kind: 'logGroup'; id: string }
+  | { kind: 'literal'; value: string }
+  | { kind: 'other'; text: string };
+
+function classifyResource(resources: Record<string, CfnResource>, tableByLogicalId: Map<string, string>, r: Json): ResourceTarget {
+  if (typeof r === 'string') return { kind: 'literal', value: r };
+  if (isObject(r)) {
+    const getAtt = r['Fn::GetAtt'];
+    if (Array.isArray(getAtt) && getAtt[1] === 'Arn' && typeof getAtt[0] === 'string') {
+      const table = tableByLogicalId.get(getAtt[0]);
+      if (table) return { kind: 'table', table };
+      if (resources[getAtt[0]]?.Type === 'AWS::Logs::LogGroup') return { kind: 'logGroup', id: getAtt[0] };
+    }
+    const sub = r['Fn::Sub'];
+    if (typeof sub === 'string') {
+      const m = /^\$\{([A-Za-z0-9]+)\.Arn\}\/index\/([A-Za-z0-9_.-]+)$/.exec(sub);
+      const table = m?.[1] ? tableByLogicalId.get(m[1]) : undefined;
+      if (m?.[2] && table) return { kind: 'index', table, index: m[2] };
+    }
+  }
+  return { kind: 'other', text: JSON.stringify(r) };
+}
+
+/** Runs every least-privilege rule over one deployment view (the packaged template or the generator output). */
+export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
+  const { resources } = view;
+  const fns = registry.allFunctions();
+  const tableByLogicalId = new Map(Object.keys(registry.TABLES).map((key) => [registry.naming.table(key), key]));
+
+  const ownRole: string[] = [];
+  const wildcards: string[] = [];
+  const services: string[] = [];
+  const logs: string[] = [];
+  const dynamo: string[] = [];
+  const kms: string[] = [];
+  const publicReads: string[] = [];
+
+  // One role per function: no function without its own role, no role shared by two functions.
+  const users = new Map<string, string[]>();
+  for (const [fnId, roleId] of view.allFunctionRoles()) {
+    if (!roleId) ownRole.push(`${fnId}: has no role of its own`);
+    else users.set(roleId, [...(users.get(roleId) ?? []), fnId]);
+  }
+  for (const [roleId, fnIds] of users) if (fnIds.length > 1) ownRole.push(`${roleId} is shared by ${fnIds.join(', ')}`);
+
+  // No wildcard anywhere in an Allow statement of any IAM policy, and no NotAction/NotResource.
+  for (const [id, res] of Object.entries(resources)) {
+    if (!['AWS::IAM::Role', 'AWS::IAM::Policy', 'AWS::IAM::ManagedPolicy'].includes(res.Type)) continue;
+    const statements = res.Type === 'AWS::IAM::Role' ? roleStatements({ [id]: res }, id) : asArray(isObject(res.Properties?.PolicyDocument) ? res.Properties.PolicyDocument.Statement : undefined).filter(isObject);
+    if (res.Type === 'AWS::IAM::Role' && asArray(res.Properties?.ManagedPolicyArns).length > 0) {
+      wildcards.push(`${id}: attaches managed policies (their grants cannot be checked here)`);
+    }
+    for (const s of statements as Statement[]) {
+      if (s.Effect !== 'Allow') continue;
+      if (s.NotAction !== undefined || s.NotResource !== undefined) wildcards.push(`${id}: uses NotAction/NotResource`);
+      for (const a of asArray(s.Action)) if (typeof a !== 'string' || a.includes('*')) wildcards.push(`${id}: action ${JSON.stringify(a)} has a wildcard`);
+      for (const r of asArray(s.Resource)) if (JSON.stringify(r).includes('*')) wildcards.push(`${id}: resource ${JSON.stringify(r)} has a wildcard`);
+      if (asArray(s.Resource).length === 0) wildcards.push(`${id}: a statement names no resource`);
+    }
+  }
+
+  for (const fn of fns) {
+    const roleId = view.roleOf(fn);
+    const role = roleId ? resources[roleId] : undefined;
+    if (!roleId || !role) {
+      ownRole.push(`${fn.name}: role ${roleId ?? '(none)'} is not in the template`);
+      continue;
+    }
+    if (role.Type !== 'AWS::IAM::Role') {
+      ownRole.push(`${fn.name}: ${roleId} is a ${role.Type}, not an AWS::IAM::Role`);
+      continue;
+    }
+    if (!lambdaOnlyTrust(role.Properties?.AssumeRolePolicyDocument)) ownRole.push(`${fn.name}: ${roleId} must be assumable by lambda.amazonaws.com only`);
+
+    const expected = registry.expectedGrants(fn);
+    const gotTable = new Map<string, Set<string>>();
+    const gotIndex = new Map<string, Set<string>>();
+    const gotKms = new Map<KmsKey, Set<string>>();
+    const gotLogs = new Set<string>();
+    for (const s of roleStatements(resources, roleId)) {
+      if (s.Effect !== 'Allow') continue;
+      const actions = asArray(s.Action).map(String);
+      const targets = asArray(s.Resource).map((r) => classifyResource(resources, tableByLogicalId, r));
+      for (const action of actions) {
+        const service = action.split(':')[0] ?? '';
+        if (!ALLOWED_SERVICES.has(service)) services.push(`${fn.name}: action ${action} (only ${[...ALLOWED_SERVICES].join(', ')} are expected)`);
+        for (const t of targets) {
+          if (service === 'dynamodb') {
+            if (t.kind === 'table') (gotTable.get(t.table) ?? gotTable.set(t.table, new Set()).get(t.table))!.add(action);
+            else if (t.kind === 'index') {
+              const k = `${t.table}/index/${t.index}`;
+              (gotIndex.get(k) ?? gotIndex.set(k, new Set()).get(k))!.add(action);
+            } else dynamo.push(`${fn.name}: ${action} on ${describeTarget(t)} (not a table or index of infra/tables.json)`);
+          } else if (service === 'kms') {
+            const key = t.kind === 'literal' ? view.kmsKeyOf(t.value) : undefined;
+            if (!key) kms.push(`${fn.name}: ${action} on ${describeTarget(t)}, which is none of the service's KMS keys`);
+            else (gotKms.get(key) ?? gotKms.set(key, new Set()).get(key))!.add(action);
+          } else if (service === 'logs') {
+            if (t.kind !== 'logGroup' || t.id !== registry.naming.logGroup(fn.name)) {
+              logs.push(`${fn.name}: ${action} on ${describeTarget(t)}, not its own log group ${registry.naming.logGroup(fn.name)}`);
+            } else gotLogs.add(action);
+          }
+        }
+      }
+    }
+
+    // Logs: exactly stream creation and writes on its own group (the group itself is in the template).
+    if (!isDeepStrictEqual(sorted(gotLogs), LOG_ACTIONS)) logs.push(`${fn.name}: logs actions ${show(sorted(gotLogs))}, expected ${show(LOG_ACTIONS)}`);
+
+    // DynamoDB: the tables of the access map, each with exactly its actions; indexes read-only.
+    for (const table of sorted([...gotTable.keys(), ...Object.keys(expected.dynamo)])) {
+      const got = sorted(gotTable.get(table) ?? []);
+      const want = expected.dynamo[table]?.table ?? [];
+      if (!isDeepStrictEqual(got, want)) {
+        dynamo.push(`${fn.name}: ${table} (access ${fn.access[table] ?? 'none'}) grants ${show(got)}; expected ${show(want)}`);
+      }
+    }
+    const wantIndex = new Map<string, string[]>();
+    for (const [table, g] of Object.entries(expected.dynamo)) for (const index of g.indexes) if (g.index.length) wantIndex.set(`${table}/index/${index}`, g.index);
+    for (const k of sorted([...gotIndex.keys(), ...wantIndex.keys()])) {
+      const got = sorted(gotIndex.get(k) ?? []);
+      const want = wantIndex.get(k) ?? [];
+      if (!isDeepStrictEqual(got, want)) dynamo.push(`${fn.name}: index ${k} grants ${show(got)}; expected ${show(want)}`);
+    }
+
+    // KMS: exactly the keys it needs, each with exactly the actions of its use.
+    for (const key of sorted([...gotKms.keys(), ...Object.keys(expected.kms)]) as KmsKey[]) {
+      const got = sorted(gotKms.get(key) ?? []);
+      const want = expected.kms[key] ?? [];
+      if (!isDeepStrictEqual(got, want)) kms.push(`${fn.name}: KMS key ${key} grants ${show(got)}; expected ${show(want)}`);
+    }
+
+    // Public reads: whatever the registry says, no write outside the rate-limit counters.
+    if (registry.isPublicRead(fn)) {
+      for (const [table, actions] of gotTable) {
+        if (table === registry.PUBLIC_WRITABLE_TABLE) continue;
+        const writes = [...actions].filter((a) => registry.WRITE_ACTIONS.has(a));
+        if (writes.length) publicReads.push(`${fn.name} (public ${fn.method} ${fn.path}) may write ${table}: ${writes.join(', ')}`);
+      }
+    }
+  }
+
+  const n = fns.length;
+  const publicCount = fns.filter((f) => registry.isPublicRead(f)).length;
+  return [
+    { name: 'every function has its own role, assumable by Lambda only', summary: `${n} functions, ${n} roles`, problems: ownRole },
+    { name: 'no IAM Allow statement has a wildcard action or resource', summary: 'no *, no NotAction/NotResource, no managed policies', problems: wildcards },
+    { name: 'roles name only logs, dynamodb and kms actions', summary: `${n} roles`, problems: services },
+    { name: 'logs: each function writes only its own log group', summary: `${n} log groups`, problems: logs },
+    { name: 'dynamodb: each role grants exactly its registry access map', summary: 'tables and index ARNs match infra/functions.json', problems: dynamo },
+    { name: 'kms: each role reaches exactly the keys it needs', summary: 'Sign/GetPublicKey/Decrypt per key as infra/registry.cjs', problems: kms },
+    { name: 'public GET functions write no table but counters', summary: `${publicCount} public GET functions`, problems: publicReads },
+  ];
+}
+
+/** The trust policy lets exactly the Lambda service assume the role. */
+function lambdaOnlyTrust(doc: Json | undefined): boolean {
+  const statements = isObject(doc) ? asArray(doc.Statement) : [];
+  return (
+    statements.length > 0 &&
+    statements.every(
+      (s) =>
+        isObject(s) &&
+        s.Effect === 'Allow' &&
+        isDeepStrictEqual(asArray(s.Action), ['sts:AssumeRole']) &&
+        isObject(s.Principal) &&
+        Object.keys(s.Principal).length === 1 &&
+        isDeepStrictEqual(asArray(s.Principal.Service), ['lambda.amazonaws.com']),
+    )
+  );
+}
+
+function describeTarget(t: ResourceTarget): string {
+  switch (t.kind) {
+    case 'table':
+      return `table ${t.table}`;
+    case 'index':
+      return `index ${t.table}/${t.index}`;
+    case 'logGroup':
+      return `log group ${t.id}`;
+    case 'literal':
+      return t.value;
+    case 'other':
+      return t.text;
+  }
+}
+
+/** Every table of infra/tables.json with its keys, indexes, on-demand billing, PITR, TTL, SSE and Retain. */
+export function checkTables(resources: Record<string, CfnResource>): RuleResult {
+  const problems: string[] = [];
+  const tableIds = new Set<string>();
+  for (const [key, def] of Object.entries(registry.TABLES)) {
+    const id = registry.naming.table(key);
+    tableIds.add(id);
+    const res = resources[id];
+    if (!res || res.Type !== 'AWS::DynamoDB::Table') {
+      problems.push(`${key}: no AWS::DynamoDB::Table ${id}`);
+      continue;
+    }
+    const p = res.Properties ?? {};
+    const want: [string, Json | undefined, Json | undefined][] = [
+      ['BillingMode', p.BillingMode, 'PAY_PER_REQUEST'],
+      ['PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled', isObject(p.PointInTimeRecoverySpecification) ? p.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled : undefined, true],
+      ['SSESpecification.SSEEnabled', isObject(p.SSESpecification) ? p.SSESpecification.SSEEnabled : undefined, true],
+      ['KeySchema', p.KeySchema, def.KeySchema as Json],
+      ['AttributeDefinitions', p.AttributeDefinitions, def.AttributeDefinitions as Json],
+      ['GlobalSecondaryIndexes', p.GlobalSecondaryIndexes, def.GlobalSecondaryIndexes as Json | undefined],
+      ['TimeToLiveSpecification', p.TimeToLiveSpecification, def.TimeToLiveAttribute ? { AttributeName: def.TimeToLiveAttribute, Enabled: true } : undefined],
+      ['DeletionPolicy', res.DeletionPolicy, 'Retain'],
+      ['UpdateReplacePolicy', res.UpdateReplacePolicy, 'Retain'],
+    ];
+    for (const [what, got, expected] of want) {
+      if (!isDeepStrictEqual(got, expected)) problems.push(`${key}: ${what} is ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`);
+    }
+    if (p.ProvisionedThroughput !== undefined) problems.push(`${key}: on-demand tables take no ProvisionedThroughput`);
+  }
+  for (const [id, res] of Object.entries(resources)) {
+    if (res.Type === 'AWS::DynamoDB::Table' && !tableIds.has(id)) problems.push(`${id}: a table that infra/tables.json does not define`);
+  }
+  return {
+    name: 'tables match infra/tables.json: on demand, PITR, TTL, SSE, retained',
+    summary: `${tableIds.size} tables`,
+    problems,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Packaged template only (osls compiled functions, routes and schedules)
+// ---------------------------------------------------------------------------------------------
+
+/** The view of a packaged template: Lambda functions name their role by Fn::GetAtt. */
+export function templateView(template: CfnTemplate, kmsArns: Partial<Record<KmsKey, string>>): DeploymentView {
+  const resources = template.Resources;
+  const roleOfLambda = (id: string): string | undefined => {
+    const role = resources[id]?.Properties?.Role;
+    const getAtt = isObject(role) ? role['Fn::GetAtt'] : undefined;
+    return Array.isArray(getAtt) && typeof getAtt[0] === 'string' ? getAtt[0] : undefined;
+  };
+  const byArn = new Map(Object.entries(kmsArns).map(([k, v]) => [v, k as KmsKey]));
+  return {
+    resources,
+    roleOf: (fn) => roleOfLambda(registry.naming.lambda(fn.name)),
+    allFunctionRoles: () =>
+      new Map(Object.entries(resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function').map(([id]) => [id, roleOfLambda(id)])),
+    kmsKeyOf: (value) => byArn.get(value),
+  };
+}
+
+/** Every registry function is a Lambda with the right handler, runtime, role and environment. */
+export function checkFunctions(template: CfnTemplate): RuleResult {
+  const problems: string[] = [];
+  const resources = template.Resources;
+  const fns = registry.allFunctions();
+  const known = new Set(fns.map((fn) => registry.naming.lambda(fn.name)));
+  for (const fn of fns) {
+    const id = registry.naming.lambda(fn.name);
+    const res = resources[id];
+    if (!res || res.Type !== 'AWS::Lambda::Function') {
+      problems.push(`${fn.name}: no AWS::Lambda::Function ${id}`);
+      continue;
+    }
+    const p = res.Properties ?? {};
+    if (p.Handler !== registry.handlerOf(fn)) problems.push(`${fn.name}: handler ${String(p.Handler)}, expected ${registry.handlerOf(fn)}`);
+    if (p.Runtime !== 'nodejs22.x') problems.push(`${fn.name}: runtime ${String(p.Runtime)}, expected nodejs22.x`);
+    if (!isDeepStrictEqual(p.Architectures, ['arm64'])) problems.push(`${fn.name}: architectures ${JSON.stringify(p.Architectures)}, expected ["arm64"]`);
+    if (fn.kind === 'http' && typeof p.Timeout === 'number' && p.Timeout >= 30) {
+      problems.push(`${fn.name}: timeout ${p.Timeout} s reaches the 30 s limit of HTTP API integrations`);
+    }
+    const env = isObject(p.Environment) && isObject(p.Environment.Variables) ? p.Environment.Variables : {};
+    for (const name of Object.keys(env)) if (LAMBDA_RESERVED_ENV.has(name)) problems.push(`${fn.name}: sets the reserved variable ${name}`);
+    if (env.DEPLOYMENT !== 'aws') problems.push(`${fn.name}: DEPLOYMENT must be "aws"`);
+    for (const [key, def] of Object.entries(registry.TABLES)) {
+      if (!isDeepStrictEqual(env[def.envVar], { Ref: registry.naming.table(key) })) {
+        problems.push(`${fn.name}: ${def.envVar} must be { Ref: ${registry.naming.table(key)} }, is ${JSON.stringify(env[def.envVar])}`);
+      }
+    }
+    const envBytes = Object.entries(env).reduce((n, [k, v]) => n + k.length + (typeof v === 'string' ? Buffer.byteLength(v) : 64), 0);
+    if (envBytes > 4096) problems.push(`${fn.name}: environment is about ${envBytes} bytes (Lambda allows 4 KiB)`);
+    const extra = registry.FUNCTION_ENVIRONMENT[fn.name] ?? {};
+    if ('ADMIN_TOKEN' in env && !('ADMIN_TOKEN' in extra)) problems.push(`${fn.name}: receives ADMIN_TOKEN without needing it`);
+  }
+  for (const [id, res] of Object.entries(resources)) {
+    if (res.Type === 'AWS::Lambda::Function' && !known.has(id)) problems.push(`${id}: a function that infra/functions.json does not list`);
+  }
+  return { name: 'functions: handler, nodejs22.x arm64, table names, no reserved or stray secrets', summary: `${fns.length} functions`, problems };
+}
+
+/** Every HTTP function has its route `METHOD /path` on an integration that invokes exactly it; no other routes. */
+export function checkRoutes(template: CfnTemplate): RuleResult {
+  const problems: string[] = [];
+  const resources = template.Resources;
+  const routes = new Map<string, string>();
+  for (const [id, res] of Object.entries(resources)) {
+    if (res.Type !== 'AWS::ApiGatewayV2::Route') continue;
+    const key = String(res.Properties?.RouteKey);
+    const target = res.Properties?.Target;
+    const join = isObject(target) ? target['Fn::Join'] : undefined;
+    const parts = Array.isArray(join) && Array.isArray(join[1]) ? join[1] : [];
+    const integrationRef = parts.find((x): x is JsonObject => isObject(x) && typeof x.Ref === 'string');
+    const integration = integrationRef ? resources[String(integrationRef.Ref)] : undefined;
+    const uri = integration?.Properties?.IntegrationUri;
+    const getAtt = isObject(uri) ? uri['Fn::GetAtt'] : undefined;
+    const fnId = Array.isArray(getAtt) ? String(getAtt[0]) : `(route ${id} has no Lambda integration)`;
+    if (routes.has(key)) problems.push(`route ${key} is defined twice`);
+    routes.set(key, fnId);
+  }
+  const http = registry.allFunctions().filter((fn) => fn.kind === 'http');
+  const expected = new Set<string>();
+  for (const fn of http) {
+    const key = `${fn.method} ${fn.path}`;
+    expected.add(key);
+    const fnId = routes.get(key);
+    if (!fnId) problems.push(`${fn.name}: no AWS::ApiGatewayV2::Route "${key}"`);
+    else if (fnId !== registry.naming.lambda(fn.name)) problems.push(`${fn.name}: route "${key}" invokes ${fnId}, expected ${registry.naming.lambda(fn.name)}`);
+  }
+  for (const key of routes.keys()) if (!expected.has(key)) problems.push(`route "${key}" is not in infra/functions.json`);
+  return { name: 'every HTTP function has its route METHOD /path (and no other route exists)', summary: `${http.length} routes`, problems };
+}
+
+/** Every scheduled function has an enabled EventBridge rule with its expression. */
+export function checkSchedules(template: CfnTemplate): RuleResult {
+  const problems: string[] = [];
+  const rules = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Events::Rule');
+  const scheduled = registry.allFunctions().filter((fn) => fn.kind === 'scheduled');
+  for (const fn of scheduled) {
+    const lambdaId = registry.naming.lambda(fn.name);
+    const found = rules.some(
+      (r) =>
+        r.Properties?.ScheduleExpression === fn.schedule &&
+        r.Properties?.State === 'ENABLED' &&
+        asArray(r.Properties?.Targets).some((t) => isObject(t) && isDeepStrictEqual(t.Arn, { 'Fn::GetAtt': [lambdaId, 'Arn'] })),
+    );
+    if (!found) problems.push(`${fn.name}: no enabled AWS::Events::Rule "${fn.schedule}" targeting ${lambdaId}`);
+  }
+  return { name: 'every scheduled function has its enabled schedule rule', summary: `${scheduled.length} schedules`, problems };
+}

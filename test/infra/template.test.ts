@@ -1,0 +1,229 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { before, describe, test } from 'node:test';
+import { loadAwsServiceSpec } from '@aws-cdk/aws-service-spec';
+import type { SpecDatabase } from '@aws-cdk/service-spec-types';
+import { type Plugin, build } from 'esbuild';
+import type * as Registry from '../../infra/registry.cjs';
+import type { KmsKey, RegistryFunction } from '../../infra/registry.cjs';
+import {
+  type CfnResource,
+  type CfnTemplate,
+  type DeploymentView,
+  type JsonObject,
+  type Statement,
+  checkLeastPrivilege,
+  checkProperties,
+  checkReferences,
+  checkResourceTypes,
+  checkTables,
+  roleStatements,
+} from '../../infra/template-rules.js';
+
+// The generators are CommonJS because osls loads them with require(); load them the same way.
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+const require = createRequire(import.meta.url);
+const registry = require('../../infra/registry.cjs') as typeof Registry;
+const { buildFunctions } = require('../../infra/serverless-functions.cjs') as {
+  buildFunctions(): Record<string, { handler: string; role: string; timeout: number; memorySize: number; environment?: Record<string, string>; events: JsonObject[] }>;
+};
+const { buildResources, buildStatements } = require('../../infra/serverless-resources.cjs') as {
+  buildResources(): { Resources: Record<string, CfnResource>; Outputs: Record<string, JsonObject> };
+  buildStatements(fn: RegistryFunction): Statement[];
+};
+const esbuildPlugins = require('../../infra/esbuild-plugins.cjs') as Plugin[];
+
+const functions = buildFunctions();
+const { Resources } = buildResources();
+
+/**
+ * The generator output as osls will see it: the generated resources plus the log group osls
+ * creates for every function (merge-iam-templates.js), and the Lambda → role links from `role:`.
+ */
+function generatedView(resources: Record<string, CfnResource> = Resources): DeploymentView {
+  const all: Record<string, CfnResource> = { ...resources };
+  for (const fn of registry.allFunctions()) {
+    all[registry.naming.logGroup(fn.name)] = { Type: 'AWS::Logs::LogGroup', Properties: { LogGroupName: `/aws/lambda/svc-dev-${fn.name}` } };
+  }
+  const placeholders = new Map(
+    Object.entries(registry.KMS_KEYS).map(([key, { custom }]) => [`\${self:custom.kms.${custom}}`, key as KmsKey]),
+  );
+  return {
+    resources: all,
+    roleOf: (fn) => functions[fn.name]?.role,
+    allFunctionRoles: () => new Map(Object.entries(functions).map(([name, f]) => [name, f.role])),
+    kmsKeyOf: (value) => placeholders.get(value),
+  };
+}
+
+const cloneResources = () => structuredClone(Resources);
+const policyOf = (resources: Record<string, CfnResource>, fnName: string): Statement[] => {
+  const role = resources[registry.naming.role(fnName)];
+  const policies = role?.Properties?.Policies as unknown as { PolicyDocument: { Statement: Statement[] } }[];
+  return policies[0]!.PolicyDocument.Statement;
+};
+const problemsOf = (view: DeploymentView) => checkLeastPrivilege(view).flatMap((r) => r.problems);
+
+describe('generated functions', () => {
+  test('the registry is consistent', () => {
+    assert.deepEqual(registry.validateRegistry(), []);
+  });
+
+  test('every registry function is generated with its handler, its own role and its event', () => {
+    const all = registry.allFunctions();
+    assert.deepEqual(Object.keys(functions).sort(), all.map((f) => f.name).sort());
+    const roles = new Set<string>();
+    for (const fn of all) {
+      const f = functions[fn.name]!;
+      assert.equal(f.handler, `${fn.file.replace(/\.ts$/, '')}.handler`);
+      assert.equal(f.role, registry.naming.role(fn.name));
+      assert.ok(Resources[f.role], `${fn.name}: role ${f.role} is generated`);
+      roles.add(f.role);
+      if (fn.kind === 'http') assert.deepEqual(f.events, [{ httpApi: { method: fn.method, path: fn.path } }]);
+      else assert.deepEqual(f.events, [{ schedule: { rate: [fn.schedule], enabled: true } }]);
+    }
+    assert.equal(roles.size, all.length, 'no two functions share a role');
+  });
+
+  test('HTTP functions answer before API Gateway gives up at 30 s; anchoring ones get the most time', () => {
+    for (const fn of registry.allFunctions().filter((f) => f.kind === 'http')) {
+      const f = functions[fn.name]!;
+      assert.ok(f.timeout < 30, `${fn.name}: ${f.timeout} s`);
+      if (fn.anchoring) assert.ok(f.timeout >= 25 && f.memorySize >= 1024, `${fn.name}: anchoring sizing`);
+    }
+  });
+
+  test('only the admin function receives ADMIN_TOKEN', () => {
+    const holders = Object.entries(functions).filter(([, f]) => f.environment && 'ADMIN_TOKEN' in f.environment).map(([n]) => n);
+    assert.deepEqual(holders, ['v2AdminSetTier']);
+  });
+
+  test('serverless.yml passes every table name as a Ref to its generated table', () => {
+    const yml = readFileSync(path.join(ROOT, 'serverless.yml'), 'utf8');
+    for (const [key, def] of Object.entries(registry.TABLES)) {
+      assert.match(yml, new RegExp(`^ {4}${def.envVar}: !Ref ${registry.naming.table(key)}$`, 'm'), def.envVar);
+    }
+    assert.doesNotMatch(yml, /^ {4}AWS_REGION:/m, 'AWS_REGION is reserved by Lambda');
+  });
+});
+
+describe('generated least-privilege roles', () => {
+  test('pass every least-privilege rule of the template check', () => {
+    for (const result of checkLeastPrivilege(generatedView())) assert.deepEqual(result.problems, [], result.name);
+  });
+
+  test('a function whose access map says r on a table gets no write action on it', () => {
+    const fn: RegistryFunction = { name: 'probe', file: 'functions/v1/probe.ts', kind: 'http', method: 'POST', path: '/probe', public: false, access: { evidence: 'r', counters: 'rw' } };
+    const statements = buildStatements(fn);
+    const onTable = statements.filter((s) => JSON.stringify(s.Resource) === JSON.stringify([{ 'Fn::GetAtt': ['EvidenceTable', 'Arn'] }]));
+    const onIndexes = statements.filter((s) => JSON.stringify(s.Resource).includes('${EvidenceTable.Arn}/index/'));
+    assert.deepEqual(onTable.flatMap((s) => s.Action as string[]).sort(), ['dynamodb:BatchGetItem', 'dynamodb:DescribeTable', 'dynamodb:GetItem', 'dynamodb:Query']);
+    for (const s of onIndexes) assert.deepEqual(s.Action, ['dynamodb:Query'], 'indexes are only queried');
+    assert.ok([...onTable, ...onIndexes].flatMap((s) => s.Action as string[]).every((a) => !registry.WRITE_ACTIONS.has(a)));
+    // and the same for every real function with a read-only table
+    for (const real of registry.allFunctions()) {
+      for (const [table, mode] of Object.entries(real.access).filter(([, m]) => !m.includes('w'))) {
+        const statements = roleStatements(Resources, registry.naming.role(real.name)).filter((s) => JSON.stringify(s.Resource).includes(`"${registry.naming.table(table)}`));
+        assert.ok(statements.length > 0, `${real.name}: ${table} (${mode}) is granted`);
+        const writes = statements.flatMap((s) => s.Action as string[]).filter((a) => registry.WRITE_ACTIONS.has(a));
+        assert.deepEqual(writes, [], `${real.name}: ${table} is ${mode}`);
+      }
+    }
+  });
+
+  test('grant no Scan, no transactions and no table outside the access map', () => {
+    for (const fn of registry.allFunctions()) {
+      const text = JSON.stringify(roleStatements(Resources, registry.naming.role(fn.name)));
+      assert.doesNotMatch(text, /dynamodb:(Scan|Transact|\*)/, fn.name);
+      for (const key of Object.keys(registry.TABLES)) {
+        if (!(key in fn.access)) assert.ok(!text.includes(`"${registry.naming.table(key)}`), `${fn.name} must not reach ${key}`);
+      }
+    }
+  });
+
+  test('reach KMS keys only as the function needs them', () => {
+    const actionsOn = (fnName: string) => {
+      const out: Record<string, string[]> = {};
+      for (const s of policyOf(Resources, fnName)) {
+        const r = JSON.stringify(s.Resource);
+        const key = Object.entries(registry.KMS_KEYS).find(([, k]) => r.includes(k.custom))?.[0];
+        if (key) out[key] = (s.Action as string[]).slice().sort();
+      }
+      return out;
+    };
+    assert.deepEqual(actionsOn('v2EvidenceAnchor'), {
+      pqSigner: ['kms:GetPublicKey', 'kms:Sign'],
+      tsa: ['kms:GetPublicKey', 'kms:Sign'],
+      ledgerWallet: ['kms:GetPublicKey', 'kms:Sign'],
+    });
+    assert.deepEqual(actionsOn('v1Timestamp'), { tsa: ['kms:GetPublicKey', 'kms:Sign'] });
+    assert.deepEqual(actionsOn('v2AccountInfo'), { jwtSecret: ['kms:Decrypt'] });
+    assert.deepEqual(actionsOn('v2EvidenceVerify'), {});
+    for (const fn of registry.allFunctions().filter((f) => registry.isPublicRead(f))) {
+      assert.ok(!JSON.stringify(actionsOn(fn.name)).includes('kms:Sign'), `${fn.name} is a public read and signs nothing`);
+    }
+  });
+
+  test('the rules catch a public read that writes, a wildcard, a shared role and an extra key', () => {
+    const resources = cloneResources();
+    policyOf(resources, 'v1Stats').push({ Effect: 'Allow', Action: ['dynamodb:PutItem'], Resource: [{ 'Fn::GetAtt': ['EvidenceTable', 'Arn'] }] });
+    policyOf(resources, 'v1PqInfo').push({ Effect: 'Allow', Action: 'dynamodb:*', Resource: '*' });
+    policyOf(resources, 'v1Health').push({ Effect: 'Allow', Action: ['kms:Sign'], Resource: ['${self:custom.kms.pqSignerKeyArn}'] });
+    const problems = problemsOf(generatedView(resources)).join('\n');
+    assert.match(problems, /v1Stats \(public GET \/api\/v1\/stats\) may write evidence: dynamodb:PutItem/);
+    assert.match(problems, /v1Stats: evidence \(access none\) grants dynamodb:PutItem/);
+    assert.match(problems, /V1PqInfoIamRole: action "dynamodb:\*" has a wildcard/);
+    assert.match(problems, /V1PqInfoIamRole: resource "\*" has a wildcard/);
+    assert.match(problems, /v1Health: KMS key pqSigner grants kms:GetPublicKey, kms:Sign; expected kms:GetPublicKey/);
+
+    const shared = generatedView();
+    const view: DeploymentView = { ...shared, allFunctionRoles: () => new Map([['a', 'V1HealthIamRole'], ['b', 'V1HealthIamRole']]) };
+    assert.match(problemsOf(view).join('\n'), /V1HealthIamRole is shared by a, b/);
+  });
+});
+
+describe('generated resources against the CloudFormation spec', () => {
+  let db: SpecDatabase;
+  before(async () => {
+    db = await loadAwsServiceSpec();
+  });
+
+  test('tables and roles use known types and properties, and every reference resolves', () => {
+    const template: CfnTemplate = { Resources: generatedView().resources };
+    // Before osls resolves them, KMS ARNs are `${self:…}` strings; that does not matter to the spec.
+    for (const result of [checkResourceTypes(template, db), checkProperties(template, db), checkReferences(template, db), checkTables(template.Resources)]) {
+      assert.deepEqual(result.problems, [], result.name);
+    }
+  });
+
+  test('the property check catches a typo inside a nested structure', () => {
+    const resources = cloneResources();
+    (resources.CountersTable!.Properties!.TimeToLiveSpecification as JsonObject).Enable = true;
+    const problems = checkProperties({ Resources: resources }, db).problems.join('\n');
+    assert.match(problems, /CountersTable.TimeToLiveSpecification: unknown property Enable/);
+  });
+});
+
+describe('function bundles', () => {
+  test('no function pulls in lib/local, hardhat or dynalite', async () => {
+    // Others may not have written every function yet: bundle the ones that exist.
+    const entries = registry.allFunctions().map((f) => path.join(ROOT, f.file)).filter((f) => existsSync(f));
+    const result = await build({
+      entryPoints: entries,
+      bundle: true,
+      write: false,
+      metafile: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node22',
+      outdir: path.join(ROOT, '.esbuild', 'test'),
+      external: ['@aws-sdk/*'],
+      plugins: esbuildPlugins,
+      logLevel: 'silent',
+    });
+    const inputs = Object.keys(result.metafile.inputs);
+    assert.deepEqual(inputs.filter((i) => /lib\/local\/|node_modules\/(hardhat|dynalite)\//.test(i)), []);
+  });
+});
