@@ -40,14 +40,15 @@ try {
 
 const stops: (() => Promise<void>)[] = [];
 let stopping = false;
-async function stopAll(code: number): Promise<never> {
+async function stopAll(code: number, message?: string): Promise<never> {
   if (!stopping) {
     stopping = true;
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    if (message) say(message);
   }
   process.exit(code);
 }
-process.once('SIGINT', () => void stopAll(0).then(() => say('stopped')));
+process.once('SIGINT', () => void stopAll(0, 'stopped: api, ledger node and dynamodb'));
 process.once('SIGTERM', () => void stopAll(0));
 
 try {
