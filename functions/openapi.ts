@@ -27,6 +27,7 @@ import { app as v1LedgerVerify } from './v1/ledger-verify.js';
 import { app as v1Stats } from './v1/stats.js';
 import { app as v1Health } from './v1/health.js';
 import { app as ledgerTxPage } from './web/ledger-tx.js';
+import { app as verifyPage } from './web/verify-page.js';
 
 /** Every documented function, in registry order (test/functions/openapi.test.ts checks it matches infra/functions.json). */
 export const DOCUMENTED_APPS = {
@@ -55,6 +56,7 @@ export const DOCUMENTED_APPS = {
   v1Stats,
   v1Health,
   ledgerTxPage,
+  verifyPage,
 };
 
 export const app = createApp({ publicCors: true });

@@ -1,0 +1,511 @@
+/**
+ * The offline verifier: checks a receipt (GET /api/v2/evidence/receipt/{image_hash}) without the
+ * service. Every proof is recomputed from the receipt's bytes; nothing the receipt *says* about
+ * itself (flags, statuses) is believed.
+ *
+ * Each check verifies one link of the evidence, so that a tampered field fails the check that
+ * owns it and only that one:
+ *
+ *   file ──SHA-256──▶ image_hash ──Ed25519──▶ device key         (device_signature)
+ *                         │        └─SHA-256(prev||image)──▶ chain_hash  (chain_hash)
+ *                         ├─RFC 3161 imprint──▶ TSA token ──▶ root      (timestamp_*)
+ *   statement ──RFC 8785 + SHA-256──▶ server_hash                    (server_hash)
+ *   SHA-256(JCS(statement)) ──ML-DSA-65──▶ service key                (pq_signature)
+ *   image_hash || SHA-256(JCS(statement)) ──▶ ledger tx input data    (ledger_data)
+ *
+ * The ML-DSA signature and the ledger data are checked against the hash the statement really
+ * has, not against the receipt's `server_hash` field: the field is checked on its own.
+ */
+import { verifyDeviceSignature } from '../crypto/ed25519.js';
+import { computeChainHash, isSha256Hex, sha256Hex } from '../crypto/hash.js';
+import { canonicalize } from '../crypto/jcs.js';
+import { mlDsaPublicKeyFingerprint, verifyMlDsa65, ML_DSA_65_PUBLIC_KEY_BYTES } from '../crypto/ml-dsa.js';
+import { parseCertificates } from '../crypto/tsa/certificates.js';
+import { type CheckOutcome, type TimestampVerification, verifyTimestampResponse } from '../crypto/tsa/verify.js';
+import { decodeAnchorData } from '../ledger/anchor-data.js';
+import type { RpcReader } from '../ledger/rpc-reader.js';
+
+/** Result of one check: `pass` only when it ran and held. */
+export type ReceiptCheckResult = 'pass' | 'fail' | 'skipped';
+
+/** Stable ids of the checks, in the order they are reported. */
+export const CHECK_IDS = [
+  'file',
+  'device_signature',
+  'chain_hash',
+  'server_hash',
+  'pq_signature',
+  'pq_key',
+  'timestamp_status',
+  'timestamp_imprint',
+  'timestamp_signature',
+  'timestamp_ess_cert_id',
+  'timestamp_eku',
+  'timestamp_tsa_name',
+  'timestamp_policy',
+  'timestamp_chain',
+  'ledger_tx',
+  'ledger_data',
+] as const;
+export type CheckId = (typeof CHECK_IDS)[number];
+
+/** One line of the report. */
+export interface ReceiptCheck {
+  id: CheckId;
+  label: string;
+  result: ReceiptCheckResult;
+  /** One line: why it passed, failed or was skipped. */
+  reason: string;
+}
+
+/** What is being verified: a file (hashed by the caller) or a bare hash. */
+export type VerifySubject = { kind: 'file'; name: string; sha256: string } | { kind: 'hash'; hash: string };
+
+/** The ledger reads the verifier needs (an RpcReader against any node of the receipt's chain). */
+export type LedgerReader = Pick<RpcReader, 'chainId' | 'getTransaction' | 'getTransactionReceipt' | 'blockNumber'>;
+
+export interface VerifyReceiptOptions {
+  /** The parsed receipt JSON. */
+  receipt: unknown;
+  subject: VerifySubject;
+  /** A pinned TSA root (PEM). Without it the last certificate of the receipt is used (not pinned). */
+  rootPem?: string;
+  /** Where the pinned root came from, for the report. */
+  rootSource?: string;
+  /** With a reader, the ledger transaction is read from the chain; without, the ledger checks are skipped. */
+  ledger?: LedgerReader;
+  /** Confirmations the transaction needs (default 1: mined). */
+  minConfirmations?: number;
+  /** A pinned SHA-256 fingerprint of the service's ML-DSA-65 public key. */
+  pqKeyFingerprint?: string;
+}
+
+/** The whole report. */
+export interface ReceiptVerification {
+  /** True when no check failed (skipped checks do not fail the receipt). */
+  ok: boolean;
+  checks: ReceiptCheck[];
+  /** Where the trust anchor of the timestamp came from. */
+  root: { source: 'pinned' | 'receipt' | 'none'; detail: string };
+  image_hash: string | null;
+  anchored_at: string | null;
+  timestamp: { gen_time: string | null; tsa: string | null };
+  ledger: { chain_id: number | null; tx_hash: string | null; confirmations: number | null; block_number: number | null };
+}
+
+const LABELS: Record<CheckId, string> = {
+  file: 'file SHA-256',
+  device_signature: 'device signature (Ed25519)',
+  chain_hash: 'device chain hash',
+  server_hash: 'server_hash (RFC 8785)',
+  pq_signature: 'ML-DSA-65 signature',
+  pq_key: 'ML-DSA-65 key pinned',
+  timestamp_status: 'timestamp status',
+  timestamp_imprint: 'timestamp imprint',
+  timestamp_signature: 'timestamp signature',
+  timestamp_ess_cert_id: 'timestamp ESSCertIDv2',
+  timestamp_eku: 'timestamp EKU',
+  timestamp_tsa_name: 'timestamp TSA name',
+  timestamp_policy: 'timestamp policy',
+  timestamp_chain: 'timestamp chain to root',
+  ledger_tx: 'ledger transaction',
+  ledger_data: 'ledger input data',
+};
+
+/** A field of the receipt that is missing or has the wrong type. */
+class ReceiptFieldError extends Error {}
+
+/** Typed access to the receipt: every getter throws ReceiptFieldError with the field's path. */
+class Fields {
+  constructor(private readonly root: unknown) {}
+
+  private at(path: string): unknown {
+    let value: unknown = this.root;
+    for (const part of path.split('.')) {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+      value = (value as Record<string, unknown>)[part];
+    }
+    return value;
+  }
+
+  has(path: string): boolean {
+    return this.at(path) !== undefined;
+  }
+
+  raw(path: string): unknown {
+    return this.at(path);
+  }
+
+  string(path: string): string {
+    const v = this.at(path);
+    if (typeof v !== 'string') throw new ReceiptFieldError(`the receipt has no ${path}`);
+    return v;
+  }
+
+  hash(path: string): string {
+    const v = this.string(path);
+    if (!isSha256Hex(v)) throw new ReceiptFieldError(`${path} in the receipt is not 64 hex characters`);
+    return v.toLowerCase();
+  }
+
+  nullableHash(path: string): string | null {
+    const v = this.at(path);
+    if (v === null || v === undefined) return null;
+    return this.hash(path);
+  }
+
+  integer(path: string): number {
+    const v = this.at(path);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new ReceiptFieldError(`${path} in the receipt is not a non-negative integer`);
+    return v;
+  }
+
+  base64(path: string): Uint8Array {
+    const v = this.string(path);
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(v) || v.length % 4 !== 0) throw new ReceiptFieldError(`${path} in the receipt is not base64`);
+    return new Uint8Array(Buffer.from(v, 'base64'));
+  }
+
+  object(path: string): Record<string, unknown> {
+    const v = this.at(path);
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ReceiptFieldError(`the receipt has no ${path} object`);
+    return v as Record<string, unknown>;
+  }
+
+  strings(path: string): string[] {
+    const v = this.at(path);
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new ReceiptFieldError(`${path} in the receipt is not a list of strings`);
+    return v as string[];
+  }
+}
+
+const pass = (reason: string) => ({ result: 'pass' as const, reason });
+const fail = (reason: string) => ({ result: 'fail' as const, reason });
+const skip = (reason: string) => ({ result: 'skipped' as const, reason });
+type Outcome = ReturnType<typeof pass> | ReturnType<typeof fail> | ReturnType<typeof skip>;
+
+/** Runs a check; a missing or malformed receipt field fails it with that field's name. */
+function run(check: () => Outcome): Outcome {
+  try {
+    return check();
+  } catch (error) {
+    if (error instanceof ReceiptFieldError) return fail(error.message);
+    return fail(`cannot be checked: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+const short = (hex: string) => `${hex.slice(0, 12)}…`;
+
+/**
+ * Verifies a receipt. Never throws for a bad receipt: each problem is a failed check with its
+ * reason. `ok` is true only when no check that ran failed.
+ */
+export async function verifyReceipt(options: VerifyReceiptOptions): Promise<ReceiptVerification> {
+  const f = new Fields(options.receipt);
+  const results = new Map<CheckId, Outcome>();
+  const set = (id: CheckId, outcome: Outcome) => results.set(id, outcome);
+
+  const imageHash = safe(() => f.hash('image_hash'));
+  const anchoredAt = safe(() => f.string('anchored_at'));
+
+  // file ─▶ image_hash
+  set(
+    'file',
+    run(() => {
+      const expected = f.hash('image_hash');
+      const subject = options.subject;
+      if (subject.kind === 'file') {
+        return subject.sha256 === expected
+          ? pass(`SHA-256 of ${subject.name} is the receipt's image_hash ${short(expected)}`)
+          : fail(`SHA-256 of ${subject.name} is ${subject.sha256}, the receipt is for ${expected}: not the same file`);
+      }
+      const given = subject.hash.toLowerCase();
+      return given === expected
+        ? pass(`the given hash is the receipt's image_hash (no file was hashed)`)
+        : fail(`the given hash ${given} is not the receipt's image_hash ${expected}`);
+    }),
+  );
+
+  // The statement and its hash: what the ML-DSA signature and the ledger data must cover.
+  const statement = safe(() => f.object('statement'));
+  const canonical = statement ? safe(() => canonicalize(statement)) : null;
+  const statementHash = canonical !== null ? sha256Hex(canonical) : null;
+
+  set(
+    'device_signature',
+    run(() => {
+      const key = f.string('device.public_key_hex');
+      const signature = f.string('device.signature_hex');
+      const image = f.hash('image_hash');
+      if (!/^[0-9a-fA-F]{64}$/.test(key)) return fail('device.public_key_hex is not a 32-byte key in hex');
+      if (!/^[0-9a-fA-F]{128}$/.test(signature)) return fail('device.signature_hex is not a 64-byte signature in hex');
+      let valid: boolean;
+      try {
+        valid = verifyDeviceSignature(signature, image, key);
+      } catch (error) {
+        return fail(`the device key cannot be used: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      if (!valid) return fail(`the Ed25519 signature does not verify over image_hash with device key ${short(key.toLowerCase())}`);
+      // The statement is what the service signed: the device fields must be the ones it names.
+      if (statement && (statement.device_public_key !== key.toLowerCase() || statement.device_signature !== signature.toLowerCase())) {
+        return fail('device key or signature differs from the one in the signed statement');
+      }
+      return pass(`Ed25519 signature by device key ${short(key.toLowerCase())} verifies over image_hash`);
+    }),
+  );
+
+  set(
+    'chain_hash',
+    run(() => {
+      const image = f.hash('image_hash');
+      const index = f.integer('device.chain_index');
+      const chainHash = f.hash('device.chain_hash');
+      const previous = f.nullableHash('device.previous_hash');
+      if (index === 0 && previous !== null && !/^0{64}$/.test(previous)) return fail('chain_index 0 must have no previous_hash');
+      if (index > 0 && previous === null) return fail(`chain_index ${index} needs the previous link's chain_hash as previous_hash`);
+      const expected = computeChainHash(index === 0 ? null : previous, image);
+      if (expected !== chainHash) {
+        return fail(`chain_hash is ${chainHash}, SHA-256(${index === 0 ? '32 zero bytes' : 'previous_hash'} || image_hash) is ${expected}`);
+      }
+      if (statement && (statement.chain_hash !== chainHash || statement.chain_index !== index || (statement.previous_hash ?? null) !== previous)) {
+        return fail('chain fields differ from the ones in the signed statement');
+      }
+      const prevNote = index === 0 ? 'first link' : 'the previous link itself needs the device chain (GET /api/v1/chain/all/{public_key_hex})';
+      return pass(`chain_hash = SHA-256(${index === 0 ? 'zeros' : 'previous_hash'} || image_hash) at index ${index} (${prevNote})`);
+    }),
+  );
+
+  set(
+    'server_hash',
+    run(() => {
+      const stated = f.hash('server_hash');
+      const st = f.object('statement');
+      if (canonical === null || statementHash === null) return fail('the statement cannot be canonicalised (RFC 8785)');
+      if (st.statement_type !== 'evidence-anchor-v1') return fail(`unknown statement_type ${JSON.stringify(st.statement_type)}`);
+      if (statementHash !== stated) return fail(`server_hash is ${stated}, but SHA-256 of the RFC 8785 statement is ${statementHash}`);
+      if (f.has('statement_canonical') && f.string('statement_canonical') !== canonical) {
+        return fail('statement_canonical is not the RFC 8785 form of statement');
+      }
+      if (st.image_hash !== f.hash('image_hash')) return fail('the statement names another image_hash');
+      if (f.has('anchored_at') && st.anchored_at !== f.string('anchored_at')) return fail('the statement names another anchored_at');
+      return pass(`SHA-256 of the RFC 8785 statement is server_hash ${short(stated)}`);
+    }),
+  );
+
+  set(
+    'pq_signature',
+    run(() => {
+      const algorithm = f.string('pq_signature.algorithm');
+      if (algorithm !== 'ML-DSA-65') return fail(`algorithm ${algorithm}, expected ML-DSA-65`);
+      const publicKey = f.base64('pq_signature.public_key');
+      const signature = f.base64('pq_signature.signature');
+      if (publicKey.length !== ML_DSA_65_PUBLIC_KEY_BYTES) return fail(`the public key is ${publicKey.length} bytes, ML-DSA-65 keys are ${ML_DSA_65_PUBLIC_KEY_BYTES}`);
+      if (statementHash === null) return fail('no statement to check the signature against');
+      const ok = verifyMlDsa65(signature, Buffer.from(statementHash, 'hex'), publicKey);
+      return ok
+        ? pass(`FIPS 204 signature over SHA-256(statement) verifies with key ${mlDsaPublicKeyFingerprint(publicKey).slice(0, 16)}…`)
+        : fail('the ML-DSA-65 signature does not verify over SHA-256(statement) with the receipt\'s public key');
+    }),
+  );
+
+  set(
+    'pq_key',
+    run(() => {
+      const publicKey = f.base64('pq_signature.public_key');
+      if (publicKey.length !== ML_DSA_65_PUBLIC_KEY_BYTES) return fail('the receipt carries no ML-DSA-65 public key');
+      const fingerprint = mlDsaPublicKeyFingerprint(publicKey);
+      if (!options.pqKeyFingerprint) return skip(`key from receipt (not pinned), fingerprint ${fingerprint}; pin it with --pq-key`);
+      return fingerprint === options.pqKeyFingerprint.toLowerCase()
+        ? pass(`the key's SHA-256 fingerprint is the pinned ${short(fingerprint)}`)
+        : fail(`the key's fingerprint ${fingerprint} is not the pinned ${options.pqKeyFingerprint}`);
+    }),
+  );
+
+  // RFC 3161 token: against the pinned root, or the receipt's own root (internal consistency only).
+  const certificates = safe(() => f.strings('timestamp.tsa_certificates')) ?? [];
+  let root: ReceiptVerification['root'];
+  let rootPem: string | undefined = options.rootPem;
+  if (rootPem !== undefined) {
+    root = { source: 'pinned', detail: `pinned${options.rootSource ? ` (${options.rootSource})` : ''}` };
+  } else {
+    rootPem = certificates[certificates.length - 1];
+    root = rootPem
+      ? { source: 'receipt', detail: 'from receipt (not pinned): proves internal consistency only; pin the TSA root with --root' }
+      : { source: 'none', detail: 'none: the receipt carries no TSA certificate; pass --root' };
+  }
+  let tsaResult: TimestampVerification | null = null;
+  let tsaFailure: string | null = null;
+  try {
+    const token = f.base64('timestamp.token');
+    const image = f.hash('image_hash');
+    const policy = safe(() => f.string('timestamp.policy'));
+    tsaResult = await verifyTimestampResponse(token, {
+      imprint: Buffer.from(image, 'hex'),
+      roots: rootPem !== undefined ? [rootPem] : [],
+      untrusted: certificates,
+      hashAlgorithm: 'SHA-256',
+      ...(policy ? { policy } : {}),
+    });
+  } catch (error) {
+    tsaFailure = error instanceof ReceiptFieldError ? error.message : `cannot be checked: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  const fromTsa = (outcome: CheckOutcome | undefined): Outcome => {
+    if (tsaFailure !== null) return fail(tsaFailure);
+    if (!outcome) return skip('not checked');
+    return { result: outcome.result, reason: outcome.reason } as Outcome;
+  };
+  set('timestamp_status', fromTsa(tsaResult?.checks.status));
+  set('timestamp_imprint', fromTsa(tsaResult?.checks.imprint));
+  set('timestamp_signature', fromTsa(tsaResult?.checks.signature));
+  set('timestamp_ess_cert_id', fromTsa(tsaResult?.checks.essCertIdV2));
+  set('timestamp_eku', fromTsa(tsaResult?.checks.eku));
+  set('timestamp_tsa_name', fromTsa(tsaResult?.checks.tsaName));
+  set('timestamp_policy', fromTsa(tsaResult?.checks.policy));
+  set('timestamp_chain', root.source === 'none' ? fail(root.detail) : fromTsa(tsaResult?.checks.chain));
+  if (root.source === 'receipt' && results.get('timestamp_chain')?.result === 'pass') {
+    set('timestamp_chain', pass(`${results.get('timestamp_chain')?.reason ?? ''} [root: from receipt (not pinned)]`));
+  }
+
+  // Ledger: only with a node to ask.
+  const ledgerInfo: ReceiptVerification['ledger'] = {
+    chain_id: safe(() => f.integer('ledger.chain_id')),
+    tx_hash: safe(() => f.string('ledger.tx_hash')),
+    confirmations: null,
+    block_number: null,
+  };
+  if (!options.ledger) {
+    set('ledger_tx', skip('no --rpc given: the ledger transaction was not read'));
+    set('ledger_data', skip('no --rpc given: the ledger transaction was not read'));
+  } else {
+    const [txOutcome, dataOutcome] = await checkLedger(f, options.ledger, statementHash, options.minConfirmations ?? 1, ledgerInfo);
+    set('ledger_tx', txOutcome);
+    set('ledger_data', dataOutcome);
+  }
+
+  const checks = CHECK_IDS.map((id) => {
+    const outcome = results.get(id) ?? skip('not checked');
+    return { id, label: LABELS[id], result: outcome.result, reason: outcome.reason };
+  });
+  return {
+    ok: checks.every((c) => c.result !== 'fail'),
+    checks,
+    root,
+    image_hash: imageHash,
+    anchored_at: anchoredAt,
+    timestamp: {
+      gen_time: tsaResult?.genTime ? tsaResult.genTime.toISOString() : null,
+      tsa: tsaSignerName(certificates) ?? tsaResult?.tsaName ?? null,
+    },
+    ledger: ledgerInfo,
+  };
+}
+
+async function checkLedger(
+  f: Fields,
+  rpc: LedgerReader,
+  statementHash: string | null,
+  minConfirmations: number,
+  info: ReceiptVerification['ledger'],
+): Promise<[Outcome, Outcome]> {
+  let txHash: string;
+  let chainId: number;
+  try {
+    txHash = f.string('ledger.tx_hash').toLowerCase();
+    chainId = f.integer('ledger.chain_id');
+    if (!/^0x[0-9a-f]{64}$/.test(txHash)) throw new ReceiptFieldError('ledger.tx_hash in the receipt is not 0x followed by 64 hex characters');
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return [fail(reason), skip('no transaction to read')];
+  }
+  try {
+    const nodeChain = await rpc.chainId();
+    if (nodeChain !== chainId) return [fail(`the node is on chain ${nodeChain}, the receipt's transaction is on chain ${chainId}`), skip('wrong chain: not read')];
+    const tx = await rpc.getTransaction(txHash);
+    if (!tx) return [fail(`transaction ${txHash} is not on chain ${chainId}`), skip('transaction not found')];
+
+    let data: Outcome;
+    try {
+      const decoded = decodeAnchorData(tx.input);
+      const image = f.hash('image_hash');
+      if (decoded.imageHash !== image) data = fail(`the transaction carries image_hash ${decoded.imageHash}, not ${image}`);
+      else if (statementHash === null) data = fail('no statement to compare the server_hash with');
+      else if (decoded.serverHash !== statementHash) data = fail(`the transaction carries server_hash ${decoded.serverHash}, the statement hashes to ${statementHash}`);
+      else data = pass('input data = image_hash || SHA-256(statement)');
+    } catch (error) {
+      data = fail(error instanceof ReceiptFieldError ? error.message : `the input data is not an anchor record: ${error instanceof Error ? error.message : String(error)}`);
+    }
+
+    if (tx.blockNumber === null) return [fail(`transaction ${short(txHash)} is not mined yet (0 confirmations); retry later`), data];
+    const [receipt, latest] = await Promise.all([rpc.getTransactionReceipt(txHash), rpc.blockNumber()]);
+    const confirmations = Math.max(0, latest - tx.blockNumber + 1);
+    info.confirmations = confirmations;
+    info.block_number = tx.blockNumber;
+    if (!receipt) return [fail('the node has no receipt for the mined transaction'), data];
+    if (receipt.status !== 'success') return [fail(`transaction ${short(txHash)} reverted in block ${tx.blockNumber}`), data];
+    const from = safe(() => f.string('ledger.from'));
+    if (from && from.toLowerCase() !== tx.from) return [fail(`the transaction was sent by ${tx.from}, the receipt names ${from}`), data];
+    if (confirmations < minConfirmations) return [fail(`${confirmations} confirmations, ${minConfirmations} required`), data];
+    return [pass(`mined in block ${tx.blockNumber} of chain ${chainId}, ${confirmations} confirmation${confirmations === 1 ? '' : 's'}, from ${tx.from}`), data];
+  } catch (error) {
+    const reason = `the node could not be read: ${error instanceof Error ? error.message : String(error)}`;
+    return [fail(reason), skip('the node could not be read')];
+  }
+}
+
+/** The TSA signer's subject (the receipt's first certificate), for display. */
+function tsaSignerName(certificates: string[]): string | null {
+  const leaf = certificates[0];
+  if (!leaf) return null;
+  try {
+    return describeSubject(leaf);
+  } catch {
+    return null;
+  }
+}
+
+/** `CN (O)` of a PEM certificate's subject, or its whole name. */
+export function describeSubject(pem: string): string | null {
+  const cert = parseCertificates(pem)[0];
+  if (!cert) return null;
+  const parts = new Map<string, string>();
+  for (const tv of cert.subject.typesAndValues) {
+    const value = (tv.value.valueBlock as { value?: unknown }).value;
+    if (typeof value === 'string') parts.set(tv.type, value);
+  }
+  const cn = parts.get('2.5.4.3');
+  const o = parts.get('2.5.4.10');
+  if (cn && o) return `${cn} (${o})`;
+  return cn ?? o ?? null;
+}
+
+function safe<T>(get: () => T): T | null {
+  try {
+    return get();
+  } catch {
+    return null;
+  }
+}
+
+/** The report as text lines: one per check, then the root note and the verdict. */
+export function formatReport(report: ReceiptVerification): string[] {
+  const width = Math.max(...report.checks.map((c) => c.label.length));
+  const lines = report.checks.map((c) => `  ${c.result.padEnd(7)}  ${c.label.padEnd(width)}  ${c.reason}`);
+  lines.push('');
+  lines.push(`root: ${report.root.detail}`);
+  if (report.timestamp.gen_time) lines.push(`time-stamped: ${report.timestamp.gen_time}${report.timestamp.tsa ? ` by ${report.timestamp.tsa}` : ''}`);
+  if (report.ledger.tx_hash) {
+    const n = report.ledger.confirmations;
+    const conf = n === null ? 'not read (use --rpc URL)' : `${n} confirmation${n === 1 ? '' : 's'}`;
+    lines.push(`ledger: ${report.ledger.tx_hash} on chain ${report.ledger.chain_id ?? '?'}, ${conf}`);
+  }
+  const passed = report.checks.filter((c) => c.result === 'pass').length;
+  const failed = report.checks.filter((c) => c.result === 'fail');
+  const skipped = report.checks.filter((c) => c.result === 'skipped').length;
+  if (failed.length === 0) {
+    const unpinned = report.root.source === 'receipt' ? ' The TSA root was not pinned (--root).' : '';
+    lines.push(`VERIFIED: ${passed} checks passed, ${skipped} skipped, none failed.${unpinned}`);
+  } else {
+    lines.push(`NOT VERIFIED: ${failed.length} check${failed.length === 1 ? '' : 's'} failed (${failed.map((c) => c.id).join(', ')}); ${passed} passed, ${skipped} skipped.`);
+  }
+  return lines;
+}

@@ -1,0 +1,211 @@
+/**
+ * GET /verify/{image_hash}: the verdict first (readable without JavaScript), then one card per
+ * proof, the check-a-file box and how to verify without this service.
+ */
+import type { Child, FC } from 'hono/jsx';
+import { Badge, CheckFileBox, Page, Time } from './layout.js';
+import type { AnchoredModel, Tone, VerifyPageModel } from './verify-model.js';
+
+/** Links of the page, relative to /verify/{hash} so that they work behind any base path. */
+const receiptHref = (hash: string) => `../api/v2/evidence/receipt/${hash}`;
+const apiHref = (hash: string) => `../api/v2/evidence/verify/${hash}`;
+
+const Verdict: FC<{ tone: Tone; title: string; children?: Child }> = ({ tone, title, children }) => (
+  <section class={`verdict ${tone}`} aria-labelledby="verdict">
+    <h1 id="verdict">
+      <span aria-hidden="true">{tone === 'ok' ? '✓ ' : tone === 'bad' ? '✗ ' : '! '}</span>
+      {title}
+    </h1>
+    {children}
+  </section>
+);
+
+const Proof: FC<{ id: string; title: string; tone: Tone; status: string; children?: Child }> = ({ id, title, tone, status, children }) => (
+  <li class="proof" id={id} aria-labelledby={`${id}-title`}>
+    <h3 id={`${id}-title`}>
+      <span>{title}</span>
+      <Badge tone={tone}>{status}</Badge>
+    </h3>
+    <dl class="facts">{children}</dl>
+  </li>
+);
+
+const Fact: FC<{ term: string; children?: Child }> = ({ term, children }) => (
+  <>
+    <dt>{term}</dt>
+    <dd>{children}</dd>
+  </>
+);
+
+const HashLine: FC<{ hash: string }> = ({ hash }) => (
+  <p>
+    SHA-256 <code class="mono" id="image-hash">{hash}</code>
+  </p>
+);
+
+function ledgerBadge(l: AnchoredModel['ledger']): { tone: Tone; status: string } {
+  if (l.valid) return { tone: 'ok', status: `Confirmed, ${l.confirmations} confirmation${l.confirmations === 1 ? '' : 's'}` };
+  if (l.status === 'pending') return { tone: 'warn', status: 'Pending' };
+  if (!l.found) return { tone: 'bad', status: 'Not found on the chain' };
+  if (l.status === 'failed') return { tone: 'bad', status: 'Transaction failed' };
+  return { tone: 'bad', status: l.data_matches ? 'Not from the service wallet' : 'Data does not match' };
+}
+
+const AnchoredPage: FC<{ m: AnchoredModel }> = ({ m }) => {
+  const ledger = ledgerBadge(m.ledger);
+  const pqOk = m.pq.valid && m.pq.keyTrusted;
+  return (
+    <>
+      <Verdict tone={m.verdict.tone} title={m.verdict.title}>
+        <p>{m.verdict.summary}</p>
+        <HashLine hash={m.imageHash} />
+        <p>
+          Anchored <Time iso={m.anchoredAt} />.
+        </p>
+      </Verdict>
+
+      <section aria-labelledby="proofs-heading">
+        <h2 id="proofs-heading">Proofs</h2>
+        <ul class="proofs">
+          <Proof
+            id="proof-pq"
+            title="Post-quantum signature"
+            tone={pqOk && m.statementValid ? 'ok' : 'bad'}
+            status={pqOk && m.statementValid ? 'ML-DSA-65 valid' : !m.pq.valid ? 'ML-DSA-65 invalid' : !m.pq.keyTrusted ? 'Unknown key' : 'Statement mismatch'}
+          >
+            <Fact term="Algorithm">ML-DSA-65 (NIST FIPS 204)</Fact>
+            <Fact term="Signed">
+              <code class="mono">server_hash</code> = SHA-256 of the RFC 8785 statement: <code class="mono">{m.serverHash}</code>
+            </Fact>
+            <Fact term="Key">
+              <code class="mono">{m.pq.keyId}</code> {m.pq.keyTrusted ? '(this service’s published key)' : '(not a key this service publishes)'}
+            </Fact>
+          </Proof>
+
+          <Proof id="proof-timestamp" title="Timestamp" tone={m.timestamp.valid ? 'ok' : 'bad'} status={m.timestamp.valid ? 'RFC 3161 valid' : 'RFC 3161 invalid'}>
+            <Fact term="Time">
+              <Time iso={m.timestamp.time} />
+            </Fact>
+            <Fact term="Authority">{m.timestamp.tsa ?? 'unknown'}</Fact>
+            <Fact term="Serial">
+              <code class="mono">{m.timestamp.serial}</code>
+            </Fact>
+            <Fact term="Stamped">the file’s SHA-256 itself, so OpenSSL can check it against the file</Fact>
+          </Proof>
+
+          <Proof id="proof-ledger" title="Ledger transaction" tone={ledger.tone} status={ledger.status}>
+            <Fact term="Transaction">
+              <a href={m.ledger.explorerUrl} id="explorer-link" class="mono">
+                {m.ledger.txHash}
+              </a>
+            </Fact>
+            <Fact term="Block">{m.ledger.block_number === null ? 'not yet mined' : `#${m.ledger.block_number}`}</Fact>
+            <Fact term="Confirmations">{String(m.ledger.confirmations)}</Fact>
+            <Fact term="Chain id">{String(m.ledger.chainId)}</Fact>
+            <Fact term="Input data">{m.ledger.data_matches ? 'carries this image_hash and server_hash' : 'does not carry this evidence'}</Fact>
+          </Proof>
+
+          <Proof
+            id="proof-device"
+            title="Device"
+            tone={m.device.signatureValid && m.device.chainHashValid ? 'ok' : 'bad'}
+            status={m.device.signatureValid && m.device.chainHashValid ? 'Ed25519 valid' : !m.device.signatureValid ? 'Signature invalid' : 'Chain hash invalid'}
+          >
+            <Fact term="Device key">
+              <code class="mono">{m.device.publicKeyHex}</code>
+              {m.device.deviceId ? ` (${m.device.deviceId})` : ''}
+            </Fact>
+            <Fact term="Chain position">
+              {m.device.chainIndex === 0 ? 'link 0 (the first of this device’s chain)' : `link ${m.device.chainIndex} of this device’s chain`}
+            </Fact>
+            <Fact term="Chain hash">
+              <code class="mono">{m.device.chainHash}</code>
+            </Fact>
+            <Fact term="Previous">{m.device.previousHash ? <code class="mono">{m.device.previousHash}</code> : 'none (first link)'}</Fact>
+          </Proof>
+        </ul>
+      </section>
+
+      <CheckFileBox verifyBase="./" />
+
+      <section aria-labelledby="yourself-heading">
+        <h2 id="yourself-heading">Verify it without this service</h2>
+        <p>
+          <a href={receiptHref(m.imageHash)} id="receipt-link" download={`receipt-${m.imageHash}.json`}>
+            Download the receipt
+          </a>{' '}
+          (JSON: every signature, the timestamp token, the TSA certificates and the ledger reference), then run:
+        </p>
+        <pre>
+          <code>evidence verify photo.jpg --receipt receipt.json --root tsa-root.pem --rpc https://your-node</code>
+        </pre>
+        <p>
+          Or check the timestamp with OpenSSL alone: <code>openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem</code>. The same
+          result as JSON: <a href={apiHref(m.imageHash)}>verification API</a>.
+        </p>
+      </section>
+    </>
+  );
+};
+
+/** The page for a verification model. */
+export const VerifyPage: FC<{ model: VerifyPageModel }> = ({ model }) => {
+  if (model.kind === 'anchored') {
+    return (
+      <Page title={`${model.verdict.title}: ${model.imageHash.slice(0, 12)}… — Evidence verification`} description={model.verdict.summary} script>
+        <AnchoredPage m={model} />
+      </Page>
+    );
+  }
+  if (model.kind === 'registered') {
+    return (
+      <Page title="Not anchored — Evidence verification" script>
+        <Verdict tone="warn" title="Not anchored">
+          <p>
+            This hash was registered{model.registeredAt ? <> <Time iso={model.registeredAt} /></> : null}, but nothing is anchored for it: there is
+            no post-quantum signature, no timestamp and no ledger transaction.
+          </p>
+          <HashLine hash={model.imageHash} />
+        </Verdict>
+        <CheckFileBox verifyBase="./" />
+      </Page>
+    );
+  }
+  return <NotAnchoredPage hash={model.imageHash} />;
+};
+
+/** 404: nothing is anchored for this hash. */
+export const NotAnchoredPage: FC<{ hash: string }> = ({ hash }) => (
+  <Page title="Nothing anchored — Evidence verification" script>
+    <Verdict tone="bad" title="Nothing is anchored for this hash">
+      <p>
+        This service has no evidence for this SHA-256 hash: no signature, no timestamp, no ledger transaction. If you checked a file, it is not
+        the file that was anchored — even a one-byte change gives another hash.
+      </p>
+      <HashLine hash={hash} />
+    </Verdict>
+    <CheckFileBox verifyBase="./" />
+  </Page>
+);
+
+/** 400: the path does not hold a SHA-256 hash. */
+export const BadHashPage: FC<{ given: string }> = ({ given }) => (
+  <Page title="Not a SHA-256 hash — Evidence verification" script>
+    <Verdict tone="bad" title="That is not a SHA-256 hash">
+      <p>
+        A verification link ends with the file’s SHA-256 hash: 64 hexadecimal characters (0-9, a-f). This one ends with{' '}
+        <code class="mono">{given.length > 200 ? `${given.slice(0, 200)}…` : given}</code>.
+      </p>
+    </Verdict>
+    <CheckFileBox verifyBase="./" />
+  </Page>
+);
+
+/** Any other error (429, 503, 500) as a page. */
+export const ErrorPage: FC<{ title: string; detail: string }> = ({ title, detail }) => (
+  <Page title={`${title} — Evidence verification`}>
+    <Verdict tone="warn" title={title}>
+      <p>{detail}</p>
+    </Verdict>
+  </Page>
+);
