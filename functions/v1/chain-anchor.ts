@@ -1,11 +1,68 @@
+import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
+import { getAnchorDeps } from '../../lib/deps/anchoring.js';
+import { anchorEvidence } from '../../lib/evidence/anchor.js';
+import { V1AnchorRequest, V1AnchorResponse } from '../../lib/evidence/v1-schemas.js';
 import { createApp } from '../../lib/http/app.js';
-import { notImplemented } from '../../lib/http/errors.js';
+import { apiKeyAuth } from '../../lib/http/auth.js';
+import { monthlyQuota } from '../../lib/http/limits.js';
+import { jsonBody, problemResponses } from '../../lib/http/schemas.js';
 
-// POST /api/v1/chain/anchor: lands with a later issue; until then it answers 501.
-export const app = createApp({ publicCors: false });
-app.all('*', () => {
-  throw notImplemented('POST /api/v1/chain/anchor is not implemented yet.');
+export const route = createRoute({
+  method: 'post',
+  path: '/api/v1/chain/anchor',
+  tags: ['v1'],
+  summary: 'Anchor a photo hash into its device chain: ML-DSA-65 signature, RFC 3161 timestamp and ledger transaction in one call',
+  description:
+    'The v1 entry to the same pipeline and store as POST /api/v2/evidence/anchor: a hash anchored here verifies through v2 and the other way round, ' +
+    'and a hash is anchored once across both versions (a second attempt, or a concurrent one, gets 409 hash_already_anchored). Pro and Enterprise; ' +
+    'counts one unit of the monthly quota when it succeeds.\n\n' +
+    'The device signs the 32 raw bytes of image_hash with Ed25519 (400 invalid_signature otherwise). chain_hash = SHA-256(previous chain_hash, or 32 zero bytes at index 0, || image_hash) over raw bytes ' +
+    '(400 invalid_chain_hash). previous_hash is absent, null or 64 zeros at index 0 and the stored chain_hash of index - 1 after it (400 invalid_previous_hash / previous_hash_mismatch). ' +
+    'An index other than the next free one → 409 chain_index_conflict with next_index. device_id is optional. ' +
+    'When the time-stamping authority or the ledger fails nothing is recorded (503) and a retry works.\n\n' +
+    'tx_status is pending when the transaction was sent but not mined within the receipt timeout; it completes later (GET /chain/verify shows it).',
+  security: [{ ApiKey: [] }],
+  middleware: [apiKeyAuth({ feature: 'anchor' }), monthlyQuota()] as const,
+  request: jsonBody(V1AnchorRequest),
+  responses: {
+    201: {
+      description: 'Anchored. Location names the verify URL.',
+      content: { 'application/json': { schema: V1AnchorResponse } },
+    },
+    ...problemResponses(400, 401, 403, 409, 413, 429, 503),
+  },
+});
+
+export const app = createApp();
+
+app.openapi(route, async (c) => {
+  const body = c.req.valid('json');
+  const result = await anchorEvidence(await getAnchorDeps(), {
+    imageHash: body.image_hash,
+    chainIndex: body.chain_index,
+    chainHash: body.chain_hash,
+    previousHash: body.previous_hash ?? null,
+    signatureHex: body.signature_hex,
+    publicKeyHex: body.public_key_hex,
+    deviceId: body.device_id ?? undefined,
+    accountId: c.get('accountId') ?? '',
+    apiVersion: 'v1',
+  });
+  c.header('Location', `/api/v1/chain/verify/${result.image_hash}`);
+  return c.json(
+    {
+      id: result.chain_index,
+      image_hash: result.image_hash,
+      chain_index: result.chain_index,
+      pq_signature: result.pq_signature,
+      timestamp_token: result.tsa_response,
+      tx_hash: result.tx_hash,
+      tx_status: result.tx_status,
+      anchored_at: result.anchored_at,
+    },
+    201,
+  );
 });
 
 export const handler = handle(app);

@@ -1,11 +1,83 @@
+import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
+import { verifyDeviceSignature } from '../../lib/crypto/ed25519.js';
+import { computeChainHash } from '../../lib/crypto/hash.js';
+import { getConfig } from '../../lib/deps/core.js';
+import { getVerifyDeps } from '../../lib/deps/verification.js';
+import { readLedger } from '../../lib/evidence/v1-read.js';
+import { V1VerifyResponse } from '../../lib/evidence/v1-schemas.js';
+import { verifyEvidence } from '../../lib/evidence/verify.js';
 import { createApp } from '../../lib/http/app.js';
-import { notImplemented } from '../../lib/http/errors.js';
+import { publicRateLimit } from '../../lib/http/limits.js';
+import { HashParam, problemResponses } from '../../lib/http/schemas.js';
+import { explorerUrl } from '../../lib/ledger/anchor-data.js';
 
-// GET /api/v1/chain/verify/{image_hash}: lands with a later issue; until then it answers 501.
-export const app = createApp({ publicCors: true });
-app.all('*', () => {
-  throw notImplemented('GET /api/v1/chain/verify/{image_hash} is not implemented yet.');
+export const route = createRoute({
+  method: 'get',
+  path: '/api/v1/chain/verify/{image_hash}',
+  tags: ['v1'],
+  summary: 'Verify an anchored photo hash publicly (no credentials)',
+  description:
+    'Every flag is computed now from the stored proofs (api-v1.md rule 2): pq_verified re-verifies the ML-DSA-65 signature with a published key; ' +
+    'chain_verified recomputes chain_hash and verifies the device Ed25519 signature; timestamp_verified checks the RFC 3161 token against the TSA root; ' +
+    'ledger_verified reads the transaction from the chain (tx_status and confirmations are as read now). verified is true only when all hold. ' +
+    'Hashes anchored through v1 or v2 answer alike.\n\n' +
+    'An unknown hash answers 404 with found:false. A hash registered through v2 (/evidence/hash) but never anchored answers 200 with found:false, ' +
+    'registered:true and registered_at (it is in no chain, so no chain field is given). A ledger node that cannot be reached gives 503, never a verdict.',
+  middleware: [publicRateLimit()] as const,
+  request: { params: HashParam('image_hash') },
+  responses: {
+    200: { description: 'Verification result.', content: { 'application/json': { schema: V1VerifyResponse } } },
+    404: { description: 'Unknown hash: found:false.', content: { 'application/json': { schema: V1VerifyResponse } } },
+    ...problemResponses(400, 429, 503),
+  },
 });
+
+export const app = createApp({ publicCors: true });
+
+app.openapi(route, async (c) => {
+  const { image_hash } = c.req.valid('param');
+  const v = await readLedger(() => verifyEvidence(getVerifyDeps(), image_hash));
+  const r = v.record;
+  if (!r) {
+    c.header('Cache-Control', 'public, max-age=5');
+    if (!v.found) return c.json({ found: false, image_hash, pq_verified: false, verified: false }, 404);
+    return c.json({ found: false, image_hash, pq_verified: false, verified: false, registered: true, registered_at: v.registered_at ?? undefined }, 200);
+  }
+  const chainVerified = computeChainHash(r.previous_hash, r.image_hash) === r.chain_hash && safeVerifyDevice(r.signature_hex, r.image_hash, r.public_key_hex);
+  const pqVerified = v.checks.pq_signature && v.checks.pq_key_trusted;
+  c.header('Cache-Control', v.checks.ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
+  return c.json(
+    {
+      found: true,
+      image_hash,
+      chain_index: r.chain_index,
+      chain_hash: r.chain_hash,
+      previous_hash: r.previous_hash,
+      pq_verified: pqVerified,
+      chain_verified: chainVerified,
+      timestamp_verified: v.checks.timestamp,
+      ledger_verified: v.checks.ledger.valid,
+      verified: v.verified && chainVerified,
+      tx_hash: r.tx_hash,
+      tx_status: v.checks.ledger.status,
+      confirmations: v.checks.ledger.confirmations,
+      explorer_url: explorerUrl(getConfig().ledger.explorerTxUrl, r.tx_hash),
+      anchored_at: r.anchored_at,
+      public_key_hex: r.public_key_hex,
+      ...(r.device_id ? { device_id: r.device_id } : {}),
+    },
+    200,
+  );
+});
+
+/** A stored key that is not a valid Ed25519 point is a failed check, not an error. */
+function safeVerifyDevice(signatureHex: string, imageHash: string, publicKeyHex: string): boolean {
+  try {
+    return verifyDeviceSignature(signatureHex, imageHash, publicKeyHex);
+  } catch {
+    return false;
+  }
+}
 
 export const handler = handle(app);

@@ -1,11 +1,69 @@
+import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
+import { getConfig } from '../../lib/deps/core.js';
+import { getEvidenceRepo, getRpcReader } from '../../lib/deps/evidence.js';
+import { isAnchored } from '../../lib/evidence/repository.js';
+import { notAnchored, readLedger } from '../../lib/evidence/v1-read.js';
+import { LedgerVerifyResponse } from '../../lib/evidence/v1-schemas.js';
+import { checkLedger } from '../../lib/evidence/verify.js';
 import { createApp } from '../../lib/http/app.js';
-import { notImplemented } from '../../lib/http/errors.js';
+import { publicRateLimit } from '../../lib/http/limits.js';
+import { HashParam, problemResponses } from '../../lib/http/schemas.js';
+import { encodeAnchorData, explorerUrl } from '../../lib/ledger/anchor-data.js';
 
-// GET /api/v1/ledger/verify/{image_hash}: lands with a later issue; until then it answers 501.
+export const route = createRoute({
+  method: 'get',
+  path: '/api/v1/ledger/verify/{image_hash}',
+  tags: ['v1'],
+  summary: "Check an anchored hash's ledger transaction on the chain (no credentials)",
+  description:
+    'Reads the transaction and its receipt from the chain now (JSON-RPC eth_getTransactionByHash / eth_getTransactionReceipt) and checks that it is mined, ' +
+    'succeeded, was sent by the service wallet, and that its input data is image_hash || server_hash (expected_input_data). confirmations counts the blocks ' +
+    'from its block to the latest, inclusive. Unknown hash → 404 found:false; registered through v2 but not anchored → 200 found:false, registered:true. ' +
+    '503 ledger_unavailable when the node cannot be reached.',
+  middleware: [publicRateLimit()] as const,
+  request: { params: HashParam('image_hash') },
+  responses: {
+    200: { description: 'The ledger check.', content: { 'application/json': { schema: LedgerVerifyResponse } } },
+    404: { description: 'Unknown hash: found:false.', content: { 'application/json': { schema: LedgerVerifyResponse } } },
+    ...problemResponses(400, 429, 503),
+  },
+});
+
 export const app = createApp({ publicCors: true });
-app.all('*', () => {
-  throw notImplemented('GET /api/v1/ledger/verify/{image_hash} is not implemented yet.');
+
+app.openapi(route, async (c) => {
+  const { image_hash } = c.req.valid('param');
+  const config = getConfig();
+  const item = await getEvidenceRepo().get(image_hash);
+  if (!isAnchored(item)) {
+    c.header('Cache-Control', 'public, max-age=5');
+    const registered = notAnchored(item, image_hash);
+    if (!registered) return c.json({ found: false, image_hash, verified: false }, 404);
+    return c.json({ ...registered, verified: false }, 200);
+  }
+  const ledger = await readLedger(() => checkLedger(getRpcReader(), item));
+  c.header('Cache-Control', ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
+  return c.json(
+    {
+      found: true,
+      image_hash,
+      verified: ledger.valid,
+      tx_hash: item.tx_hash,
+      tx_status: ledger.status,
+      block_number: ledger.block_number,
+      confirmations: ledger.confirmations,
+      data_matches: ledger.data_matches,
+      expected_input_data: encodeAnchorData(item.image_hash, item.server_hash),
+      from: ledger.from,
+      expected_from: item.ledger_address.toLowerCase(),
+      chain_id: item.ledger_chain_id,
+      network: config.ledger.network,
+      explorer_url: explorerUrl(config.ledger.explorerTxUrl, item.tx_hash),
+      anchored_at: item.anchored_at,
+    },
+    200,
+  );
 });
 
 export const handler = handle(app);

@@ -1,11 +1,61 @@
+import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
+import { ID_ML_DSA_65, ML_DSA_65_PUBLIC_KEY_BYTES, ML_DSA_65_SIGNATURE_BYTES, mlDsaKeyId, mlDsaPublicKeyFingerprint } from '../../lib/crypto/ml-dsa.js';
+import { getConfig } from '../../lib/deps/core.js';
+import { loadPqFingerprints } from '../../lib/deps/verification.js';
+import { loadPqPublicKey } from '../../lib/evidence/pq-registration.js';
+import { PqInfoResponse } from '../../lib/evidence/v1-schemas.js';
 import { createApp } from '../../lib/http/app.js';
-import { notImplemented } from '../../lib/http/errors.js';
+import { serviceUnavailable } from '../../lib/http/errors.js';
+import { publicRateLimit } from '../../lib/http/limits.js';
+import { problemResponses } from '../../lib/http/schemas.js';
+import { describeError, log } from '../../lib/log.js';
 
-// GET /api/v1/pq/info: lands with a later issue; until then it answers 501.
+export const route = createRoute({
+  method: 'get',
+  path: '/api/v1/pq/info',
+  tags: ['v1'],
+  summary: 'The post-quantum signature algorithm and the public key that signs the evidence (no credentials)',
+  description:
+    'ML-DSA-65 (FIPS 204, security category 3), pure with an empty context, as AWS KMS and liboqs implement it. public_key is the raw 1952-byte key (base64); ' +
+    'fingerprint is its SHA-256, which GET /pq/registration shows published on the ledger. Every evidence signature covers the 32 bytes of server_hash.',
+  middleware: [publicRateLimit()] as const,
+  responses: {
+    200: { description: 'Algorithm and key.', content: { 'application/json': { schema: PqInfoResponse } } },
+    ...problemResponses(429, 503),
+  },
+});
+
 export const app = createApp({ publicCors: true });
-app.all('*', () => {
-  throw notImplemented('GET /api/v1/pq/info is not implemented yet.');
+
+app.openapi(route, async (c) => {
+  let publicKey: Uint8Array;
+  let trusted: string[];
+  try {
+    [publicKey, trusted] = await Promise.all([loadPqPublicKey(getConfig()), loadPqFingerprints()]);
+  } catch (error) {
+    log.warn('ML-DSA-65 public key not available', describeError(error));
+    throw serviceUnavailable('signer_unavailable', 'The post-quantum public key is not available right now.');
+  }
+  const fingerprint = mlDsaPublicKeyFingerprint(publicKey);
+  c.header('Cache-Control', 'public, max-age=300');
+  return c.json(
+    {
+      algorithm: 'ML-DSA-65' as const,
+      standard: 'FIPS 204' as const,
+      variant: 'pure ML-DSA, empty context (FIPS 204 Algorithms 2 and 3)',
+      security_category: 3 as const,
+      oid: ID_ML_DSA_65,
+      key_id: mlDsaKeyId(publicKey),
+      public_key: Buffer.from(publicKey).toString('base64'),
+      fingerprint,
+      fingerprint_algorithm: 'SHA-256' as const,
+      sizes: { public_key: ML_DSA_65_PUBLIC_KEY_BYTES as 1952, signature: ML_DSA_65_SIGNATURE_BYTES as 3309, secret_key: 4032 as const },
+      signed_message: 'server_hash (32 raw bytes) = SHA-256 of the RFC 8785 canonical statement',
+      trusted_fingerprints: [...new Set([fingerprint, ...trusted])],
+    },
+    200,
+  );
 });
 
 export const handler = handle(app);

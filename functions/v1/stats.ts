@@ -1,11 +1,33 @@
+import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
+import { getStats } from '../../lib/deps/evidence.js';
+import { StatsResponse } from '../../lib/evidence/v1-schemas.js';
 import { createApp } from '../../lib/http/app.js';
-import { notImplemented } from '../../lib/http/errors.js';
+import { publicRateLimit } from '../../lib/http/limits.js';
+import { problemResponses } from '../../lib/http/schemas.js';
 
-// GET /api/v1/stats: lands with a later issue; until then it answers 501.
+export const route = createRoute({
+  method: 'get',
+  path: '/api/v1/stats',
+  tags: ['v1'],
+  summary: 'Service statistics: totals and the last 24 hours (no credentials)',
+  description:
+    'Counts of hashes registered for the first time, anchors accepted (v1 and v2), device chains started, and ledger transactions sent, ' +
+    'all-time and over the last 24 hours (the current UTC hour and the 23 before it). Served from counters updated as events happen, never from scans; ' +
+    'no account data. A counter update is best-effort: an event is never refused because of a statistic.',
+  middleware: [publicRateLimit()] as const,
+  responses: {
+    200: { description: 'Statistics.', content: { 'application/json': { schema: StatsResponse } } },
+    ...problemResponses(429),
+  },
+});
+
 export const app = createApp({ publicCors: true });
-app.all('*', () => {
-  throw notImplemented('GET /api/v1/stats is not implemented yet.');
+
+app.openapi(route, async (c) => {
+  const snapshot = await getStats().read();
+  c.header('Cache-Control', 'public, max-age=10');
+  return c.json(snapshot, 200);
 });
 
 export const handler = handle(app);

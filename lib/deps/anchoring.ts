@@ -4,10 +4,12 @@ import { Wallet } from 'ethers';
 import { KmsMlDsaSigner, LocalMlDsaSigner } from '../crypto/ml-dsa.js';
 import type { PqSigner, TimestampAuthority } from '../crypto/ports.js';
 import { EmbeddedTsa } from '../crypto/tsa/embedded.js';
+import { KmsTsaKeySigner } from '../crypto/tsa/key-signer.js';
 import { RemoteTsa } from '../crypto/tsa/remote.js';
 import type { AnchorDeps } from '../evidence/anchor.js';
 import { tsaFiles } from '../crypto/tsa/files.js';
 import { encodeAnchorData } from '../ledger/anchor-data.js';
+import { KmsLedgerSigner } from '../ledger/kms-signer.js';
 import { createLedgerProvider, LedgerSender } from '../ledger/sender.js';
 import { log } from '../log.js';
 import { getConfig, getDb, onDepsReset } from './core.js';
@@ -60,6 +62,15 @@ export function getTsa(): Promise<TimestampAuthority> {
         timeoutMs: config.tsa.timeoutMs,
       });
     }
+    if (config.tsa.kmsKeyId) {
+      // Production: the key stays in KMS (ECC_NIST_P256); its certificate chain ships with the functions.
+      const [rootCertPem, tsaCertPem] = await Promise.all([
+        readFile(config.tsa.rootFile ?? '', 'utf8'),
+        readFile(config.tsa.certFile ?? '', 'utf8'),
+      ]);
+      const keySigner = new KmsTsaKeySigner(kmsClient(), config.tsa.kmsKeyId);
+      return EmbeddedTsa.create({ rootCertPem, tsaCertPem, keySigner, policyOid: config.tsa.policyOid });
+    }
     const files = tsaFiles(config.tsa.dir);
     const [rootCertPem, tsaCertPem, tsaKeyPkcs8Pem] = await Promise.all([
       readFile(files.rootCert, 'utf8'),
@@ -76,9 +87,13 @@ export function getLedgerSender(): Promise<LedgerSender> {
     const config = getConfig();
     const { ledger } = config;
     const provider = createLedgerProvider({ rpcUrl: ledger.rpcUrl, chainId: ledger.chainId, pollingIntervalMs: ledger.pollingIntervalMs });
-    if (ledger.walletScheme === 'kms') throw new Error('LEDGER_WALLET=kms is not available yet: use a local wallet key');
-    const key = ledger.walletPrivateKey ?? (await readFile(ledger.walletKeyFile, 'utf8')).trim();
-    const wallet = new Wallet(key.startsWith('0x') ? key : `0x${key}`, provider);
+    let wallet: KmsLedgerSigner | Wallet;
+    if (ledger.walletScheme === 'kms') {
+      wallet = new KmsLedgerSigner(kmsClient(), ledger.walletKmsKeyId ?? '', provider);
+    } else {
+      const key = ledger.walletPrivateKey ?? (await readFile(ledger.walletKeyFile, 'utf8')).trim();
+      wallet = new Wallet(key.startsWith('0x') ? key : `0x${key}`, provider);
+    }
     return new LedgerSender({
       provider,
       signer: wallet,
@@ -90,6 +105,12 @@ export function getLedgerSender(): Promise<LedgerSender> {
       pollingIntervalMs: ledger.pollingIntervalMs,
       confirmationTag: ledger.confirmationTag,
       lowBalanceWei: ledger.lowBalanceWei,
+      replaceAfterMs: ledger.replaceAfterMinutes > 0 ? ledger.replaceAfterMinutes * 60_000 : undefined,
+      // The evidence item names its transaction: it follows a replacement of a stuck one.
+      // (pq-key registrations do not yet; their receipt is looked up by the hash they name.)
+      onReplaced: async (r) => {
+        if (r.kind === 'anchor') await getEvidenceRepo().replaceTxHash(r.ref, r.previousTxHash, r.txHash, r.txHashes);
+      },
       log: (level, message, fields) => log[level](message, fields),
     });
   });

@@ -6,6 +6,7 @@ import { badRequest, conflict, HttpError, serviceUnavailable } from '../http/err
 import { describeError, log } from '../log.js';
 import type { AnchorProofs, EvidenceRepository } from './repository.js';
 import { buildStatement, canonicalStatement, computeServerHash } from './statement.js';
+import type { StatsPort } from './stats.js';
 
 /** What the anchoring pipeline needs of the ledger (lib/ledger's sender behind it). */
 export interface LedgerPort {
@@ -28,6 +29,8 @@ export interface AnchorDeps {
   clock?: () => Date;
   /** How long a claim protects an unfinished anchor before another request may take the hash over. */
   claimTtlMs?: number;
+  /** Public statistics (anchors, new devices, transactions); best-effort, never fails a request. */
+  stats?: StatsPort;
 }
 
 /** One anchoring request, v1 or v2, after schema validation (hashes lower-case hex). */
@@ -171,6 +174,7 @@ export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Prom
       log.error('anchor claim lost before completion', { image_hash: input.imageHash, tx_hash: sent.txHash });
       throw conflict('hash_already_anchored', `The hash ${input.imageHash} was anchored by another request.`);
     }
+    await deps.stats?.record({ anchored: 1, transactions: 1, devices: input.chainIndex === 0 ? 1 : 0 });
     linkClaimed = false;
     await deps.repo.anchorLink(input.publicKeyHex, input.chainIndex, claimId, anchoredAt, sent.txHash);
 

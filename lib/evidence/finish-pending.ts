@@ -4,7 +4,12 @@ import type { EvidenceRepository } from './repository.js';
 /** What the finishing job needs of the ledger sender. */
 export interface PendingLedger {
   rebroadcastPending(): Promise<{ resent: number; filled: number; pending: number }>;
-  waitForReceipt(txHash: string, timeoutMs: number): Promise<{ status: 'confirmed' | 'failed'; blockNumber: number } | null>;
+  /** With the nonce, any version of a replaced transaction counts (`txHash`: the one mined). */
+  waitForReceipt(
+    txHash: string,
+    timeoutMs: number,
+    nonce?: number,
+  ): Promise<{ status: 'confirmed' | 'failed'; blockNumber: number; txHash?: string; txHashes?: string[] } | null>;
 }
 
 export interface FinishReport {
@@ -37,12 +42,12 @@ export async function finishPendingAnchors(
     const item = await deps.repo.get(image_hash);
     if (!item?.tx_hash || item.tx_status !== 'pending') continue;
     report.checked++;
-    const receipt = await deps.ledger.waitForReceipt(item.tx_hash, options.receiptWaitMs ?? 0);
+    const receipt = await deps.ledger.waitForReceipt(item.tx_hash, options.receiptWaitMs ?? 0, item.tx_nonce);
     if (!receipt) {
       report.stillPending++;
       continue;
     }
-    await deps.repo.setTxStatus(image_hash, item.tx_hash, receipt.status, receipt.blockNumber, clock().toISOString());
+    await deps.repo.setTxStatus(image_hash, item.tx_hash, receipt.status, receipt.blockNumber, clock().toISOString(), receipt);
     if (receipt.status === 'confirmed') report.confirmed++;
     else report.failed++;
   }

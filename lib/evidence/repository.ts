@@ -1,5 +1,6 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { isConditionalCheckFailed } from '../store/dynamo.js';
+import type { StatsPort } from './stats.js';
 
 /** Ledger state of an anchor's transaction. */
 export type TxStatus = 'pending' | 'confirmed' | 'failed';
@@ -30,6 +31,8 @@ export interface AnchorProofs {
   ledger_chain_id: number;
   ledger_address: string;
   tx_hash: string;
+  /** Every version of the transaction after the ledger sender replaced a stuck one, oldest first. */
+  tx_hashes?: string[] | undefined;
   tx_nonce: number;
   tx_status: TxStatus;
   block_number?: number | undefined;
@@ -88,6 +91,8 @@ export class EvidenceRepository {
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tables: { evidence: string; chains: string },
+    /** Counts first registrations (GET /api/v1/stats); best-effort. */
+    private readonly stats?: StatsPort,
   ) {}
 
   /** The evidence item, read strongly consistent (verify must see a just-finished anchor). */
@@ -97,20 +102,23 @@ export class EvidenceRepository {
   }
 
   /**
-   * Registers a hash; idempotent: `if_not_exists` keeps the first registration's time, and the
-   * returned item carries it (ALL_NEW), so N concurrent registrations all answer the same time.
+   * Registers a hash; idempotent: `if_not_exists` keeps the first registration's time. The item
+   * as it was before (ALL_OLD) tells both that time and whether this call was the first (exactly
+   * one of N concurrent registrations sees no registered_at), which the statistics count.
    */
-  async register(imageHash: string, accountId: string, now: string): Promise<{ registeredAt: string }> {
+  async register(imageHash: string, accountId: string, now: string): Promise<{ registeredAt: string; first: boolean }> {
     const r = await this.db.send(
       new UpdateCommand({
         TableName: this.tables.evidence,
         Key: { image_hash: imageHash },
         UpdateExpression: 'SET registered_at = if_not_exists(registered_at, :now), registered_by = if_not_exists(registered_by, :acct)',
         ExpressionAttributeValues: { ':now': now, ':acct': accountId },
-        ReturnValues: 'ALL_NEW',
+        ReturnValues: 'ALL_OLD',
       }),
     );
-    return { registeredAt: (r.Attributes as EvidenceItem).registered_at ?? now };
+    const before = (r.Attributes as EvidenceItem | undefined)?.registered_at;
+    if (before === undefined) await this.stats?.record({ registered: 1 });
+    return { registeredAt: before ?? now, first: before === undefined };
   }
 
   /**
@@ -192,17 +200,81 @@ export class EvidenceRepository {
     }
   }
 
-  /** Records the receipt of an anchor's transaction (the request itself or the finishing job). */
-  async setTxStatus(imageHash: string, txHash: string, status: TxStatus, blockNumber: number | undefined, at: string): Promise<void> {
+  /**
+   * Records the receipt of an anchor's transaction (the request itself or the finishing job).
+   * `landed`: when the ledger sender replaced a stuck transaction, the version actually mined
+   * (`txHash`, possibly the original) and every version (`txHashes`); the record then names the
+   * mined one.
+   */
+  async setTxStatus(
+    imageHash: string,
+    txHash: string,
+    status: TxStatus,
+    blockNumber: number | undefined,
+    at: string,
+    landed: { txHash?: string; txHashes?: string[] } = {},
+  ): Promise<void> {
+    const values: Record<string, unknown> = { ':s': status, ':b': blockNumber ?? null, ':at': at, ':tx': txHash, ':mined': landed.txHash ?? txHash };
+    const all = landed.txHashes && landed.txHashes.length > 1 ? landed.txHashes : undefined;
+    if (all) values[':all'] = all;
     try {
-      await this.db.send(
+      const r = await this.db.send(
         new UpdateCommand({
           TableName: this.tables.evidence,
           Key: { image_hash: imageHash },
-          UpdateExpression: 'SET tx_status = :s, block_number = :b, confirmed_at = :at REMOVE pending_shard',
-          // Only for the transaction this record names (a replacement would carry another hash).
-          ConditionExpression: 'tx_hash = :tx',
-          ExpressionAttributeValues: { ':s': status, ':b': blockNumber ?? null, ':at': at, ':tx': txHash },
+          UpdateExpression: `SET tx_status = :s, block_number = :b, confirmed_at = :at, tx_hash = :mined${all ? ', tx_hashes = :all' : ''} REMOVE pending_shard`,
+          // Only for the transaction this record names, or one it named before a replacement
+          // (tx_hashes: the versions of a replaced transaction, see replaceTxHash).
+          ConditionExpression: 'tx_hash = :tx OR contains(tx_hashes, :tx)',
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      if (all) await this.linkFollows(r.Attributes as EvidenceItem, values[':mined'] as string);
+    } catch (error) {
+      if (!isConditionalCheckFailed(error)) throw error;
+    }
+  }
+
+  /**
+   * The ledger sender replaced the stuck transaction of a pending anchor (same nonce, higher fees):
+   * the record (and its chain link) names the replacement; `tx_hashes` keeps every version, oldest
+   * first, because the receipt of any of them may be the one that lands (setTxStatus then names it).
+   * False when the record is not pending on `previousTxHash` any more.
+   */
+  async replaceTxHash(imageHash: string, previousTxHash: string, txHash: string, txHashes: string[]): Promise<boolean> {
+    let item: EvidenceItem;
+    try {
+      const r = await this.db.send(
+        new UpdateCommand({
+          TableName: this.tables.evidence,
+          Key: { image_hash: imageHash },
+          UpdateExpression: 'SET tx_hash = :new, tx_hashes = :all',
+          ConditionExpression: 'tx_status = :pending AND (tx_hash = :old OR contains(tx_hashes, :old))',
+          ExpressionAttributeValues: { ':new': txHash, ':all': txHashes, ':old': previousTxHash, ':pending': 'pending' },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      item = r.Attributes as EvidenceItem;
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return false;
+      throw error;
+    }
+    await this.linkFollows(item, txHash);
+    return true;
+  }
+
+  /** The chain link of an anchored item names the same transaction as the item (after a replacement). */
+  private async linkFollows(item: EvidenceItem, txHash: string): Promise<void> {
+    if (item.public_key_hex === undefined || item.chain_index === undefined) return;
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tables.chains,
+          Key: { public_key_hex: item.public_key_hex, chain_index: item.chain_index },
+          UpdateExpression: 'SET tx_hash = :tx',
+          ConditionExpression: 'image_hash = :img', // the link of this very item
+          ExpressionAttributeValues: { ':tx': txHash, ':img': item.image_hash },
         }),
       );
     } catch (error) {

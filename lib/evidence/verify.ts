@@ -100,7 +100,7 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string): Promi
 }
 
 /** server_hash = SHA-256(statement), and the statement speaks of this image, chain and device. */
-function checkStatement(item: AnchoredEvidence): boolean {
+export function checkStatement(item: AnchoredEvidence): boolean {
   if (sha256Hex(item.statement) !== item.server_hash) return false;
   try {
     const s = JSON.parse(item.statement) as Record<string, unknown>;

@@ -13,6 +13,7 @@ import { getLedgerSender } from '../deps/anchoring.js';
 import { getDb } from '../deps/core.js';
 import { getEvidenceRepo } from '../deps/evidence.js';
 import { finishPendingAnchors } from '../evidence/finish-pending.js';
+import { ensurePqKeyRegistered } from '../evidence/pq-registration.js';
 import { ensureTables } from '../store/tables.js';
 import { describeError, log } from '../log.js';
 import { ensureLocalSecrets } from './bootstrap.js';
@@ -82,6 +83,10 @@ try {
   } else {
     say(`ledger     ${config.ledger.network} at the configured LEDGER_RPC_URL (chain id ${config.ledger.chainId})`);
   }
+
+  // Publish the ML-DSA-65 key's fingerprint on the ledger once (idempotent: nothing is sent when it is there).
+  const pq = await ensurePqKeyRegistered();
+  say(`pq key     ${pq.registration.fingerprint.slice(0, 16)}… on the ledger in ${pq.registration.tx_hash} (${pq.sentNow ? 'registered now' : 'already registered'})`);
 
   say(`tsa        ${config.tsa.scheme === 'embedded' ? `embedded RFC 3161 TSA, root ${path.join(config.tsa.dir, 'root.pem')}` : 'remote RFC 3161 TSA'}`);
 
