@@ -3,26 +3,23 @@ import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { before, describe, it } from 'node:test';
-import { serve } from '@hono/node-server';
-import { buildLocalApi } from '../lib/local/server.js';
+import { after, before, describe, it } from 'node:test';
+import { type HttpService, startHttpService } from './support/http-server.js';
 import { useStack } from './support/stack.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 let base: string;
+let service: HttpService | undefined;
 
 before(async () => {
   await useStack();
-  const api = await buildLocalApi();
-  const port = await new Promise<number>((resolve) => {
-    const server = serve({ fetch: api.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => resolve(info.port));
-    server.unref();
-  });
-  base = `http://127.0.0.1:${port}`;
+  service = await startHttpService();
+  base = service.url;
 });
+
+after(() => service?.close());
 
 /** The fenced block of the README that follows the given marker line. */
 function readmeBlock(after: string, lang: string): string {

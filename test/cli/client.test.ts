@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { useStack } from '../support/stack.js';
 import { createAccount, randomHash } from '../support/client.js';
 import { computeChainHash, sha256Hex } from '../../lib/crypto/hash.js';
-import { type HttpService, startHttpService } from '../web/http-server.js';
+import { type HttpService, startHttpService } from '../support/http-server.js';
 
 const BIN = path.resolve(import.meta.dirname, '..', '..', 'bin', 'evidence.mjs');
 

@@ -1,22 +1,19 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import { before, describe, it } from 'node:test';
-import { serve } from '@hono/node-server';
+import { after, before, describe, it } from 'node:test';
 import { resetCoreDeps } from '../../lib/deps/core.js';
-import { buildLocalApi } from '../../lib/local/server.js';
+import { type HttpService, startHttpService } from '../support/http-server.js';
 import { freePort, useStack } from '../support/stack.js';
 
 let base: string;
+let service: HttpService | undefined;
 
 before(async () => {
   await useStack();
-  const api = await buildLocalApi();
-  const port = await new Promise<number>((resolve) => {
-    const server = serve({ fetch: api.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => resolve(info.port));
-    server.unref();
-  });
-  base = `http://127.0.0.1:${port}`;
+  service = await startHttpService();
+  base = service.url;
 });
+
+after(() => service?.close());
 
 describe('the local API over real HTTP', () => {
   it('reports every part up on /api/v1/health', async () => {

@@ -7,7 +7,7 @@ import { useStack } from '../support/stack.js';
 import { createAccount, Device, randomHash } from '../support/client.js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
 import { resetCoreDeps } from '../../lib/deps/core.js';
-import { type HttpService, startHttpService } from './http-server.js';
+import { type HttpService, startHttpService } from '../support/http-server.js';
 
 /** Debian's chromium package (.ci/run installs it); CHROMIUM_PATH overrides. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

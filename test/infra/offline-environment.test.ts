@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { describe, test } from 'node:test';
+import { loadConfig } from '../../lib/config.js';
+
+// CommonJS because osls loads plugins with require(); load it the same way.
+const require = createRequire(import.meta.url);
+const { offlineEnvironment } = require('../../infra/serverless-offline-local.cjs') as {
+  offlineEnvironment(declared: Record<string, unknown>, shell: Record<string, string | undefined>, httpPort: number | string): Record<string, string>;
+};
+const { buildFunctions } = require('../../infra/serverless-functions.cjs') as {
+  buildFunctions(): Record<string, { environment?: Record<string, string> }>;
+};
+
+/** provider.environment as osls resolves serverless.yml for AWS: strings, and CloudFormation objects for refs. */
+const AWS_ENVIRONMENT: Record<string, unknown> = {
+  DEPLOYMENT: 'aws',
+  DATA_DIR: '/tmp/evidence',
+  LOG_LEVEL: 'info',
+  PUBLIC_BASE_URL: { 'Fn::GetAtt': ['HttpApi', 'ApiEndpoint'] },
+  PUBLIC_RATE_PER_MINUTE: '600',
+  TIER_LIMITS: '',
+  TABLE_ACCOUNTS: { Ref: 'AccountsTable' },
+  TABLE_EVIDENCE: { Ref: 'EvidenceTable' },
+  JWT_SECRET_KMS_CIPHERTEXT: 'placeholder-set-jwtSecretKmsCiphertext',
+  PQ_SIGNER: 'kms',
+  PQ_SIGNER_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/1',
+  TSA_SCHEME: 'embedded',
+  TSA_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/2',
+  LEDGER_NETWORK: 'polygon-amoy',
+  LEDGER_RPC_URL: 'https://rpc-amoy.polygon.technology',
+  LEDGER_WALLET: 'kms',
+  LEDGER_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/3',
+};
+/** What test/offline/run.ts hands osls: the test stack's environment (and a stray KMS setting). */
+const SHELL = {
+  DATA_DIR: '/tmp/evidence-test-x',
+  DYNAMODB_ENDPOINT: 'http://127.0.0.1:40001',
+  TABLE_PREFIX: 'test-abc-',
+  ADMIN_TOKEN: 'admin-token-of-the-test-stack',
+  LOG_LEVEL: 'warn',
+  LEDGER_RPC_URL: 'http://127.0.0.1:40002',
+  PQ_SIGNER: 'kms',
+  PQ_SIGNER_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:123456789012:key/shell',
+  HOME: '/root',
+};
+
+describe('osls offline environment (infra/serverless-offline-local.cjs)', () => {
+  const functions = buildFunctions();
+
+  test('every function gets the local deployment on the stack, with no KMS setting and only strings', () => {
+    for (const [name, fn] of Object.entries(functions)) {
+      const env = offlineEnvironment({ ...AWS_ENVIRONMENT, ...(fn.environment ?? {}) }, SHELL, 4000);
+      for (const [k, v] of Object.entries(env)) assert.equal(typeof v, 'string', `${name}.${k}`);
+      assert.deepEqual(Object.keys(env).filter((k) => /KMS/.test(k)), [], name);
+      assert.equal(env.HOME, undefined, 'nothing else from the shell');
+      const config = loadConfig(env);
+      assert.equal(config.deployment, 'local');
+      assert.equal(config.signer.scheme, 'local');
+      assert.equal(config.ledger.walletScheme, 'local');
+      assert.equal(config.jwt.source, 'file');
+      assert.equal(config.dataDir, SHELL.DATA_DIR);
+      assert.equal(config.aws.dynamoEndpoint, SHELL.DYNAMODB_ENDPOINT);
+      assert.equal(config.tables.accounts, 'test-abc-accounts');
+      assert.equal(config.ledger.network, 'local');
+      assert.equal(config.ledger.rpcUrl, SHELL.LEDGER_RPC_URL);
+      assert.equal(config.publicBaseUrl, 'http://localhost:4000');
+      assert.equal(config.logLevel, 'warn');
+    }
+  });
+
+  test('ADMIN_TOKEN reaches the functions that declare it and no other', () => {
+    const withToken = Object.entries(functions)
+      .filter(([, fn]) => offlineEnvironment({ ...AWS_ENVIRONMENT, ...(fn.environment ?? {}) }, SHELL, 4000).ADMIN_TOKEN === SHELL.ADMIN_TOKEN)
+      .map(([name]) => name);
+    assert.deepEqual(withToken, ['v2AdminSetTier']);
+  });
+});
