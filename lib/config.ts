@@ -90,6 +90,9 @@ export interface Config {
     rootsFile: string | undefined;
     timeoutMs: number;
     kmsKeyId: string | undefined;
+    /** With `kmsKeyId`: the TSA certificate of the KMS key and its root (PEM), shipped with the functions. */
+    certFile: string | undefined;
+    rootFile: string | undefined;
   };
   ledger: {
     network: NetworkName;
@@ -108,6 +111,8 @@ export interface Config {
     receiptTimeoutMs: number;
     pollingIntervalMs: number;
     lowBalanceWei: bigint;
+    /** A transaction still unmined after this long is re-signed with ≥ 10 % higher fees (0: never). */
+    replaceAfterMinutes: number;
   };
 }
 
@@ -161,6 +166,12 @@ export function loadConfig(env: Env = process.env): Config {
   const tsaRoots = r.optional('TSA_ROOTS_FILE');
   if (tsaScheme === 'remote' && !tsaUrl) problems.push('TSA_URL is required when TSA_SCHEME=remote');
   if (tsaScheme === 'remote' && !tsaRoots) problems.push('TSA_ROOTS_FILE (PEM roots the TSA must chain to) is required when TSA_SCHEME=remote');
+  const tsaKms = r.optional('TSA_KMS_KEY_ID');
+  const tsaCertFile = r.optional('TSA_CERT_FILE');
+  const tsaRootFile = r.optional('TSA_ROOT_FILE');
+  if (tsaScheme === 'embedded' && tsaKms && (!tsaCertFile || !tsaRootFile)) {
+    problems.push('TSA_CERT_FILE and TSA_ROOT_FILE (the PEM certificate of the TSA_KMS_KEY_ID key and its root) are required with TSA_KMS_KEY_ID');
+  }
   const policyOid = r.string('TSA_POLICY_OID', '1.3.6.1.4.1.57264.3161.1');
   if (!/^[0-2](\.\d+)+$/.test(policyOid)) problems.push(`TSA_POLICY_OID must be a dotted OID, got "${policyOid}"`);
 
@@ -220,7 +231,9 @@ export function loadConfig(env: Env = process.env): Config {
       url: tsaUrl,
       rootsFile: tsaRoots,
       timeoutMs: r.integer('TSA_TIMEOUT_MS', 5000, 100),
-      kmsKeyId: r.optional('TSA_KMS_KEY_ID'),
+      kmsKeyId: tsaKms,
+      certFile: tsaCertFile,
+      rootFile: tsaRootFile,
     },
     ledger: {
       network,
@@ -239,6 +252,7 @@ export function loadConfig(env: Env = process.env): Config {
       receiptTimeoutMs: r.integer('LEDGER_RECEIPT_TIMEOUT_MS', 2500, 0),
       pollingIntervalMs: r.integer('LEDGER_POLLING_INTERVAL_MS', 100, 10),
       lowBalanceWei: r.bigint('LEDGER_LOW_BALANCE_WEI', 10n ** 17n),
+      replaceAfterMinutes: r.number('LEDGER_REPLACE_AFTER_MINUTES', 5, 0),
     },
   };
   if (problems.length > 0) throw new ConfigError(problems);

@@ -17,9 +17,12 @@ export class JwtSecretError extends Error {
   }
 }
 
-/** A `KmsDecrypt` over the AWS SDK: one `Decrypt` call (symmetric key; the key id is inside the ciphertext). */
-export function kmsDecrypt(region: string): KmsDecrypt {
-  const client = new KMSClient({ region });
+/**
+ * A `KmsDecrypt` over the AWS SDK: one `Decrypt` call (symmetric key; the key id is inside the
+ * ciphertext). Takes the region, or a client (tests point one at the KMS-protocol test server).
+ */
+export function kmsDecrypt(region: string | KMSClient): KmsDecrypt {
+  const client = typeof region === 'string' ? new KMSClient({ region }) : region;
   return async (ciphertext) => {
     const out = await client.send(new DecryptCommand({ CiphertextBlob: ciphertext }));
     if (!out.Plaintext) throw new JwtSecretError('KMS returned no plaintext for JWT_SECRET_KMS_CIPHERTEXT');

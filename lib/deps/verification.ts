@@ -26,7 +26,8 @@ export function getVerifyDeps(): VerifyDeps {
 /** PEM roots the RFC 3161 tokens must chain to. */
 export async function loadTsaRoots(): Promise<string[]> {
   const { tsa } = getConfig();
-  const file = tsa.scheme === 'remote' && tsa.rootsFile ? tsa.rootsFile : path.join(tsa.dir, 'root.pem');
+  // Remote TSA: its roots. Embedded TSA: the root of its certificate (TSA_ROOT_FILE with a KMS key, else DATA_DIR).
+  const file = tsa.scheme === 'remote' && tsa.rootsFile ? tsa.rootsFile : (tsa.rootFile ?? path.join(tsa.dir, 'root.pem'));
   return [await readFile(file, 'utf8')];
 }
 

@@ -1,4 +1,5 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { describeError, log } from '../log.js';
 import { isConditionalCheckFailed } from '../store/dynamo.js';
 import type { StatsPort } from './stats.js';
 
@@ -264,7 +265,11 @@ export class EvidenceRepository {
     return true;
   }
 
-  /** The chain link of an anchored item names the same transaction as the item (after a replacement). */
+  /**
+   * The chain link of an anchored item names the same transaction as the item (after a
+   * replacement). Best-effort: the item is the record of proof; a link left behind only shows an
+   * older version of the same transaction (and the caller may lack write access to the chains table).
+   */
   private async linkFollows(item: EvidenceItem, txHash: string): Promise<void> {
     if (item.public_key_hex === undefined || item.chain_index === undefined) return;
     try {
@@ -278,7 +283,7 @@ export class EvidenceRepository {
         }),
       );
     } catch (error) {
-      if (!isConditionalCheckFailed(error)) throw error;
+      if (!isConditionalCheckFailed(error)) log.warn('chain link not updated to the replacement transaction', { image_hash: item.image_hash, tx_hash: txHash, ...describeError(error) });
     }
   }
 

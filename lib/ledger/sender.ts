@@ -1,5 +1,5 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { FetchRequest, JsonRpcProvider, Network, Transaction, getAddress, parseUnits, type TransactionRequest } from 'ethers';
+import { FetchRequest, JsonRpcProvider, Network, Transaction, formatEther, getAddress, parseUnits, type TransactionRequest } from 'ethers';
 import { isConditionalCheckFailed } from '../store/dynamo.js';
 import { LedgerUnavailableError, sanitizeDetail } from './errors.js';
 
@@ -32,6 +32,23 @@ import { LedgerUnavailableError, sanitizeDetail } from './errors.js';
  * refuses a nonce above the next one: "nonce too high"); receipts are awaited in parallel. Between
  * processes nonces can still arrive out of order by a few milliseconds: "nonce too high" is
  * retried with backoff for a short while. Create one sender per wallet per process.
+ *
+ * Fees (real networks). EIP-1559: the priority fee is max(configured floor, the node's
+ * eth_maxPriorityFeePerGas) — Polygon PoS refuses tips under its minimum (the presets' 25 gwei) —
+ * and maxFeePerGas = min(2 × base fee + priority fee, cap). Nothing is ever signed above the cap.
+ *
+ * Stuck transactions (rebroadcastPending with `replaceAfterMs`). A slot sent and still unmined
+ * after that long is re-signed at the SAME nonce with the same data and both maxFeePerGas and
+ * maxPriorityFeePerGas raised by at least `feeBumpPercent` (10 %: the txpool's replacement rule in
+ * geth and Bor, which refuse a replacement that raises only one of them or by less). The slot keeps
+ * every version: `tx_hash`/`raw` name the newest, `tx_hashes`/`raws` list all of them, oldest
+ * first; the new version is written BEFORE its broadcast, like every transaction here. If the node
+ * refuses the replacement, the slot goes back to the version it replaced. When the bump would cross
+ * the cap, nothing is signed and a warn line with `alert: "ledger_fee_cap"` is logged.
+ * Only one version can be mined (one nonce), but it may be ANY of them: the original can still land
+ * after its replacement was broadcast. So receipts are looked up across the slot's versions
+ * (waitForReceipt with the nonce), the slot then names the version that was mined, and
+ * `onReplaced` lets the record naming the transaction (the evidence item) follow each replacement.
  */
 
 /** What the sender needs from a signer: a local ethers Wallet, or a KMS-backed AbstractSigner. */
@@ -63,6 +80,27 @@ export interface LedgerSlot {
   block_number?: number;
   block_hash?: string;
   gas_used?: number;
+  /** After a replacement: every transaction signed for this nonce, oldest first (tx_hash is one of them). */
+  tx_hashes?: string[];
+  /** Their raw bytes, in the same order (the one mined may be an earlier version). */
+  raws?: string[];
+  /** When the last replacement was signed (the age of a replaced slot counts from here). */
+  replaced_at?: string;
+}
+
+/** What `onReplaced` hears after a stuck transaction was re-signed with higher fees and broadcast. */
+export interface ReplacedTransaction {
+  kind: LedgerSlotKind;
+  ref: string;
+  nonce: number;
+  /** The version the record named so far. */
+  previousTxHash: string;
+  /** The new version. */
+  txHash: string;
+  /** Every version, oldest first. */
+  txHashes: string[];
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
 }
 
 interface WalletItem {
@@ -100,6 +138,15 @@ export interface LedgerSenderOptions {
   gapGraceMs?: number;
   /** walletStatus().lowBalance is true below this; default 0.1 native coin. */
   lowBalanceWei?: bigint;
+  /**
+   * rebroadcastPending() replaces a slot sent (or last replaced) at least this long ago and still
+   * unmined; default undefined: never.
+   */
+  replaceAfterMs?: number;
+  /** Minimum raise of both fees of a replacement, percent; default (and minimum) 10. */
+  feeBumpPercent?: number;
+  /** Called after a replacement was broadcast (failures are logged, never thrown). */
+  onReplaced?: (replaced: ReplacedTransaction) => Promise<void>;
   /** Operational events (never secrets). */
   log?: (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
 }
@@ -120,6 +167,13 @@ export interface LedgerReceipt {
   blockNumber: number;
   blockHash: string;
   gasUsed: bigint;
+  /**
+   * The transaction mined: the one asked for or, for a replaced slot, another version of it.
+   * Always set by LedgerSender (optional only for stand-in senders written before replacements).
+   */
+  txHash?: string;
+  /** Every version of a replaced slot, oldest first (absent when it was never replaced). */
+  txHashes?: string[];
 }
 
 /** What rebroadcastPending() and replay() did. */
@@ -144,6 +198,10 @@ export interface ResendReport {
   failed: number;
   /** Still without a receipt after the timeout. */
   pending: number;
+  /** Stuck transactions re-signed with higher fees and broadcast. */
+  replaced: number;
+  /** Stuck transactions that could not be replaced: the bump would cross the fee cap, or the node refused it. */
+  notReplaced: number;
   /** The DynamoDB counter after the run. */
   nextNonce: number | null;
 }
@@ -243,6 +301,9 @@ export class LedgerSender {
   private readonly nonceRetryMs: number;
   private readonly gapGraceMs: number;
   private readonly lowBalanceWei: bigint;
+  private readonly replaceAfterMs: number | undefined;
+  private readonly feeBumpPercent: bigint;
+  private readonly onReplaced: LedgerSenderOptions['onReplaced'];
   private readonly log: NonNullable<LedgerSenderOptions['log']>;
 
   private mutex: Promise<unknown> = Promise.resolve();
@@ -270,6 +331,11 @@ export class LedgerSender {
     this.nonceRetryMs = options.nonceRetryMs ?? 3000;
     this.gapGraceMs = options.gapGraceMs ?? 120_000;
     this.lowBalanceWei = options.lowBalanceWei ?? 10n ** 17n;
+    this.replaceAfterMs = options.replaceAfterMs;
+    const bump = options.feeBumpPercent ?? 10;
+    if (!Number.isInteger(bump) || bump < 10) throw new Error('feeBumpPercent must be an integer ≥ 10 (nodes refuse smaller replacement bumps)');
+    this.feeBumpPercent = BigInt(bump);
+    this.onReplaced = options.onReplaced;
     this.log = options.log ?? (() => undefined);
   }
 
@@ -305,15 +371,23 @@ export class LedgerSender {
   /**
    * Waits for the receipt of `txHash` (polling), updates its slot, and returns it; null when still
    * pending after `timeoutMs`. Transient RPC errors count as "not yet".
+   *
+   * With `nonce` (the record's tx_nonce), every version of that slot counts: a stuck transaction may
+   * have been replaced, and whichever version was mined is returned (`receipt.txHash`). Without it
+   * only `txHash` itself is polled (one DynamoDB read less: fine right after a submit).
    */
-  async waitForReceipt(txHash: string, timeoutMs: number): Promise<LedgerReceipt | null> {
+  async waitForReceipt(txHash: string, timeoutMs: number, nonce?: number): Promise<LedgerReceipt | null> {
     const hash = txHash.toLowerCase();
     const deadline = Date.now() + timeoutMs;
+    let versions: { hashes: string[]; slot: LedgerSlot | null } | null = nonce === undefined ? { hashes: [hash], slot: null } : null;
     for (;;) {
-      const receipt = await this.receiptIfSettled(hash).catch(() => null);
-      if (receipt) {
-        await this.recordReceipt(hash, receipt).catch((error: unknown) =>
-          this.log('warn', 'ledger: could not record a receipt', { txHash: hash, detail: sanitizeDetail(error) }),
+      versions ??= await this.versionsOf(hash, nonce ?? -1).catch(() => null);
+      const found = await this.firstSettled(versions?.hashes ?? [hash]).catch(() => null);
+      if (found) {
+        const txHashes = versions?.slot?.tx_hashes;
+        const receipt: LedgerReceipt = { ...found.receipt, ...(txHashes && txHashes.length > 1 ? { txHashes: [...txHashes] } : {}) };
+        await this.recordReceipt(found.hash, receipt, versions?.slot ?? null).catch((error: unknown) =>
+          this.log('warn', 'ledger: could not record a receipt', { txHash: found.hash, detail: sanitizeDetail(error) }),
         );
         return receipt;
       }
@@ -329,8 +403,10 @@ export class LedgerSender {
    * the receipts and brings the DynamoDB counter in line with the chain. Slots signed less than
    * `gapGraceMs` ago belong to submits still in flight and are left to them.
    */
-  async rebroadcastPending(options: { receiptTimeoutMs?: number; gapGraceMs?: number } = {}): Promise<ResendReport> {
-    return this.resend(options.gapGraceMs ?? this.gapGraceMs, options.receiptTimeoutMs ?? 30_000);
+  async rebroadcastPending(options: { receiptTimeoutMs?: number; gapGraceMs?: number; replaceAfterMs?: number } = {}): Promise<ResendReport> {
+    const report = await this.resend(options.gapGraceMs ?? this.gapGraceMs, options.receiptTimeoutMs ?? 30_000, options.replaceAfterMs ?? this.replaceAfterMs);
+    await this.logHealth().catch((error: unknown) => this.log('warn', 'ledger: health could not be read', { detail: sanitizeDetail(error) }));
+    return report;
   }
 
   /**
@@ -422,9 +498,16 @@ export class LedgerSender {
     if (this.feeCache && now - this.feeCache.at < this.feeCacheMs) return this.feeCache;
     this.feeInFlight ??= (async () => {
       try {
-        const block = await this.rpc('read the base fee', () => this.provider.getBlock('latest'));
+        const [block, suggested] = await Promise.all([
+          this.rpc('read the base fee', () => this.provider.getBlock('latest')),
+          // The node's suggestion; nodes without the method (or failing) leave the floor alone.
+          (this.provider.send('eth_maxPriorityFeePerGas', []) as Promise<string>).then((hex) => BigInt(hex)).catch(() => 0n),
+        ]);
         const baseFee = block?.baseFeePerGas ?? 0n;
-        let maxFeePerGas = 2n * baseFee + this.priorityFee;
+        // The configured priority fee is a floor (Polygon refuses tips under its minimum); under
+        // congestion the node suggests more, and a tip below that waits.
+        const priorityFee = suggested > this.priorityFee ? suggested : this.priorityFee;
+        let maxFeePerGas = 2n * baseFee + priorityFee;
         if (maxFeePerGas > this.maxFeeCap) maxFeePerGas = this.maxFeeCap;
         if (baseFee > this.maxFeeCap) {
           this.log('warn', 'ledger: base fee above the configured cap; the transaction waits until it falls', {
@@ -432,7 +515,7 @@ export class LedgerSender {
             capWei: this.maxFeeCap.toString(),
           });
         }
-        const maxPriorityFeePerGas = this.priorityFee < maxFeePerGas ? this.priorityFee : maxFeePerGas;
+        const maxPriorityFeePerGas = priorityFee < maxFeePerGas ? priorityFee : maxFeePerGas;
         this.feeCache = { at: Date.now(), maxFeePerGas, maxPriorityFeePerGas };
         return this.feeCache;
       } finally {
@@ -865,26 +948,53 @@ export class LedgerSender {
       const finalized = await this.provider.getBlock('finalized');
       if (!finalized || finalized.number < r.blockNumber) return null;
     }
-    return { status: r.status === 1 ? 'confirmed' : 'failed', blockNumber: r.blockNumber, blockHash: r.blockHash.toLowerCase(), gasUsed: r.gasUsed };
+    return { status: r.status === 1 ? 'confirmed' : 'failed', blockNumber: r.blockNumber, blockHash: r.blockHash.toLowerCase(), gasUsed: r.gasUsed, txHash: hash };
   }
 
-  private async recordReceipt(hash: string, receipt: LedgerReceipt): Promise<void> {
+  /** The first of `hashes` whose receipt is settled (at most one can be: they share a nonce). */
+  private async firstSettled(hashes: string[]): Promise<{ hash: string; receipt: LedgerReceipt } | null> {
+    const receipts = await Promise.all(hashes.map((h) => this.receiptIfSettled(h)));
+    const i = receipts.findIndex((r) => r !== null);
+    const receipt = receipts[i];
+    const hash = hashes[i];
+    return receipt && hash ? { hash, receipt } : null;
+  }
+
+  /** The versions of the slot at `nonce` if `hash` is one of them (asked-for hash first), else just `hash`. */
+  private async versionsOf(hash: string, nonce: number): Promise<{ hashes: string[]; slot: LedgerSlot | null }> {
+    const slot = nonce >= 0 ? await this.getSlot(await this.address(), nonce) : null;
+    if (!slot || (slot.tx_hash !== hash && !slot.tx_hashes?.includes(hash))) return { hashes: [hash], slot: null };
+    return { hashes: [...new Set([hash, slot.tx_hash, ...(slot.tx_hashes ?? [])])], slot };
+  }
+
+  private async recordReceipt(hash: string, receipt: LedgerReceipt, known: LedgerSlot | null = null): Promise<void> {
     const address = await this.address();
-    let nonce = this.nonceByHash.get(hash);
+    let nonce = known?.sk ?? this.nonceByHash.get(hash);
     if (nonce === undefined) {
       const tx = await this.provider.getTransaction(hash);
       if (!tx || tx.from.toLowerCase() !== address) return; // not one of ours
       nonce = tx.nonce;
     }
-    await this.setSlotStatus(address, nonce, hash, receipt.status, ['signed', 'sent', 'confirmed', 'failed'], {
-      set: { block_number: receipt.blockNumber, block_hash: receipt.blockHash, gas_used: Number(receipt.gasUsed) },
-    });
+    const from: LedgerSlotStatus[] = ['signed', 'sent', 'confirmed', 'failed'];
+    const mined = { block_number: receipt.blockNumber, block_hash: receipt.blockHash, gas_used: Number(receipt.gasUsed) };
+    const done = await this.setSlotStatus(address, nonce, hash, receipt.status, from, { set: mined });
+    if (!done) {
+      // A replaced slot whose mined version is not the newest (the original landed after all):
+      // the slot now names the mined version, with its raw bytes (what a local replay re-sends).
+      const slot = known ?? (await this.getSlot(address, nonce));
+      const i = slot?.tx_hashes?.indexOf(hash) ?? -1;
+      const raw = slot?.raws?.[i];
+      if (slot && i >= 0 && slot.tx_hash !== hash) {
+        await this.setSlotStatus(address, nonce, slot.tx_hash, receipt.status, from, { set: { ...mined, tx_hash: hash, ...(raw ? { raw } : {}) } });
+      }
+    }
     this.nonceByHash.delete(hash);
+    for (const h of known?.tx_hashes ?? []) this.nonceByHash.delete(h);
   }
 
   // ---------------------------------------------------------------- rebroadcast and replay
 
-  private async resend(graceMs: number, receiptTimeoutMs: number): Promise<ResendReport> {
+  private async resend(graceMs: number, receiptTimeoutMs: number, replaceAfterMs?: number): Promise<ResendReport> {
     const address = await this.ready();
     const report: ResendReport = {
       fromNonce: 0,
@@ -898,6 +1008,8 @@ export class LedgerSender {
       confirmed: 0,
       failed: 0,
       pending: 0,
+      replaced: 0,
+      notReplaced: 0,
       nextNonce: null,
     };
     const sent = await this.exclusive(async () => {
@@ -919,15 +1031,25 @@ export class LedgerSender {
       const sendable = slots
         .filter((s) => LIVE.has(s.status) && s.raw)
         .sort((a, b) => a.sk - b.sk);
-      const hashes: string[] = [];
+      const hashes: { hash: string; nonce?: number }[] = [];
       for (let i = 0; i < sendable.length; i++) {
-        const slot = sendable[i] as LedgerSlot;
+        let slot = sendable[i] as LedgerSlot;
         if (slot.status === 'signed' && nowMs - Date.parse(slot.created_at) < graceMs) {
           // A submit in flight owns it; what follows cannot be mined before it anyway.
           report.blocked += sendable.length - i;
           break;
         }
-        const outcome = await this.broadcast(slot.raw as string, slot.tx_hash);
+        // Sent, unmined (its nonce is at or above the chain's) and old: stuck, e.g. behind a fee spike.
+        let outcome: BroadcastOutcome | null = null;
+        const since = Date.parse(slot.replaced_at ?? slot.sent_at ?? slot.created_at);
+        if (replaceAfterMs !== undefined && replaceAfterMs > 0 && slot.status === 'sent' && nowMs - since >= replaceAfterMs) {
+          const r = await this.replaceSlot(address, slot, nowMs - since);
+          if (r.replaced) report.replaced++;
+          else report.notReplaced++;
+          slot = r.slot;
+          outcome = r.outcome;
+        }
+        outcome ??= await this.broadcast(slot.raw as string, slot.tx_hash);
         if (outcome.kind === 'unreachable') {
           throw new LedgerUnavailableError('The ledger node is unreachable: pending transactions were not re-sent', 'unreachable', outcome.detail);
         }
@@ -950,13 +1072,13 @@ export class LedgerSender {
         if (slot.status !== 'sent') {
           await this.setSlotStatus(address, slot.sk, slot.tx_hash, 'sent', [...LIVE], { remove: ['block_number', 'block_hash', 'gas_used'] });
         }
-        hashes.push(slot.tx_hash);
+        hashes.push(slot.tx_hashes ? { hash: slot.tx_hash, nonce: slot.sk } : { hash: slot.tx_hash });
       }
       await this.resyncCounter(address);
       return hashes;
     });
 
-    const receipts = await Promise.all(sent.map((h) => this.waitForReceipt(h, receiptTimeoutMs)));
+    const receipts = await Promise.all(sent.map((h) => this.waitForReceipt(h.hash, receiptTimeoutMs, h.nonce)));
     for (const r of receipts) {
       if (!r) report.pending++;
       else if (r.status === 'confirmed') report.confirmed++;
@@ -965,6 +1087,126 @@ export class LedgerSender {
     report.nextNonce = (await this.getWallet(address))?.next_nonce ?? null;
     this.log('info', 'ledger: re-send finished', { ...report });
     return report;
+  }
+
+  /**
+   * Fees of a replacement: both at least `feeBumpPercent` above the version it replaces (rounded
+   * up), at least what a fresh transaction would pay now, and never above the cap. Null when the
+   * cap leaves no room for the bump.
+   */
+  private replacementFees(
+    previous: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint },
+    now: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint },
+  ): { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | null {
+    const bump = (v: bigint) => (v * (100n + this.feeBumpPercent) + 99n) / 100n;
+    const max = (a: bigint, b: bigint) => (a > b ? a : b);
+    const minTip = bump(previous.maxPriorityFeePerGas);
+    const minFee = bump(previous.maxFeePerGas);
+    const tip = max(minTip, now.maxPriorityFeePerGas);
+    let fee = max(max(minFee, now.maxFeePerGas), tip);
+    if (fee > this.maxFeeCap) fee = this.maxFeeCap;
+    if (fee < minFee || fee < minTip) return null;
+    return { maxFeePerGas: fee, maxPriorityFeePerGas: tip > fee ? fee : tip };
+  }
+
+  /**
+   * Replaces the stuck transaction of `slot` (see the class comment): re-signs it at the same nonce
+   * with bumped fees, writes the new version into the slot (conditional on the slot still naming
+   * the old one), then broadcasts it. Returns the slot to continue with and, when the replacement
+   * went out (or may have), its broadcast outcome; otherwise the slot as it was, for the usual re-send.
+   */
+  private async replaceSlot(
+    address: string,
+    slot: LedgerSlot,
+    pendingMs: number,
+  ): Promise<{ slot: LedgerSlot; outcome: BroadcastOutcome | null; replaced: boolean }> {
+    const unchanged = { slot, outcome: null, replaced: false };
+    const previous = Transaction.from(slot.raw as string);
+    const old = { maxFeePerGas: previous.maxFeePerGas ?? 0n, maxPriorityFeePerGas: previous.maxPriorityFeePerGas ?? 0n };
+    this.feeCache = null; // the base fee right now, not from before the spike
+    const fees = this.replacementFees(old, await this.fees());
+    const context = { nonce: slot.sk, txHash: slot.tx_hash, kind: slot.kind, ref: slot.ref, pendingMinutes: Math.round(pendingMs / 600) / 100 };
+    if (!fees) {
+      this.log('warn', 'ledger: stuck transaction not replaced: the fee bump would cross the cap', {
+        alert: 'ledger_fee_cap',
+        ...context,
+        maxFeePerGasWei: old.maxFeePerGas.toString(),
+        capWei: this.maxFeeCap.toString(),
+      });
+      return unchanged;
+    }
+    const signed = await this.sign(address, slot.sk, previous.data, fees);
+    const hashes = [...(slot.tx_hashes ?? [slot.tx_hash]), signed.txHash];
+    const raws = [...(slot.raws ?? [slot.raw as string]), signed.raw];
+    const now = this.clock().toISOString();
+    // Persisted before the broadcast: a replacement the node may have seen is never lost.
+    const written = await this.setSlotStatus(address, slot.sk, slot.tx_hash, 'sent', ['sent'], {
+      set: { tx_hash: signed.txHash, raw: signed.raw, tx_hashes: hashes, raws, replaced_at: now },
+    });
+    if (!written) {
+      // Mined, replaced or re-sent by someone else meanwhile: the usual re-send of what is stored.
+      const current = await this.getSlot(address, slot.sk);
+      return current && current.raw && LIVE.has(current.status) ? { ...unchanged, slot: current } : unchanged;
+    }
+    const replacement: LedgerSlot = { ...slot, tx_hash: signed.txHash, raw: signed.raw, tx_hashes: hashes, raws, replaced_at: now, updated_at: now };
+    const outcome = await this.broadcast(signed.raw, signed.txHash);
+    if (outcome.kind === 'accepted' || outcome.kind === 'ambiguous') {
+      this.nonceByHash.set(signed.txHash, slot.sk);
+      this.log('warn', 'ledger: stuck transaction replaced with higher fees', {
+        alert: 'ledger_tx_replaced',
+        ...context,
+        replacementTxHash: signed.txHash,
+        maxFeePerGasWei: fees.maxFeePerGas.toString(),
+        maxPriorityFeePerGasWei: fees.maxPriorityFeePerGas.toString(),
+        broadcast: outcome.kind,
+      });
+      await this.onReplaced?.({
+        kind: slot.kind,
+        ref: slot.ref,
+        nonce: slot.sk,
+        previousTxHash: slot.tx_hash,
+        txHash: signed.txHash,
+        txHashes: hashes,
+        ...fees,
+      }).catch((error: unknown) =>
+        this.log('warn', 'ledger: the record could not follow a replacement (its receipt will correct it)', { ...context, detail: sanitizeDetail(error) }),
+      );
+      return { slot: replacement, outcome, replaced: true };
+    }
+    // Definitely not taken (refused, nonce already mined, node unreachable): back to the version
+    // the node holds, which the usual re-send then handles.
+    await this.setSlotStatus(address, slot.sk, signed.txHash, 'sent', ['sent'], {
+      set: { tx_hash: slot.tx_hash, raw: slot.raw, tx_hashes: hashes.slice(0, -1), raws: raws.slice(0, -1) },
+    });
+    this.log('warn', 'ledger: the replacement of a stuck transaction was not accepted', { alert: 'ledger_tx_replace_failed', ...context, detail: outcome.detail });
+    return unchanged;
+  }
+
+  /**
+   * One line per run of the rebroadcast job for the alarms (docs/runbook.md): balance, transactions
+   * not yet mined and the age of the oldest, and the system clock (which the TSA stamps with) minus
+   * the latest block's timestamp.
+   */
+  private async logHealth(): Promise<void> {
+    const address = await this.address();
+    const [balanceWei, latest, block] = await Promise.all([
+      this.rpc('read the wallet balance', () => this.provider.getBalance(address)),
+      this.rpc('read the wallet nonce', () => this.nonceAt(address, 'latest')),
+      this.rpc('read the latest block', () => this.provider.getBlock('latest')),
+    ]);
+    const nowMs = this.clock().getTime();
+    const pending = (await this.listSlots(latest)).filter((s) => s.status === 'signed' || s.status === 'sent');
+    const oldest = pending.reduce((min, s) => Math.min(min, Date.parse(s.created_at)), nowMs);
+    this.log(balanceWei < this.lowBalanceWei ? 'warn' : 'info', 'ledger: health', {
+      address,
+      chainId: this.chainId,
+      balance: Number(formatEther(balanceWei)),
+      lowBalance: balanceWei < this.lowBalanceWei ? 1 : 0,
+      pendingTxs: pending.length,
+      oldestPendingSeconds: Math.round((nowMs - oldest) / 1000),
+      blockNumber: block?.number ?? null,
+      clockDriftSeconds: block ? Math.round(nowMs / 1000 - block.timestamp) : null,
+    });
   }
 
   /**

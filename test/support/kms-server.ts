@@ -1,31 +1,45 @@
 /**
  * A tiny AWS KMS stand-in for tests: speaks the AWS JSON 1.1 protocol the SDK uses
  * (POST / with `X-Amz-Target: TrentService.<Operation>`, JSON bodies, blobs as base64) and answers
- * GetPublicKey and Sign with real signatures. Request signatures (SigV4) are not checked.
+ * GetPublicKey and Sign with real signatures, and Encrypt/Decrypt with real AES-256-GCM.
+ * Request signatures (SigV4) are not checked.
  *
- * Keys are pluggable ({@link KmsTestKey}) so that ECDSA keys (ECC_NIST_P256, ECC_SECG_P256K1) can
- * be added next to {@link mlDsa65TestKey} later.
+ * Keys are pluggable ({@link KmsTestKey}): {@link mlDsa65TestKey} (ML_DSA_65),
+ * {@link ecdsaTestKey} (ECC_NIST_P256, ECC_SECG_P256K1) and {@link symmetricTestKey}
+ * (SYMMETRIC_DEFAULT).
  */
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KMSClient } from '@aws-sdk/client-kms';
+import { p256 } from '@noble/curves/nist.js';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js';
 
-/** One asymmetric signing key held by the test server. */
+/**
+ * One key held by the test server: an asymmetric signing key (`publicKeyDer` and `sign`) or a
+ * symmetric encryption key (`keyUsage: 'ENCRYPT_DECRYPT'`, `encrypt` and `decrypt`).
+ */
 export interface KmsTestKey {
   /** Bare key id (the last part of the ARN). */
   readonly keyId: string;
-  /** KMS key spec, e.g. `ML_DSA_65`, `ECC_NIST_P256`, `ECC_SECG_P256K1`. */
+  /** KMS key spec, e.g. `ML_DSA_65`, `ECC_NIST_P256`, `ECC_SECG_P256K1`, `SYMMETRIC_DEFAULT`. */
   readonly keySpec: string;
+  /** Default `SIGN_VERIFY`. */
+  readonly keyUsage?: 'SIGN_VERIFY' | 'ENCRYPT_DECRYPT';
   /** Signing algorithms KMS lists for the key, e.g. `ML_DSA_SHAKE_256`, `ECDSA_SHA_256`. */
   readonly signingAlgorithms: readonly string[];
   /** DER SubjectPublicKeyInfo, as GetPublicKey returns it. */
-  publicKeyDer(): Uint8Array;
+  publicKeyDer?(): Uint8Array;
   /**
    * Signs like KMS would. Throw a {@link KmsTestError} to answer with a KMS error
    * (e.g. a `ValidationException` for an unsupported message type).
    */
-  sign(message: Uint8Array, messageType: string, signingAlgorithm: string): Uint8Array;
+  sign?(message: Uint8Array, messageType: string, signingAlgorithm: string): Uint8Array;
+  /** Symmetric keys: the ciphertext of `plaintext` bound to `context` (the EncryptionContext as AAD). */
+  encrypt?(plaintext: Uint8Array, context: Uint8Array): { iv: Uint8Array; ciphertext: Uint8Array };
+  /** Symmetric keys: the plaintext, or a {@link KmsTestError} `InvalidCiphertextException`. */
+  decrypt?(iv: Uint8Array, ciphertext: Uint8Array, context: Uint8Array): Uint8Array;
 }
 
 /** An error the server answers with as a KMS error (`__type`, HTTP 400 by default). */
@@ -99,6 +113,9 @@ export async function startKmsTestServer(keys: readonly KmsTestKey[], options: K
   const operations: Record<string, (body: Record<string, unknown>) => Record<string, unknown>> = {
     GetPublicKey(body) {
       const key = findKey(body.KeyId);
+      if (key.publicKeyDer === undefined) {
+        throw new KmsTestError('UnsupportedOperationException', `${arn(key.keyId)} is not an asymmetric key`);
+      }
       return {
         KeyId: arn(key.keyId),
         PublicKey: Buffer.from(key.publicKeyDer()).toString('base64'),
@@ -110,6 +127,7 @@ export async function startKmsTestServer(keys: readonly KmsTestKey[], options: K
     },
     Sign(body) {
       const key = findKey(body.KeyId);
+      if (key.sign === undefined) throw new KmsTestError('InvalidKeyUsageException', `${arn(key.keyId)} is not a signing key`);
       if (typeof body.Message !== 'string') throw new KmsTestError('ValidationException', 'Message is required');
       const message = Buffer.from(body.Message, 'base64');
       const messageType = typeof body.MessageType === 'string' ? body.MessageType : 'RAW';
@@ -123,6 +141,30 @@ export async function startKmsTestServer(keys: readonly KmsTestKey[], options: K
       }
       const signature = key.sign(Uint8Array.from(message), messageType, algorithm);
       return { KeyId: arn(key.keyId), Signature: Buffer.from(signature).toString('base64'), SigningAlgorithm: algorithm };
+    },
+    Encrypt(body) {
+      const key = findKey(body.KeyId);
+      if (key.encrypt === undefined) throw new KmsTestError('InvalidKeyUsageException', `${arn(key.keyId)} is not an encryption key`);
+      if (typeof body.Plaintext !== 'string') throw new KmsTestError('ValidationException', 'Plaintext is required');
+      const plaintext = Buffer.from(body.Plaintext, 'base64');
+      // KMS Encrypt: 1..4096 bytes of plaintext.
+      if (plaintext.length === 0 || plaintext.length > 4096) throw new KmsTestError('ValidationException', 'Plaintext must be 1..4096 bytes');
+      const { iv, ciphertext } = key.encrypt(plaintext, encryptionContextBytes(body.EncryptionContext));
+      const blob = encodeCiphertextBlob(key.keyId, iv, ciphertext);
+      return { KeyId: arn(key.keyId), CiphertextBlob: Buffer.from(blob).toString('base64'), EncryptionAlgorithm: 'SYMMETRIC_DEFAULT' };
+    },
+    Decrypt(body) {
+      if (typeof body.CiphertextBlob !== 'string') throw new KmsTestError('ValidationException', 'CiphertextBlob is required');
+      const parsed = decodeCiphertextBlob(Buffer.from(body.CiphertextBlob, 'base64'));
+      // Like KMS: for symmetric keys the key is named inside the ciphertext; a KeyId given by the
+      // caller must be that key.
+      const key = findKey(parsed.keyId);
+      if (body.KeyId !== undefined && findKey(body.KeyId).keyId !== key.keyId) {
+        throw new KmsTestError('IncorrectKeyException', 'The key ID in the request does not identify the key that encrypted the ciphertext');
+      }
+      if (key.decrypt === undefined) throw new KmsTestError('InvalidCiphertextException', 'the ciphertext does not belong to a symmetric key');
+      const plaintext = key.decrypt(parsed.iv, parsed.ciphertext, encryptionContextBytes(body.EncryptionContext));
+      return { KeyId: arn(key.keyId), Plaintext: Buffer.from(plaintext).toString('base64'), EncryptionAlgorithm: 'SYMMETRIC_DEFAULT' };
     },
   };
 
@@ -264,4 +306,133 @@ export function mlDsa65TestKey(keyId: string, seed: Uint8Array): KmsTestKey & { 
       throw new KmsTestError('ValidationException', `MessageType ${messageType} is not supported for ML_DSA_65 keys`);
     },
   };
+}
+
+// --- ECDSA keys (ECC_NIST_P256, ECC_SECG_P256K1) -------------------------------------------
+
+/** DER of OBJECT IDENTIFIER 1.2.840.10045.2.1 (id-ecPublicKey, RFC 5480 §2.1.1). */
+const ID_EC_PUBLIC_KEY_DER = Uint8Array.from([0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01]);
+/** secp256r1 (1.2.840.10045.3.1.7) and secp256k1 (1.3.132.0.10), RFC 5480 §2.1.1.1. */
+const CURVE_OID_DER = {
+  ECC_NIST_P256: Uint8Array.from([0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07]),
+  ECC_SECG_P256K1: Uint8Array.from([0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x0a]),
+} as const;
+
+/** What an ECDSA test key does with `s` (KMS itself returns either half, at random). */
+export type EcdsaSForm = 'as-signed' | 'high' | 'low';
+
+/** Options of {@link ecdsaTestKey}. */
+export interface EcdsaTestKeyOptions {
+  /**
+   * `as-signed` (default): random nonces and whichever `s` comes out, as KMS does; `high` forces
+   * s > n/2 (replaces s with n - s when needed), `low` forces s ≤ n/2. Changeable later through
+   * the key's `sForm` property.
+   */
+  sForm?: EcdsaSForm;
+}
+
+/**
+ * An ECDSA key (`ECC_NIST_P256` or `ECC_SECG_P256K1`, signing algorithm `ECDSA_SHA_256`) on the
+ * given 32-byte private scalar. GetPublicKey answers an RFC 5480 SubjectPublicKeyInfo with the
+ * uncompressed point; Sign answers a DER ECDSA-Sig-Value (RFC 3279 §2.2.3) over SHA-256(message)
+ * for `MessageType: RAW`, or over the 32-byte message itself for `DIGEST`.
+ */
+export function ecdsaTestKey(
+  keyId: string,
+  keySpec: 'ECC_NIST_P256' | 'ECC_SECG_P256K1',
+  privateKey: Uint8Array,
+  options: EcdsaTestKeyOptions = {},
+): KmsTestKey & { readonly publicKey: Uint8Array; sForm: EcdsaSForm } {
+  const curve = keySpec === 'ECC_NIST_P256' ? p256 : secp256k1;
+  const publicKey = curve.getPublicKey(privateKey, false);
+  const n = curve.Point.CURVE().n;
+  return {
+    keyId,
+    keySpec,
+    signingAlgorithms: ['ECDSA_SHA_256'],
+    publicKey,
+    sForm: options.sForm ?? 'as-signed',
+    publicKeyDer: () => ecSpki(publicKey, CURVE_OID_DER[keySpec]),
+    sign(message, messageType, algorithm) {
+      if (algorithm !== 'ECDSA_SHA_256') throw new KmsTestError('InvalidKeyUsageException', `${algorithm} is not supported`);
+      let digest: Uint8Array;
+      if (messageType === 'RAW') digest = createHash('sha256').update(message).digest();
+      else if (messageType === 'DIGEST') {
+        if (message.length !== 32) throw new KmsTestError('ValidationException', 'a DIGEST message for ECDSA_SHA_256 must be 32 bytes');
+        digest = message;
+      } else throw new KmsTestError('ValidationException', `MessageType ${messageType} is not supported for ${keySpec} keys`);
+      // Random k (extraEntropy), and no low-s normalisation: KMS's signatures are not deterministic
+      // and their s lies in either half of the group order.
+      const compact = curve.sign(digest, privateKey, { prehash: false, lowS: false, extraEntropy: true });
+      let sig = curve.Signature.fromBytes(compact, 'compact');
+      const high = sig.s > n / 2n;
+      if ((this.sForm === 'high' && !high) || (this.sForm === 'low' && high)) sig = new curve.Signature(sig.r, n - sig.s);
+      return sig.toBytes('der');
+    },
+  };
+}
+
+/** SubjectPublicKeyInfo of an EC key: id-ecPublicKey with the named curve, the point in a BIT STRING. */
+export function ecSpki(point: Uint8Array, curveOidDer: Uint8Array): Uint8Array {
+  const algorithm = derElement(0x30, concat(ID_EC_PUBLIC_KEY_DER, curveOidDer));
+  return derElement(0x30, concat(algorithm, derElement(0x03, concat(Uint8Array.of(0), point))));
+}
+
+// --- Symmetric keys (SYMMETRIC_DEFAULT) ----------------------------------------------------------
+
+/**
+ * A symmetric key (key spec `SYMMETRIC_DEFAULT`, usage `ENCRYPT_DECRYPT`): AES-256-GCM like KMS,
+ * with the canonical EncryptionContext as additional authenticated data.
+ */
+export function symmetricTestKey(keyId: string, key: Uint8Array = randomBytes(32)): KmsTestKey {
+  if (key.length !== 32) throw new RangeError('a SYMMETRIC_DEFAULT test key has 32 bytes');
+  return {
+    keyId,
+    keySpec: 'SYMMETRIC_DEFAULT',
+    keyUsage: 'ENCRYPT_DECRYPT',
+    signingAlgorithms: [],
+    encrypt(plaintext, context) {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      cipher.setAAD(context);
+      const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
+      return { iv, ciphertext };
+    },
+    decrypt(iv, ciphertext, context) {
+      if (ciphertext.length < 16) throw new KmsTestError('InvalidCiphertextException', 'ciphertext too short');
+      try {
+        const decipher = createDecipheriv('aes-256-gcm', key, iv);
+        decipher.setAAD(context);
+        decipher.setAuthTag(ciphertext.subarray(ciphertext.length - 16));
+        return Buffer.concat([decipher.update(ciphertext.subarray(0, ciphertext.length - 16)), decipher.final()]);
+      } catch {
+        throw new KmsTestError('InvalidCiphertextException', 'the ciphertext or its encryption context is not valid');
+      }
+    },
+  };
+}
+
+/** The EncryptionContext as sorted `key=value` lines (the AAD): any change makes Decrypt fail. */
+function encryptionContextBytes(context: unknown): Uint8Array {
+  if (context === undefined) return new Uint8Array(0);
+  if (typeof context !== 'object' || context === null) throw new KmsTestError('ValidationException', 'EncryptionContext must be a map');
+  const entries = Object.entries(context as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return Buffer.from(entries.map(([k, v]) => `${k}=${String(v)}`).join('\n'), 'utf8');
+}
+
+/** Test ciphertext blob: magic "TKMS", key id length, key id, 12-byte IV, AES-GCM ciphertext + tag. */
+const BLOB_MAGIC = Buffer.from('TKMS');
+
+function encodeCiphertextBlob(keyId: string, iv: Uint8Array, ciphertext: Uint8Array): Uint8Array {
+  const id = Buffer.from(keyId, 'utf8');
+  return Buffer.concat([BLOB_MAGIC, Buffer.of(id.length), id, iv, ciphertext]);
+}
+
+function decodeCiphertextBlob(blob: Buffer): { keyId: string; iv: Uint8Array; ciphertext: Uint8Array } {
+  const idLength = blob[4];
+  if (blob.length < 5 || !blob.subarray(0, 4).equals(BLOB_MAGIC) || idLength === undefined || blob.length < 5 + idLength + 12 + 16) {
+    throw new KmsTestError('InvalidCiphertextException', 'the ciphertext is not a KMS ciphertext blob');
+  }
+  const keyId = blob.subarray(5, 5 + idLength).toString('utf8');
+  return { keyId, iv: blob.subarray(5 + idLength, 17 + idLength), ciphertext: blob.subarray(17 + idLength) };
 }

@@ -7,14 +7,8 @@ import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import type { IssuedTimestamp, TimestampAuthority } from '../ports.js';
 import { OID, compareDer, digest, integerFromBigInt, namedBitString, parseAsn1, randomPositiveBigInt, toArrayBuffer } from './asn1.js';
-import {
-  type LoadedTsaCertificates,
-  assertTsaCertificates,
-  certificateDer,
-  loadTsaCertificates,
-  parseCertificate,
-  timeStampingUsageProblem,
-} from './certificates.js';
+import { certificateDer, importPrivateKey, parseCertificate, timeStampingUsageProblem, validateCertificateChain } from './certificates.js';
+import { type TsaKeySigner, WebCryptoTsaKeySigner, signerMatchesCertificate } from './key-signer.js';
 import { derToPem } from './pem.js';
 import { verifyTimestampResponse } from './verify.js';
 
@@ -22,8 +16,13 @@ import { verifyTimestampResponse } from './verify.js';
 export interface EmbeddedTsaOptions {
   /** The TSA leaf certificate (PEM). */
   tsaCertPem: string;
-  /** Its private key, unencrypted PKCS#8 PEM. */
-  tsaKeyPkcs8Pem: string;
+  /**
+   * Its private key, unencrypted PKCS#8 PEM (local scheme). Exactly one of `tsaKeyPkcs8Pem` and
+   * `keySigner` is given.
+   */
+  tsaKeyPkcs8Pem?: string;
+  /** Or the key behind a signer, e.g. a {@link KmsTsaKeySigner} (the key stays in AWS KMS). */
+  keySigner?: TsaKeySigner;
   /** The root CA certificate the leaf chains to (PEM). */
   rootCertPem: string;
   /** TSA policy OID written in every TSTInfo (RFC 3161 §2.4.2 `policy`). */
@@ -81,6 +80,14 @@ export const PkiFailureInfo = {
 
 const OID_PATTERN = /^[0-2](\.(0|[1-9][0-9]*))+$/;
 
+/** What signing needs, once the start-up checks passed. */
+interface TsaMaterial {
+  tsaCert: pkijs.Certificate;
+  tsaCertDer: Uint8Array;
+  rootCert: pkijs.Certificate;
+  signer: TsaKeySigner;
+}
+
 /**
  * RFC 3161 TSA backed by a key held by the service (scheme `embedded`).
  *
@@ -92,7 +99,7 @@ export class EmbeddedTsa implements TimestampAuthority {
   readonly scheme = 'embedded' as const;
   /** The TSA policy OID written in tokens. */
   readonly policyOid: string;
-  private readonly ready: Promise<LoadedTsaCertificates>;
+  private readonly ready: Promise<TsaMaterial>;
   private readonly clock: () => Date;
   private readonly serialSource: () => bigint;
   private readonly options: EmbeddedTsaOptions;
@@ -102,6 +109,9 @@ export class EmbeddedTsa implements TimestampAuthority {
   /** @throws Error when the certificates or policy are unusable (see class doc). */
   constructor(options: EmbeddedTsaOptions) {
     if (!OID_PATTERN.test(options.policyOid)) throw new Error(`EmbeddedTsa: policyOid "${options.policyOid}" is not an OID`);
+    if ((options.tsaKeyPkcs8Pem === undefined) === (options.keySigner === undefined)) {
+      throw new Error('EmbeddedTsa: give exactly one of tsaKeyPkcs8Pem and keySigner');
+    }
     this.options = options;
     this.policyOid = options.policyOid;
     const clock = options.clock ?? (() => new Date());
@@ -120,10 +130,16 @@ export class EmbeddedTsa implements TimestampAuthority {
     }
     this.ready = (async () => {
       // Only what signing needs: a root key passed along by mistake is never imported.
-      const { rootCertPem, tsaCertPem, tsaKeyPkcs8Pem } = options;
-      const loaded = await loadTsaCertificates({ rootCertPem, tsaCertPem, tsaKeyPkcs8Pem });
-      await assertTsaCertificates(loaded, clock());
-      return loaded;
+      const signer = options.keySigner ?? new WebCryptoTsaKeySigner(await importPrivateKey(options.tsaKeyPkcs8Pem ?? ''));
+      // The start-up checks of a TSA's own material (RFC 3161 §2.3 usage was checked above): the
+      // key belongs to the leaf (one signature, verified with the leaf's public key: for a KMS key
+      // this is one Sign call), and the leaf chains to the root now.
+      if (!(await signerMatchesCertificate(signer, tsaCert))) {
+        throw new Error('TSA certificate refused: the private key does not match the certificate');
+      }
+      const chain = await validateCertificateChain(tsaCert, { anchors: [rootCert], checkDate: clock() });
+      if (!chain.ok) throw new Error(`TSA certificate refused: it does not chain to the root: ${chain.reason}`);
+      return { tsaCert, tsaCertDer: certificateDer(tsaCert), rootCert, signer };
     })();
     // The failure is reported by create() or by the first timestamp(); never as an unhandled rejection.
     this.ready.catch(() => undefined);
@@ -281,8 +297,7 @@ export class EmbeddedTsa implements TimestampAuthority {
       // RFC 3161 §2.4.1: certificates only when certReq; otherwise the field MUST be absent.
       ...(certificates ? { certificates } : {}),
     });
-    // pkijs defaults to SHA-1 here; the messageDigest above is SHA-256, so say it explicitly.
-    await signedData.sign(loaded.tsaKey, 0, 'SHA-256');
+    await signSignerInfo(signedData, loaded.signer);
     this.assertSignature(signedData.signerInfos[0]);
 
     const token = new pkijs.ContentInfo({ contentType: OID.signedData, content: signedData.toSchema(true) });
@@ -322,6 +337,25 @@ export class EmbeddedTsa implements TimestampAuthority {
       ...(nonce !== undefined ? { nonce } : {}),
     };
   }
+}
+
+/**
+ * Signs the one SignerInfo of `signedData` with `signer` (RFC 5652 §5.4): the signature covers the
+ * DER of the signed attributes with the SET OF tag, and the digest algorithm is SHA-256 with NULL
+ * parameters in both SignerInfo.digestAlgorithm and SignedData.digestAlgorithms (the form pkijs's
+ * own `sign(key, 0, 'SHA-256')` wrote before the key could live in KMS).
+ */
+async function signSignerInfo(signedData: pkijs.SignedData, signer: TsaKeySigner): Promise<void> {
+  const signerInfo = signedData.signerInfos[0];
+  if (!signerInfo?.signedAttrs) throw new Error('the embedded TSA built a SignerInfo without signed attributes');
+  const sha256 = () => new pkijs.AlgorithmIdentifier({ algorithmId: OID.sha256, algorithmParams: new asn1js.Null() });
+  signedData.digestAlgorithms = [sha256()];
+  signerInfo.digestAlgorithm = sha256();
+  const { oid, nullParameters } = signer.signatureAlgorithm;
+  signerInfo.signatureAlgorithm = new pkijs.AlgorithmIdentifier(nullParameters ? { algorithmId: oid, algorithmParams: new asn1js.Null() } : { algorithmId: oid });
+  const signedAttrs = new Uint8Array(signerInfo.signedAttrs.toSchema().toBER());
+  signedAttrs[0] = 0x31; // [0] IMPLICIT -> SET OF (RFC 5652 §5.4)
+  signerInfo.signature = new asn1js.OctetString({ valueHex: toArrayBuffer(await signer.sign(signedAttrs)) });
 }
 
 /**

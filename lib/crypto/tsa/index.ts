@@ -30,6 +30,7 @@ export {
   PkiFailureInfo,
 } from './embedded.js';
 export { TsaUnavailableError } from './errors.js';
+export { type TsaKeySigner, KmsTsaKeySigner, WebCryptoTsaKeySigner, signerMatchesCertificate } from './key-signer.js';
 export { type PemBlock, derToPem, pemBlocks, pemToDer } from './pem.js';
 export { type RemoteTsaOptions, RemoteTsa } from './remote.js';
 export {

@@ -1,0 +1,131 @@
+/**
+ * The TSA's signing key behind one small interface, chosen by configuration (like sigstore's
+ * timestamp-authority): a WebCrypto key loaded from PKCS#8 (local, generated into DATA_DIR), or an
+ * AWS KMS key of key spec `ECC_NIST_P256` whose private half never leaves KMS (production).
+ */
+import { createHash, createPublicKey, randomBytes, verify as nodeVerify } from 'node:crypto';
+import { SignCommand, type KMSClient } from '@aws-sdk/client-kms';
+import type * as pkijs from 'pkijs';
+
+const subtle = globalThis.crypto.subtle;
+
+/** ecdsa-with-SHA256 (RFC 5758 §3.2) and sha256WithRSAEncryption (RFC 4055 §5). */
+export const SIGNATURE_OID = {
+  ecdsaWithSha256: '1.2.840.10045.4.3.2',
+  sha256WithRsa: '1.2.840.113549.1.1.11',
+} as const;
+
+/** What the embedded TSA needs of its key: a SHA-256 signature over the DER of the signed attributes. */
+export interface TsaKeySigner {
+  /**
+   * SignerInfo.signatureAlgorithm (RFC 5652 §5.3). `nullParameters`: RFC 4055 §5 wants NULL for
+   * the RSA algorithms; RFC 5758 §3.2 wants the parameters absent for ECDSA.
+   */
+  readonly signatureAlgorithm: { oid: string; nullParameters: boolean };
+  /**
+   * Signs SHA-256(`data`): for ECDSA a DER ECDSA-Sig-Value (RFC 3279 §2.2.3, the form CMS carries,
+   * RFC 5753 §7.2), for RSA the PKCS#1 v1.5 signature bytes.
+   */
+  sign(data: Uint8Array): Promise<Uint8Array>;
+}
+
+/** A TSA key held in the process as a non-extractable WebCrypto key (ECDSA P-256/384/521 or RSA). */
+export class WebCryptoTsaKeySigner implements TsaKeySigner {
+  readonly signatureAlgorithm: { oid: string; nullParameters: boolean };
+  readonly #key: CryptoKey;
+
+  constructor(key: CryptoKey) {
+    if (key.algorithm.name === 'ECDSA') this.signatureAlgorithm = { oid: SIGNATURE_OID.ecdsaWithSha256, nullParameters: false };
+    else if (key.algorithm.name === 'RSASSA-PKCS1-v1_5') this.signatureAlgorithm = { oid: SIGNATURE_OID.sha256WithRsa, nullParameters: true };
+    else throw new Error(`unsupported TSA key algorithm ${key.algorithm.name} (ECDSA and RSA PKCS#1 v1.5 are supported)`);
+    this.#key = key;
+  }
+
+  async sign(data: Uint8Array): Promise<Uint8Array> {
+    if (this.#key.algorithm.name === 'ECDSA') {
+      // WebCrypto returns r‖s (IEEE P1363); CMS carries the DER SEQUENCE { r, s }.
+      const raw = new Uint8Array(await subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, this.#key, toBuffer(data)));
+      return ecdsaP1363ToDer(raw);
+    }
+    return new Uint8Array(await subtle.sign({ name: 'RSASSA-PKCS1-v1_5' }, this.#key, toBuffer(data)));
+  }
+}
+
+/**
+ * A TSA key on AWS KMS (key spec `ECC_NIST_P256`, key usage `SIGN_VERIFY`). The SHA-256 of the
+ * signed attributes is computed here and sent with `MessageType: DIGEST`, `ECDSA_SHA_256`: KMS
+ * signs it without hashing again, and the attributes themselves never leave the service. KMS
+ * answers a DER ECDSA-Sig-Value, exactly what CMS carries.
+ */
+export class KmsTsaKeySigner implements TsaKeySigner {
+  readonly signatureAlgorithm = { oid: SIGNATURE_OID.ecdsaWithSha256, nullParameters: false };
+  /** The KMS key id, ARN or alias this signer was given. */
+  readonly kmsKeyId: string;
+  readonly #client: KMSClient;
+
+  constructor(client: KMSClient, kmsKeyId: string) {
+    if (typeof kmsKeyId !== 'string' || kmsKeyId.length === 0) throw new TypeError('KMS key id: expected a non-empty string');
+    this.#client = client;
+    this.kmsKeyId = kmsKeyId;
+  }
+
+  async sign(data: Uint8Array): Promise<Uint8Array> {
+    const digest = createHash('sha256').update(data).digest();
+    let response;
+    try {
+      response = await this.#client.send(
+        new SignCommand({ KeyId: this.kmsKeyId, Message: digest, MessageType: 'DIGEST', SigningAlgorithm: 'ECDSA_SHA_256' }),
+      );
+    } catch (err) {
+      throw new Error(`KMS Sign failed for ${this.kmsKeyId}: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`, { cause: err });
+    }
+    if (response.SigningAlgorithm !== undefined && response.SigningAlgorithm !== 'ECDSA_SHA_256') {
+      throw new Error(`KMS Sign for ${this.kmsKeyId} used ${response.SigningAlgorithm}, expected ECDSA_SHA_256`);
+    }
+    if (response.Signature === undefined || response.Signature.length === 0) throw new Error(`KMS Sign for ${this.kmsKeyId} returned no signature`);
+    return Uint8Array.from(response.Signature);
+  }
+}
+
+/**
+ * Whether `signer` holds the private key of `cert`: it signs a random challenge, verified with the
+ * certificate's public key (one signature; one KMS call for a KMS key). False on any failure.
+ */
+export async function signerMatchesCertificate(signer: TsaKeySigner, cert: pkijs.Certificate): Promise<boolean> {
+  const challenge = randomBytes(32);
+  try {
+    const spki = Buffer.from(cert.subjectPublicKeyInfo.toSchema().toBER(false));
+    const publicKey = createPublicKey({ key: spki, format: 'der', type: 'spki' });
+    const expected = publicKey.asymmetricKeyType === 'ec' ? SIGNATURE_OID.ecdsaWithSha256 : SIGNATURE_OID.sha256WithRsa;
+    if (signer.signatureAlgorithm.oid !== expected) return false;
+    // node:crypto verifies ECDSA in its DER form by default, like CMS carries it.
+    return nodeVerify('sha256', challenge, publicKey, await signer.sign(challenge));
+  } catch {
+    return false;
+  }
+}
+
+/** r‖s (each half of `raw`) → DER SEQUENCE { INTEGER r, INTEGER s } (X.690 minimal integers). */
+export function ecdsaP1363ToDer(raw: Uint8Array): Uint8Array {
+  if (raw.length === 0 || raw.length % 2 !== 0) throw new Error('an IEEE P1363 ECDSA signature has two halves of equal length');
+  const integer = (bytes: Uint8Array): number[] => {
+    let i = 0;
+    while (i < bytes.length - 1 && bytes[i] === 0) i++;
+    const body = [...bytes.subarray(i)];
+    if ((body[0] ?? 0) & 0x80) body.unshift(0);
+    return [0x02, ...derLength(body.length), ...body];
+  };
+  const half = raw.length / 2;
+  const content = [...integer(raw.subarray(0, half)), ...integer(raw.subarray(half))];
+  return Uint8Array.from([0x30, ...derLength(content.length), ...content]);
+}
+
+function derLength(n: number): number[] {
+  if (n < 0x80) return [n];
+  if (n < 0x100) return [0x81, n];
+  return [0x82, n >> 8, n & 0xff];
+}
+
+function toBuffer(data: Uint8Array): ArrayBuffer {
+  return data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer;
+}
