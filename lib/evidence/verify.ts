@@ -71,20 +71,8 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string): Promi
     };
   }
 
-  const statement = checkStatement(item);
-  const pqPublicKey = Buffer.from(item.pq_public_key, 'base64');
-  const [pqKeyTrusted, timestamp, ledger] = await Promise.all([
-    deps.trustedPqKeys().then((keys) => keys.includes(sha256Hex(pqPublicKey))),
-    deps.tsaRoots().then((roots) =>
-      verifyTimestampResponse(Buffer.from(item.tsa_response, 'base64'), {
-        imprint: Buffer.from(imageHash, 'hex'),
-        roots,
-        hashAlgorithm: 'SHA-256',
-      }),
-    ),
-    checkLedger(deps.rpc, item),
-  ]);
-  const pqSignature = verifyMlDsa65(Buffer.from(item.pq_signature, 'base64'), Buffer.from(item.server_hash, 'hex'), pqPublicKey);
+  const [proofs, ledger] = await Promise.all([checkProofBytes(deps, item), checkLedger(deps.rpc, item)]);
+  const { statement, pqSignature, pqKeyTrusted, timestamp } = proofs;
 
   const verified = statement && pqSignature && pqKeyTrusted && timestamp.ok && ledger.valid;
   return {
@@ -97,6 +85,52 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string): Promi
     timestamp_time: timestamp.genTime ? timestamp.genTime.toISOString() : null,
     record: item,
   };
+}
+
+interface ProofBytesCheck {
+  statement: boolean;
+  pqSignature: boolean;
+  pqKeyTrusted: boolean;
+  timestamp: { ok: boolean; genTime?: Date | undefined };
+}
+
+/**
+ * Results of the checks over immutable bytes (statement, ML-DSA-65 signature, RFC 3161 token),
+ * memoised per process by the SHA-256 of exactly those bytes and of the trust anchors they were
+ * checked against: the same bytes always verify the same way, so a cache hit is the same
+ * computation, never a stored flag. The ledger is read from the chain on every request.
+ */
+const proofCache = new Map<string, Promise<ProofBytesCheck>>();
+const PROOF_CACHE_MAX = 5000;
+
+async function checkProofBytes(deps: VerifyDeps, item: AnchoredEvidence): Promise<ProofBytesCheck> {
+  const [roots, keys] = await Promise.all([deps.tsaRoots(), deps.trustedPqKeys()]);
+  const key = sha256Hex(
+    JSON.stringify([
+      item.image_hash, item.statement, item.server_hash, item.chain_hash, item.chain_index, item.public_key_hex, item.signature_hex,
+      item.anchored_at, item.pq_public_key, item.pq_signature, item.tsa_response, roots, keys,
+    ]),
+  );
+  const hit = proofCache.get(key);
+  if (hit) return hit;
+  const computed = (async (): Promise<ProofBytesCheck> => {
+    const pqPublicKey = Buffer.from(item.pq_public_key, 'base64');
+    const timestamp = await verifyTimestampResponse(Buffer.from(item.tsa_response, 'base64'), {
+      imprint: Buffer.from(item.image_hash, 'hex'),
+      roots,
+      hashAlgorithm: 'SHA-256',
+    });
+    return {
+      statement: checkStatement(item),
+      pqSignature: verifyMlDsa65(Buffer.from(item.pq_signature, 'base64'), Buffer.from(item.server_hash, 'hex'), pqPublicKey),
+      pqKeyTrusted: keys.includes(sha256Hex(pqPublicKey)),
+      timestamp: { ok: timestamp.ok, genTime: timestamp.genTime },
+    };
+  })();
+  if (proofCache.size >= PROOF_CACHE_MAX) proofCache.delete(proofCache.keys().next().value ?? '');
+  proofCache.set(key, computed);
+  computed.catch(() => proofCache.delete(key));
+  return computed;
 }
 
 /** server_hash = SHA-256(statement), and the statement speaks of this image, chain and device. */
