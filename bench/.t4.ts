@@ -1,0 +1,13 @@
+import { runWorker, startServer } from './lib/proc.js';
+import { startBenchStack, stopBenchDynamo } from './lib/stack.js';
+const stack = await startBenchStack({ blockTimeMs: 0 });
+const variants = process.argv[2] ?? '';
+const api = await startServer('bench/servers/api.ts', { ...stack.env, LEDGER_PRIVATE_KEY: stack.wallets.shift()!, BENCH_VARIANTS: variants, BENCH_CPU_PROFILE: '/tmp/prof2' });
+const base = `http://127.0.0.1:${api.info.port}`;
+const r0 = await fetch(`${base}/api/v2/account/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `b${Math.random()}@example.test`, password: 'correct horse battery staple' }) });
+const reg = await r0.json() as { account_id: string; api_key: string };
+await fetch(`${base}/api/v2/admin/accounts/${reg.account_id}/tier`, { method: 'PUT', headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.env.ADMIN_TOKEN}` }, body: JSON.stringify({ tier: 'pro' }) });
+const r = await runWorker<Record<string, unknown>>('bench/load.ts', { BENCH_LOAD_SPEC: JSON.stringify({ name: 'a', kind: process.argv[3] ?? 'anchor', url: base, method: 'POST', path: process.argv[3] === 'hash' ? '/api/v2/evidence/hash' : '/api/v2/evidence/anchor', headers: { 'content-type': 'application/json', 'x-api-key': reg.api_key }, connections: 16, duration: 8, warmup: 2, anchorBodies: 2000 }) });
+console.log(variants || 'production', (r.okPerSec as number).toFixed(1), r.total);
+await api.stop();
+await stack.stop(); await stopBenchDynamo();

@@ -1,0 +1,124 @@
+/**
+ * Markdown tables from the benchmark's JSON results (bench/results/latest.json → latest.md), in
+ * the form BENCHMARKS.md quotes them.
+ */
+import type { LoadResult } from '../load.js';
+
+export interface HttpRun extends LoadResult {
+  /** Which stack and variant: e.g. "automine", "2 s blocks", "automine + variants". */
+  setup: string;
+  endpoint: string;
+  /** The bare server's run at the same connection count, for the ratio. */
+  bareRps?: number;
+  /** CPU milliseconds per completed request, by process, and the machine's cores kept busy (of 2). */
+  cpuMsPerRequest?: { server: number; dynalite: number; chain: number; loadGen: number; utilisation: number; others: number };
+  /** The machine's 1-minute load average when the run ended (others' work shows here). */
+  loadavg1?: number;
+}
+
+export interface StageRow {
+  stage: string;
+  n: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  mean: number;
+  /** Operations per second of one caller (1000 / mean). */
+  opsPerSec: number;
+  note?: string;
+}
+
+export interface StagesResult {
+  rows: StageRow[];
+  checks: Record<string, string>;
+  pipeline: {
+    runs: number;
+    totalP50: number;
+    totalMean: number;
+    stageSumMean: number;
+    coveredMean: number;
+    overheadMean: number;
+    overheadShare: number;
+    perStageMean: Record<string, number>;
+    perStageCount: Record<string, number>;
+  }[];
+  concurrency: Record<string, number | string>[];
+}
+
+export interface ColdRow {
+  name: string;
+  file: string;
+  bundleBytes: number;
+  /** Fresh process: the external AWS SDK packages the bundle imports, then the bundle. */
+  importMsMedian: number;
+  /** The bundle alone (SDK already loaded). */
+  bundleImportMsMedian: number;
+  sdkImportMsMedian: number;
+  importMsAll: number[];
+  heavy: Record<string, number>;
+  verdict: string;
+}
+
+const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '–');
+const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '–');
+const f0 = (n: number) => (Number.isFinite(n) ? Math.round(n).toString() : '–');
+
+export function httpTable(runs: HttpRun[]): string {
+  const lines = [
+    '| Endpoint | Setup | Conns | req/s (2xx) | p50 ms | p90 ms | p99 ms | non-2xx / errors | vs bare | CPU ms/req: server · dynalite · chain · load gen | cores: ours · others |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|',
+  ];
+  for (const r of runs) {
+    const ratio = r.bareRps ? `${((100 * r.okPerSec) / r.bareRps).toFixed(1)} %` : '–';
+    const c = r.cpuMsPerRequest;
+    const cpu = c ? `${f2(c.server)} · ${f2(c.dynalite)} · ${f2(c.chain)} · ${f2(c.loadGen)}` : '–';
+    lines.push(
+      `| ${r.endpoint} | ${r.setup} | ${r.connections} | ${f0(r.okPerSec)} | ${f0(r.latencyMs.p50)} | ${f0(r.latencyMs.p90)} | ${f0(r.latencyMs.p99)} | ${r.non2xx} / ${r.errors + r.timeouts} | ${ratio} | ${cpu} | ${c ? `${f2(c.utilisation)} · ${f2(c.others)}` : '–'} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export function stagesTable(s: StagesResult): string {
+  const lines = ['| Stage | n | p50 ms | p90 ms | p99 ms | mean ms | ops/s (1 caller) | Note |', '|---|---:|---:|---:|---:|---:|---:|---|'];
+  for (const r of s.rows) {
+    lines.push(`| ${r.stage} | ${r.n} | ${f2(r.p50)} | ${f2(r.p90)} | ${f2(r.p99)} | ${f2(r.mean)} | ${f0(r.opsPerSec)} | ${r.note ?? ''} |`);
+  }
+  return lines.join('\n');
+}
+
+export function pipelineTable(s: StagesResult, labels: string[]): string {
+  const lines = [
+    '| Pipeline (in-process, sequential) | runs | total p50 ms | total mean ms | Σ stages mean ms | covered by stages ms | overhead ms | overhead % |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  s.pipeline.forEach((p, i) => {
+    lines.push(
+      `| ${labels[i] ?? `run ${i}`} | ${p.runs} | ${f1(p.totalP50)} | ${f1(p.totalMean)} | ${f1(p.stageSumMean)} | ${f1(p.coveredMean)} | ${f1(p.overheadMean)} | ${(100 * p.overheadShare).toFixed(0)} % |`,
+    );
+  });
+  return lines.join('\n');
+}
+
+export function pipelineStagesTable(s: StagesResult, labels: string[]): string {
+  const stages = [...new Set(s.pipeline.flatMap((p) => Object.keys(p.perStageMean)))];
+  const lines = [`| Stage inside the pipeline (mean ms per anchor) | ${labels.join(' | ')} |`, `|---|${labels.map(() => '---:').join('|')}|`];
+  for (const st of stages) {
+    lines.push(`| ${st} | ${s.pipeline.map((p) => (p.perStageMean[st] === undefined ? '–' : `${f2(p.perStageMean[st] ?? 0)} (×${f1(p.perStageCount[st] ?? 0)})`)).join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+export function coldTable(rows: ColdRow[]): string {
+  const heavyNames = ['ethers', 'pkijs', '@noble/post-quantum', 'jose', 'hono', 'zod'];
+  const lines = [
+    `| Function | Bundle KB | import ms total (SDK + bundle) | of which bundle | ${heavyNames.map((h) => `${h} KB`).join(' | ')} | Check |`,
+    `|---|---:|---:|---:|${heavyNames.map(() => '---:').join('|')}|---|`,
+  ];
+  for (const r of rows) {
+    lines.push(
+      `| ${r.name} | ${(r.bundleBytes / 1024).toFixed(0)} | ${f0(r.importMsMedian)} | ${f0(r.bundleImportMsMedian)} | ${heavyNames.map((h) => (r.heavy[h] ? (r.heavy[h] / 1024).toFixed(0) : '·')).join(' | ')} | ${r.verdict} |`,
+    );
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,341 @@
+/**
+ * `npm run bench`: the whole benchmark, reproducing the tables of BENCHMARKS.md.
+ *
+ * 1. HTTP (bench/load.ts, autocannon in its own process) against
+ *    - the bare server (bench/servers/bare.ts): Hono on @hono/node-server, a constant JSON: the ceiling;
+ *    - the API (bench/servers/api.ts, its own process: buildLocalApi, the object `npm start` serves)
+ *      on the embedded stack (bench/lib/stack.ts: in-memory dynalite in this process, a Hardhat
+ *      node, secrets in a temp dir), first with an automining chain, then with LEDGER_BLOCK_TIME_MS
+ *      blocks; Pro and Enterprise accounts created through the real register and admin endpoints,
+ *      TIER_LIMITS raised so that no limit cuts the run;
+ *    - the same API with the measured alternatives of bench/variants.ts, in processes of their own
+ *      started next to the production one: each production run is followed at once by the same
+ *      run against the alternatives, so that both see the same machine (others' CPU use on the
+ *      machine during each run is measured from /proc/stat and shown next to it).
+ * 2. In-process stage costs (bench/stages.ts, its own process and stack).
+ * 3. Cold start (bench/cold-start.ts): esbuild bundles and fresh-process imports.
+ * Writes bench/results/latest.json and bench/results/latest.md.
+ *
+ * Environment (all optional):
+ *   BENCH_DURATION=6           seconds of each throughput run
+ *   BENCH_LATENCY_DURATION=4   seconds of each single-connection run
+ *   BENCH_WARMUP=2             seconds of warm-up before each run
+ *   BENCH_CONNECTIONS=16       connections of the throughput runs
+ *   BENCH_ANCHOR_CONNECTIONS=16
+ *   BENCH_BLOCK_TIME_MS=2000   block time of the second chain
+ *   BENCH_SECTIONS=http,variants,blocks,stages,cold   what to run (variants: the alternatives
+ *                              next to the http and blocks runs)
+ *   BENCH_STAGE_SCALE=0.4      iterations of bench/stages.ts (1 = its full counts)
+ *   BENCH_COLD_RUNS=5          fresh-process imports per bundle
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { LoadResult, LoadSpec } from './load.js';
+import { REPO_ROOT, runWorker, startServer, type Server } from './lib/proc.js';
+import { coldTable, httpTable, pipelineStagesTable, pipelineTable, stagesTable, type ColdRow, type HttpRun, type StagesResult } from './lib/report.js';
+import { cpuMs, machineBusyMs, selfCpuMs } from './lib/cpu.js';
+import { startBenchStack, stopBenchDynamo, type BenchStack } from './lib/stack.js';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+const num = (name: string, fallback: number) => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+};
+const settings = {
+  duration: num('BENCH_DURATION', 6),
+  latencyDuration: num('BENCH_LATENCY_DURATION', 4),
+  warmup: Number(process.env.BENCH_WARMUP ?? 2),
+  connections: num('BENCH_CONNECTIONS', 16),
+  anchorConnections: num('BENCH_ANCHOR_CONNECTIONS', 16),
+  blockTimeMs: num('BENCH_BLOCK_TIME_MS', 2000),
+  sections: (process.env.BENCH_SECTIONS ?? 'http,variants,blocks,stages,cold').split(',').map((s) => s.trim()),
+};
+const ALL_VARIANTS = 'liboqs-signer,tier-on-key,parallel-limits,pipelined-sender,edge-cache';
+
+const started = Date.now();
+const say = (line: string) => process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}\n`);
+const runs: HttpRun[] = [];
+const results: { settings: typeof settings; machine: Record<string, unknown>; http: HttpRun[]; stages?: StagesResult; cold?: ColdRow[] } = {
+  settings,
+  machine: {
+    nproc: os.cpus().length,
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    node: process.version,
+    platform: `${os.type()} ${os.release()} ${os.arch()}`,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    loadavgBefore: os.loadavg().map((l) => Number(l.toFixed(2))),
+    startedAt: new Date().toISOString(),
+  },
+  http: runs,
+};
+
+// ------------------------------------------------------------------ helpers
+
+/** The stack's processes a run is charged with: the API or bare server, the chain (dynalite runs here). */
+const pids: { chain?: number } = {};
+
+async function load(
+  spec: Omit<LoadSpec, 'warmup'> & { warmup?: number },
+  setup: string,
+  endpoint: string,
+  server: Server,
+): Promise<HttpRun> {
+  const full: LoadSpec = { warmup: settings.warmup, ...spec };
+  const snapshot = () => ({ server: cpuMs(server.pid), chain: pids.chain ? cpuMs(pids.chain) : 0, self: selfCpuMs(), machine: machineBusyMs() });
+  let before = snapshot();
+  let after = before;
+  const r = await runWorker<LoadResult>('bench/load.ts', { BENCH_LOAD_SPEC: JSON.stringify(full) }, {
+    onLine: (line) => {
+      if (line === 'MEASURE START') before = snapshot();
+      if (line === 'MEASURE END') after = snapshot();
+    },
+  });
+  const per = (a: number, b: number) => (r.total > 0 ? (b - a) / r.total : NaN);
+  const ours = after.server - before.server + after.chain - before.chain + after.self - before.self + r.loadGenCpuMs;
+  const ms = r.durationS * 1000;
+  const cpu = {
+    server: per(before.server, after.server),
+    dynalite: pids.chain ? per(before.self, after.self) : 0,
+    chain: pids.chain ? per(before.chain, after.chain) : 0,
+    loadGen: r.total > 0 ? r.loadGenCpuMs / r.total : NaN,
+    utilisation: ours / ms,
+    others: Math.max(0, (after.machine - before.machine - ours) / ms),
+  };
+  const bare = runs.find((b) => b.endpoint === 'bare server' && b.connections === r.connections);
+  const run: HttpRun = { ...r, setup, endpoint, cpuMsPerRequest: cpu, loadavg1: Number(os.loadavg()[0]?.toFixed(2)), ...(bare ? { bareRps: bare.okPerSec } : {}) };
+  delete run.anchoredHashes;
+  runs.push(run);
+  say(
+    `${endpoint.padEnd(32)} ${setup.padEnd(30)} c=${String(r.connections).padStart(2)} ${r.okPerSec.toFixed(0).padStart(6)} 2xx/s  p50 ${r.latencyMs.p50} ms  p99 ${r.latencyMs.p99} ms  (others: ${cpu.others.toFixed(2)} cores)` +
+      `${r.non2xx + r.errors + r.timeouts ? `  non-2xx ${r.non2xx} errors ${r.errors + r.timeouts} ${r.failures[0] ?? ''}` : ''}`,
+  );
+  return { ...run, ...(r.anchoredHashes ? { anchoredHashes: r.anchoredHashes } : {}) };
+}
+
+interface Account {
+  email: string;
+  password: string;
+  accountId: string;
+  apiKey: string;
+}
+
+/** A fresh account through the real register endpoint, upgraded through the real admin endpoint. */
+async function createAccount(base: string, adminToken: string, tier: 'pro' | 'enterprise'): Promise<Account> {
+  const email = `bench-${Math.random().toString(36).slice(2)}@example.test`;
+  const password = 'correct horse battery staple';
+  const res = await fetch(`${base}/api/v2/account/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  });
+  if (res.status !== 200) throw new Error(`register failed: ${res.status} ${await res.text()}`);
+  const body = (await res.json()) as { account_id: string; api_key: string };
+  const up = await fetch(`${base}/api/v2/admin/accounts/${body.account_id}/tier`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
+    body: JSON.stringify({ tier }),
+  });
+  if (up.status !== 200) throw new Error(`set-tier failed: ${up.status} ${await up.text()}`);
+  return { email, password, accountId: body.account_id, apiKey: body.api_key };
+}
+
+interface Api extends Server {
+  base: string;
+  label: string;
+}
+
+/**
+ * Starts an API process on `stack` with its own funded wallet (so that its nonces never interleave
+ * with another process's). All API processes of a stack share its tables, hence its accounts.
+ */
+async function startApi(stack: BenchStack, label: string, extraEnv: Record<string, string> = {}): Promise<Api> {
+  const wallet = stack.wallets.shift();
+  if (!wallet) throw new Error('no spare wallet left on this chain');
+  const server = await startServer('bench/servers/api.ts', { ...stack.env, LEDGER_PRIVATE_KEY: wallet, ...extraEnv });
+  return { ...server, base: `http://127.0.0.1:${String(server.info.port)}`, label };
+}
+
+const anchorSpec = (base: string, key: string, connections: number, duration: number) => ({
+  name: 'anchor',
+  kind: 'anchor' as const,
+  url: base,
+  method: 'POST' as const,
+  path: '/api/v2/evidence/anchor',
+  headers: { 'content-type': 'application/json', 'x-api-key': key },
+  connections,
+  duration,
+  anchorBodies: 600,
+});
+const hashSpec = (base: string, key: string, connections: number, duration: number) => ({
+  name: 'hash',
+  kind: 'hash' as const,
+  url: base,
+  method: 'POST' as const,
+  path: '/api/v2/evidence/hash',
+  headers: { 'content-type': 'application/json', 'x-api-key': key },
+  connections,
+  duration,
+});
+const verifySpec = (base: string, hashes: string[], connections: number, duration: number, warmup?: number) => ({
+  name: 'verify',
+  kind: 'verify' as const,
+  url: base,
+  method: 'GET' as const,
+  path: '/api/v2/evidence/verify',
+  connections,
+  duration,
+  hashes,
+  ...(warmup !== undefined ? { warmup } : {}),
+});
+
+// ------------------------------------------------------------------ the run
+
+say(`bench: ${JSON.stringify(settings)}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+const c = settings.connections;
+const lat = settings.latencyDuration;
+const dur = settings.duration;
+const ac = settings.anchorConnections;
+const wantVariants = settings.sections.includes('variants');
+
+try {
+  if (settings.sections.includes('http')) {
+    // The ceiling first, alone on the machine.
+    const bare = await startServer('bench/servers/bare.ts', {});
+    try {
+      const url = `http://127.0.0.1:${String(bare.info.port)}`;
+      await load({ name: 'bare', kind: 'static', url, method: 'GET', path: '/', connections: 1, duration: lat }, 'constant JSON', 'bare server', bare);
+      await load({ name: 'bare', kind: 'static', url, method: 'GET', path: '/', connections: c, duration: dur }, 'constant JSON', 'bare server', bare);
+    } finally {
+      await bare.stop();
+    }
+
+    say('starting the embedded stack (dynalite in memory, Hardhat automine) and the API processes');
+    const stack = await startBenchStack({ blockTimeMs: 0 });
+    pids.chain = stack.chainPid;
+    const apis: Api[] = [];
+    try {
+      // Production and its alternatives side by side: each production run is followed at once
+      // by the same run against the alternatives, so both see the same machine.
+      const prod = await startApi(stack, 'automine');
+      apis.push(prod);
+      const alt = wantVariants ? await startApi(stack, 'automine + all alternatives', { BENCH_VARIANTS: ALL_VARIANTS }) : undefined;
+      if (alt) apis.push(alt);
+      const singles = wantVariants
+        ? await Promise.all(['liboqs-signer', 'pipelined-sender'].map((v) => startApi(stack, `automine + ${v}`, { BENCH_VARIANTS: v })))
+        : [];
+      apis.push(...singles);
+      const admin = stack.env.ADMIN_TOKEN ?? '';
+      const hashAccount = await createAccount(prod.base, admin, 'enterprise');
+      const anchorAccount = await createAccount(prod.base, admin, 'pro');
+      const pair = async (spec: (base: string) => Parameters<typeof load>[0], endpoint: string, extra: Api[] = []) => {
+        const out = [await load(spec(prod.base), prod.label, endpoint, prod)];
+        for (const api of [...(alt ? [alt] : []), ...extra]) out.push(await load(spec(api.base), api.label, endpoint, api));
+        return out;
+      };
+      await pair((b) => hashSpec(b, hashAccount.apiKey, 1, lat), 'POST /v2/evidence/hash');
+      await pair((b) => hashSpec(b, hashAccount.apiKey, c, dur), 'POST /v2/evidence/hash');
+      const a1 = await pair((b) => anchorSpec(b, anchorAccount.apiKey, 1, lat), 'POST /v2/evidence/anchor');
+      const a16 = await pair((b) => anchorSpec(b, anchorAccount.apiKey, ac, dur), 'POST /v2/evidence/anchor', singles);
+      const anchoredHashes = [...a1, ...a16].flatMap((r) => r.anchoredHashes ?? []);
+      if (anchoredHashes.length === 0) throw new Error('no hash was anchored: verify cannot be measured');
+      // Cold: each request verifies a hash for the first time (the first half of the anchored
+      // hashes for one connection, the second half for many). Warm: 32 hashes over and over, whose
+      // proof checks the process has memoised (lib/evidence/verify.ts); the ledger is read every time.
+      const half = Math.floor(anchoredHashes.length / 2);
+      const cold = (n: number) => `${prod.label}, cold (${n} distinct hashes)`;
+      await load(verifySpec(prod.base, anchoredHashes.slice(0, half), 1, lat), cold(half), 'GET /v2/evidence/verify/{hash}', prod);
+      await load(verifySpec(prod.base, anchoredHashes.slice(half), c, dur), cold(anchoredHashes.length - half), 'GET /v2/evidence/verify/{hash}', prod);
+      const hot = anchoredHashes.slice(0, 32);
+      await load(verifySpec(prod.base, hot, c, dur, 3), `${prod.label}, warm (32 hashes, proof checks memoised)`, 'GET /v2/evidence/verify/{hash}', prod);
+      if (alt) {
+        await load(verifySpec(alt.base, hot, c, dur, 3), 'automine + edge cache (32 hashes)', 'GET /v2/evidence/verify/{hash}', alt);
+      }
+      const login = (conns: number, d: number) => ({
+        name: 'login',
+        kind: 'static' as const,
+        url: prod.base,
+        method: 'POST' as const,
+        path: '/api/v2/account/login',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: hashAccount.email, password: hashAccount.password }),
+        connections: conns,
+        duration: d,
+      });
+      await load(login(1, lat), prod.label, 'POST /v2/account/login', prod);
+      await load(login(c, dur), prod.label, 'POST /v2/account/login', prod);
+    } finally {
+      await Promise.all(apis.map((a) => a.stop()));
+      await stack.stop();
+      delete pids.chain;
+    }
+  }
+
+  if (settings.sections.includes('blocks')) {
+    say(`starting a second chain with ${settings.blockTimeMs} ms blocks`);
+    const stack = await startBenchStack({ blockTimeMs: settings.blockTimeMs });
+    pids.chain = stack.chainPid;
+    const setup = `${settings.blockTimeMs / 1000} s blocks`;
+    const apis: Api[] = [];
+    try {
+      const prod = await startApi(stack, setup);
+      apis.push(prod);
+      const alt = wantVariants
+        ? await startApi(stack, `${setup}, no receipt wait + all alternatives`, { BENCH_VARIANTS: ALL_VARIANTS, LEDGER_RECEIPT_TIMEOUT_MS: '0' })
+        : undefined;
+      if (alt) apis.push(alt);
+      const account = await createAccount(prod.base, stack.env.ADMIN_TOKEN ?? '', 'pro');
+      // Sequential requests meet every block at the same phase: a handful of samples tells it.
+      await load(anchorSpec(prod.base, account.apiKey, 1, Math.max(dur, 8)), prod.label, 'POST /v2/evidence/anchor', prod);
+      await load(anchorSpec(prod.base, account.apiKey, ac, dur), prod.label, 'POST /v2/evidence/anchor', prod);
+      if (alt) await load(anchorSpec(alt.base, account.apiKey, ac, dur), alt.label, 'POST /v2/evidence/anchor', alt);
+    } finally {
+      await Promise.all(apis.map((a) => a.stop()));
+      await stack.stop();
+      delete pids.chain;
+    }
+  }
+} finally {
+  await stopBenchDynamo();
+}
+
+if (settings.sections.includes('stages')) {
+  say('in-process stage costs (bench/stages.ts)');
+  results.stages = await runWorker<StagesResult>('bench/stages.ts', { BENCH_STAGE_SCALE: process.env.BENCH_STAGE_SCALE ?? '0.4' }, { echoStderr: true });
+}
+if (settings.sections.includes('cold')) {
+  say('cold start (bench/cold-start.ts)');
+  results.cold = await runWorker<ColdRow[]>('bench/cold-start.ts', {}, { echoStderr: true });
+}
+
+results.machine.loadavgAfter = os.loadavg().map((l) => Number(l.toFixed(2)));
+results.machine.wallSeconds = Math.round((Date.now() - started) / 1000);
+
+const md: string[] = [
+  `# Benchmark results (${results.machine.startedAt as string})`,
+  '',
+  `Machine: ${String(results.machine.nproc)} × ${String(results.machine.cpu)}, ${String(results.machine.memoryGiB)} GiB, Node ${process.version}, ${String(results.machine.platform)}.`,
+  `Load average before/after: ${JSON.stringify(results.machine.loadavgBefore)} / ${JSON.stringify(results.machine.loadavgAfter)}; wall time ${String(results.machine.wallSeconds)} s.`,
+  `Settings: ${JSON.stringify(settings)}.`,
+  '',
+];
+if (runs.length) md.push('## HTTP (autocannon, separate process)', '', httpTable(runs), '');
+if (results.stages) {
+  md.push('## Stages (in-process)', '', stagesTable(results.stages), '');
+  const labels = ['production (noble signer)', 'liboqs signer', 'liboqs + pipelined sender'];
+  md.push(pipelineTable(results.stages, labels), '', pipelineStagesTable(results.stages, labels), '');
+  md.push('Checks:', '', ...Object.entries(results.stages.checks).map(([k, v]) => `- ${k}: ${v}`), '');
+  if (results.stages.concurrency.length) {
+    const keys = Object.keys(results.stages.concurrency[0] ?? {});
+    md.push(`| ${keys.join(' | ')} |`, `|${keys.map(() => '---').join('|')}|`, ...results.stages.concurrency.map((r) => `| ${keys.map((k) => String(r[k])).join(' | ')} |`), '');
+  }
+}
+if (results.cold) md.push('## Cold start (esbuild bundle, import in a fresh Node process)', '', coldTable(results.cold), '');
+
+const outDir = path.join(REPO_ROOT, 'bench', 'results');
+await mkdir(outDir, { recursive: true });
+await writeFile(path.join(outDir, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+await writeFile(path.join(outDir, 'latest.md'), `${md.join('\n')}\n`);
+say(`done: bench/results/latest.md and latest.json (${String(results.machine.wallSeconds)} s)`);
+process.stdout.write(`\n${md.join('\n')}\n`);
+process.exit(0);
