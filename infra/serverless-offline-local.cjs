@@ -36,10 +36,11 @@
 
 /**
  * What serverless.yml declares for AWS only: CloudFormation references (table names, the API's
- * URL), the public network and the Lambda data directory. Dropped offline, so lib/config.ts falls
+ * URL), the public network, the Lambda data directory and the public key shipped from
+ * infra/keys/<stage>/. Dropped offline, so lib/config.ts falls
  * back to its local defaults (TABLE_PREFIX, 127.0.0.1 ports) unless the shell sets them.
  */
-const AWS_ONLY = /^(TABLE_[A-Z_]+|PUBLIC_BASE_URL|LEDGER_NETWORK|LEDGER_RPC_URL|DATA_DIR)$/;
+const AWS_ONLY = /^(TABLE_[A-Z_]+|PUBLIC_BASE_URL|LEDGER_NETWORK|LEDGER_RPC_URL|DATA_DIR|PQ_PUBLIC_KEY_FILE)$/;
 /** Key material held in KMS on AWS (and the TSA certificate that goes with the KMS key): never offline. */
 const KMS_ONLY = /KMS|^TSA_(CERT|ROOT)_FILE$/;
 /** The variables lib/config.ts reads that the shell may set for the local deployment. */

@@ -27,6 +27,9 @@ const AWS_ENVIRONMENT: Record<string, unknown> = {
   PQ_SIGNER_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/1',
   TSA_SCHEME: 'embedded',
   TSA_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/2',
+  TSA_CERT_FILE: 'infra/keys/dev/tsa.pem',
+  TSA_ROOT_FILE: 'infra/keys/dev/tsa-root.pem',
+  PQ_PUBLIC_KEY_FILE: 'infra/keys/dev/ml-dsa-65.pub',
   LEDGER_NETWORK: 'polygon-amoy',
   LEDGER_RPC_URL: 'https://rpc-amoy.polygon.technology',
   LEDGER_WALLET: 'kms',
@@ -66,6 +69,10 @@ describe('osls offline environment (infra/serverless-offline-local.cjs)', () => 
       assert.equal(config.ledger.rpcUrl, SHELL.LEDGER_RPC_URL);
       assert.equal(config.publicBaseUrl, 'http://localhost:4000');
       assert.equal(config.logLevel, 'warn');
+      // The stage's shipped key material is AWS's: offline trusts the keys in DATA_DIR.
+      assert.equal(config.signer.publicKeyFile, `${SHELL.DATA_DIR}/keys/ml-dsa-65.pub`);
+      assert.equal(env.TSA_CERT_FILE, undefined);
+      assert.equal(env.TSA_ROOT_FILE, undefined);
     }
   });
 
