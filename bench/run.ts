@@ -25,6 +25,11 @@
  *   BENCH_BLOCK_TIME_MS=2000   block time of the second chain
  *   BENCH_SECTIONS=http,variants,blocks,stages,cold   what to run (variants: the alternatives
  *                              next to the http and blocks runs)
+ *   BENCH_ENDPOINTS=hash,anchor,verify,login   which API endpoints the http section measures
+ *                              (verify needs anchor: it verifies the hashes anchored there)
+ *   BENCH_CPU_PROFILE=<dir>    every API process writes a V8 CPU profile there when it stops
+ *                              (summarise with: npx tsx bench/profile-summary.ts <dir>/*.cpuprofile)
+ *   BENCH_OUT=bench/results     where latest.json and latest.md are written
  *   BENCH_STAGE_SCALE=0.4      iterations of bench/stages.ts (1 = its full counts)
  *   BENCH_COLD_RUNS=5          fresh-process imports per bundle
  */
@@ -33,7 +38,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { LoadResult, LoadSpec } from './load.js';
 import { REPO_ROOT, runWorker, startServer, type Server } from './lib/proc.js';
-import { coldTable, httpTable, pipelineStagesTable, pipelineTable, stagesTable, type ColdRow, type HttpRun, type StagesResult } from './lib/report.js';
+import { renderMarkdown, type ColdRow, type HttpRun, type StagesResult } from './lib/report.js';
 import { cpuMs, machineBusyMs, selfCpuMs } from './lib/cpu.js';
 import { startBenchStack, stopBenchDynamo, type BenchStack } from './lib/stack.js';
 
@@ -51,6 +56,8 @@ const settings = {
   blockTimeMs: num('BENCH_BLOCK_TIME_MS', 2000),
   sections: (process.env.BENCH_SECTIONS ?? 'http,variants,blocks,stages,cold').split(',').map((s) => s.trim()),
 };
+const endpoints = (process.env.BENCH_ENDPOINTS ?? 'hash,anchor,verify,login').split(',').map((e) => e.trim());
+const want = (endpoint: 'hash' | 'anchor' | 'verify' | 'login') => endpoints.includes(endpoint);
 const ALL_VARIANTS = 'liboqs-signer,tier-on-key,parallel-limits,pipelined-sender,edge-cache';
 
 const started = Date.now();
@@ -221,8 +228,15 @@ try {
       apis.push(prod);
       const alt = wantVariants ? await startApi(stack, 'automine + all alternatives', { BENCH_VARIANTS: ALL_VARIANTS }) : undefined;
       if (alt) apis.push(alt);
+      // Shares of the anchoring alternatives: each alone, and all but the sender prototype.
       const singles = wantVariants
-        ? await Promise.all(['liboqs-signer', 'pipelined-sender'].map((v) => startApi(stack, `automine + ${v}`, { BENCH_VARIANTS: v })))
+        ? await Promise.all(
+            [
+              ['liboqs-signer', 'automine + liboqs signer'],
+              ['pipelined-sender', 'automine + pipelined sender'],
+              ['liboqs-signer,tier-on-key,parallel-limits', 'automine + liboqs + auth/limits'],
+            ].map(([v, label]) => startApi(stack, label ?? '', { BENCH_VARIANTS: v ?? '' })),
+          )
         : [];
       apis.push(...singles);
       const admin = stack.env.ADMIN_TOKEN ?? '';
@@ -233,23 +247,30 @@ try {
         for (const api of [...(alt ? [alt] : []), ...extra]) out.push(await load(spec(api.base), api.label, endpoint, api));
         return out;
       };
-      await pair((b) => hashSpec(b, hashAccount.apiKey, 1, lat), 'POST /v2/evidence/hash');
-      await pair((b) => hashSpec(b, hashAccount.apiKey, c, dur), 'POST /v2/evidence/hash');
-      const a1 = await pair((b) => anchorSpec(b, anchorAccount.apiKey, 1, lat), 'POST /v2/evidence/anchor');
-      const a16 = await pair((b) => anchorSpec(b, anchorAccount.apiKey, ac, dur), 'POST /v2/evidence/anchor', singles);
-      const anchoredHashes = [...a1, ...a16].flatMap((r) => r.anchoredHashes ?? []);
-      if (anchoredHashes.length === 0) throw new Error('no hash was anchored: verify cannot be measured');
-      // Cold: each request verifies a hash for the first time (the first half of the anchored
-      // hashes for one connection, the second half for many). Warm: 32 hashes over and over, whose
-      // proof checks the process has memoised (lib/evidence/verify.ts); the ledger is read every time.
-      const half = Math.floor(anchoredHashes.length / 2);
-      const cold = (n: number) => `${prod.label}, cold (${n} distinct hashes)`;
-      await load(verifySpec(prod.base, anchoredHashes.slice(0, half), 1, lat), cold(half), 'GET /v2/evidence/verify/{hash}', prod);
-      await load(verifySpec(prod.base, anchoredHashes.slice(half), c, dur), cold(anchoredHashes.length - half), 'GET /v2/evidence/verify/{hash}', prod);
-      const hot = anchoredHashes.slice(0, 32);
-      await load(verifySpec(prod.base, hot, c, dur, 3), `${prod.label}, warm (32 hashes, proof checks memoised)`, 'GET /v2/evidence/verify/{hash}', prod);
-      if (alt) {
-        await load(verifySpec(alt.base, hot, c, dur, 3), 'automine + edge cache (32 hashes)', 'GET /v2/evidence/verify/{hash}', alt);
+      if (want('hash')) {
+        await pair((b) => hashSpec(b, hashAccount.apiKey, 1, lat), 'POST /v2/evidence/hash');
+        await pair((b) => hashSpec(b, hashAccount.apiKey, c, dur), 'POST /v2/evidence/hash');
+      }
+      const anchoredHashes: string[] = [];
+      if (want('anchor')) {
+        const a1 = await pair((b) => anchorSpec(b, anchorAccount.apiKey, 1, lat), 'POST /v2/evidence/anchor');
+        const a16 = await pair((b) => anchorSpec(b, anchorAccount.apiKey, ac, dur), 'POST /v2/evidence/anchor', singles);
+        anchoredHashes.push(...[...a1, ...a16].flatMap((r) => r.anchoredHashes ?? []));
+        if (anchoredHashes.length === 0) throw new Error('no hash was anchored: verify cannot be measured');
+      }
+      if (want('verify') && anchoredHashes.length > 0) {
+        // Cold: each request verifies a hash for the first time (the first half of the anchored
+        // hashes for one connection, the second half for many). Warm: 32 hashes over and over, whose
+        // proof checks the process has memoised (lib/evidence/verify.ts); the ledger is read every time.
+        const half = Math.floor(anchoredHashes.length / 2);
+        const cold = (n: number) => `${prod.label}, cold (${n} distinct hashes)`;
+        await load(verifySpec(prod.base, anchoredHashes.slice(0, half), 1, lat), cold(half), 'GET /v2/evidence/verify/{hash}', prod);
+        await load(verifySpec(prod.base, anchoredHashes.slice(half), c, dur), cold(anchoredHashes.length - half), 'GET /v2/evidence/verify/{hash}', prod);
+        const hot = anchoredHashes.slice(0, 32);
+        await load(verifySpec(prod.base, hot, c, dur, 3), `${prod.label}, warm (32 hashes, proof checks memoised)`, 'GET /v2/evidence/verify/{hash}', prod);
+        if (alt) {
+          await load(verifySpec(alt.base, hot, c, dur, 3), 'automine + edge cache (32 hashes)', 'GET /v2/evidence/verify/{hash}', alt);
+        }
       }
       const login = (conns: number, d: number) => ({
         name: 'login',
@@ -262,8 +283,10 @@ try {
         connections: conns,
         duration: d,
       });
-      await load(login(1, lat), prod.label, 'POST /v2/account/login', prod);
-      await load(login(c, dur), prod.label, 'POST /v2/account/login', prod);
+      if (want('login')) {
+        await load(login(1, lat), prod.label, 'POST /v2/account/login', prod);
+        await load(login(c, dur), prod.label, 'POST /v2/account/login', prod);
+      }
     } finally {
       await Promise.all(apis.map((a) => a.stop()));
       await stack.stop();
@@ -311,31 +334,12 @@ if (settings.sections.includes('cold')) {
 results.machine.loadavgAfter = os.loadavg().map((l) => Number(l.toFixed(2)));
 results.machine.wallSeconds = Math.round((Date.now() - started) / 1000);
 
-const md: string[] = [
-  `# Benchmark results (${results.machine.startedAt as string})`,
-  '',
-  `Machine: ${String(results.machine.nproc)} × ${String(results.machine.cpu)}, ${String(results.machine.memoryGiB)} GiB, Node ${process.version}, ${String(results.machine.platform)}.`,
-  `Load average before/after: ${JSON.stringify(results.machine.loadavgBefore)} / ${JSON.stringify(results.machine.loadavgAfter)}; wall time ${String(results.machine.wallSeconds)} s.`,
-  `Settings: ${JSON.stringify(settings)}.`,
-  '',
-];
-if (runs.length) md.push('## HTTP (autocannon, separate process)', '', httpTable(runs), '');
-if (results.stages) {
-  md.push('## Stages (in-process)', '', stagesTable(results.stages), '');
-  const labels = ['production (noble signer)', 'liboqs signer', 'liboqs + pipelined sender'];
-  md.push(pipelineTable(results.stages, labels), '', pipelineStagesTable(results.stages, labels), '');
-  md.push('Checks:', '', ...Object.entries(results.stages.checks).map(([k, v]) => `- ${k}: ${v}`), '');
-  if (results.stages.concurrency.length) {
-    const keys = Object.keys(results.stages.concurrency[0] ?? {});
-    md.push(`| ${keys.join(' | ')} |`, `|${keys.map(() => '---').join('|')}|`, ...results.stages.concurrency.map((r) => `| ${keys.map((k) => String(r[k])).join(' | ')} |`), '');
-  }
-}
-if (results.cold) md.push('## Cold start (esbuild bundle, import in a fresh Node process)', '', coldTable(results.cold), '');
+const md = renderMarkdown(results).split('\n');
 
-const outDir = path.join(REPO_ROOT, 'bench', 'results');
+const outDir = process.env.BENCH_OUT ? path.resolve(process.env.BENCH_OUT) : path.join(REPO_ROOT, 'bench', 'results');
 await mkdir(outDir, { recursive: true });
 await writeFile(path.join(outDir, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
 await writeFile(path.join(outDir, 'latest.md'), `${md.join('\n')}\n`);
-say(`done: bench/results/latest.md and latest.json (${String(results.machine.wallSeconds)} s)`);
+say(`done: ${path.relative(REPO_ROOT, outDir) || '.'}/latest.md and latest.json (${String(results.machine.wallSeconds)} s)`);
 process.stdout.write(`\n${md.join('\n')}\n`);
 process.exit(0);

@@ -466,7 +466,7 @@ try {
     if (!v.verified) throw new Error('not verified');
   });
   await stage('verifyEvidence, again (proof checks memoised; Get + 3 JSON-RPC reads)', N(200), async (i) => {
-    const v = await verifyEvidence(verifyDeps, fresh[Math.max(0, i) % 8]!);
+    const v = await verifyEvidence(verifyDeps, fresh[Math.max(0, i) % Math.min(8, fresh.length)]!);
     if (!v.verified) throw new Error('not verified');
   });
   oqs.destroy();

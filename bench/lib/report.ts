@@ -1,7 +1,9 @@
 /**
  * Markdown tables from the benchmark's JSON results (bench/results/latest.json → latest.md), in
- * the form BENCHMARKS.md quotes them.
+ * the form BENCHMARKS.md quotes them. Re-render a saved result: `npx tsx bench/lib/report.ts <json>`.
  */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { LoadResult } from '../load.js';
 
 export interface HttpRun extends LoadResult {
@@ -73,7 +75,7 @@ export function httpTable(runs: HttpRun[]): string {
     const c = r.cpuMsPerRequest;
     const cpu = c ? `${f2(c.server)} · ${f2(c.dynalite)} · ${f2(c.chain)} · ${f2(c.loadGen)}` : '–';
     lines.push(
-      `| ${r.endpoint} | ${r.setup} | ${r.connections} | ${f0(r.okPerSec)} | ${f0(r.latencyMs.p50)} | ${f0(r.latencyMs.p90)} | ${f0(r.latencyMs.p99)} | ${r.non2xx} / ${r.errors + r.timeouts} | ${ratio} | ${cpu} | ${c ? `${f2(c.utilisation)} · ${f2(c.others)}` : '–'} |`,
+      `| ${r.endpoint} | ${r.setup} | ${r.connections} | ${r.okPerSec < 10 ? f1(r.okPerSec) : f0(r.okPerSec)} | ${f0(r.latencyMs.p50)} | ${f0(r.latencyMs.p90)} | ${f0(r.latencyMs.p99)} | ${r.non2xx} / ${r.errors + r.timeouts} | ${ratio} | ${cpu} | ${c ? `${f2(c.utilisation)} · ${f2(c.others)}` : '–'} |`,
     );
   }
   return lines.join('\n');
@@ -121,4 +123,43 @@ export function coldTable(rows: ColdRow[]): string {
     );
   }
   return lines.join('\n');
+}
+
+/** Everything run.ts writes to latest.md. */
+export interface BenchResults {
+  settings: Record<string, unknown>;
+  machine: Record<string, unknown>;
+  http: HttpRun[];
+  stages?: StagesResult;
+  cold?: ColdRow[];
+}
+
+export function renderMarkdown(results: BenchResults): string {
+  const m = results.machine;
+  const md: string[] = [
+    `# Benchmark results (${String(m.startedAt)})`,
+    '',
+    `Machine: ${String(m.nproc)} × ${String(m.cpu)}, ${String(m.memoryGiB)} GiB, Node ${String(m.node)}, ${String(m.platform)}.`,
+    `Load average before/after: ${JSON.stringify(m.loadavgBefore)} / ${JSON.stringify(m.loadavgAfter)}; wall time ${String(m.wallSeconds)} s.`,
+    `Settings: ${JSON.stringify(results.settings)}.`,
+    '',
+  ];
+  if (results.http.length) md.push('## HTTP (autocannon, separate process)', '', httpTable(results.http), '');
+  const s = results.stages;
+  if (s) {
+    md.push('## Stages (in-process)', '', stagesTable(s), '');
+    const labels = ['production (noble signer)', 'liboqs signer', 'liboqs + pipelined sender'];
+    md.push(pipelineTable(s, labels), '', pipelineStagesTable(s, labels), '');
+    md.push('Checks:', '', ...Object.entries(s.checks).map(([k, v]) => `- ${k}: ${v}`), '');
+    if (s.concurrency.length) {
+      const keys = Object.keys(s.concurrency[0] ?? {});
+      md.push(`| ${keys.join(' | ')} |`, `|${keys.map(() => '---').join('|')}|`, ...s.concurrency.map((r) => `| ${keys.map((k) => String(r[k])).join(' | ')} |`), '');
+    }
+  }
+  if (results.cold) md.push('## Cold start (esbuild bundle, import in a fresh Node process)', '', coldTable(results.cold), '');
+  return md.join('\n');
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  for (const file of process.argv.slice(2)) process.stdout.write(`${renderMarkdown(JSON.parse(readFileSync(file, 'utf8')) as BenchResults)}\n`);
 }

@@ -44,7 +44,7 @@ process.once('SIGTERM', () => {
   server.close();
   const flushed =
     profiler && profileDir
-      ? profiler.post('Profiler.stop').then(({ profile }) => writeFileSync(path.join(profileDir, `api-${process.pid}.cpuprofile`), JSON.stringify(profile)))
+      ? profiler.post('Profiler.stop').then(({ profile }) => writeFileSync(path.join(profileDir, `api-${variants.join('+') || 'production'}-${process.pid}.cpuprofile`), JSON.stringify(profile)))
       : Promise.resolve();
   const deadline = Date.now() + 15_000;
   const timer = setInterval(() => {
