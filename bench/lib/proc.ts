@@ -5,23 +5,12 @@
  * through tsx, like `npm start`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePort } from '../../lib/local/net.js';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** A TCP port that was free a moment ago on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function spawnTsx(script: string, env: Record<string, string>, args: string[] = []): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, script), ...args], {
@@ -116,3 +105,4 @@ export function runWorker<T>(
     });
   });
 }
+export { freePort };

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePort } from '../../lib/local/net.js';
 import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -64,17 +64,6 @@ export async function startTestStack(): Promise<TestStack> {
   };
 }
 
-/** A TCP port that was free a moment ago on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * For a test file: points process.env at the run's shared stack (test/run.ts) or, when the file
@@ -98,3 +87,4 @@ export async function useStack(): Promise<Record<string, string>> {
   resetCoreDeps();
   return env;
 }
+export { freePort };
