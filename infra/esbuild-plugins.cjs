@@ -1,10 +1,25 @@
 'use strict';
 /**
- * esbuild plugins for serverless-esbuild (serverless.yml custom.esbuild.plugins).
+ * esbuild plugins for serverless-esbuild (serverless.yml custom.esbuild.plugins); the exported
+ * array is the plugin list, in order.
+ *
  * `forbid-local-stack`: a Lambda bundle must never contain the embedded stack (lib/local) or
  * what only it uses (hardhat, dynalite: hundreds of MB and native binaries). The build fails
  * with the importing file named instead of shipping them.
+ *
+ * `liboqs-wasm-import`: each algorithm of @oqs/liboqs-js loads its Emscripten module (the WASM
+ * inlined in `dist/<algorithm>.min.js`) with `import(modulePath)`, a variable esbuild cannot
+ * follow: the bundle would look for `../../../../dist/…` next to itself at run time and fail.
+ * The plugin rewrites that call to a literal import of the Node build, so the module is bundled.
+ * If a liboqs-js release loads its module differently, the build fails instead.
+ *
+ * `zod-english-locale-only`: zod 4's classic entry re-exports `locales`, a namespace of all its
+ * 64 locales (~258 KB minified in every bundle), which nothing here uses: zod's default locale is
+ * English, imported by zod itself from `locales/en.js`. The plugin loads `zod/v4/locales/index.js`
+ * as English only, so error messages stay byte for byte the same; `z.locales.<other>` would be
+ * undefined in a bundle.
  */
+const { readFile } = require('node:fs/promises');
 const path = require('node:path');
 
 const FORBIDDEN_PACKAGES = /^(hardhat|dynalite)(\/|$)/;
@@ -24,5 +39,46 @@ const forbidLocalStack = {
   },
 };
 
-module.exports = [forbidLocalStack];
+const LIBOQS_ALGORITHM_FILE = /[\\/]node_modules[\\/]@oqs[\\/]liboqs-js[\\/]src[\\/]algorithms[\\/].+\.js$/;
+// `const modulePath = isDeno ? '…/dist/<algorithm>.deno.js' : '…/dist/<algorithm>.min.js';`
+const LIBOQS_NODE_MODULE_PATH = /:\s*([`'"])((?:\.\.\/)+dist\/[\w.-]+\.min\.js)\1/g;
+const LIBOQS_VARIABLE_IMPORT = 'import(modulePath)';
+
+const liboqsWasmImport = {
+  name: 'liboqs-wasm-import',
+  setup(build) {
+    build.onLoad({ filter: LIBOQS_ALGORITHM_FILE }, async (args) => {
+      const source = await readFile(args.path, 'utf8');
+      const targets = [...source.matchAll(LIBOQS_NODE_MODULE_PATH)];
+      const calls = source.split(LIBOQS_VARIABLE_IMPORT).length - 1;
+      if (targets.length !== 1 || calls !== 1) {
+        return {
+          errors: [{
+            text: `@oqs/liboqs-js loads its module in an unexpected way in ${path.relative(process.cwd(), args.path)} ` +
+              `(${targets.length} Node module paths, ${calls} × "${LIBOQS_VARIABLE_IMPORT}"): update the liboqs-wasm-import plugin`,
+          }],
+        };
+      }
+      const literal = JSON.stringify(targets[0][2]);
+      return { contents: source.replace(LIBOQS_VARIABLE_IMPORT, `import(${literal})`), loader: 'js', resolveDir: path.dirname(args.path) };
+    });
+  },
+};
+
+const ZOD_LOCALES_INDEX = /[\\/]node_modules[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/;
+
+const zodEnglishLocaleOnly = {
+  name: 'zod-english-locale-only',
+  setup(build) {
+    build.onLoad({ filter: ZOD_LOCALES_INDEX }, (args) => ({
+      contents: "export { default as en } from './en.js';",
+      loader: 'js',
+      resolveDir: path.dirname(args.path),
+    }));
+  },
+};
+
+module.exports = [forbidLocalStack, liboqsWasmImport, zodEnglishLocaleOnly];
 module.exports.forbidLocalStack = forbidLocalStack;
+module.exports.liboqsWasmImport = liboqsWasmImport;
+module.exports.zodEnglishLocaleOnly = zodEnglishLocaleOnly;

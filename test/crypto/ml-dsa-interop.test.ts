@@ -1,9 +1,13 @@
 /**
  * Interoperability of the service's ML-DSA-65 with an independent implementation, liboqs
  * (C, compiled to WASM by @oqs/liboqs-js): pure ML-DSA with an empty context in both directions.
+ * The service signs with liboqs (hedged) or noble (deterministic test mode) and verifies with
+ * noble, so each direction is checked explicitly: noble → liboqs and liboqs → noble.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js';
 import { createMLDSA65, type MLDSA65 } from '@oqs/liboqs-js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
 import { LocalMlDsaSigner, mlDsaKeyId, mlDsaPublicKeyFingerprint, verifyMlDsa65 } from '../../lib/crypto/ml-dsa.js';
@@ -41,6 +45,15 @@ describe('ML-DSA-65 interoperability with liboqs', () => {
     const signature = await signer.sign(message);
     assert.deepEqual(await signer.sign(message), signature);
     assert.equal(oqs.verify(message, signature, await signer.publicKey()), true);
+  });
+
+  it('verifies noble’s hedged signatures under the service key with liboqs', async () => {
+    const { secretKey } = ml_dsa65.keygen(Uint8Array.from(seed));
+    const publicKey = await LocalMlDsaSigner.fromSeed(seed).publicKey();
+    for (let i = 0; i < 4; i++) {
+      const signature = ml_dsa65.sign(message, secretKey, { extraEntropy: Uint8Array.from(randomBytes(32)) });
+      assert.equal(oqs.verify(message, signature, publicKey), true);
+    }
   });
 
   it('verifies liboqs signatures with verifyMlDsa65', () => {
