@@ -5,7 +5,6 @@ import { anchorEvidence } from '../../lib/evidence/anchor.js';
 import { V1AnchorRequest, V1AnchorResponse } from '../../lib/evidence/v1-schemas.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
-import { monthlyQuota } from '../../lib/http/limits.js';
 import { jsonBody, problemResponses } from '../../lib/http/schemas.js';
 
 export const route = createRoute({
@@ -23,7 +22,7 @@ export const route = createRoute({
     'When the time-stamping authority or the ledger fails nothing is recorded (503) and a retry works.\n\n' +
     'tx_status is pending when the transaction was sent but not mined within the receipt timeout; it completes later (GET /chain/verify shows it).',
   security: [{ ApiKey: [] }],
-  middleware: [apiKeyAuth({ feature: 'anchor' }), monthlyQuota()] as const,
+  middleware: [apiKeyAuth({ feature: 'anchor', quota: true })] as const,
   request: jsonBody(V1AnchorRequest),
   responses: {
     201: {

@@ -3,7 +3,6 @@ import { handle } from 'hono/aws-lambda';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
-import { monthlyQuota } from '../../lib/http/limits.js';
 import { IsoTime, jsonBody, problemResponses, Sha256Hex } from '../../lib/http/schemas.js';
 
 const HashRegistration = z
@@ -16,7 +15,7 @@ export const route = createRoute({
   tags: ['v2 evidence'],
   summary: 'Register a SHA-256 hash (idempotent: a second registration answers the first time)',
   security: [{ ApiKey: [] }],
-  middleware: [apiKeyAuth({ feature: 'hash' }), monthlyQuota()] as const,
+  middleware: [apiKeyAuth({ feature: 'hash', quota: true })] as const,
   request: jsonBody(z.strictObject({ sha256_hash: Sha256Hex })),
   responses: {
     200: { description: 'Registered (or already registered).', content: { 'application/json': { schema: HashRegistration } } },

@@ -1,11 +1,12 @@
 import type { Feature, TierLimits, TierName, TierTable } from '../config.js';
 import { badRequest, conflict, notFound, unauthorized } from '../http/errors.js';
 import { describeError, log } from '../log.js';
-import type { AccountRecord, AccountRepository } from './account-repository.js';
+import { type AccountRecord, type AccountRepository, tierStamp } from './account-repository.js';
 import type { ApiKeyRepository } from './api-key-repository.js';
 import { MAX_ACTIVE_KEYS, newApiKeyRecord } from './api-keys.js';
 import { type Clock, systemClock } from './clock.js';
 import type { IssuedToken, TokenService } from './jwt.js';
+import { copyTierToKeys } from './key-auth.js';
 import { MIN_PASSWORD_LENGTH, type PasswordHasher } from './passwords.js';
 import { randomId } from './random.js';
 import { featuresOf, isTierName, limitsOf } from './tiers.js';
@@ -78,7 +79,9 @@ export class AccountService {
    * account id, nobody knows the key), so a retry starts afresh; if (3) loses against a
    * concurrent registration, (1) and (2) are deleted and the caller gets 409. After (3) the account
    * is complete: every claim points at a finished account. The token is signed before any write,
-   * so a JWT-secret problem fails before anything is stored.
+   * so a JWT-secret problem fails before anything is stored. The key carries the account's tier
+   * stamp (Free, version 0) and the account item enlists it (lib/accounts/key-auth.ts); no tier
+   * change can come in between, as nothing leads to the account id before the answer.
    */
   async register(input: RegisterInput): Promise<Registration> {
     const email = normaliseEmail(input.email);
@@ -92,7 +95,6 @@ export class AccountService {
     const accountId = randomId('acc');
     const passwordHash = await this.deps.passwords.hash(input.password);
     const token = await this.deps.tokens.issue(accountId);
-    const { apiKey, record: key } = newApiKeyRecord(accountId, 'default', now);
     const account: AccountRecord = {
       account_id: accountId,
       email,
@@ -101,9 +103,11 @@ export class AccountService {
       password_hash: passwordHash,
       created_at: now.toISOString(),
       active_keys: 1, // the first key, written next
+      tier_version: 0,
     };
+    const { apiKey, record: key } = newApiKeyRecord(accountId, 'default', now, tierStamp(account));
 
-    await this.deps.accounts.create(account);
+    await this.deps.accounts.create(account, [key.key_hash]);
     try {
       await this.deps.keys.create(key);
     } catch (error) {
@@ -161,12 +165,17 @@ export class AccountService {
     return id ? this.deps.accounts.get(id) : undefined;
   }
 
-  /** Moves an account to `tier` (operators and billing); 404 `account_not_found`, 400 `unknown_tier`. */
+  /**
+   * Moves an account to `tier` (operators and billing); 404 `account_not_found`, 400 `unknown_tier`.
+   * Answers only once the account's API keys carry the new tier (lib/accounts/key-auth.ts); if
+   * copying fails the call fails, and running it again completes it.
+   */
   async setTier(accountId: string, tier: string): Promise<{ account_id: string; tier: TierName }> {
     if (!isTierName(tier)) throw badRequest('unknown_tier', `Unknown tier "${tier}" (known: free, starter, pro, enterprise).`);
-    const updated = await this.deps.accounts.setTier(accountId, tier, this.clock().toISOString());
-    if (!updated) throw notFound('account_not_found', `There is no account "${accountId}".`);
-    return { account_id: updated.account_id, tier: updated.tier };
+    const change = await this.deps.accounts.setTier(accountId, tier, this.clock().toISOString());
+    if (!change) throw notFound('account_not_found', `There is no account "${accountId}".`);
+    await copyTierToKeys(this.deps.keys, change.keyHashes, tierStamp(change.account));
+    return { account_id: change.account.account_id, tier: change.account.tier };
   }
 
   /** Best effort: what is left behind is unreachable anyway (see {@link register}). */

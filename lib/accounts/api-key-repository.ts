@@ -6,6 +6,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import type { TierName } from '../config.js';
 import { isConditionalCheckFailed } from '../store/dynamo.js';
 
 /** An API key as stored (apiKeys table, key = `key_hash`). Never holds the key itself. */
@@ -22,6 +23,13 @@ export interface ApiKeyRecord {
   created_at: string;
   last_used_at?: string;
   deactivated_at?: string;
+  /**
+   * A copy of the account's tier, so that authentication reads only this item, and the account's
+   * `tier_version` it was copied at (lib/accounts/key-auth.ts). Absent on keys written before keys
+   * carried the tier.
+   */
+  tier?: TierName;
+  tier_version?: number;
 }
 
 /** Outcome of a deactivation. */
@@ -60,6 +68,31 @@ export class ApiKeyRepository {
   async getByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
     const out = await this.db.send(new GetCommand({ TableName: this.table, Key: { key_hash: keyHash }, ConsistentRead: true }));
     return out.Item as ApiKeyRecord | undefined;
+  }
+
+  /**
+   * Copies the account's tier stamp onto the key, unless the key already holds that version or a
+   * newer one; false when it did (or when the key does not exist). Versions only move forward, so
+   * of two tier changes that update the keys in either order the later one stays.
+   */
+  async setTier(keyHash: string, tier: TierName, version: number): Promise<boolean> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { key_hash: keyHash },
+          UpdateExpression: 'SET tier = :tier, tier_version = :v',
+          // attribute_exists(key_hash): never create a stub item (a key being created is written
+          // with its stamp and then re-checked by its creator); the version test: never go back.
+          ConditionExpression: 'attribute_exists(key_hash) AND (attribute_not_exists(tier_version) OR tier_version < :v)',
+          ExpressionAttributeValues: { ':tier': tier, ':v': version },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return false;
+      throw error;
+    }
   }
 
   /**

@@ -1,24 +1,15 @@
-import type { TierName } from '../config.js';
 import { conflict, notFound } from '../http/errors.js';
-import { log, describeError } from '../log.js';
-import type { AccountRepository } from './account-repository.js';
+import type { AccountRepository, TierStamp } from './account-repository.js';
 import type { ApiKeyRecord, ApiKeyRepository } from './api-key-repository.js';
-import { apiKeyDisplayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format.js';
+import { apiKeyDisplayPrefix, generateApiKey, hashApiKey } from './api-key-format.js';
 import { type Clock, systemClock } from './clock.js';
+import { ApiKeyAuthenticator, type AuthenticatedKey, type KeyAuthenticator } from './key-auth.js';
 import { randomId } from './random.js';
+
+export { type AuthenticatedKey, LAST_USED_RESOLUTION_MS } from './key-auth.js';
 
 /** At most this many active keys per account (api-v2.md "Limits"). */
 export const MAX_ACTIVE_KEYS = 5;
-
-/** `last_used_at` is written at most once per key and this interval (keeps the hot path at one read). */
-export const LAST_USED_RESOLUTION_MS = 60_000;
-
-/** The caller behind a valid, active API key. */
-export interface AuthenticatedKey {
-  accountId: string;
-  keyId: string;
-  tier: TierName;
-}
 
 /** A key as its creator sees it, once (`POST /account/keys` and register). */
 export interface NewApiKey {
@@ -46,8 +37,11 @@ export interface DeactivatedKey {
   deactivated_at: string;
 }
 
-/** Builds a new key and the record that stores it (only its hash). */
-export function newApiKeyRecord(accountId: string, name: string | null, now: Date): { apiKey: string; record: ApiKeyRecord } {
+/**
+ * Builds a new key and the record that stores it (only its hash), with the account's tier stamp
+ * (lib/accounts/key-auth.ts).
+ */
+export function newApiKeyRecord(accountId: string, name: string | null, now: Date, stamp?: TierStamp): { apiKey: string; record: ApiKeyRecord } {
   const apiKey = generateApiKey();
   return {
     apiKey,
@@ -59,26 +53,36 @@ export function newApiKeyRecord(accountId: string, name: string | null, now: Dat
       prefix: apiKeyDisplayPrefix(apiKey),
       active: true,
       created_at: now.toISOString(),
+      ...(stamp ? { tier: stamp.tier, tier_version: stamp.version } : {}),
     },
   };
 }
 
 /** API keys: creation within the 5-key limit, listing, deactivation and authentication. */
-export class ApiKeyService {
+export class ApiKeyService implements KeyAuthenticator {
+  private readonly authenticator: ApiKeyAuthenticator;
+
   constructor(
     private readonly keys: ApiKeyRepository,
     private readonly accounts: AccountRepository,
     private readonly clock: Clock = systemClock,
-  ) {}
+  ) {
+    this.authenticator = new ApiKeyAuthenticator(keys, accounts, clock);
+  }
 
   /**
    * Creates a key for `accountId`. A key slot is reserved on the account first (the conditional
-   * counter), then the key is stored; if storing fails the slot is given back. A crash between
-   * the two leaves one slot taken by no key: the limit errs on the safe side (never a sixth key).
+   * counter, which also enlists the key's hash and reads the tier stamp), then the key is stored
+   * with that stamp; if storing fails the slot is given back. A crash between the two leaves one
+   * slot taken by no key: the limit errs on the safe side (never a sixth key). Last, the account
+   * is read again and a tier change made in between is copied onto the key (the rules are in
+   * lib/accounts/key-auth.ts); if that fails the request fails and the key is never disclosed.
    * Throws 409 `key_limit_reached` when 5 keys are active.
    */
   async create(accountId: string, name: string | null): Promise<NewApiKey> {
-    if (!(await this.accounts.reserveKeySlot(accountId, MAX_ACTIVE_KEYS))) {
+    const { apiKey, record } = newApiKeyRecord(accountId, name, this.clock());
+    const stamp = await this.accounts.reserveKeySlot(accountId, MAX_ACTIVE_KEYS, record.key_hash);
+    if (!stamp) {
       if (!(await this.accounts.get(accountId))) throw notFound('account_not_found', 'The account of this token does not exist.');
       throw conflict(
         'key_limit_reached',
@@ -86,13 +90,16 @@ export class ApiKeyService {
         { max_keys: MAX_ACTIVE_KEYS },
       );
     }
-    const { apiKey, record } = newApiKeyRecord(accountId, name, this.clock());
+    const stamped: ApiKeyRecord = { ...record, tier: stamp.tier, tier_version: stamp.version };
     try {
-      await this.keys.create(record);
+      await this.keys.create(stamped);
     } catch (error) {
-      await this.accounts.releaseKeySlot(accountId);
+      await this.accounts.releaseKeySlot(accountId, record.key_hash);
       throw error;
     }
+    const account = await this.accounts.get(accountId);
+    const version = Number(account?.tier_version ?? 0);
+    if (account && version > stamp.version) await this.keys.setTier(record.key_hash, account.tier, version);
     return { key_id: record.key_id, api_key: apiKey, name: record.name, created_at: record.created_at };
   }
 
@@ -113,35 +120,13 @@ export class ApiKeyService {
     const result = await this.keys.deactivate(found.key_hash, accountId, this.clock().toISOString());
     if (result.outcome === 'not_found') throw keyNotFound(keyId);
     // The slot is released only by the one request that flipped `active` (the conditional update).
-    if (result.outcome === 'deactivated') await this.accounts.releaseKeySlot(accountId);
+    if (result.outcome === 'deactivated') await this.accounts.releaseKeySlot(accountId, found.key_hash);
     return { key_id: keyId, active: false, deactivated_at: result.record.deactivated_at ?? this.clock().toISOString() };
   }
 
-  /**
-   * The caller behind `apiKey`, or undefined for a malformed key (no database access), an unknown
-   * or deactivated key, or a key whose account is gone. Round trips: one strongly consistent
-   * GetItem of the key, then the account's GetItem (its tier), in parallel with the rare
-   * `last_used_at` write (about once a minute per key).
-   */
-  async authenticate(apiKey: string): Promise<AuthenticatedKey | undefined> {
-    if (!isWellFormedApiKey(apiKey)) return undefined;
-    const key = await this.keys.getByHash(hashApiKey(apiKey));
-    if (!key || key.active !== true) return undefined;
-    const [account] = await Promise.all([this.accounts.get(key.account_id), this.recordUse(key)]);
-    if (!account) return undefined;
-    return { accountId: account.account_id, keyId: key.key_id, tier: account.tier };
-  }
-
-  private async recordUse(key: ApiKeyRecord): Promise<void> {
-    const now = this.clock();
-    const notAfter = new Date(now.getTime() - LAST_USED_RESOLUTION_MS).toISOString();
-    if (key.last_used_at !== undefined && key.last_used_at >= notAfter) return;
-    try {
-      await this.keys.touch(key.key_hash, now.toISOString(), notAfter);
-    } catch (error) {
-      // Bookkeeping only: a failed write must not fail the request it describes.
-      log.warn('api key last_used_at not recorded', { key_id: key.key_id, ...describeError(error) });
-    }
+  /** See {@link ApiKeyAuthenticator.authenticate}. */
+  authenticate(apiKey: string): Promise<AuthenticatedKey | undefined> {
+    return this.authenticator.authenticate(apiKey);
   }
 }
 

@@ -6,14 +6,17 @@ import { AccountService } from './accounts.js';
 import { ApiKeyRepository } from './api-key-repository.js';
 import { ApiKeyService } from './api-keys.js';
 import { type Clock, systemClock } from './clock.js';
-import { CounterRepository } from './counter-repository.js';
 import { TokenService } from './jwt.js';
 import { type KmsDecrypt, cachedJwtSecret } from './jwt-secret.js';
-import { LimitService } from './limits.js';
+import { createLimitService, type KeyAuthDeps } from './key-auth-deps.js';
+import type { LimitService } from './limits.js';
 import { type PasswordHasher, createScryptHasher } from './passwords.js';
 
-/** Everything the account endpoints and the auth/limit middleware use. */
-export interface AccountDeps {
+/**
+ * Everything the account endpoints and the auth/limit middleware use. A superset of KeyAuthDeps
+ * (lib/accounts/key-auth-deps.ts), which is all that functions behind an API key resolve.
+ */
+export interface AccountDeps extends KeyAuthDeps {
   config: Config;
   clock: Clock;
   accounts: AccountService;
@@ -54,7 +57,7 @@ export function createAccountDeps(options: AccountDepsOptions): AccountDeps {
     tokens,
     accounts: new AccountService({ accounts: accountRepo, keys: keyRepo, passwords, tokens, tiers: config.tiers, clock }),
     apiKeys: new ApiKeyService(keyRepo, accountRepo, clock),
-    limits: new LimitService(new CounterRepository(db, config.tables.counters), config.tiers, config.publicRatePerMinute, clock),
+    limits: createLimitService(config, db, clock),
   };
 }
 

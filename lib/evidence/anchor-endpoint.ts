@@ -3,7 +3,6 @@ import { getAnchorDeps } from '../deps/anchoring.js';
 import { getConfig } from '../deps/core.js';
 import { createApp } from '../http/app.js';
 import { apiKeyAuth } from '../http/auth.js';
-import { monthlyQuota } from '../http/limits.js';
 import { jsonBody, problemResponses } from '../http/schemas.js';
 import { explorerUrl } from '../ledger/anchor-data.js';
 import { anchorEvidence } from './anchor.js';
@@ -28,7 +27,7 @@ export function createAnchorApp(path: '/api/v2/evidence/anchor' | '/api/v2/evide
       'When the time-stamping authority or the ledger fails, nothing is recorded (503) and a retry works. ' +
       'blockchain_anchored is false when the transaction was sent but not yet mined within the receipt timeout; it completes later.',
     security: [{ ApiKey: [] }],
-    middleware: [apiKeyAuth({ feature: path === '/api/v2/evidence/full' ? 'full' : 'anchor' }), monthlyQuota()] as const,
+    middleware: [apiKeyAuth({ feature: path === '/api/v2/evidence/full' ? 'full' : 'anchor', quota: true })] as const,
     request: jsonBody(AnchorRequest),
     responses: {
       200: { description: 'Anchored.', content: { 'application/json': { schema: AnchorResult } } },

@@ -2,20 +2,30 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { Feature, TierName } from '../config.js';
 import { API_KEY_PATTERN } from '../accounts/api-key-format.js';
-import type { AuthenticatedKey } from '../accounts/api-keys.js';
 import { type AccountDepsProvider, getAccountDeps } from '../accounts/deps.js';
 import { InvalidTokenError } from '../accounts/jwt.js';
-import { assertFeature, isTierName, tierLabel } from '../accounts/tiers.js';
+import type { AuthenticatedKey } from '../accounts/key-auth.js';
+import { getKeyAuthDeps, type KeyAuthDepsProvider } from '../accounts/key-auth-deps.js';
+import type { QuotaReservation, RateDecision } from '../accounts/limits.js';
+import { assertFeature, isTierName, tierAllows, tierLabel } from '../accounts/tiers.js';
 import type { AppContext, AppEnv } from './app.js';
 import { notFound, tooManyRequests, unauthorized } from './errors.js';
-import { setRateLimitHeaders } from './limits.js';
+import { refundQuota, runWithQuota, setRateLimitHeaders } from './limits.js';
 
 /** Options of {@link apiKeyAuth}. */
 export interface ApiKeyAuthOptions {
   /** The feature the endpoint provides; the caller's tier must include it (else 403 `tier_insufficient`). */
   feature: Feature;
-  /** Dependencies (tests inject a clock or a config); the process-wide ones by default. */
-  deps?: AccountDepsProvider;
+  /**
+   * A quota-counted endpoint (v2 hash, anchor, full; v1 anchor, timestamp): also reserve one unit
+   * of the monthly quota, and give it back when the request fails (CONTRACT "Limits").
+   */
+  quota?: boolean;
+  /**
+   * Dependencies (tests inject a clock or a config); by default the process-wide key
+   * authenticator and limits only (lib/accounts/key-auth-deps.ts), not the account service.
+   */
+  deps?: KeyAuthDepsProvider;
 }
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
@@ -27,12 +37,20 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
  * 2. the per-minute rate of the account (all its keys together): every authenticated request
  *    counts (CONTRACT "Limits"), so the RateLimit-* headers are on every response from here on,
  *    and 429 `rate_limit_exceeded` with Retry-After once the minute's budget is spent;
- * 3. the tier gate: 403 `tier_insufficient` naming the tier needed.
+ * 3. the tier gate: 403 `tier_insufficient` naming the tier needed;
+ * 4. with `quota`, the monthly quota: 429 `quota_exceeded` with Retry-After until the month ends;
+ *    the unit is given back when the handler answers ≥ 400 or throws (lib/http/limits.ts).
  * Sets the context variables `accountId`, `tier` and `keyId` (read them with {@link apiKeyCaller}).
- * Round trips: key GetItem, then account GetItem, then the rate counter's conditional update.
+ *
+ * Round trips: the key's GetItem (it carries the tier, lib/accounts/key-auth.ts), then the rate
+ * counter's and (with `quota`) the quota counter's conditional updates together. The answers are
+ * those of the checks made one after the other: a request the rate refuses gets its quota unit
+ * back before the 429 (it never counts; a concurrent request may see the unit taken meanwhile, as
+ * with any request that fails after its reservation); a request the tier gate refuses reserves no
+ * quota; a request refused for quota has spent its rate unit, as every authenticated request does.
  */
 export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler<AppEnv> {
-  const resolve = options.deps ?? getAccountDeps;
+  const resolve = options.deps ?? getKeyAuthDeps;
   return async (c, next) => {
     const key = c.req.header('x-api-key')?.trim();
     if (!key) throw unauthorized('invalid_api_key', 'Missing API key: send it in the X-API-Key header.');
@@ -49,9 +67,21 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler<AppEnv
     c.set('tier', caller.tier);
     c.set('keyId', caller.keyId);
 
-    const rate = await deps.limits.consumeRate(caller.accountId, caller.tier);
+    const { limits } = deps;
+    const reserve = options.quota === true && tierAllows(caller.tier, options.feature);
+    const [rateResult, quotaResult] = await Promise.allSettled([
+      limits.consumeRate(caller.accountId, caller.tier),
+      reserve ? limits.reserveQuota(caller.accountId, caller.tier) : undefined,
+    ]);
+    const reservation: QuotaReservation | undefined = quotaResult.status === 'fulfilled' ? quotaResult.value : undefined;
+    if (rateResult.status === 'rejected') {
+      if (reservation) await refundQuota(limits, reservation, caller.accountId);
+      throw rateResult.reason;
+    }
+    const rate: RateDecision = rateResult.value;
     setRateLimitHeaders(c, rate);
     if (!rate.allowed) {
+      if (reservation) await refundQuota(limits, reservation, caller.accountId);
       throw tooManyRequests(
         'rate_limit_exceeded',
         `Rate limit exceeded: the per-minute limit of the ${tierLabel(caller.tier)} tier is ${rate.limit} requests (all keys of the account together). Retry in ${rate.resetSeconds} s.`,
@@ -60,7 +90,10 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler<AppEnv
       );
     }
     assertFeature(caller.tier, options.feature);
-    await next();
+    if (!options.quota) return next();
+    if (quotaResult.status === 'rejected') throw quotaResult.reason;
+    if (!reservation) throw new Error('apiKeyAuth: no quota reservation');
+    await runWithQuota(c, next, limits, reservation, caller.accountId, caller.tier);
   };
 }
 

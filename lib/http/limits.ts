@@ -1,16 +1,23 @@
-import type { MiddlewareHandler } from 'hono';
-import { type AccountDepsProvider, getAccountDeps } from '../accounts/deps.js';
-import type { IpScope, QuotaReservation, RateDecision } from '../accounts/limits.js';
+import type { MiddlewareHandler, Next } from 'hono';
+import type { TierName } from '../config.js';
+import { getKeyAuthDeps, type KeyAuthDepsProvider } from '../accounts/key-auth-deps.js';
+import type { IpScope, LimitService, QuotaReservation, RateDecision } from '../accounts/limits.js';
 import { isTierName, tierLabel } from '../accounts/tiers.js';
 import { describeError, log } from '../log.js';
 import type { AppContext, AppEnv } from './app.js';
-import { tooManyRequests } from './errors.js';
+import { type HttpError, tooManyRequests } from './errors.js';
 
 /** Options shared by the limit middleware. */
 export interface LimitOptions {
-  /** Dependencies (tests inject a clock or a config); the process-wide ones by default. */
-  deps?: AccountDepsProvider;
+  /**
+   * Dependencies (tests inject a clock or a config); the process-wide ones by default. Only the
+   * limits are used, so the full AccountDeps provider fits as well.
+   */
+  deps?: KeyAuthDepsProvider;
 }
+
+/** Context variable: a monthly-quota unit was reserved for this request (by whichever middleware). */
+const QUOTA_RESERVED = 'quotaReserved';
 
 /**
  * Sets `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds until the window
@@ -24,43 +31,67 @@ export function setRateLimitHeaders(c: AppContext, d: RateDecision): void {
 }
 
 /**
- * The monthly quota of evidence operations, for quota-counted endpoints (v2 hash, anchor, full;
- * v1 anchor, timestamp). Runs after `apiKeyAuth()` (lib/http/auth.ts). Reserves one unit
- * before the handler (429 `quota_exceeded` when none is left, with Retry-After until the month
- * ends) and gives it back when the handler answers ≥ 400 or throws: only successful operations
- * count (see LimitService.reserveQuota for why reserve-then-refund).
+ * The monthly quota of evidence operations, as a middleware of its own after `apiKeyAuth()`
+ * (lib/http/auth.ts): reserves one unit before the handler (429 `quota_exceeded` when none is
+ * left, with Retry-After until the month ends) and gives it back when the handler answers ≥ 400
+ * or throws: only successful operations count (see LimitService.reserveQuota for why
+ * reserve-then-refund). The evidence functions use `apiKeyAuth({ feature, quota: true })`
+ * instead, which does the same with the reservation sent alongside the rate check; the two must
+ * not be combined (the unit would be counted twice: this throws).
  */
 export function monthlyQuota(options: LimitOptions = {}): MiddlewareHandler<AppEnv> {
-  const resolve = options.deps ?? getAccountDeps;
+  const resolve = options.deps ?? getKeyAuthDeps;
   return async (c, next) => {
     const accountId = c.get('accountId');
     const tier = c.get('tier');
     if (typeof accountId !== 'string' || !isTierName(tier)) throw new Error('monthlyQuota() must run after apiKeyAuth()');
-    const deps = resolve();
-    const reservation = await deps.limits.reserveQuota(accountId, tier);
-    if (!reservation.allowed) {
-      const resetsAt = reservation.resetsAt.toISOString();
-      throw tooManyRequests(
-        'quota_exceeded',
-        `Monthly quota exhausted: the ${tierLabel(tier)} tier includes ${reservation.limit} evidence operations per calendar month (UTC) and this account has used them. The quota resets at ${resetsAt}; a higher tier raises it.`,
-        reservation.retryAfterSeconds,
-        { limit: reservation.limit, window: 'month', tier, resets_at: resetsAt },
-      );
-    }
-    let succeeded = false;
-    try {
-      await next();
-      // Errors thrown below were already turned into the response by onError: the status tells.
-      succeeded = c.res.status < 400;
-    } finally {
-      if (!succeeded) await refund(deps.limits.refundQuota.bind(deps.limits), reservation, accountId);
-    }
+    if (c.get(QUOTA_RESERVED)) throw new Error('monthlyQuota() after apiKeyAuth({ quota: true }) would count the request twice');
+    const { limits } = resolve();
+    const reservation = await limits.reserveQuota(accountId, tier);
+    await runWithQuota(c, next, limits, reservation, accountId, tier);
   };
 }
 
-async function refund(refundQuota: (r: QuotaReservation) => Promise<void>, reservation: QuotaReservation, accountId: string) {
+/**
+ * Runs the handler under a quota reservation: 429 `quota_exceeded` (Retry-After until the month
+ * ends) when it was refused; otherwise `next()`, and the unit is given back when the response is
+ * ≥ 400 or the handler threw.
+ */
+export async function runWithQuota(
+  c: AppContext,
+  next: Next,
+  limits: LimitService,
+  reservation: QuotaReservation,
+  accountId: string,
+  tier: TierName,
+): Promise<void> {
+  if (!reservation.allowed) throw quotaExceeded(reservation, tier);
+  c.set(QUOTA_RESERVED, true);
+  let succeeded = false;
   try {
-    await refundQuota(reservation);
+    await next();
+    // Errors thrown below were already turned into the response by onError: the status tells.
+    succeeded = c.res.status < 400;
+  } finally {
+    if (!succeeded) await refundQuota(limits, reservation, accountId);
+  }
+}
+
+/** The 429 `quota_exceeded` of a refused reservation. */
+export function quotaExceeded(reservation: QuotaReservation, tier: TierName): HttpError {
+  const resetsAt = reservation.resetsAt.toISOString();
+  return tooManyRequests(
+    'quota_exceeded',
+    `Monthly quota exhausted: the ${tierLabel(tier)} tier includes ${reservation.limit} evidence operations per calendar month (UTC) and this account has used them. The quota resets at ${resetsAt}; a higher tier raises it.`,
+    reservation.retryAfterSeconds,
+    { limit: reservation.limit, window: 'month', tier, resets_at: resetsAt },
+  );
+}
+
+/** Gives a reserved unit back (no-op for a refused one); a failure is logged, never thrown. */
+export async function refundQuota(limits: LimitService, reservation: QuotaReservation, accountId: string): Promise<void> {
+  try {
+    await limits.refundQuota(reservation);
   } catch (error) {
     // The response stands; a lost refund costs the customer one unit, logged for support.
     log.error('quota refund failed', { account_id: accountId, counter: reservation.counterKey, ...describeError(error) });
@@ -79,7 +110,7 @@ export interface PublicRateLimitOptions extends LimitOptions {
 
 /** Per-client-IP fixed-window rate limit (`c.get('clientIp')`); 429 `rate_limit_exceeded`. */
 export function publicRateLimit(options: PublicRateLimitOptions = {}): MiddlewareHandler<AppEnv> {
-  const resolve = options.deps ?? getAccountDeps;
+  const resolve = options.deps ?? getKeyAuthDeps;
   const scope = options.scope ?? 'public';
   return async (c, next) => {
     const ip = c.get('clientIp') || 'unknown';

@@ -94,13 +94,19 @@ export function fromRandomIp(): { incoming: { socket: { remoteAddress: string } 
 }
 
 /**
- * A test-only stand-in for an evidence function: `apiKeyAuth` + `monthlyQuota` in front of
- * `POST /op` (succeeds), `POST /fail` (answers 400) and `POST /boom` (throws).
+ * A test-only stand-in for an evidence function: `apiKeyAuth({ feature, quota: true })`, as the
+ * evidence functions use it (rate and quota together), in front of `POST /op` (succeeds),
+ * `POST /fail` (answers 400) and `POST /boom` (throws). `separate` puts `apiKeyAuth` and
+ * `monthlyQuota` one after the other instead.
  */
-export function evidenceTestApp(deps: AccountDeps, feature: Feature = 'hash') {
+export function evidenceTestApp(deps: AccountDeps, feature: Feature = 'hash', options: { separate?: boolean } = {}) {
   const app = createApp();
-  app.use('*', apiKeyAuth({ feature, deps: provider(deps) }));
-  app.use('*', monthlyQuota({ deps: provider(deps) }));
+  if (options.separate) {
+    app.use('*', apiKeyAuth({ feature, deps: provider(deps) }));
+    app.use('*', monthlyQuota({ deps: provider(deps) }));
+  } else {
+    app.use('*', apiKeyAuth({ feature, quota: true, deps: provider(deps) }));
+  }
   app.post('/op', (c) => c.json({ ok: true, account_id: c.get('accountId'), tier: c.get('tier'), key_id: c.get('keyId') }));
   app.post('/fail', () => {
     throw badRequest('invalid_request', 'The downstream handler refused the request.');

@@ -1,0 +1,52 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Config } from '../config.js';
+import { getConfig, getDb } from '../deps/core.js';
+import { AccountRepository } from './account-repository.js';
+import { ApiKeyRepository } from './api-key-repository.js';
+import { type Clock, systemClock } from './clock.js';
+import { CounterRepository } from './counter-repository.js';
+import { ApiKeyAuthenticator, type KeyAuthenticator } from './key-auth.js';
+import { LimitService } from './limits.js';
+
+/**
+ * What the API-key middleware and the limit middleware use: key authentication and the limit
+ * counters, nothing else. Evidence and public functions resolve only this, so their bundles carry
+ * neither the JWT code (jose) nor password hashing nor the account service (lib/accounts/deps.ts,
+ * whose AccountDeps is a superset and can be passed wherever this is expected).
+ */
+export interface KeyAuthDeps {
+  config: Config;
+  clock: Clock;
+  apiKeys: KeyAuthenticator;
+  limits: LimitService;
+}
+
+/** Resolves the dependencies per request (the default resolves the process-wide ones lazily). */
+export type KeyAuthDepsProvider = () => KeyAuthDeps;
+
+/** The limit service over the configured counters table. */
+export function createLimitService(config: Config, db: DynamoDBDocumentClient, clock: Clock): LimitService {
+  return new LimitService(new CounterRepository(db, config.tables.counters), config.tiers, config.publicRatePerMinute, clock);
+}
+
+/** Wires the key authenticator and the limits. */
+export function createKeyAuthDeps(options: { config: Config; db: DynamoDBDocumentClient; clock?: Clock }): KeyAuthDeps {
+  const { config, db } = options;
+  const clock = options.clock ?? systemClock;
+  return {
+    config,
+    clock,
+    apiKeys: new ApiKeyAuthenticator(new ApiKeyRepository(db, config.tables.apiKeys), new AccountRepository(db, config.tables.accounts), clock),
+    limits: createLimitService(config, db, clock),
+  };
+}
+
+let cached: { config: Config; db: DynamoDBDocumentClient; deps: KeyAuthDeps } | undefined;
+
+/** The process-wide dependencies over getConfig()/getDb(), rebuilt if those were reset (tests). */
+export const getKeyAuthDeps: KeyAuthDepsProvider = () => {
+  const config = getConfig();
+  const db = getDb();
+  if (!cached || cached.config !== config || cached.db !== db) cached = { config, db, deps: createKeyAuthDeps({ config, db }) };
+  return cached.deps;
+};

@@ -1,0 +1,182 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createKeyAuthDeps, type KeyAuthDeps } from '../../lib/accounts/key-auth-deps.js';
+import type { TierName } from '../../lib/config.js';
+import { getDb } from '../../lib/deps/core.js';
+import { createApp } from '../../lib/http/app.js';
+import { apiKeyAuth } from '../../lib/http/auth.js';
+import { monthlyQuota } from '../../lib/http/limits.js';
+import { useStack } from '../support/stack.js';
+import { body, evidenceTestApp, frozenClock, registerDirect, testDeps, withKey } from '../accounts/support.js';
+
+// At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
+await useStack();
+
+/** Mid-minute, so that a burst of requests stays in one window whatever the real time. */
+const MID_MINUTE = '2030-11-22T10:15:30.000Z';
+
+/** A DynamoDB client that records each call: its command, and how many other calls were in flight when it started. */
+function recordingDb() {
+  const base = getDb();
+  const calls: { command: string; table: string; concurrent: number }[] = [];
+  let inFlight = 0;
+  const db = Object.create(base) as typeof base;
+  db.send = (async (command: Parameters<typeof base.send>[0]) => {
+    calls.push({ command: command.constructor.name, table: String((command.input as { TableName?: string }).TableName), concurrent: inFlight });
+    inFlight++;
+    try {
+      return await base.send(command);
+    } finally {
+      inFlight--;
+    }
+  }) as typeof base.send;
+  return { db, calls };
+}
+
+/** Key-auth dependencies of `deps`' configuration and clock whose limits misbehave as told. */
+function withLimits(deps: KeyAuthDeps, patch: { failRate?: boolean }) {
+  const counts = { rate: 0, quota: 0, refunds: 0 };
+  const limits = Object.create(deps.limits) as KeyAuthDeps['limits'];
+  limits.consumeRate = async (accountId: string, tier: TierName) => {
+    counts.rate++;
+    if (patch.failRate) throw new Error('rate counter unavailable');
+    return deps.limits.consumeRate(accountId, tier);
+  };
+  limits.reserveQuota = async (accountId: string, tier: TierName) => {
+    counts.quota++;
+    return deps.limits.reserveQuota(accountId, tier);
+  };
+  limits.refundQuota = async (reservation) => {
+    counts.refunds++;
+    return deps.limits.refundQuota(reservation);
+  };
+  return { deps: { ...deps, limits } as KeyAuthDeps, counts };
+}
+
+function quotaApp(deps: KeyAuthDeps, feature: 'hash' | 'anchor' = 'hash') {
+  const app = createApp();
+  app.use('*', apiKeyAuth({ feature, quota: true, deps: () => deps }));
+  app.post('/op', (c) => c.json({ ok: true }));
+  return app;
+}
+
+async function used(deps: KeyAuthDeps, accountId: string): Promise<number> {
+  return (await deps.limits.usage(accountId, 'free')).used;
+}
+
+describe('API key, rate and quota on a quota-counted endpoint', () => {
+  it('reads the key, then updates the rate and quota counters together: three DynamoDB calls, none for the account', async () => {
+    const deps = testDeps({ clock: frozenClock(MID_MINUTE) });
+    const account = await registerDirect(deps);
+    const { db, calls } = recordingDb();
+    const app = quotaApp(createKeyAuthDeps({ config: deps.config, db, clock: deps.clock }));
+    assert.equal((await app.request('/op', withKey(account.api_key))).status, 200); // records last_used_at
+    calls.length = 0;
+    assert.equal((await app.request('/op', withKey(account.api_key))).status, 200);
+    assert.deepEqual(
+      calls.map((c) => [c.command, c.table]),
+      [
+        ['GetCommand', deps.config.tables.apiKeys],
+        ['UpdateCommand', deps.config.tables.counters],
+        ['UpdateCommand', deps.config.tables.counters],
+      ],
+    );
+    assert.equal(calls[2]?.concurrent, 1, 'the quota update is sent while the rate update is in flight');
+    assert.equal(await used(deps, account.account_id), 2);
+  });
+
+  it('spends the rate unit of a request the quota refuses, as every authenticated request does', async () => {
+    const deps = testDeps({ clock: frozenClock(MID_MINUTE), tiers: { free: { monthly_quota: 1, rate_per_minute: 10 } } });
+    const account = await registerDirect(deps);
+    const app = evidenceTestApp(deps);
+    const first = await app.request('/op', withKey(account.api_key));
+    assert.equal(first.status, 200);
+    assert.equal(first.headers.get('ratelimit-remaining'), '9');
+    const refused = await app.request('/op', withKey(account.api_key));
+    assert.equal(refused.status, 429);
+    assert.equal(refused.headers.get('content-type'), 'application/problem+json');
+    assert.equal(refused.headers.get('ratelimit-limit'), '10');
+    assert.equal(refused.headers.get('ratelimit-remaining'), '8');
+    assert.equal(refused.headers.get('ratelimit-reset'), '30');
+    assert.equal(refused.headers.get('retry-after'), String((Date.parse('2030-12-01T00:00:00Z') - Date.parse(MID_MINUTE)) / 1000));
+    const problem = await body(refused);
+    assert.equal(problem.code, 'quota_exceeded');
+    assert.equal(problem.status, 429);
+    assert.equal(problem.resets_at, '2030-12-01T00:00:00.000Z');
+    assert.equal((await app.request('/op', withKey(account.api_key))).headers.get('ratelimit-remaining'), '7');
+    assert.equal(await used(deps, account.account_id), 1);
+  });
+
+  it('answers rate_limit_exceeded, not quota_exceeded, when both are spent, and keeps the quota as it was', async () => {
+    const deps = testDeps({ clock: frozenClock(MID_MINUTE), tiers: { free: { monthly_quota: 1, rate_per_minute: 2 } } });
+    const account = await registerDirect(deps);
+    const app = evidenceTestApp(deps);
+    assert.equal((await app.request('/op', withKey(account.api_key))).status, 200);
+    assert.equal((await body(await app.request('/op', withKey(account.api_key)))).code, 'quota_exceeded');
+    const res = await app.request('/op', withKey(account.api_key));
+    assert.equal(res.status, 429);
+    assert.equal(res.headers.get('retry-after'), '30');
+    assert.equal(res.headers.get('ratelimit-remaining'), '0');
+    assert.equal((await body(res)).code, 'rate_limit_exceeded');
+    assert.equal(await used(deps, account.account_id), 1);
+  });
+
+  it('gives the quota unit of a request the rate refuses back before answering', async () => {
+    const deps = testDeps({ clock: frozenClock(MID_MINUTE), tiers: { free: { monthly_quota: 100, rate_per_minute: 1 } } });
+    const account = await registerDirect(deps);
+    const { deps: patched, counts } = withLimits(deps, {});
+    const app = quotaApp(patched);
+    assert.equal((await app.request('/op', withKey(account.api_key))).status, 200);
+    const res = await app.request('/op', withKey(account.api_key));
+    assert.equal(res.status, 429);
+    assert.equal((await body(res)).code, 'rate_limit_exceeded');
+    assert.deepEqual(counts, { rate: 2, quota: 2, refunds: 1 });
+    assert.equal(await used(deps, account.account_id), 1);
+  });
+
+  it('reserves no quota for a request the tier gate refuses', async () => {
+    const deps = testDeps({ clock: frozenClock(MID_MINUTE) });
+    const account = await registerDirect(deps);
+    const { deps: patched, counts } = withLimits(deps, {});
+    const res = await quotaApp(patched, 'anchor').request('/op', withKey(account.api_key));
+    assert.equal(res.status, 403);
+    assert.equal(res.headers.get('ratelimit-remaining'), '9');
+    assert.equal((await body(res)).code, 'tier_insufficient');
+    assert.deepEqual(counts, { rate: 1, quota: 0, refunds: 0 });
+  });
+
+  it('gives the quota unit back when the rate counter fails, and answers 500 without details', async () => {
+    const deps = testDeps({ clock: frozenClock(MID_MINUTE) });
+    const account = await registerDirect(deps);
+    const { deps: patched, counts } = withLimits(deps, { failRate: true });
+    const res = await quotaApp(patched).request('/op', withKey(account.api_key));
+    assert.equal(res.status, 500);
+    assert.doesNotMatch(JSON.stringify(await body(res)), /rate counter unavailable/);
+    assert.deepEqual(counts, { rate: 1, quota: 1, refunds: 1 });
+    assert.equal(await used(deps, account.account_id), 0);
+  });
+});
+
+describe('monthlyQuota() as a middleware of its own', () => {
+  it('still counts after apiKeyAuth() without quota', async () => {
+    const deps = testDeps({ clock: frozenClock(MID_MINUTE), tiers: { free: { monthly_quota: 1 } } });
+    const account = await registerDirect(deps);
+    const app = evidenceTestApp(deps, 'hash', { separate: true });
+    assert.equal((await app.request('/op', withKey(account.api_key))).status, 200);
+    assert.equal((await app.request('/fail', withKey(account.api_key))).status, 429);
+    const res = await app.request('/op', withKey(account.api_key));
+    assert.equal((await body(res)).code, 'quota_exceeded');
+    assert.equal(await used(deps, account.account_id), 1);
+  });
+
+  it('refuses to count a second time after apiKeyAuth({ quota: true })', async () => {
+    const deps = testDeps({ clock: frozenClock(MID_MINUTE) });
+    const account = await registerDirect(deps);
+    const app = createApp();
+    app.use('*', apiKeyAuth({ feature: 'hash', quota: true, deps: () => deps }));
+    app.use('*', monthlyQuota({ deps: () => deps }));
+    app.post('/op', (c) => c.json({ ok: true }));
+    assert.equal((await app.request('/op', withKey(account.api_key))).status, 500);
+    assert.equal(await used(deps, account.account_id), 0);
+  });
+});
