@@ -1,7 +1,19 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { FetchRequest, JsonRpcProvider, Network, Transaction, formatEther, getAddress, parseUnits, type TransactionRequest } from 'ethers';
+import {
+  BaseWallet,
+  FetchRequest,
+  JsonRpcProvider,
+  Network,
+  Transaction,
+  formatEther,
+  getAddress,
+  keccak256,
+  parseUnits,
+  type TransactionRequest,
+} from 'ethers';
 import { isConditionalCheckFailed } from '../store/dynamo.js';
 import { LedgerUnavailableError, sanitizeDetail } from './errors.js';
+import { BroadcastOrder, SharedExclusiveLock, type BroadcastState, type BroadcastTicket } from './pipeline.js';
 
 /**
  * Sends the service's ledger transactions: one EIP-1559 (type 2) transaction per record, 0 value,
@@ -27,11 +39,28 @@ import { LedgerUnavailableError, sanitizeDetail } from './errors.js';
  * An ambiguous failure (timeout, connection reset after the request went out) keeps the slot as
  * `signed` for rebroadcastPending(); submit() then returns with `broadcast: 'ambiguous'`.
  *
- * Ordering. Within one sender, allocation → signing → persisting → broadcast run one at a time
- * (a promise-chain mutex), so the node sees this process's nonces in order (Hardhat's automine
- * refuses a nonce above the next one: "nonce too high"); receipts are awaited in parallel. Between
- * processes nonces can still arrive out of order by a few milliseconds: "nonce too high" is
- * retried with backoff for a short while. Create one sender per wallet per process.
+ * Allocation in batches. Submits of one sender that wait for a nonce at the same time share one
+ * allocation: `ADD next_nonce :k` reserves k consecutive nonces for the k waiting submits (at most
+ * 16). Nonces are never reserved ahead of demand: a nonce reserved and left unused is a gap that
+ * stops every later transaction of the wallet, in every process, until the rebroadcast job fills
+ * it (after `gapGraceMs`); a Lambda instance is frozen between requests and may never run again.
+ * So a process that dies with reserved nonces it had not persisted leaves at most the nonces of
+ * the submits it was running — the "missing slots" fillGaps fills, as for one nonce before.
+ *
+ * Ordering. Only the broadcast is serialised: signing, checking and persisting run side by side,
+ * and a submit broadcasts once the submit holding the nonce below (when this process holds it)
+ * has broadcast it or given it up (pipeline.ts), so the node sees this process's nonces in order
+ * (Hardhat's automine refuses a nonce above the next one: "nonce too high"); receipts are awaited
+ * in parallel. When the nonce below was given up (its broadcast definitely failed, so it is back in
+ * the released set), the submit does not broadcast into that gap: it releases its own nonce and
+ * takes the lowest released one instead. Between processes nonces can still arrive out of order by
+ * a few milliseconds: "nonce too high" is retried with backoff for a short while.
+ * rebroadcastPending() and replay() run alone: after the submits in flight have left the broadcast
+ * stage, and before later ones enter it. Create one sender per wallet per process.
+ *
+ * Signature check. A KMS-backed signer's output is checked (signer recovered from the signature,
+ * nonce, chain id); a local ethers wallet signs exactly the request it is given with the wallet's
+ * own key, so recovering the signer (2–3 ms of CPU) is skipped for it.
  *
  * Fees (real networks). EIP-1559: the priority fee is max(configured floor, the node's
  * eth_maxPriorityFeePerGas) — Polygon PoS refuses tips under its minimum (the presets' 25 gwei) —
@@ -256,6 +285,14 @@ export function gasLimitFor(data: string): bigint {
 
 const LIVE: ReadonlySet<LedgerSlotStatus> = new Set(['signed', 'sent', 'confirmed', 'failed']);
 const MAX_DATA_BYTES = 4096;
+/** Most nonces one allocation reserves (one per submit waiting for a nonce). */
+const NONCE_BATCH_MAX = 16;
+
+interface NonceAllocation {
+  nonce: number;
+  reused: boolean;
+  ticket: BroadcastTicket;
+}
 
 function gwei(value: number): bigint {
   return parseUnits(value.toFixed(9), 'gwei');
@@ -306,7 +343,16 @@ export class LedgerSender {
   private readonly onReplaced: LedgerSenderOptions['onReplaced'];
   private readonly log: NonNullable<LedgerSenderOptions['log']>;
 
-  private mutex: Promise<unknown> = Promise.resolve();
+  /** Submits shared, rebroadcastPending/replay exclusive. */
+  private readonly lock = new SharedExclusiveLock();
+  /** Which broadcast waits for which (nonces this process holds). */
+  private readonly order = new BroadcastOrder();
+  /** Submits waiting for a nonce: served together by one allocation. */
+  private readonly nonceQueue: { resolve: (a: NonceAllocation) => void; reject: (error: unknown) => void }[] = [];
+  private allocating = false;
+  /** True for a local ethers wallet whose signatures need no recovery check (see the class comment). */
+  private readonly localKey: boolean;
+  private checksummed: string | null = null;
   private readyPromise: Promise<string> | null = null;
   private feeCache: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | null = null;
   private feeInFlight: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> | null = null;
@@ -337,6 +383,8 @@ export class LedgerSender {
     this.feeBumpPercent = BigInt(bump);
     this.onReplaced = options.onReplaced;
     this.log = options.log ?? (() => undefined);
+    // Only ethers' own signTransaction: it signs the request as given, with the wallet's key.
+    this.localKey = this.signer instanceof BaseWallet && this.signer.signTransaction === BaseWallet.prototype.signTransaction;
   }
 
   // ---------------------------------------------------------------- public API
@@ -359,7 +407,7 @@ export class LedgerSender {
 
     const address = await this.ready();
     const fees = await this.fees(); // before taking a nonce: a node that is down costs no nonce here
-    const result = await this.exclusive(() => this.submitLocked(address, hex, meta, fees));
+    const result = await this.lock.runShared(() => this.submitInOrder(address, hex, meta, fees));
     if (result.broadcast === 'accepted') {
       await this.markSent(result.nonce, result.txHash).catch((error: unknown) =>
         this.log('warn', 'ledger: could not mark a slot as sent (the rebroadcast job will)', { nonce: result.nonce, detail: sanitizeDetail(error) }),
@@ -466,12 +514,6 @@ export class LedgerSender {
 
   // ---------------------------------------------------------------- submit internals
 
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.mutex.then(fn, fn);
-    this.mutex = run.catch(() => undefined);
-    return run;
-  }
-
   /** The wallet address, after checking once that the node serves the configured chain. */
   private ready(): Promise<string> {
     this.readyPromise ??= (async () => {
@@ -525,80 +567,152 @@ export class LedgerSender {
     return this.feeInFlight;
   }
 
-  private async submitLocked(
+  private async submitInOrder(
     address: string,
     data: string,
     meta: { kind: LedgerTxKind; ref: string },
     fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint },
   ): Promise<SubmitResult> {
     for (let attempt = 1; ; attempt++) {
-      const { nonce, reused } = await this.allocateNonce(address);
-      let signed: { raw: string; txHash: string };
+      const { nonce, reused, ticket } = await this.takeNonce(address);
+      // What the submit of the next nonce finds when this one leaves without saying otherwise:
+      // nothing was broadcast at this nonce.
+      let left: BroadcastState = 'released';
       try {
-        signed = await this.sign(address, nonce, data, fees);
-      } catch (error) {
-        await this.releaseNonce(address, nonce, null).catch(() => undefined);
-        throw error;
-      }
-      let persisted: boolean;
-      try {
-        persisted = await this.persistSlot(address, nonce, signed, meta.kind, meta.ref, false);
-      } catch (error) {
-        // The put may or may not have landed: release marks it released if it did.
-        await this.releaseNonce(address, nonce, signed.txHash).catch(() => undefined);
-        throw error;
-      }
-      if (!persisted) {
-        // The slot is held by a live transaction: the counter is behind the records. Resync, retry.
-        this.log('warn', 'ledger: nonce slot already taken, resynchronising the counter', { nonce });
-        await this.resyncCounter(address);
-        if (attempt >= 5) throw new LedgerUnavailableError('No free nonce could be allocated for the ledger wallet', 'store');
-        continue;
-      }
-      this.nonceByHash.set(signed.txHash, nonce);
-
-      await this.flushUnsettled(address, nonce);
-      const outcome = await this.broadcast(signed.raw, signed.txHash);
-      const result: SubmitResult = { txHash: signed.txHash, nonce, from: address, broadcast: 'accepted', reusedNonce: reused };
-      switch (outcome.kind) {
-        case 'accepted':
-          return result;
-        case 'ambiguous':
-          this.log('warn', 'ledger: broadcast outcome unknown; the slot is kept for rebroadcast', { nonce, txHash: signed.txHash, detail: outcome.detail });
-          this.unsettled.set(nonce, signed);
-          return { ...result, broadcast: 'ambiguous' };
-        case 'conflict': {
-          this.nonceByHash.delete(signed.txHash);
-          await this.setSlotStatus(address, nonce, signed.txHash, 'conflict', ['signed']);
-          this.log('warn', 'ledger: nonce used by a transaction this service did not sign; resynchronising', { nonce });
+        let signed: { raw: string; txHash: string };
+        try {
+          signed = await this.sign(address, nonce, data, fees);
+        } catch (error) {
+          left = await this.giveBack(address, nonce, null);
+          throw error;
+        }
+        let persisted: boolean;
+        try {
+          persisted = await this.persistSlot(address, nonce, signed, meta.kind, meta.ref, false);
+        } catch (error) {
+          // The put may or may not have landed: release marks it released if it did.
+          left = await this.giveBack(address, nonce, signed.txHash);
+          throw error;
+        }
+        if (!persisted) {
+          // The slot is held by a live transaction: the counter is behind the records. Resync, retry.
+          left = 'occupied';
+          this.log('warn', 'ledger: nonce slot already taken, resynchronising the counter', { nonce });
           await this.resyncCounter(address);
-          if (attempt >= 3) {
-            throw new LedgerUnavailableError('The ledger wallet is being used by another sender: its nonces keep colliding', 'nonce_conflict', outcome.detail);
-          }
+          if (attempt >= 5) throw new LedgerUnavailableError('No free nonce could be allocated for the ledger wallet', 'store');
           continue;
         }
-        case 'unreachable':
-        case 'rejected': {
-          this.nonceByHash.delete(signed.txHash);
-          const released = await this.releaseNonce(address, nonce, signed.txHash);
-          if (released === 'ours-sent') return { ...result, broadcast: 'ambiguous' };
-          throw new LedgerUnavailableError(
-            outcome.kind === 'unreachable'
-              ? 'The ledger node is unreachable: the transaction was not sent'
-              : 'The ledger node refused the transaction: it was not sent',
-            outcome.kind,
-            outcome.detail,
-          );
+        this.nonceByHash.set(signed.txHash, nonce);
+
+        if ((await this.order.before(ticket)) === 'released' && attempt < 5) {
+          // The nonce below was given up after a failed broadcast and is back in the released set:
+          // this transaction would wait behind that gap. Give this nonce back and take the lowest
+          // released one instead (most likely that very nonce). If it cannot be given back, it is
+          // sent where it is, as before.
+          const released = await this.releaseNonce(address, nonce, signed.txHash).catch(() => null);
+          if (released === 'ours-sent') {
+            left = 'occupied';
+            return { txHash: signed.txHash, nonce, from: address, broadcast: 'ambiguous', reusedNonce: reused };
+          }
+          if (released !== null) {
+            this.nonceByHash.delete(signed.txHash);
+            left = released === 'released' ? 'released' : 'occupied';
+            continue;
+          }
         }
+        await this.flushUnsettled(address, nonce);
+        const outcome = await this.broadcast(signed.raw, signed.txHash);
+        const result: SubmitResult = { txHash: signed.txHash, nonce, from: address, broadcast: 'accepted', reusedNonce: reused };
+        switch (outcome.kind) {
+          case 'accepted':
+            left = 'occupied';
+            return result;
+          case 'ambiguous':
+            left = 'occupied';
+            this.log('warn', 'ledger: broadcast outcome unknown; the slot is kept for rebroadcast', { nonce, txHash: signed.txHash, detail: outcome.detail });
+            this.unsettled.set(nonce, signed);
+            return { ...result, broadcast: 'ambiguous' };
+          case 'conflict': {
+            left = 'occupied'; // by a transaction this service did not sign
+            this.nonceByHash.delete(signed.txHash);
+            await this.setSlotStatus(address, nonce, signed.txHash, 'conflict', ['signed']);
+            this.log('warn', 'ledger: nonce used by a transaction this service did not sign; resynchronising', { nonce });
+            await this.resyncCounter(address);
+            if (attempt >= 3) {
+              throw new LedgerUnavailableError('The ledger wallet is being used by another sender: its nonces keep colliding', 'nonce_conflict', outcome.detail);
+            }
+            continue;
+          }
+          case 'unreachable':
+          case 'rejected': {
+            this.nonceByHash.delete(signed.txHash);
+            const released = await this.releaseNonce(address, nonce, signed.txHash);
+            if (released === 'ours-sent') {
+              left = 'occupied';
+              return { ...result, broadcast: 'ambiguous' };
+            }
+            left = released === 'taken' ? 'occupied' : outcome.kind === 'unreachable' ? 'unreachable' : 'released';
+            throw new LedgerUnavailableError(
+              outcome.kind === 'unreachable'
+                ? 'The ledger node is unreachable: the transaction was not sent'
+                : 'The ledger node refused the transaction: it was not sent',
+              outcome.kind,
+              outcome.detail,
+            );
+          }
+        }
+      } finally {
+        this.order.settle(ticket, left);
       }
     }
   }
 
+  /** releaseNonce for a submit that fails before its broadcast; what the next nonce's submit is told. */
+  private async giveBack(address: string, nonce: number, txHash: string | null): Promise<BroadcastState> {
+    const released = await this.releaseNonce(address, nonce, txHash).catch(() => 'failed' as const);
+    // 'failed': neither persisted nor released, a missing slot (the rebroadcast job fills it).
+    return released === 'released' || released === 'failed' ? 'released' : 'occupied';
+  }
+
+  /** A nonce for one submit: waiting submits are served together by one allocation. */
+  private takeNonce(address: string): Promise<NonceAllocation> {
+    return new Promise((resolve, reject) => {
+      this.nonceQueue.push({ resolve, reject });
+      if (!this.allocating) void this.serveNonceQueue(address);
+    });
+  }
+
+  private async serveNonceQueue(address: string): Promise<void> {
+    this.allocating = true;
+    try {
+      while (this.nonceQueue.length > 0) {
+        const batch = this.nonceQueue.splice(0, NONCE_BATCH_MAX);
+        const seq = this.order.mark();
+        let got: { first: number; count: number; reused: boolean };
+        try {
+          got = await this.allocateNonces(address, batch.length);
+        } catch (error) {
+          for (const waiter of batch) waiter.reject(error);
+          continue;
+        }
+        // A released nonce serves one submit; the others wait for the next allocation.
+        this.nonceQueue.unshift(...batch.slice(got.count));
+        batch.slice(0, got.count).forEach((waiter, i) => {
+          const nonce = got.first + i;
+          waiter.resolve({ nonce, reused: got.reused, ticket: this.order.open(nonce, seq) });
+        });
+      }
+    } finally {
+      this.allocating = false;
+    }
+  }
+
   /**
-   * Allocates a nonce: the lowest released one if any, else the counter's next. The common case is
-   * one UpdateItem (ADD on the counter, conditional on an empty released set).
+   * Allocates nonces: the lowest released one if any (count 1), else `count` consecutive ones from
+   * the counter. The common case is one UpdateItem (ADD on the counter, conditional on an empty
+   * released set).
    */
-  private async allocateNonce(address: string): Promise<{ nonce: number; reused: boolean }> {
+  private async allocateNonces(address: string, count: number): Promise<{ first: number; count: number; reused: boolean }> {
     const key = { pk: `wallet#${address}`, sk: 0 };
     for (let i = 0; i < 50; i++) {
       const now = this.clock().toISOString();
@@ -608,14 +722,14 @@ export class LedgerSender {
             new UpdateCommand({
               TableName: this.table,
               Key: key,
-              UpdateExpression: 'ADD next_nonce :one SET allocated_at = :now',
+              UpdateExpression: 'ADD next_nonce :n SET allocated_at = :now',
               ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(released)',
-              ExpressionAttributeValues: { ':one': 1, ':now': now },
+              ExpressionAttributeValues: { ':n': count, ':now': now },
               ReturnValues: 'UPDATED_NEW',
             }),
           ),
         );
-        return { nonce: Number(r.Attributes?.next_nonce) - 1, reused: false };
+        return { first: Number(r.Attributes?.next_nonce) - count, count, reused: false };
       } catch (error) {
         if (!isConditionalCheckFailed(error)) throw error;
       }
@@ -639,7 +753,7 @@ export class LedgerSender {
             }),
           ),
         );
-        return { nonce: lowest, reused: true };
+        return { first: lowest, count: 1, reused: true };
       } catch (error) {
         if (!isConditionalCheckFailed(error)) throw error;
       }
@@ -680,7 +794,7 @@ export class LedgerSender {
       type: 2,
       chainId: BigInt(this.chainId),
       nonce,
-      to: getAddress(address),
+      to: (this.checksummed ??= getAddress(address)),
       value: 0n,
       data,
       gasLimit: gasLimitFor(data),
@@ -692,6 +806,12 @@ export class LedgerSender {
       raw = await this.signer.signTransaction(request);
     } catch (error) {
       throw new LedgerUnavailableError('The ledger wallet could not sign the transaction', 'signer', sanitizeDetail(error));
+    }
+    if (this.localKey) {
+      // ethers' BaseWallet signed exactly `request` with the wallet's own key (see the class
+      // comment); the hash of a typed transaction is keccak256 of its bytes.
+      if (!/^0x02[0-9a-f]+$/.test(raw)) throw new LedgerUnavailableError('The ledger wallet produced no EIP-1559 transaction', 'misconfigured');
+      return { raw, txHash: keccak256(raw) };
     }
     const tx = Transaction.from(raw);
     if (tx.from?.toLowerCase() !== address || tx.nonce !== nonce || tx.chainId !== BigInt(this.chainId) || !tx.hash) {
@@ -1012,7 +1132,7 @@ export class LedgerSender {
       notReplaced: 0,
       nextNonce: null,
     };
-    const sent = await this.exclusive(async () => {
+    const sent = await this.lock.runExclusive(async () => {
       const latest = await this.rpc('read the wallet nonce', () => this.nonceAt(address, 'latest'));
       report.fromNonce = latest;
       let wallet = await this.getWallet(address);
@@ -1023,7 +1143,8 @@ export class LedgerSender {
         wallet = await this.getWallet(address);
         if (!wallet) return [];
       }
-      report.filled = await this.fillGaps(address, latest, wallet, slots, graceMs);
+      const fillers = await this.fillGaps(address, latest, wallet, slots, graceMs);
+      report.filled = fillers.size;
       if (report.filled > 0) slots = await this.listSlots(latest);
       report.slots = slots.length;
 
@@ -1034,7 +1155,7 @@ export class LedgerSender {
       const hashes: { hash: string; nonce?: number }[] = [];
       for (let i = 0; i < sendable.length; i++) {
         let slot = sendable[i] as LedgerSlot;
-        if (slot.status === 'signed' && nowMs - Date.parse(slot.created_at) < graceMs) {
+        if (slot.status === 'signed' && !fillers.has(slot.sk) && nowMs - Date.parse(slot.created_at) < graceMs) {
           // A submit in flight owns it; what follows cannot be mined before it anyway.
           report.blocked += sendable.length - i;
           break;
@@ -1213,30 +1334,31 @@ export class LedgerSender {
    * Fills nonce gaps in [fromNonce, next_nonce) with an empty self-transaction so later nonces can
    * be mined: released nonces below the highest live slot (claimed from the set like an allocation),
    * 'conflict' slots, and slots missing or released-but-unclaimed for longer than `graceMs`
-   * (their allocator died between allocating and persisting).
+   * (their allocator died between allocating and persisting). Returns the nonces filled: their
+   * fillers are sent in the same run (a young 'signed' slot is otherwise left to its submit).
    */
-  private async fillGaps(address: string, fromNonce: number, wallet: WalletItem, slots: LedgerSlot[], graceMs: number): Promise<number> {
+  private async fillGaps(address: string, fromNonce: number, wallet: WalletItem, slots: LedgerSlot[], graceMs: number): Promise<Set<number>> {
     const bySk = new Map(slots.map((s) => [s.sk, s]));
     const topLive = slots.filter((s) => LIVE.has(s.status)).reduce((m, s) => Math.max(m, s.sk), -1);
     const released = wallet.released ?? new Set<number>();
     const nowMs = this.clock().getTime();
     const old = (iso: string | undefined) => graceMs === 0 || (iso !== undefined && nowMs - Date.parse(iso) >= graceMs);
-    let filled = 0;
+    const filled = new Set<number>();
     for (let n = fromNonce; n < wallet.next_nonce; n++) {
       const slot = bySk.get(n);
       if (slot && LIVE.has(slot.status)) continue;
       if (released.has(n)) {
         if (n > topLive) continue; // the next allocation reuses it; nothing waits behind it
         const claimed = await this.claimReleased(address, n);
-        if (claimed && (await this.writeFiller(address, n))) filled++;
+        if (claimed && (await this.writeFiller(address, n))) filled.add(n);
         continue;
       }
       const abandoned = !slot
         ? old(wallet.allocated_at) || slots.some((s) => s.sk > n && old(s.created_at))
         : slot.status === 'conflict' || old(slot.released_at ?? slot.updated_at);
-      if (abandoned && (await this.writeFiller(address, n))) filled++;
+      if (abandoned && (await this.writeFiller(address, n))) filled.add(n);
     }
-    if (filled > 0) this.log('warn', 'ledger: filled nonce gaps with empty transactions', { filled });
+    if (filled.size > 0) this.log('warn', 'ledger: filled nonce gaps with empty transactions', { filled: filled.size });
     return filled;
   }
 

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Wallet, type JsonRpcProvider } from 'ethers';
-import { LedgerSender, type LedgerSenderOptions } from '../../lib/ledger/sender.js';
+import { LedgerSender, type LedgerSenderOptions, type LedgerSigner } from '../../lib/ledger/sender.js';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../lib/local/dynamo-server.js';
 import { createDocumentClient, TABLE_KEYS, type TableKey, type TableNames } from '../../lib/store/dynamo.js';
 import { ensureTables } from '../../lib/store/tables.js';
@@ -58,7 +58,7 @@ export function newWallet(): Wallet {
 export function makeSender(
   store: Store,
   provider: JsonRpcProvider,
-  signer: Wallet,
+  signer: LedgerSigner,
   extra: Partial<LedgerSenderOptions> = {},
 ): LedgerSender {
   return new LedgerSender({
