@@ -20,8 +20,8 @@ import { verifyDeviceSignature } from '../crypto/ed25519.js';
 import { computeChainHash, isSha256Hex, sha256Hex } from '../crypto/hash.js';
 import { canonicalize } from '../crypto/jcs.js';
 import { mlDsaPublicKeyFingerprint, verifyMlDsa65, ML_DSA_65_PUBLIC_KEY_BYTES } from '../crypto/ml-dsa.js';
-import { parseCertificates } from '../crypto/tsa/certificates.js';
 import { type CheckOutcome, type TimestampVerification, verifyTimestampResponse } from '../crypto/tsa/verify.js';
+import { certificatesFromPem, nameStrings } from '../crypto/tsa/x509-verify.js';
 import { decodeAnchorData } from '../ledger/anchor-data.js';
 import type { RpcReader } from '../ledger/rpc-reader.js';
 
@@ -465,13 +465,9 @@ function tsaSignerName(certificates: string[]): string | null {
 
 /** `CN (O)` of a PEM certificate's subject, or its whole name. */
 export function describeSubject(pem: string): string | null {
-  const cert = parseCertificates(pem)[0];
+  const cert = certificatesFromPem(pem)[0];
   if (!cert) return null;
-  const parts = new Map<string, string>();
-  for (const tv of cert.subject.typesAndValues) {
-    const value = (tv.value.valueBlock as { value?: unknown }).value;
-    if (typeof value === 'string') parts.set(tv.type, value);
-  }
+  const parts = nameStrings(cert.subject);
   const cn = parts.get('2.5.4.3');
   const o = parts.get('2.5.4.10');
   if (cn && o) return `${cn} (${o})`;

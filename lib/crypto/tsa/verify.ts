@@ -1,34 +1,60 @@
 /**
- * Verification of RFC 3161 time-stamp responses and tokens.
- *
- * pkijs parses the structures and verifies the raw signature and the certificate path, but its
- * `SignedData.verify` wants the time-stamped data itself (we only have its hash), and it does not
- * check the PKIStatus, the nonce, the ESS signing-certificate attribute, nor the TSA's
- * ExtendedKeyUsage. Each of those is checked here and reported separately, so that a caller can
- * tell a wrong root from a wrong imprint.
+ * Verification of RFC 3161 time-stamp responses and tokens, over a strict DER reader and
+ * node:crypto (no ASN.1 library): the PKIStatus, the imprint, nonce and policy, the CMS signature
+ * (RFC 5652 §5.4, §5.6), the ESS signing-certificate attribute (RFC 5035, RFC 2634), the TSA's
+ * ExtendedKeyUsage (RFC 3161 §2.3), the TSTInfo `tsa` name, and the certificate path (RFC 5280 §6).
+ * Each is checked and reported separately, so that a caller can tell a wrong root from a wrong
+ * imprint.
  */
-import * as asn1js from 'asn1js';
-import * as pkijs from 'pkijs';
 import {
-  OID,
+  type AlgorithmIdentifier,
+  type DerElement,
   type HashName,
+  CLASS,
+  DerCursor,
+  DerError,
+  OID,
+  TAG,
+  absentOrNullParams,
+  bitsSet,
   bytesEqual,
+  checkStructure,
+  children,
+  decodeDer,
   digest,
+  expectTag,
   hashByOid,
-  nameToString,
-  parseAsn1,
+  integerValue,
+  isContext,
+  isString,
+  readAlgorithmIdentifier,
+  readBitString,
+  readBoolean,
+  readGeneralizedTime,
+  readInteger,
+  readOctetString,
+  readOid,
+  readSmallInteger,
+  sequence,
+  stringValue,
   toHex,
-  bitsOf,
-} from './asn1.js';
+} from './der.js';
 import {
-  certificateDer,
-  certificateToPem,
-  parseCertificates,
-  rememberCertificateDer,
-  subjectKeyIdentifier,
+  type Certificate,
+  certificateFromDer,
+  certificatePem,
+  certificatesFromPem,
+  describeCertificate,
+  hasKeyIdentifier,
+  nameToString,
+  namesEqual,
+  publicKeyOf,
+  subjectAltNames,
   timeStampingUsageProblem,
-  validateCertificateChain,
-} from './certificates.js';
+  unvouchedCertificates,
+  validatePath,
+  verifySignature,
+} from './x509-verify.js';
 
 /** Result of one check. */
 export type CheckResult = 'pass' | 'fail' | 'skipped';
@@ -57,7 +83,10 @@ export interface TimestampChecks {
   eku: CheckOutcome;
   /** The TSTInfo `tsa` name, when present, is the signer's name (RFC 3161 §2.4.2). */
   tsaName: CheckOutcome;
-  /** The signer certificate chains to one of the given roots (RFC 5280 §6). */
+  /**
+   * The signer certificate chains to one of the given roots (RFC 5280 §6), and every other
+   * certificate the token carries verifies up to one of them.
+   */
   chain: CheckOutcome;
 }
 
@@ -154,12 +183,43 @@ class MalformedError extends Error {}
 // ---------------------------------------------------------------------------------------------
 // Decoding
 
+/** Attribute ::= SEQUENCE { attrType OID, attrValues SET OF AttributeValue } (RFC 5652 §5.3). */
+interface Attribute {
+  type: string;
+  values: DerElement[];
+}
+
+/** SignerInfo (RFC 5652 §5.3), with the parts this verifier uses. */
+interface SignerInfo {
+  sid: { issuer: Uint8Array; serial: bigint } | { keyId: Uint8Array };
+  digestAlgorithm: AlgorithmIdentifier;
+  /** The signed attributes and the bytes the signature covers (their DER with the SET OF tag). */
+  signedAttrs?: { attributes: Attribute[]; signedBytes: Uint8Array };
+  signatureAlgorithm: AlgorithmIdentifier;
+  signature: Uint8Array;
+}
+
+/** TSTInfo (RFC 3161 §2.4.2). */
+interface TstInfo {
+  policy: string;
+  hashAlgorithm: AlgorithmIdentifier;
+  hashedMessage: Uint8Array;
+  serial: bigint;
+  genTime: Date;
+  accuracy?: { seconds?: number; millis?: number; micros?: number };
+  ordering: boolean;
+  nonce?: bigint;
+  /** The `tsa` GeneralName element. */
+  tsa?: DerElement;
+}
+
 interface DecodedToken {
   tokenDer: Uint8Array;
-  signedData: pkijs.SignedData;
-  tstInfo: pkijs.TSTInfo;
+  tstInfo: TstInfo;
   /** The eContent octets: what messageDigest is computed over (RFC 5652 §5.4). */
   eContent: Uint8Array;
+  certificates: Certificate[];
+  signerInfos: SignerInfo[];
 }
 
 interface DecodedResponse {
@@ -167,105 +227,226 @@ interface DecodedResponse {
   token?: DecodedToken;
 }
 
-function decodeResponse(der: Uint8Array): DecodedResponse {
-  let asn: asn1js.AsnType;
-  let resp: pkijs.TimeStampResp;
+/** Runs a decoding step; any DER problem becomes a MalformedError with `message`. */
+function decoding<T>(message: string, step: () => T): T {
   try {
-    asn = parseAsn1(der, 'TimeStampResp');
-    resp = new pkijs.TimeStampResp({ schema: asn });
-  } catch {
-    throw new MalformedError('malformed: not a DER TimeStampResp (RFC 3161 §2.4.2)');
+    return step();
+  } catch (err) {
+    if (err instanceof MalformedError) throw err;
+    const detail = err instanceof Error ? err.message : String(err);
+    throw new MalformedError(`${message} (${detail})`);
   }
-  const pkiStatus = summarizeStatus(resp.status);
-  if (!resp.timeStampToken) return { pkiStatus };
-  // The token's own bytes, as received (second element of the TimeStampResp SEQUENCE).
-  const tokenAsn = (asn as asn1js.Sequence).valueBlock.value[1];
-  const tokenDer = tokenAsn ? new Uint8Array(tokenAsn.valueBeforeDecodeView) : new Uint8Array(resp.timeStampToken.toSchema().toBER());
-  return { pkiStatus, token: decodeToken(tokenDer) };
 }
 
+/** TimeStampResp ::= SEQUENCE { status PKIStatusInfo, timeStampToken TimeStampToken OPTIONAL } */
+function decodeResponse(der: Uint8Array): DecodedResponse {
+  const { pkiStatus, tokenEl } = decoding('malformed: not a DER TimeStampResp (RFC 3161 §2.4.2)', () => {
+    const top = decodeDer(der, 'TimeStampResp');
+    checkStructure(top);
+    const c = new DerCursor(sequence(top, 'TimeStampResp'), 'TimeStampResp');
+    const status = decodeStatus(c.next('status'));
+    const token = c.optional(() => true);
+    c.end();
+    return { pkiStatus: status, tokenEl: token };
+  });
+  if (!tokenEl) return { pkiStatus };
+  // A copy: the result must not change when the caller reuses its buffer.
+  return { pkiStatus, token: decodeToken(Uint8Array.from(tokenEl.der)) };
+}
+
+/** PKIStatusInfo ::= SEQUENCE { status INTEGER, statusString PKIFreeText OPTIONAL, failInfo BIT STRING OPTIONAL } */
+function decodeStatus(el: DerElement): PkiStatusSummary {
+  const c = new DerCursor(sequence(el, 'PKIStatusInfo'), 'PKIStatusInfo');
+  const status = readSmallInteger(c.next('status'), 'status');
+  const text = c.optional((e) => e.tag === TAG.SEQUENCE);
+  const statusStrings = text ? children(text).map((s) => (isString(s) ? stringValue(s) : '')) : [];
+  const failEl = c.optional((e) => e.tag === TAG.BIT_STRING);
+  c.end();
+  const failInfo = failEl ? bitsSet(readBitString(failEl, 'failInfo')).map((b) => FAILURE_NAMES[b] ?? `bit${b}`) : [];
+  return { status, name: STATUS_NAMES[status] ?? `status${status}`, statusStrings, failInfo };
+}
+
+/** TimeStampToken ::= ContentInfo { id-signedData, SignedData } (RFC 3161 §2.4.2, RFC 5652 §3, §5.1). */
 function decodeToken(tokenDer: Uint8Array): DecodedToken {
-  let contentInfo: pkijs.ContentInfo;
-  try {
-    contentInfo = new pkijs.ContentInfo({ schema: parseAsn1(tokenDer, 'TimeStampToken') });
-  } catch {
-    throw new MalformedError('malformed: the time-stamp token is not a DER ContentInfo (RFC 5652 §3)');
-  }
-  if (contentInfo.contentType !== OID.signedData) {
-    throw new MalformedError('malformed: the time-stamp token is not CMS SignedData (RFC 3161 §2.4.2)');
-  }
-  let signedData: pkijs.SignedData;
-  try {
-    signedData = new pkijs.SignedData({ schema: contentInfo.content });
-  } catch {
-    throw new MalformedError('malformed: the SignedData cannot be decoded');
-  }
-  rememberEmbeddedCertificateDer(contentInfo.content, signedData);
-  const encap = signedData.encapContentInfo;
-  if (encap.eContentType !== OID.ctTSTInfo || !encap.eContent) {
+  const signedDataEl = decoding('malformed: the time-stamp token is not a DER ContentInfo (RFC 5652 §3)', () => {
+    const top = decodeDer(tokenDer, 'ContentInfo');
+    checkStructure(top);
+    const c = new DerCursor(sequence(top, 'ContentInfo'), 'ContentInfo');
+    const contentType = readOid(c.next('contentType'), 'contentType');
+    const content = c.next('content');
+    c.end();
+    if (contentType !== OID.signedData) throw new MalformedError('malformed: the time-stamp token is not CMS SignedData (RFC 3161 §2.4.2)');
+    if (!isContext(content, 0, true)) throw new DerError('content is not [0] EXPLICIT');
+    const inner = children(content);
+    if (inner.length !== 1) throw new DerError('content is not [0] EXPLICIT');
+    return inner[0] as DerElement;
+  });
+
+  const sd = decoding('malformed: the SignedData cannot be decoded', () => {
+    const c = new DerCursor(sequence(signedDataEl, 'SignedData'), 'SignedData');
+    readInteger(c.next('version'), 'version');
+    sequence(c.next('digestAlgorithms'), 'digestAlgorithms', TAG.SET).forEach((a) => readAlgorithmIdentifier(a, 'digestAlgorithm'));
+    const encap = new DerCursor(sequence(c.next('encapContentInfo'), 'encapContentInfo'), 'encapContentInfo');
+    const eContentType = readOid(encap.next('eContentType'), 'eContentType');
+    const eContentWrap = encap.optional((el) => isContext(el, 0, true));
+    encap.end();
+    const certsEl = c.optional((el) => isContext(el, 0, true));
+    c.optional((el) => isContext(el, 1, true)); // crls: not used
+    const signerInfosEl = c.next('signerInfos');
+    c.end();
+    let eContent: Uint8Array | undefined;
+    if (eContentWrap) {
+      const inner = children(eContentWrap);
+      if (inner.length !== 1) throw new DerError('eContent is not [0] EXPLICIT OCTET STRING');
+      eContent = readOctetString(inner[0], 'eContent');
+    }
+    // CertificateChoices (RFC 5652 §10.2.2): only plain certificates are used; the tagged
+    // choices [0]–[3] (attribute and other certificates) are skipped. A certificate that is not
+    // strict DER (RFC 5280 §4.1) makes the SignedData undecodable, even one the path does not need.
+    const certificates: Certificate[] = [];
+    for (const el of certsEl ? children(certsEl) : []) {
+      if (el.tag === TAG.SEQUENCE) certificates.push(certificateFromDer(el.der));
+      else if (!(el.cls === CLASS.context && el.constructed && el.tagNumber <= 3)) throw new DerError('CertificateChoices: unexpected tag');
+    }
+    const signerInfos = sequence(signerInfosEl, 'signerInfos', TAG.SET).map(decodeSignerInfo);
+    return { eContentType, eContent, certificates, signerInfos };
+  });
+  if (sd.eContentType !== OID.ctTSTInfo || !sd.eContent) {
     throw new MalformedError('malformed: the SignedData does not encapsulate a TSTInfo (id-ct-TSTInfo)');
   }
-  const eContent = new Uint8Array(encap.eContent.getValue());
-  let tstInfo: pkijs.TSTInfo;
-  try {
-    tstInfo = new pkijs.TSTInfo({ schema: parseAsn1(eContent, 'TSTInfo') });
-  } catch {
-    throw new MalformedError('malformed: the TSTInfo cannot be decoded');
+  const eContent = sd.eContent;
+  const tstInfo = decoding('malformed: the TSTInfo cannot be decoded', () => decodeTstInfo(eContent));
+  return { tokenDer, tstInfo, eContent, certificates: sd.certificates, signerInfos: sd.signerInfos };
+}
+
+function decodeSignerInfo(el: DerElement): SignerInfo {
+  const c = new DerCursor(sequence(el, 'SignerInfo'), 'SignerInfo');
+  readInteger(c.next('version'), 'SignerInfo version');
+  // SignerIdentifier ::= CHOICE { issuerAndSerialNumber, subjectKeyIdentifier [0] IMPLICIT OCTET STRING }
+  const sidEl = c.next('sid');
+  let sid: SignerInfo['sid'];
+  if (sidEl.tag === TAG.SEQUENCE) {
+    const parts = children(sidEl);
+    if (parts.length !== 2) throw new DerError('IssuerAndSerialNumber: malformed');
+    sid = { issuer: expectTag(parts[0], TAG.SEQUENCE, 'sid issuer').der, serial: readInteger(parts[1], 'sid serialNumber') };
+  } else if (isContext(sidEl, 0, false)) {
+    sid = { keyId: sidEl.value };
+  } else {
+    throw new DerError('SignerIdentifier: unexpected choice');
   }
-  if (tstInfo.version !== 1) throw new MalformedError(`malformed: unsupported TSTInfo version ${tstInfo.version}`);
-  return { tokenDer, signedData, tstInfo, eContent };
+  const digestAlgorithm = readAlgorithmIdentifier(c.next('digestAlgorithm'), 'digestAlgorithm');
+  const attrsEl = c.optional((e) => isContext(e, 0, true));
+  const signatureAlgorithm = readAlgorithmIdentifier(c.next('signatureAlgorithm'), 'signatureAlgorithm');
+  const signature = readOctetString(c.next('signature'), 'signature');
+  c.optional((e) => isContext(e, 1, true)); // unsignedAttrs: not used
+  c.end();
+  const info: SignerInfo = { sid, digestAlgorithm, signatureAlgorithm, signature };
+  if (attrsEl) {
+    const attributes = children(attrsEl).map((a) => {
+      const parts = sequence(a, 'Attribute');
+      if (parts.length !== 2) throw new DerError('Attribute: malformed');
+      return { type: readOid(parts[0], 'attrType'), values: sequence(parts[1], 'attrValues', TAG.SET) };
+    });
+    // RFC 5652 §5.4: the signature covers the DER of the attributes with the EXPLICIT SET OF tag.
+    const signedBytes = Uint8Array.from(attrsEl.der);
+    signedBytes[0] = TAG.SET;
+    info.signedAttrs = { attributes, signedBytes };
+  }
+  return info;
 }
 
-/**
- * Records the received bytes of each certificate in SignedData.certificates ([0] IMPLICIT
- * CertificateSet, RFC 5652 §5.1), so that ESSCertID hashes use exactly those bytes.
- */
-function rememberEmbeddedCertificateDer(signedDataAsn: unknown, signedData: pkijs.SignedData): void {
-  if (!(signedDataAsn instanceof asn1js.Sequence) || !signedData.certificates) return;
-  const set = signedDataAsn.valueBlock.value.find((el) => el.idBlock.tagClass === 3 && el.idBlock.tagNumber === 0);
-  const elements = (set as asn1js.Constructed | undefined)?.valueBlock.value ?? [];
-  if (elements.length !== signedData.certificates.length) return;
-  signedData.certificates.forEach((cert, i) => {
-    const el = elements[i];
-    if (cert instanceof pkijs.Certificate && el) rememberCertificateDer(cert, new Uint8Array(el.valueBeforeDecodeView));
-  });
-}
-
-function summarizeStatus(status: pkijs.PKIStatusInfo): PkiStatusSummary {
-  const failInfo = status.failInfo ? bitsOf(status.failInfo).map((b) => FAILURE_NAMES[b] ?? `bit${b}`) : [];
-  const statusStrings = (status.statusStrings ?? []).map((s) => String((s.valueBlock as { value?: unknown }).value ?? ''));
-  return { status: status.status, name: STATUS_NAMES[status.status] ?? `status${status.status}`, statusStrings, failInfo };
-}
-
-function summarizeTst(tst: pkijs.TSTInfo): TimestampSummary {
-  const serial = tst.serialNumber.toBigInt();
-  const alg = tst.messageImprint.hashAlgorithm.algorithmId;
-  const summary: TimestampSummary = {
-    genTime: tst.genTime,
-    serial: serial.toString(10),
-    serialHex: serial.toString(16),
-    policy: tst.policy,
-    ordering: tst.ordering ?? false,
-    hashAlgorithm: hashByOid(alg)?.name ?? alg,
-    imprintHex: toHex(tst.messageImprint.hashedMessage.valueBlock.valueHexView),
-  };
-  if (tst.nonce) summary.nonce = tst.nonce.toBigInt();
-  if (tst.tsa) summary.tsaName = generalNameToString(tst.tsa);
-  if (tst.accuracy) {
-    const a = tst.accuracy;
-    summary.accuracy = {
-      ...(a.seconds !== undefined ? { seconds: a.seconds } : {}),
-      ...(a.millis !== undefined ? { millis: a.millis } : {}),
-      ...(a.micros !== undefined ? { micros: a.micros } : {}),
+/** TSTInfo (RFC 3161 §2.4.2). */
+function decodeTstInfo(der: Uint8Array): TstInfo {
+  const top = decodeDer(der, 'TSTInfo');
+  checkStructure(top);
+  const c = new DerCursor(sequence(top, 'TSTInfo'), 'TSTInfo');
+  const version = readInteger(c.next('version'), 'version');
+  if (version !== 1n) throw new MalformedError(`malformed: unsupported TSTInfo version ${version}`);
+  const policy = readOid(c.next('policy'), 'policy');
+  const mi = sequence(c.next('messageImprint'), 'messageImprint');
+  if (mi.length !== 2) throw new DerError('messageImprint: malformed');
+  const hashAlgorithm = readAlgorithmIdentifier(mi[0], 'hashAlgorithm');
+  const hashedMessage = readOctetString(mi[1], 'hashedMessage');
+  const serial = readInteger(c.next('serialNumber'), 'serialNumber');
+  const genTime = readGeneralizedTime(c.next('genTime'), 'genTime');
+  const tst: TstInfo = { policy, hashAlgorithm, hashedMessage, serial, genTime, ordering: false };
+  const accuracyEl = c.optional((e) => e.tag === TAG.SEQUENCE);
+  if (accuracyEl) {
+    // Accuracy ::= SEQUENCE { seconds INTEGER OPTIONAL, millis [0] IMPLICIT INTEGER OPTIONAL, micros [1] IMPLICIT INTEGER OPTIONAL }
+    const a = new DerCursor(children(accuracyEl), 'accuracy');
+    const seconds = a.optional((e) => e.tag === TAG.INTEGER);
+    const millis = a.optional((e) => isContext(e, 0, false));
+    const micros = a.optional((e) => isContext(e, 1, false));
+    a.end();
+    tst.accuracy = {
+      ...(seconds ? { seconds: readSmallInteger(seconds, 'accuracy seconds') } : {}),
+      ...(millis ? { millis: smallValue(millis, 'accuracy millis') } : {}),
+      ...(micros ? { micros: smallValue(micros, 'accuracy micros') } : {}),
     };
   }
+  const orderingEl = c.optional((e) => e.tag === TAG.BOOLEAN);
+  if (orderingEl) tst.ordering = readBoolean(orderingEl, 'ordering');
+  const nonceEl = c.optional((e) => e.tag === TAG.INTEGER);
+  if (nonceEl) tst.nonce = readInteger(nonceEl, 'nonce');
+  const tsaEl = c.optional((e) => isContext(e, 0, true));
+  if (tsaEl) {
+    const inner = children(tsaEl);
+    if (inner.length !== 1) throw new DerError('tsa: malformed');
+    tst.tsa = checkGeneralName(inner[0] as DerElement);
+  }
+  c.optional((e) => isContext(e, 1, true)); // extensions: not used
+  c.end();
+  return tst;
+}
+
+function smallValue(el: DerElement, what: string): number {
+  const n = integerValue(el.value, what);
+  if (n < 0n || n > 0x7fffffffn) throw new DerError(`${what}: out of range`);
+  return Number(n);
+}
+
+/** GeneralName (RFC 5280 §4.2.1.6): context tags 0–8; directoryName [4] holds a Name. */
+function checkGeneralName(el: DerElement): DerElement {
+  if (el.cls !== CLASS.context || el.tagNumber > 8) throw new DerError('GeneralName: unexpected tag');
+  if (el.tagNumber === 4) {
+    const inner = children(el);
+    if (inner.length !== 1) throw new DerError('directoryName: malformed');
+    expectTag(inner[0], TAG.SEQUENCE, 'directoryName');
+  }
+  return el;
+}
+
+/** The Name DER of a directoryName GeneralName, or undefined for other choices. */
+function directoryName(el: DerElement): Uint8Array | undefined {
+  if (!isContext(el, 4, true)) return undefined;
+  return children(el)[0]?.der;
+}
+
+function summarizeTst(tst: TstInfo): TimestampSummary {
+  const alg = tst.hashAlgorithm.oid;
+  const summary: TimestampSummary = {
+    genTime: tst.genTime,
+    serial: tst.serial.toString(10),
+    serialHex: tst.serial.toString(16),
+    policy: tst.policy,
+    ordering: tst.ordering,
+    hashAlgorithm: hashByOid(alg)?.name ?? alg,
+    imprintHex: toHex(tst.hashedMessage),
+  };
+  if (tst.nonce !== undefined) summary.nonce = tst.nonce;
+  if (tst.tsa) summary.tsaName = generalNameToString(tst.tsa);
+  if (tst.accuracy) summary.accuracy = { ...tst.accuracy };
   return summary;
 }
 
-function generalNameToString(name: pkijs.GeneralName): string {
-  if (name.type === 4 && name.value instanceof pkijs.RelativeDistinguishedNames) return `DirName:${nameToString(name.value)}`;
-  if (typeof name.value === 'string') return name.value;
-  return `GeneralName[${name.type}]`;
+// rfc822Name [1], dNSName [2] and uniformResourceIdentifier [6] are IA5Strings.
+const TEXT_GENERAL_NAMES: ReadonlySet<number> = new Set([1, 2, 6]);
+
+function generalNameToString(name: DerElement): string {
+  const dn = directoryName(name);
+  if (dn) return `DirName:${nameToString(dn)}`;
+  if (!name.constructed && TEXT_GENERAL_NAMES.has(name.tagNumber)) return Buffer.from(name.value).toString('latin1');
+  return `GeneralName[${name.tagNumber}]`;
 }
 
 /**
@@ -316,7 +497,7 @@ export async function verifyTimestampResponse(responseDer: Uint8Array, options: 
       result.pkiStatus = s;
       return result;
     }
-    const result = await verifyDecodedToken(decoded.token, status, options);
+    const result = verifyDecodedToken(decoded.token, status, options);
     result.pkiStatus = s;
     return result;
   } catch (err) {
@@ -331,7 +512,7 @@ export async function verifyTimestampResponse(responseDer: Uint8Array, options: 
 export async function verifyTimestampToken(tokenDer: Uint8Array, options: VerifyTimestampOptions): Promise<TimestampVerification> {
   try {
     const token = decodeToken(tokenDer);
-    return await verifyDecodedToken(token, skipped('bare token: no PKIStatusInfo'), options);
+    return verifyDecodedToken(token, skipped('bare token: no PKIStatusInfo'), options);
   } catch (err) {
     return failureResult(err);
   }
@@ -361,8 +542,8 @@ function failureResult(err: unknown): TimestampVerification {
   return result;
 }
 
-async function verifyDecodedToken(token: DecodedToken, status: CheckOutcome, options: VerifyTimestampOptions): Promise<TimestampVerification> {
-  const { signedData, tstInfo } = token;
+function verifyDecodedToken(token: DecodedToken, status: CheckOutcome, options: VerifyTimestampOptions): TimestampVerification {
+  const { tstInfo, signerInfos } = token;
   const summary = summarizeTst(tstInfo);
 
   const checks: TimestampChecks = {
@@ -378,24 +559,24 @@ async function verifyDecodedToken(token: DecodedToken, status: CheckOutcome, opt
   };
 
   // Certificates: those in the token, the caller's untrusted ones, and the roots.
-  const embedded = (signedData.certificates ?? []).filter((c): c is pkijs.Certificate => c instanceof pkijs.Certificate);
-  let roots: pkijs.Certificate[] = [];
-  let untrusted: pkijs.Certificate[] = [];
+  const embedded = token.certificates;
+  let roots: Certificate[] = [];
+  let untrusted: Certificate[] = [];
   let certProblem: string | undefined;
   try {
-    roots = options.roots.flatMap((pem) => parseCertificates(pem));
-    untrusted = (options.untrusted ?? []).flatMap((pem) => parseCertificates(pem));
+    roots = options.roots.flatMap((pem) => certificatesFromPem(pem));
+    untrusted = (options.untrusted ?? []).flatMap((pem) => certificatesFromPem(pem));
   } catch (err) {
     certProblem = `the given certificates cannot be parsed: ${err instanceof Error ? err.message : String(err)}`;
   }
 
-  const signerInfo = signedData.signerInfos[0];
+  const signerInfo = signerInfos[0];
   const signer = signerInfo ? findSigner(signerInfo, [...embedded, ...untrusted, ...roots]) : undefined;
   const result: TimestampVerification = { ok: false, ...summary, checks, token: token.tokenDer };
 
-  if (!signerInfo || signedData.signerInfos.length !== 1) {
+  if (!signerInfo || signerInfos.length !== 1) {
     // RFC 3161 §2.4.2: the token MUST NOT contain any signature other than the TSA's.
-    const why = `the token has ${signedData.signerInfos.length} signers, RFC 3161 requires exactly one`;
+    const why = `the token has ${signerInfos.length} signers, RFC 3161 requires exactly one`;
     checks.signature = fail(why);
     checks.essCertIdV2 = skipped(why);
     checks.eku = skipped(why);
@@ -409,8 +590,8 @@ async function verifyDecodedToken(token: DecodedToken, status: CheckOutcome, opt
     checks.tsaName = skipped(why);
     checks.chain = fail(certProblem ?? why);
   } else {
-    result.tsaCertificatePem = certificateToPem(signer);
-    checks.signature = await checkSignature(signerInfo, signer, token.eContent);
+    result.tsaCertificatePem = certificatePem(signer);
+    checks.signature = checkSignature(signerInfo, signer, token.eContent);
     checks.essCertIdV2 = checkEssCertId(signerInfo, signer);
     const usage = timeStampingUsageProblem(signer);
     checks.eku = usage ? fail(usage) : pass('ExtendedKeyUsage is id-kp-timeStamping only and critical');
@@ -418,13 +599,24 @@ async function verifyDecodedToken(token: DecodedToken, status: CheckOutcome, opt
     if (certProblem) {
       checks.chain = fail(certProblem);
     } else {
-      const chain = await validateCertificateChain(signer, {
+      const chain = validatePath(signer, {
         anchors: roots,
         intermediates: [...embedded, ...untrusted, ...roots],
         checkDate: options.now ?? tstInfo.genTime,
       });
-      checks.chain = chain.ok ? pass(chain.reason) : fail(`the signer certificate does not chain to a given root: ${chain.reason}`);
-      if (chain.ok) result.chainPem = chain.path.map(certificateToPem);
+      // Every certificate the token carries must be authentic too, not only those of the path: a
+      // damaged or foreign certificate in the token is reported rather than passed over.
+      const stray = chain.ok ? unvouchedCertificates(embedded, [...chain.path, ...roots]) : [];
+      if (!chain.ok) {
+        checks.chain = fail(`the signer certificate does not chain to a given root: ${chain.reason}`);
+      } else if (stray.length > 0) {
+        checks.chain = fail(
+          `the token carries ${stray.length === 1 ? 'a certificate' : 'certificates'} whose signature does not verify up to a given root: ${stray.map(describeCertificate).join(', ')}`,
+        );
+      } else {
+        checks.chain = pass(chain.reason);
+        result.chainPem = chain.path.map(certificatePem);
+      }
     }
   }
 
@@ -434,55 +626,42 @@ async function verifyDecodedToken(token: DecodedToken, status: CheckOutcome, opt
   return result;
 }
 
-function checkImprint(tst: pkijs.TSTInfo, options: VerifyTimestampOptions): CheckOutcome {
-  const alg = tst.messageImprint.hashAlgorithm;
-  const hash = hashByOid(alg.algorithmId);
-  if (!hash) return fail(`unsupported imprint hash algorithm ${alg.algorithmId}`);
+function checkImprint(tst: TstInfo, options: VerifyTimestampOptions): CheckOutcome {
+  const alg = tst.hashAlgorithm;
+  const hash = hashByOid(alg.oid);
+  if (!hash) return fail(`unsupported imprint hash algorithm ${alg.oid}`);
   const accepted = options.hashAlgorithm ? [options.hashAlgorithm] : ACCEPTED_IMPRINT_HASHES;
   if (!accepted.includes(hash.name)) return fail(`imprint algorithm ${hash.name}, expected ${accepted.join(' or ')}`);
   // RFC 5754 §2: parameters of SHA-2 AlgorithmIdentifiers are absent or NULL.
-  const params = (alg as { algorithmParams?: unknown }).algorithmParams;
-  if (params !== undefined && !(params instanceof asn1js.Null)) return fail(`imprint algorithm ${hash.name} has unexpected parameters`);
-  const value = tst.messageImprint.hashedMessage.valueBlock.valueHexView;
+  if (!absentOrNullParams(alg)) return fail(`imprint algorithm ${hash.name} has unexpected parameters`);
+  const value = tst.hashedMessage;
   if (value.byteLength !== hash.length) return fail(`imprint is ${value.byteLength} bytes, ${hash.name} gives ${hash.length}`);
   if (!bytesEqual(value, options.imprint)) return fail(`imprint ${toHex(value)} differs from the expected ${toHex(options.imprint)}`);
   return pass(`${hash.name} imprint matches`);
 }
 
-function checkPolicy(tst: pkijs.TSTInfo, expected: string | undefined): CheckOutcome {
+function checkPolicy(tst: TstInfo, expected: string | undefined): CheckOutcome {
   if (expected === undefined) return skipped('no policy expected');
   // RFC 3161 §2.4.2: a requested policy must be the one the token was issued under.
   return tst.policy === expected ? pass(`policy ${tst.policy}`) : fail(`policy ${tst.policy}, expected ${expected}`);
 }
 
-function checkNonce(tst: pkijs.TSTInfo, expected: bigint | undefined): CheckOutcome {
+function checkNonce(tst: TstInfo, expected: bigint | undefined): CheckOutcome {
   if (expected === undefined) return skipped('no nonce expected');
   // RFC 3161 §2.4.2: the nonce MUST be present and equal when the request had one.
-  if (!tst.nonce) return fail('the token has no nonce but the request had one');
-  const got = tst.nonce.toBigInt();
+  if (tst.nonce === undefined) return fail('the token has no nonce but the request had one');
+  const got = tst.nonce;
   return got === expected ? pass('nonce matches') : fail(`nonce ${got.toString(16)} differs from the one sent (${expected.toString(16)})`);
 }
 
 /** RFC 5652 §5.3 SignerIdentifier: issuerAndSerialNumber or [0] subjectKeyIdentifier. */
-function findSigner(signerInfo: pkijs.SignerInfo, candidates: pkijs.Certificate[]): pkijs.Certificate | undefined {
-  const sid: unknown = signerInfo.sid;
-  if (sid instanceof pkijs.IssuerAndSerialNumber) {
-    return candidates.find((c) => c.issuer.isEqual(sid.issuer) && c.serialNumber.isEqual(sid.serialNumber));
-  }
-  if (sid instanceof asn1js.BaseBlock) {
-    // [0] IMPLICIT OCTET STRING, which asn1js may see as primitive or as constructed.
-    const block = sid as asn1js.Constructed & asn1js.Primitive;
-    const inner = block.idBlock.isConstructed ? (block.valueBlock.value[0] as asn1js.OctetString | undefined) : undefined;
-    const keyId = inner ? inner.valueBlock.valueHexView : block.valueBlock.valueHexView;
-    return candidates.find((c) => {
-      const ski = subjectKeyIdentifier(c);
-      return ski ? bytesEqual(ski, keyId) : bytesEqual(digest('SHA-1', c.subjectPublicKeyInfo.subjectPublicKey.valueBlock.valueHexView), keyId);
-    });
-  }
-  return undefined;
+function findSigner(signerInfo: SignerInfo, candidates: Certificate[]): Certificate | undefined {
+  const sid = signerInfo.sid;
+  if ('issuer' in sid) return candidates.find((c) => c.serial === sid.serial && namesEqual(c.issuer, sid.issuer));
+  return candidates.find((c) => hasKeyIdentifier(c, sid.keyId));
 }
 
-function singleAttributeValue(signerInfo: pkijs.SignerInfo, type: string): { value?: unknown; problem?: string } {
+function singleAttributeValue(signerInfo: SignerInfo, type: string): { value?: DerElement; problem?: string } {
   const attrs = (signerInfo.signedAttrs?.attributes ?? []).filter((a) => a.type === type);
   if (attrs.length === 0) return {};
   // RFC 5652 §5.3 / §11: these attributes are single-valued and appear once.
@@ -490,34 +669,40 @@ function singleAttributeValue(signerInfo: pkijs.SignerInfo, type: string): { val
   return { value: attrs[0].values[0] };
 }
 
-async function checkSignature(signerInfo: pkijs.SignerInfo, signer: pkijs.Certificate, eContent: Uint8Array): Promise<CheckOutcome> {
+function checkSignature(signerInfo: SignerInfo, signer: Certificate, eContent: Uint8Array): CheckOutcome {
   // RFC 5652 §5.3: signed attributes are required when the content is not id-data.
   if (!signerInfo.signedAttrs || signerInfo.signedAttrs.attributes.length === 0) return fail('the SignerInfo has no signed attributes');
-  const digestAlg = hashByOid(signerInfo.digestAlgorithm.algorithmId);
-  if (!digestAlg) return fail(`unsupported digest algorithm ${signerInfo.digestAlgorithm.algorithmId}`);
+  const digestAlg = hashByOid(signerInfo.digestAlgorithm.oid);
+  if (!digestAlg) return fail(`unsupported digest algorithm ${signerInfo.digestAlgorithm.oid}`);
 
   // RFC 5652 §11.1: content-type attribute equal to the eContentType.
   const ct = singleAttributeValue(signerInfo, OID.contentType);
   if (ct.problem) return fail(ct.problem);
-  if (!(ct.value instanceof asn1js.ObjectIdentifier) || ct.value.valueBlock.toString() !== OID.ctTSTInfo) {
-    return fail('the content-type attribute is missing or is not id-ct-TSTInfo');
+  let contentType: string | undefined;
+  try {
+    contentType = ct.value ? readOid(ct.value, 'content-type') : undefined;
+  } catch {
+    contentType = undefined;
   }
+  if (contentType !== OID.ctTSTInfo) return fail('the content-type attribute is missing or is not id-ct-TSTInfo');
   // RFC 5652 §11.2: message-digest attribute = digest of the eContent octets.
   const md = singleAttributeValue(signerInfo, OID.messageDigest);
   if (md.problem) return fail(md.problem);
-  if (!(md.value instanceof asn1js.OctetString)) return fail('the message-digest attribute is missing');
-  if (!bytesEqual(md.value.valueBlock.valueHexView, digest(digestAlg.name, eContent))) {
+  if (md.value?.tag !== TAG.OCTET_STRING) return fail('the message-digest attribute is missing');
+  if (!bytesEqual(md.value.value, digest(digestAlg.name, eContent))) {
     return fail('the message-digest attribute does not match the TSTInfo');
   }
 
-  // RFC 5652 §5.4: the signature covers the DER of the signed attributes with a SET OF tag;
-  // pkijs keeps those bytes (with the tag already rewritten) in `encodedValue`.
-  const engine = pkijs.getCrypto(true);
-  const signedBytes = signerInfo.signedAttrs.encodedValue;
-  const shaAlgorithm = engine.getHashAlgorithm(signerInfo.signatureAlgorithm) || digestAlg.name;
+  // RFC 5652 §5.4: the signature covers the DER of the signed attributes with a SET OF tag.
   try {
-    const ok = await engine.verifyWithPublicKey(signedBytes, signerInfo.signature, signer.subjectPublicKeyInfo, signerInfo.signatureAlgorithm, shaAlgorithm);
-    return ok ? pass(`signature verified (${shaAlgorithm})`) : fail('the signature does not verify with the signer certificate');
+    const { ok, description } = verifySignature(
+      signerInfo.signatureAlgorithm,
+      publicKeyOf(signer),
+      signerInfo.signedAttrs.signedBytes,
+      signerInfo.signature,
+      digestAlg.name,
+    );
+    return ok ? pass(`signature verified (${description})`) : fail('the signature does not verify with the signer certificate');
   } catch (err) {
     return fail(`the signature cannot be verified: ${err instanceof Error ? err.message : String(err)}`);
   }
@@ -527,8 +712,7 @@ async function checkSignature(signerInfo: pkijs.SignerInfo, signer: pkijs.Certif
  * RFC 5035 §5.4.1 / RFC 2634 §5.4: the first ESSCertID(v2) in the signing-certificate attribute
  * must identify the signer certificate by hash (and by issuer/serial when present).
  */
-function checkEssCertId(signerInfo: pkijs.SignerInfo, signer: pkijs.Certificate): CheckOutcome {
-  const der = certificateDer(signer);
+function checkEssCertId(signerInfo: SignerInfo, signer: Certificate): CheckOutcome {
   const v2 = singleAttributeValue(signerInfo, OID.signingCertificateV2);
   const v1 = singleAttributeValue(signerInfo, OID.signingCertificate);
   if (v2.problem) return fail(v2.problem);
@@ -543,60 +727,76 @@ function checkEssCertId(signerInfo: pkijs.SignerInfo, signer: pkijs.Certificate)
   ] as const) {
     if (value === undefined) continue;
     const label = isV2 ? 'ESSCertIDv2' : 'ESSCertID';
-    // SigningCertificate(V2) ::= SEQUENCE { certs SEQUENCE OF ESSCertID(v2), policies OPTIONAL }
-    const certs = value instanceof asn1js.Sequence ? value.valueBlock.value[0] : undefined;
-    const first = certs instanceof asn1js.Sequence ? certs.valueBlock.value[0] : undefined;
-    if (!(first instanceof asn1js.Sequence)) return fail(`${label}: malformed signing-certificate attribute`);
-    const parts = [...first.valueBlock.value];
-    // ESSCertIDv2 ::= SEQUENCE { hashAlgorithm DEFAULT id-sha256, certHash, issuerSerial OPTIONAL }
-    // ESSCertID   ::= SEQUENCE { certHash (SHA-1), issuerSerial OPTIONAL }
-    let hash = isV2 ? hashByOid(OID.sha256) : hashByOid(OID.sha1);
-    if (isV2 && parts[0] instanceof asn1js.Sequence) {
-      const algId = new pkijs.AlgorithmIdentifier({ schema: parts.shift() });
-      hash = hashByOid(algId.algorithmId);
-      if (!hash) return fail(`${label}: unsupported hash algorithm ${algId.algorithmId}`);
+    let outcome: { hash: HashName } | { problem: string };
+    try {
+      outcome = matchEssCertId(value, isV2, signer);
+    } catch (err) {
+      outcome = { problem: `malformed signing-certificate attribute (${err instanceof Error ? err.message : String(err)})` };
     }
-    const certHash = parts.shift();
-    if (!hash || !(certHash instanceof asn1js.OctetString)) return fail(`${label}: malformed certHash`);
-    if (!bytesEqual(certHash.valueBlock.valueHexView, digest(hash.name, der))) {
-      return fail(`${label}: the ${hash.name} certificate hash does not match the signer certificate`);
-    }
-    const issuerSerial = parts.shift();
-    if (issuerSerial !== undefined) {
-      const problem = issuerSerialProblem(issuerSerial, signer);
-      if (problem) return fail(`${label}: ${problem}`);
-    }
-    reasons.push(`${label} (${hash.name}) matches the signer certificate`);
+    if ('problem' in outcome) return fail(`${label}: ${outcome.problem}`);
+    reasons.push(`${label} (${outcome.hash}) matches the signer certificate`);
   }
   return pass(reasons.join('; '));
 }
 
+/**
+ * SigningCertificate(V2) ::= SEQUENCE { certs SEQUENCE OF ESSCertID(v2), policies OPTIONAL }
+ * ESSCertIDv2 ::= SEQUENCE { hashAlgorithm DEFAULT id-sha256, certHash OCTET STRING, issuerSerial OPTIONAL }
+ * ESSCertID   ::= SEQUENCE { certHash OCTET STRING (SHA-1), issuerSerial OPTIONAL }
+ * The hash algorithm when the first one names the signer, else the problem.
+ * @throws DerError when the attribute is malformed.
+ */
+function matchEssCertId(value: DerElement, isV2: boolean, signer: Certificate): { hash: HashName } | { problem: string } {
+  const certs = sequence(value, 'SigningCertificate')[0];
+  const first = sequence(certs, 'certs')[0];
+  const c = new DerCursor(sequence(first, 'ESSCertID'), 'ESSCertID');
+  let hash = isV2 ? hashByOid(OID.sha256) : hashByOid(OID.sha1);
+  if (isV2) {
+    const algEl = c.optional((e) => e.tag === TAG.SEQUENCE);
+    if (algEl) {
+      const alg = readAlgorithmIdentifier(algEl, 'hashAlgorithm');
+      hash = hashByOid(alg.oid);
+      if (!hash) return { problem: `unsupported hash algorithm ${alg.oid}` };
+    }
+  }
+  const certHash = c.optional((e) => e.tag === TAG.OCTET_STRING);
+  if (!hash || !certHash) return { problem: 'malformed certHash' };
+  if (!bytesEqual(certHash.value, digest(hash.name, signer.der))) {
+    return { problem: `the ${hash.name} certificate hash does not match the signer certificate` };
+  }
+  const issuerSerial = c.optional(() => true);
+  if (issuerSerial !== undefined) {
+    const problem = issuerSerialProblem(issuerSerial, signer);
+    if (problem) return { problem };
+  }
+  return { hash: hash.name };
+}
+
 /** IssuerSerial ::= SEQUENCE { issuer GeneralNames, serialNumber CertificateSerialNumber } */
-function issuerSerialProblem(value: asn1js.AsnType, signer: pkijs.Certificate): string | undefined {
-  if (!(value instanceof asn1js.Sequence)) return 'malformed issuerSerial';
-  const [names, serial] = value.valueBlock.value;
-  if (!(names instanceof asn1js.Sequence) || !(serial instanceof asn1js.Integer)) return 'malformed issuerSerial';
-  if (!serial.isEqual(signer.serialNumber)) return 'issuerSerial names another serial number';
-  const dirNames = names.valueBlock.value
-    .map((n) => new pkijs.GeneralName({ schema: n }))
-    .filter((n) => n.type === 4 && n.value instanceof pkijs.RelativeDistinguishedNames);
-  if (!dirNames.some((n) => (n.value as pkijs.RelativeDistinguishedNames).isEqual(signer.issuer))) return 'issuerSerial names another issuer';
+function issuerSerialProblem(value: DerElement, signer: Certificate): string | undefined {
+  if (value.tag !== TAG.SEQUENCE) return 'malformed issuerSerial';
+  const [names, serial] = children(value);
+  if (names?.tag !== TAG.SEQUENCE || serial?.tag !== TAG.INTEGER) return 'malformed issuerSerial';
+  if (readInteger(serial, 'serialNumber') !== signer.serial) return 'issuerSerial names another serial number';
+  const dirNames = children(names)
+    .map((n) => directoryName(checkGeneralName(n)))
+    .filter((n): n is Uint8Array => n !== undefined);
+  if (!dirNames.some((n) => namesEqual(n, signer.issuer))) return 'issuerSerial names another issuer';
   return undefined;
 }
 
-function checkTsaName(tst: pkijs.TSTInfo, signer: pkijs.Certificate): CheckOutcome {
-  if (!tst.tsa) return skipped('the token has no tsa name');
+function checkTsaName(tst: TstInfo, signer: Certificate): CheckOutcome {
   const name = tst.tsa;
-  if (name.type === 4 && name.value instanceof pkijs.RelativeDistinguishedNames && name.value.isEqual(signer.subject)) {
-    return pass('tsa name is the signer subject');
-  }
+  if (!name) return skipped('the token has no tsa name');
+  const dn = directoryName(name);
+  if (dn && namesEqual(dn, signer.subject)) return pass('tsa name is the signer subject');
   // RFC 3161 §2.4.2: or one of the subjectAltNames of the signer certificate.
-  const san = signer.extensions?.find((e) => e.extnID === '2.5.29.17')?.parsedValue;
-  const encode = (n: pkijs.GeneralName): string => toHex((n.toSchema() as asn1js.BaseBlock).toBER());
-  const wanted = encode(name);
-  if (san instanceof pkijs.AltName && san.altNames.some((n) => encode(n) === wanted)) {
-    return pass('tsa name is a subjectAltName of the signer');
+  let altNames: DerElement[] = [];
+  try {
+    altNames = subjectAltNames(signer);
+  } catch {
+    altNames = [];
   }
+  if (altNames.some((n) => bytesEqual(n.der, name.der))) return pass('tsa name is a subjectAltName of the signer');
   return fail(`tsa name ${generalNameToString(name)} is not a name of the signer certificate`);
 }
-
