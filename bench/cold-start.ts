@@ -46,6 +46,7 @@ const SIGNING_MARKERS: Record<string, RegExp> = {
 interface Target {
   name: string;
   file: string;
+  /** The esbuild plugins instead of infra/esbuild-plugins.cjs. */
   plugins?: Plugin[];
   note?: string;
   /** Bundle the AWS SDK too instead of leaving it to the runtime. */
@@ -56,26 +57,17 @@ const functions: Target[] = [...registry.http, ...registry.scheduled]
   .filter((f) => only.length === 0 || only.includes(f.name));
 
 /**
- * The measured alternative: zod's classic entry re-exports `locales` as a namespace (64 files,
- * ~260 KB minified) that no function uses; replacing the index of zod/v4/locales with one that
- * exports English only keeps every schema and message as they are.
+ * The measured alternatives to the AWS SDK loaded with require() (infra/esbuild-plugins.cjs,
+ * aws-sdk-require): the SDK imported as ESM (Node then scans each CommonJS file for its named
+ * exports), and the SDK bundled into the function instead of taken from the runtime.
  */
-const zodEnglishOnly: Plugin = {
-  name: 'zod-english-locale-only',
-  setup(b) {
-    b.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/ }, (args) => ({
-      contents: "export { default as en } from './en.js';",
-      resolveDir: path.dirname(args.path),
-      loader: 'js',
-    }));
-  },
-};
+const withoutSdkRequire = plugins.filter((p) => p.name !== 'aws-sdk-require');
 const alternatives: Target[] = ['v2EvidenceHash', 'v2EvidenceVerify']
   .map((name) => functions.find((f) => f.name === name))
   .filter((f): f is Target => f !== undefined)
   .flatMap((f) => [
-    { name: `${f.name} (zod English only)`, file: f.file, plugins: [zodEnglishOnly], note: 'alternative build' },
-    { name: `${f.name} (zod English only, SDK bundled)`, file: f.file, plugins: [zodEnglishOnly], bundleSdk: true, note: 'alternative build' },
+    { name: `${f.name} (SDK imported as ESM)`, file: f.file, plugins: withoutSdkRequire, note: 'alternative build' },
+    { name: `${f.name} (SDK bundled)`, file: f.file, plugins: withoutSdkRequire, bundleSdk: true, note: 'alternative build' },
   ]);
 
 const outDir = await mkdtemp(path.join(os.tmpdir(), 'evidence-cold-'));
@@ -88,11 +80,14 @@ const log = (line: string) => process.stderr.write(`  cold: ${line}\n`);
  * Imports `file` in fresh Node processes, RUNS times: first the external AWS SDK packages it
  * imports (timed apart: the runtime provides them), then the bundle. Returns [sdk ms, bundle ms] per run.
  */
-function importTimes(file: string, sdk: string[]): [number, number][] {
+function importTimes(file: string, sdk: { path: string; required: boolean }[]): [number, number][] {
   const times: [number, number][] = [];
+  // The SDK is loaded the way the bundle loads it: require() (infra/esbuild-sdk-require.cjs) or import.
   const script = [
+    "import { createRequire } from 'node:module';",
+    `const require = createRequire(${JSON.stringify(pathToFileURL(file).href)});`,
     'const t0 = performance.now();',
-    ...sdk.map((p) => `await import(${JSON.stringify(p)});`),
+    ...sdk.map((p) => (p.required ? `require(${JSON.stringify(p.path)});` : `await import(${JSON.stringify(p.path)});`)),
     'const t1 = performance.now();',
     `await import(${JSON.stringify(pathToFileURL(file).href)});`,
     'process.stdout.write(JSON.stringify([t1 - t0, performance.now() - t1]));',
@@ -117,14 +112,14 @@ try {
       entryPoints: [path.join(REPO_ROOT, fn.file)],
       bundle: true,
       minify: true,
-      keepNames: true,
+      keepNames: false,
       format: 'esm',
       platform: 'node',
       target: 'node22',
       mainFields: ['module', 'main'],
       external: fn.bundleSdk ? [] : ['@aws-sdk/*'],
       banner: { js: "import { createRequire as __esbuildCreateRequire } from 'node:module'; const require = __esbuildCreateRequire(import.meta.url);" },
-      plugins: [...plugins, ...(fn.plugins ?? [])],
+      plugins: fn.plugins ?? plugins,
       metafile: true,
       outfile,
       absWorkingDir: REPO_ROOT,
@@ -141,8 +136,11 @@ try {
       .filter(([, re]) => re.test(text))
       .map(([what]) => what);
     const bundleBytes = (await stat(outfile)).size;
-    const sdk = (output?.imports ?? []).filter((i) => i.external && i.path.startsWith('@aws-sdk/')).map((i) => i.path);
-    const times = importTimes(outfile, [...new Set(sdk)]);
+    const sdk = new Map<string, boolean>();
+    for (const i of output?.imports ?? []) {
+      if (i.external && i.path.startsWith('@aws-sdk/')) sdk.set(i.path, (sdk.get(i.path) ?? true) && i.kind === 'require-call');
+    }
+    const times = importTimes(outfile, [...sdk].map(([p, required]) => ({ path: p, required })));
     const has = (pkg: string) => (heavy[pkg] ?? 0) > 0;
     let verdict = '';
     const base = fn.name.split(' ')[0] ?? fn.name;

@@ -3,7 +3,7 @@ import { handle } from 'hono/aws-lambda';
 import { type AccountDepsProvider, getAccountDeps } from '../../lib/accounts/deps.js';
 import { IsoTime, Tier } from '../../lib/accounts/schemas.js';
 import { createApp } from '../../lib/http/app.js';
-import { jwtAuth } from '../../lib/http/auth.js';
+import { jwtAuth } from '../../lib/http/account-auth.js';
 import { problemResponses } from '../../lib/http/schemas.js';
 
 const Usage = z

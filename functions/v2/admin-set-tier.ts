@@ -3,7 +3,7 @@ import { handle } from 'hono/aws-lambda';
 import { type AccountDepsProvider, getAccountDeps } from '../../lib/accounts/deps.js';
 import { Tier } from '../../lib/accounts/schemas.js';
 import { createApp } from '../../lib/http/app.js';
-import { adminAuth } from '../../lib/http/auth.js';
+import { adminAuth } from '../../lib/http/account-auth.js';
 import { jsonBody, problemResponses } from '../../lib/http/schemas.js';
 
 const AccountIdParam = z.object({

@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { Wallet } from 'ethers';
-import { KmsMlDsaSigner, LocalMlDsaSigner } from '../crypto/ml-dsa.js';
+import { LocalMlDsaSigner } from '../crypto/ml-dsa.js';
+import { KmsMlDsaSigner } from '../crypto/ml-dsa-kms.js';
 import type { PqSigner, TimestampAuthority } from '../crypto/ports.js';
 import { EmbeddedTsa } from '../crypto/tsa/embedded.js';
 import { KmsTsaKeySigner } from '../crypto/tsa/key-signer.js';

@@ -1,8 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { KmsMlDsaSigner } from '../../lib/crypto/ml-dsa-kms.js';
 import {
-  KmsMlDsaSigner,
   ML_DSA_65_PUBLIC_KEY_BYTES,
   ML_DSA_65_SIGNATURE_BYTES,
   mlDsa65PublicKeyFromSpki,
