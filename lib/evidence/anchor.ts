@@ -174,9 +174,12 @@ export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Prom
       log.error('anchor claim lost before completion', { image_hash: input.imageHash, tx_hash: sent.txHash });
       throw conflict('hash_already_anchored', `The hash ${input.imageHash} was anchored by another request.`);
     }
-    await deps.stats?.record({ anchored: 1, transactions: 1, devices: input.chainIndex === 0 ? 1 : 0 });
     linkClaimed = false;
-    await deps.repo.anchorLink(input.publicKeyHex, input.chainIndex, claimId, anchoredAt, sent.txHash);
+    // Independent writes (the statistics never throw): side by side.
+    await Promise.all([
+      deps.stats?.record({ anchored: 1, transactions: 1, devices: input.chainIndex === 0 ? 1 : 0 }),
+      deps.repo.anchorLink(input.publicKeyHex, input.chainIndex, claimId, anchoredAt, sent.txHash),
+    ]);
 
     // Accepted. The receipt is awaited up to the configured time; past it the job records it.
     try {

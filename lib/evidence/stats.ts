@@ -51,6 +51,19 @@ export interface StatsSnapshot {
   as_of: string;
 }
 
+/** Events summed per hour bucket, and the promise their callers wait on. */
+interface StatsBatch {
+  byHour: Map<number, StatTotals>;
+  written: Promise<void>;
+  resolve: () => void;
+}
+
+function newBatch(): StatsBatch {
+  let resolve!: () => void;
+  const written = new Promise<void>((r) => (resolve = r));
+  return { byHour: new Map(), written, resolve };
+}
+
 /** Counter-backed statistics over the counters table. */
 export class StatsRecorder implements StatsPort {
   private readonly clock: () => Date;
@@ -70,43 +83,79 @@ export class StatsRecorder implements StatsPort {
    * Adds `delta` to the totals and to the current hour's bucket. Best-effort by design: the event
    * it counts (an anchor, a registration, a transaction) has already happened and must not fail
    * because of a statistic, so a failed write is logged and swallowed.
+   *
+   * Group commit: while a write is in flight, the events recorded meanwhile are summed and go out
+   * together in the next write (one ADD on the totals and one per hour bucket, whatever their
+   * number). Each caller still waits for the write that carries its own event, so a Lambda that
+   * is frozen after its response has lost nothing; alone, an event is written at once as before.
    */
-  async record(delta: StatsDelta): Promise<void> {
+  record(delta: StatsDelta): Promise<void> {
     const fields = STAT_FIELDS.filter((f) => (delta[f] ?? 0) > 0);
+    if (fields.length === 0) return Promise.resolve();
+    const batch = (this.next ??= newBatch());
+    const hourStart = Math.floor(this.clock().getTime() / HOUR_MS) * HOUR_MS;
+    const sums = batch.byHour.get(hourStart) ?? zero();
+    for (const f of fields) sums[f] += delta[f] ?? 0;
+    batch.byHour.set(hourStart, sums);
+    if (!this.flushing) void this.flush();
+    return batch.written;
+  }
+
+  private next: StatsBatch | null = null;
+  private flushing = false;
+
+  /** Writes the waiting batches one after another until none is left. */
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      while (this.next) {
+        const batch = this.next;
+        this.next = null;
+        await this.write(batch.byHour);
+        batch.resolve();
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  /** One ADD on the totals and one per hour bucket; never throws. */
+  private async write(byHour: Map<number, StatTotals>): Promise<void> {
+    const total = zero();
+    for (const sums of byHour.values()) for (const f of STAT_FIELDS) total[f] += sums[f];
+    try {
+      await Promise.all([
+        this.add(`${this.prefix}total`, total),
+        ...[...byHour].map(([hourStart, sums]) =>
+          this.add(hourBucketKey(new Date(hourStart), this.prefix), sums, Math.floor(hourStart / 1000) + BUCKET_TTL_HOURS * 3600),
+        ),
+      ]);
+    } catch (error) {
+      log.warn('statistics not recorded', { fields: STAT_FIELDS.filter((f) => total[f] > 0), ...describeError(error) });
+    }
+  }
+
+  /** `ADD` of the positive fields of `sums` to one counter item (with its expiry, for a bucket). */
+  private async add(pk: string, sums: StatTotals, expiresAt?: number): Promise<void> {
+    const fields = STAT_FIELDS.filter((f) => sums[f] > 0);
     if (fields.length === 0) return;
-    const now = this.clock();
     const names: Record<string, string> = {};
     const values: Record<string, unknown> = {};
     const adds = fields.map((f, i) => {
       names[`#f${i}`] = f;
-      values[`:v${i}`] = delta[f];
+      values[`:v${i}`] = sums[f];
       return `#f${i} :v${i}`;
     });
-    const hourStart = Math.floor(now.getTime() / HOUR_MS) * HOUR_MS;
-    try {
-      await Promise.all([
-        this.db.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: { pk: `${this.prefix}total` },
-            UpdateExpression: `ADD ${adds.join(', ')}`,
-            ExpressionAttributeNames: names,
-            ExpressionAttributeValues: values,
-          }),
-        ),
-        this.db.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: { pk: hourBucketKey(now, this.prefix) },
-            UpdateExpression: `ADD ${adds.join(', ')} SET expires_at = :exp`,
-            ExpressionAttributeNames: names,
-            ExpressionAttributeValues: { ...values, ':exp': Math.floor(hourStart / 1000) + BUCKET_TTL_HOURS * 3600 },
-          }),
-        ),
-      ]);
-    } catch (error) {
-      log.warn('statistics not recorded', { fields, ...describeError(error) });
-    }
+    if (expiresAt !== undefined) values[':exp'] = expiresAt;
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk },
+        UpdateExpression: `ADD ${adds.join(', ')}${expiresAt !== undefined ? ' SET expires_at = :exp' : ''}`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      }),
+    );
   }
 
   /** The totals and the last 24 hours: one GetItem and one BatchGetItem of 24 keys. */

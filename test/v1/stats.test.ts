@@ -47,6 +47,33 @@ describe('statistics counters', () => {
     assert.equal((await recorder.read()).totals.transactions, 40);
   });
 
+  it('writes concurrent events together: 40 of them in two rounds of writes, every one counted', async () => {
+    const db = getDb();
+    let writes = 0;
+    const counting = { send: (command: Parameters<typeof db.send>[0]) => (writes++, db.send(command)) } as unknown as typeof db;
+    const recorder = new StatsRecorder(counting, getConfig().tables.counters, {
+      clock: () => new Date('2026-11-22T10:00:00.000Z'),
+      prefix: `test-stats-${randomBytes(4).toString('hex')}#`,
+    });
+    await Promise.all(Array.from({ length: 40 }, () => recorder.record({ transactions: 1 })));
+    // The first event goes out alone (totals + its hour), the 39 recorded meanwhile in one more round.
+    assert.equal(writes, 4);
+    assert.equal((await recorder.read()).totals.transactions, 40);
+  });
+
+  it('keeps each event of a combined write in the hour it happened', async () => {
+    const { recorder, setNow } = recorderAt('2026-11-22T10:59:59.000Z');
+    const first = recorder.record({ anchored: 1 }); // in flight: the next two wait for it
+    const second = recorder.record({ anchored: 1 });
+    setNow('2026-11-22T11:00:01.000Z');
+    const third = recorder.record({ anchored: 1 });
+    await Promise.all([first, second, third]);
+    setNow('2026-11-23T10:30:00.000Z'); // the 10:00 bucket has left the window, the 11:00 one has not
+    const s = await recorder.read();
+    assert.equal(s.totals.anchored, 3);
+    assert.equal(s.last_24h.anchored, 1);
+  });
+
   it('never throws when the counters cannot be written', async () => {
     const broken = new StatsRecorder(getDb(), 'no-such-table');
     setLogLevel('error'); // the swallowed failure is logged as a warning
