@@ -11,12 +11,12 @@
  * BENCH_COLD_RUNS=5, BENCH_COLD_ONLY=v2EvidenceHash,v2EvidenceVerify to restrict).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat, symlink } from 'node:fs/promises';
+import { mkdtemp, rm, stat, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { build, type Metafile, type Plugin } from 'esbuild';
+import { build, type BuildOptions, type Metafile, type Plugin } from 'esbuild';
 import registry from '../infra/functions.json' with { type: 'json' };
 import type { ColdRow } from './lib/report.js';
 import { REPO_ROOT } from './lib/proc.js';
@@ -36,7 +36,7 @@ const HEAVY: Record<string, RegExp> = {
   zod: /node_modules\/(zod|@asteasolutions)\//,
 };
 
-/** Code that only signing needs: none of it may be in a verification bundle. */
+/** Code that only signing needs: none of it may be in a verification bundle (found by class name). */
 const SIGNING_MARKERS: Record<string, RegExp> = {
   'ML-DSA signer classes': /\b(LocalMlDsaSigner|KmsMlDsaSigner)\b/,
   'embedded TSA (token issuing)': /\bEmbeddedTsa\b/,
@@ -108,7 +108,7 @@ const rows: ColdRow[] = [];
 try {
   for (const fn of [...functions, ...alternatives]) {
     const outfile = path.join(outDir, `${fn.name}.mjs`);
-    const result = await build({
+    const options: BuildOptions = {
       entryPoints: [path.join(REPO_ROOT, fn.file)],
       bundle: true,
       minify: true,
@@ -124,14 +124,20 @@ try {
       outfile,
       absWorkingDir: REPO_ROOT,
       logLevel: 'silent',
-    });
-    const meta: Metafile = result.metafile;
+    };
+    const result = await build(options);
+    const meta: Metafile | undefined = result.metafile;
+    if (!meta) throw new Error(`cold-start: no metafile for ${fn.name}`);
     const output = Object.values(meta.outputs)[0];
     const heavy: Record<string, number> = {};
     for (const [input, info] of Object.entries(output?.inputs ?? {})) {
       for (const [pkg, re] of Object.entries(HEAVY)) if (re.test(input)) heavy[pkg] = (heavy[pkg] ?? 0) + info.bytesInOutput;
     }
-    const text = await readFile(outfile, 'utf8');
+    // The bundle keeps no names (keepNames is off): the markers are looked for in the same build
+    // with names kept, which bundles exactly the same code.
+    const named = await build({ ...options, keepNames: true, metafile: false, write: false });
+    const text = named.outputFiles?.[0]?.text ?? '';
+    if (!text) throw new Error(`cold-start: the name-keeping build of ${fn.name} produced no output`);
     const signing = Object.entries(SIGNING_MARKERS)
       .filter(([, re]) => re.test(text))
       .map(([what]) => what);

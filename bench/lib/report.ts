@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { LoadResult } from '../load.js';
 
 export interface HttpRun extends LoadResult {
-  /** Which stack and variant: e.g. "automine", "2 s blocks", "automine + variants". */
+  /** Which stack and variant: e.g. "automine", "2 s blocks", "automine + edge cache". */
   setup: string;
   endpoint: string;
   /** The bare server's run at the same connection count, for the ratio. */
@@ -34,6 +34,8 @@ export interface StagesResult {
   rows: StageRow[];
   checks: Record<string, string>;
   pipeline: {
+    /** What was measured (runs saved before the label existed have none: see pipelineLabels). */
+    label?: string;
     runs: number;
     totalP50: number;
     totalMean: number;
@@ -125,6 +127,12 @@ export function coldTable(rows: ColdRow[]): string {
   return lines.join('\n');
 }
 
+/** The pipelines' labels; runs saved before they carried one measured these three, in this order. */
+function pipelineLabels(s: StagesResult): string[] {
+  const before = ['production (noble signer)', 'liboqs signer', 'liboqs + pipelined sender'];
+  return s.pipeline.map((p, i) => p.label ?? before[i] ?? `run ${i}`);
+}
+
 /** Everything run.ts writes to latest.md. */
 export interface BenchResults {
   settings: Record<string, unknown>;
@@ -148,7 +156,7 @@ export function renderMarkdown(results: BenchResults): string {
   const s = results.stages;
   if (s) {
     md.push('## Stages (in-process)', '', stagesTable(s), '');
-    const labels = ['production (noble signer)', 'liboqs signer', 'liboqs + pipelined sender'];
+    const labels = pipelineLabels(s);
     md.push(pipelineTable(s, labels), '', pipelineStagesTable(s, labels), '');
     md.push('Checks:', '', ...Object.entries(s.checks).map(([k, v]) => `- ${k}: ${v}`), '');
     if (s.concurrency.length) {

@@ -4,8 +4,8 @@
  * on @hono/node-server, 127.0.0.1, a free port. The environment (bench/lib/stack.ts) points it at
  * the benchmark's dynalite and Hardhat node.
  *
- * BENCH_VARIANTS (comma-separated, bench/variants.ts) swaps in a measured alternative before the
- * functions are loaded; empty = the production code as it is.
+ * BENCH_VARIANTS (comma-separated, bench/variants.ts) puts a measured alternative around the API
+ * (today only `edge-cache`); empty = the production code as it is.
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -15,7 +15,7 @@ import { buildLocalApi } from '../../lib/local/server.js';
 import { applyVariants, edgeCache } from '../variants.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-const variants = await applyVariants((process.env.BENCH_VARIANTS ?? '').split(',').filter(Boolean));
+const variants = applyVariants((process.env.BENCH_VARIANTS ?? '').split(',').filter(Boolean));
 const api = await buildLocalApi();
 const inner = variants.includes('edge-cache') ? edgeCache((request) => api.fetch(request)) : (request: Request) => api.fetch(request);
 // Requests still running when the load generator stops (an anchor between its nonce and its
