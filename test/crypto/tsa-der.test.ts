@@ -114,6 +114,23 @@ describe('DER values', () => {
     assert.throws(() => readOid(el('0602 2a86'), 'o'), /truncated/);
   });
 
+  it('reads a UUID OID (2.25, a 128-bit arc) but refuses subidentifiers too long to be real, quickly', () => {
+    // X.667: 2.25.<UUID as a 128-bit integer>, the longest arcs seen in practice (19 octets).
+    const uuid = 0xf81d4fae7dec11d0a76500a0c91e6bf6n;
+    const arc: number[] = [];
+    for (let v = uuid; v > 0n; v >>= 7n) arc.unshift(Number(v & 0x7fn) | (arc.length ? 0x80 : 0));
+    assert.equal(readOid(decodeDer(Uint8Array.from([0x06, 1 + arc.length, 0x69, ...arc])), 'o'), `2.25.${uuid}`);
+    // A 200 KB subidentifier made decoding superlinear (BigInt shifts and decimal conversion):
+    // seconds per OID, and an OID is read wherever a DER value names a type.
+    const n = 200_000;
+    const body = new Uint8Array(n).fill(0xff);
+    body[n - 1] = 0x7f;
+    const huge = Uint8Array.from([0x06, 0x83, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff, ...body]);
+    const t = performance.now();
+    assert.throws(() => readOid(decodeDer(huge), 'o'), (err: unknown) => err instanceof DerError && /too long/.test(err.message));
+    assert.ok(performance.now() - t < 1000, `took ${Math.round(performance.now() - t)} ms`);
+  });
+
   it('reads BIT STRINGs, refusing set unused bits and bad counts', () => {
     const ku = readBitString(el('03020184'), 'ku');
     assert.deepEqual(bitsSet(ku), [0, 5]);
@@ -187,5 +204,34 @@ describe('X.509 name comparison (RFC 5280 §7.1)', () => {
     // A multi-valued RDN is not the same as the two RDNs.
     assert.equal(namesEqual(a, name(rdn(atv(O, TAG.UTF8_STRING, 'Org'), atv(CN, TAG.UTF8_STRING, 'TSA')))), false);
     assert.equal(namesEqual(a, hex('3003 0500')), false);
+  });
+
+  it('compares the attributes of a multi-valued RDN as a set, counting repeats', () => {
+    const a = name(rdn(atv(O, TAG.UTF8_STRING, 'Org'), atv(CN, TAG.UTF8_STRING, 'TSA')));
+    assert.equal(namesEqual(a, name(rdn(atv(CN, TAG.PRINTABLE_STRING, 'tsa'), atv(O, TAG.UTF8_STRING, 'ORG')))), true);
+    assert.equal(namesEqual(a, name(rdn(atv(O, TAG.UTF8_STRING, 'Org'), atv(O, TAG.UTF8_STRING, 'Org')))), false);
+    assert.equal(namesEqual(name(rdn(atv(CN, TAG.UTF8_STRING, 'x'), atv(CN, TAG.UTF8_STRING, 'x'), atv(CN, TAG.UTF8_STRING, 'y'))), name(rdn(atv(CN, TAG.UTF8_STRING, 'x'), atv(CN, TAG.UTF8_STRING, 'y'), atv(CN, TAG.UTF8_STRING, 'y')))), false);
+    // A string and a non-string value never match, even with the same bytes after the tag.
+    assert.equal(namesEqual(name(rdn(atv(CN, TAG.UTF8_STRING, 'x'))), name(rdn(atv(CN, TAG.OCTET_STRING, 'x')))), false);
+  });
+
+  it('compares a multi-valued RDN of thousands of attributes in linear-logarithmic time', () => {
+    // Names come from the token (the SignerInfo's issuer, embedded certificates): pairing each
+    // attribute with a match by a linear scan took seconds for a 55 KB name.
+    const k = 4000;
+    const atvs = Array.from({ length: k }, (_, i) => atv(CN, TAG.UTF8_STRING, `value ${i}`));
+    const len3 = (n: number) => [0x83, n >> 16, (n >> 8) & 0xff, n & 0xff];
+    const long = (parts: number[][]) => {
+      const body = parts.flat();
+      const inner = [0x31, ...len3(body.length), ...body];
+      return Uint8Array.from([0x30, ...len3(inner.length), ...inner]);
+    };
+    const a = long(atvs);
+    const b = long([...atvs].reverse());
+    const t = performance.now();
+    assert.equal(namesEqual(a, b), true);
+    const c = long([...atvs.slice(1), atv(CN, TAG.UTF8_STRING, 'value 1')]);
+    assert.equal(namesEqual(a, c), false);
+    assert.ok(performance.now() - t < 1000, `took ${Math.round(performance.now() - t)} ms`);
   });
 });

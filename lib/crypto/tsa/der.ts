@@ -353,19 +353,29 @@ export function readOid(el: DerElement | undefined, what: string): string {
   return oidValue(primitive(el, TAG.OID, what), what);
 }
 
+/**
+ * Longest subidentifier read, in octets. X.690 sets no bound, but the longest arcs in use are the
+ * 128-bit UUIDs of X.667 (2.25.n, 19 octets); without a bound, one long arc costs time quadratic in
+ * its length (BigInt shifts, then the decimal conversion), seconds for a few hundred kilobytes.
+ */
+const MAX_SUBIDENTIFIER_OCTETS = 32;
+
 function oidValue(v: Uint8Array, what: string): string {
   if (v.byteLength === 0) throw new DerError(`${what}: empty OBJECT IDENTIFIER`);
   const arcs: bigint[] = [];
   let acc = 0n;
   let start = true;
+  let octets = 0;
   for (let i = 0; i < v.byteLength; i++) {
     const b = v[i] as number;
     if (start && b === 0x80) throw new DerError(`${what}: non-minimal OBJECT IDENTIFIER`);
+    if (++octets > MAX_SUBIDENTIFIER_OCTETS) throw new DerError(`${what}: OBJECT IDENTIFIER subidentifier too long`);
     acc = (acc << 7n) | BigInt(b & 0x7f);
     start = (b & 0x80) === 0;
     if (start) {
       arcs.push(acc);
       acc = 0n;
+      octets = 0;
     }
   }
   if (!start) throw new DerError(`${what}: truncated OBJECT IDENTIFIER`);

@@ -46,6 +46,7 @@ import {
   certificatesFromPem,
   describeCertificate,
   hasKeyIdentifier,
+  issuerNameMatcher,
   nameToString,
   namesEqual,
   publicKeyOf,
@@ -657,7 +658,11 @@ function checkNonce(tst: TstInfo, expected: bigint | undefined): CheckOutcome {
 /** RFC 5652 §5.3 SignerIdentifier: issuerAndSerialNumber or [0] subjectKeyIdentifier. */
 function findSigner(signerInfo: SignerInfo, candidates: Certificate[]): Certificate | undefined {
   const sid = signerInfo.sid;
-  if ('issuer' in sid) return candidates.find((c) => c.serial === sid.serial && namesEqual(c.issuer, sid.issuer));
+  if ('issuer' in sid) {
+    // The name is decoded once: the token supplies it and the candidates (RFC 5652 §5.1: unsigned).
+    const issuedBy = issuerNameMatcher(sid.issuer);
+    return candidates.find((c) => c.serial === sid.serial && issuedBy(c));
+  }
   return candidates.find((c) => hasKeyIdentifier(c, sid.keyId));
 }
 
@@ -781,7 +786,7 @@ function issuerSerialProblem(value: DerElement, signer: Certificate): string | u
   const dirNames = children(names)
     .map((n) => directoryName(checkGeneralName(n)))
     .filter((n): n is Uint8Array => n !== undefined);
-  if (!dirNames.some((n) => namesEqual(n, signer.issuer))) return 'issuerSerial names another issuer';
+  if (!dirNames.some((n) => issuerNameMatcher(n)(signer))) return 'issuerSerial names another issuer';
   return undefined;
 }
 

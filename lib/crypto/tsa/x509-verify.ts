@@ -276,32 +276,64 @@ function prepare(s: string): string {
  */
 export function namesEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (bytesEqual(a, b)) return true;
+  const ka = nameKey(a);
+  return ka !== undefined && ka === nameKey(b);
+}
+
+/**
+ * A string equal for equal Names, undefined for one that cannot be decoded. The attributes of an
+ * RDN are a set: each becomes a key (type, then the prepared text or the value's bytes) and the
+ * keys are sorted, so comparing two RDNs costs O(k log k) rather than a pairing by linear scans
+ * (quadratic: seconds for an RDN of a few thousand attributes, and names come from the token).
+ */
+function nameKey(der: Uint8Array): string | undefined {
   try {
-    const ra = children(decodeDer(a, 'Name'));
-    const rb = children(decodeDer(b, 'Name'));
-    if (ra.length !== rb.length) return false;
-    return ra.every((rdnA, i) => {
-      const atvsA = children(rdnA).map((atv) => children(atv));
-      const atvsB = children(rb[i] as DerElement).map((atv) => children(atv));
-      if (atvsA.length !== atvsB.length) return false;
-      // The attributes of one RDN are a set: pair each with a distinct one of the other.
-      const used = new Set<number>();
-      return atvsA.every(([typeA, valueA]) => {
-        const j = atvsB.findIndex(([typeB, valueB], k) => !used.has(k) && typeA && typeB && bytesEqual(typeA.der, typeB.der) && valuesEqual(valueA, valueB));
-        if (j < 0) return false;
-        used.add(j);
-        return true;
-      });
-    });
+    const rdns = children(decodeDer(der, 'Name')).map((rdn) =>
+      children(rdn)
+        .map((atv) => {
+          const [type, value] = children(atv);
+          if (!type || !value) throw new DerError('Name: malformed attribute');
+          // The type is hex (no '='); `s:` and `b:` keep a string from matching a non-string.
+          return `${toHex(type.der)}=${isString(value) ? `s:${prepare(stringValue(value))}` : `b:${toHex(value.der)}`}`;
+        })
+        .sort(),
+    );
+    return JSON.stringify(rdns);
   } catch {
-    return false;
+    return undefined;
   }
 }
 
-function valuesEqual(a: DerElement | undefined, b: DerElement | undefined): boolean {
-  if (!a || !b) return false;
-  if (isString(a) && isString(b)) return prepare(stringValue(a)) === prepare(stringValue(b));
-  return bytesEqual(a.der, b.der);
+// Comparison keys of the subject and issuer of certificates (immutable, shared objects), so that
+// path building compares each name once rather than once per candidate pair.
+const certNameKeys = new WeakMap<Certificate, { subject?: string | null; issuer?: string | null }>();
+
+function certNameKey(cert: Certificate, field: 'subject' | 'issuer'): string | null {
+  let entry = certNameKeys.get(cert);
+  if (!entry) certNameKeys.set(cert, (entry = {}));
+  let key = entry[field];
+  if (key === undefined) key = entry[field] = nameKey(cert[field]) ?? null;
+  return key;
+}
+
+/** Whether the subject of `issuer` is the issuer name of `cert` (RFC 5280 §7.1). */
+function isNamedIssuerOf(issuer: Certificate, cert: Certificate): boolean {
+  if (bytesEqual(issuer.subject, cert.issuer)) return true;
+  const key = certNameKey(issuer, 'subject');
+  return key !== null && key === certNameKey(cert, 'issuer');
+}
+
+/**
+ * A test for certificates whose issuer is `name` (RFC 5280 §7.1), e.g. the issuer of a CMS
+ * issuerAndSerialNumber; `name` is decoded once, however many certificates are tested.
+ */
+export function issuerNameMatcher(name: Uint8Array): (cert: Certificate) => boolean {
+  let key: string | null | undefined;
+  return (cert) => {
+    if (bytesEqual(cert.issuer, name)) return true;
+    if (key === undefined) key = nameKey(name) ?? null;
+    return key !== null && key === certNameKey(cert, 'issuer');
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -545,6 +577,15 @@ const UNDERSTOOD_EXTENSIONS: ReadonlySet<string> = new Set([
 
 const MAX_PATH = 8;
 
+/**
+ * Candidate issuers one path search considers at most. The certificates of a token are unsigned
+ * (RFC 5652 §5.1): a dozen CA certificates with one name and one key sign each other in every
+ * order, and a depth-first search that only stops at a trust anchor would try each ordering
+ * (millions of paths). Real paths take a few candidates; like Go's crypto/x509 (100 signature
+ * checks per verification), the search gives up, failing the path, after this many.
+ */
+export const MAX_PATH_CANDIDATES = 100;
+
 // Issuer links whose signature verified: child -> issuers.
 const verifiedLinks = new WeakMap<Certificate, WeakSet<Certificate>>();
 
@@ -619,7 +660,7 @@ function pathProblem(path: Certificate[], checkDate: Date): string | undefined {
     const problem = certificateProblem(cert, checkDate) ?? (i > 0 ? issuerProblem(cert, nonSelfIssued, i === path.length - 1) : undefined);
     if (problem) return problem;
     // pathLenConstraint counts the intermediates between an issuer and the leaf, except self-issued ones.
-    if (i > 0 && !namesEqual(cert.subject, cert.issuer)) nonSelfIssued++;
+    if (i > 0 && !isNamedIssuerOf(cert, cert)) nonSelfIssued++;
   }
   return undefined;
 }
@@ -645,13 +686,20 @@ export function validatePath(leaf: Certificate, options: { anchors: Certificate[
   }
 
   const problems: string[] = [];
+  const candidates = [...anchors, ...pool];
+  let considered = 0;
+  let exhausted = false;
   const search = (path: Certificate[]): Certificate[] | undefined => {
     const cert = path[path.length - 1] as Certificate;
     const aki = safe(() => authorityKeyIdentifier(cert));
     let named = 0;
-    for (const candidate of [...anchors, ...pool]) {
-      if (path.includes(candidate) || !namesEqual(candidate.subject, cert.issuer)) continue;
+    for (const candidate of candidates) {
+      if (path.includes(candidate) || !isNamedIssuerOf(candidate, cert)) continue;
       named++;
+      if (++considered > MAX_PATH_CANDIDATES) {
+        exhausted = true;
+        return undefined;
+      }
       // RFC 5280 §4.2.1.1: the authority key identifier, when both sides have one, must match.
       const ski = aki ? safe(() => subjectKeyIdentifier(candidate)) : undefined;
       if (aki && ski && !bytesEqual(aki, ski)) {
@@ -671,6 +719,7 @@ export function validatePath(leaf: Certificate, options: { anchors: Certificate[
       } else if (extended.length < MAX_PATH) {
         const found = search(extended);
         if (found) return found;
+        if (exhausted) return undefined;
       }
     }
     if (named === 0) problems.push(`no trusted or given CA certificate is named "${safe(() => nameToString(cert.issuer)) ?? '?'}", the issuer of ${describeCertificate(cert)}`);
@@ -678,7 +727,8 @@ export function validatePath(leaf: Certificate, options: { anchors: Certificate[
   };
   const path = search([leaf]);
   if (!path) {
-    return { ok: false, reason: problems[0] ?? `no path from ${describeCertificate(leaf)} to a trust anchor`, path: [] };
+    const gaveUp = exhausted ? `no path from ${describeCertificate(leaf)} to a trust anchor among the first ${MAX_PATH_CANDIDATES} candidate issuers (too many certificates with the same names)` : undefined;
+    return { ok: false, reason: gaveUp ?? problems[0] ?? `no path from ${describeCertificate(leaf)} to a trust anchor`, path: [] };
   }
   const anchor = path[path.length - 1] as Certificate;
   return { ok: true, reason: `chains to ${nameToString(anchor.subject)} at ${options.checkDate.toISOString()}`, path };
@@ -696,7 +746,7 @@ export function unvouchedCertificates(carried: Certificate[], trusted: Certifica
   while (pending.length > 0 && progress) {
     progress = false;
     pending = pending.filter((c) => {
-      const signed = vouched.some((issuer) => namesEqual(issuer.subject, c.issuer) && linkProblem(c, issuer) === undefined);
+      const signed = vouched.some((issuer) => isNamedIssuerOf(issuer, c) && linkProblem(c, issuer) === undefined);
       if (signed) {
         vouched.push(c);
         progress = true;
