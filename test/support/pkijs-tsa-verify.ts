@@ -26,103 +26,18 @@ import {
 } from '../../lib/crypto/tsa/certificates.js';
 
 /** Result of one check. */
-export type CheckResult = 'pass' | 'fail' | 'skipped';
+// The result types are the production verifier's: the two verifiers are compared field by field.
+import type { CheckOutcome, PkiStatusSummary, TimestampChecks, TimestampSummary, TimestampVerification, VerifyTimestampOptions } from '../../lib/crypto/tsa/verify.js';
 
-/** One check with the reason for its result. */
-export interface CheckOutcome {
-  result: CheckResult;
-  reason: string;
-}
-
-/** Every check made on a response; see {@link verifyTimestampResponse}. */
-export interface TimestampChecks {
-  /** PKIStatus is granted or grantedWithMods (RFC 3161 §2.4.2); skipped for a bare token. */
-  status: CheckOutcome;
-  /** The message imprint's algorithm and value are the expected ones. */
-  imprint: CheckOutcome;
-  /** The nonce equals the one sent (skipped when none is expected). */
-  nonce: CheckOutcome;
-  /** The policy equals the expected one (skipped when none is expected). */
-  policy: CheckOutcome;
-  /** The CMS signature (RFC 5652 §5.4, §5.6): content type, message digest, signature value. */
-  signature: CheckOutcome;
-  /** The ESS signing-certificate attribute names the signer certificate (RFC 5035, RFC 2634). */
-  essCertIdV2: CheckOutcome;
-  /** The signer certificate may sign time-stamps: EKU timeStamping only, critical (RFC 3161 §2.3). */
-  eku: CheckOutcome;
-  /** The TSTInfo `tsa` name, when present, is the signer's name (RFC 3161 §2.4.2). */
-  tsaName: CheckOutcome;
-  /** The signer certificate chains to one of the given roots (RFC 5280 §6). */
-  chain: CheckOutcome;
-}
-
-/** The fields of a TSTInfo worth showing (RFC 3161 §2.4.2). */
-export interface TimestampSummary {
-  genTime: Date;
-  /** serialNumber as a decimal string. */
-  serial: string;
-  /** serialNumber as lower-case hex (as OpenSSL prints it). */
-  serialHex: string;
-  policy: string;
-  /** The `tsa` GeneralName as text, when present. */
-  tsaName?: string;
-  accuracy?: { seconds?: number; millis?: number; micros?: number };
-  ordering: boolean;
-  nonce?: bigint;
-  /** `SHA-256`, `SHA-384`, … or the OID of an unknown algorithm. */
-  hashAlgorithm: string;
-  imprintHex: string;
-}
-
-/** PKIStatusInfo of a response, in words. */
-export interface PkiStatusSummary {
-  status: number;
-  /** `granted`, `grantedWithMods`, `rejection`, … */
-  name: string;
-  statusStrings: string[];
-  /** Names of the PKIFailureInfo bits set, e.g. `badAlg`. */
-  failInfo: string[];
-}
-
-/** Structured result of a verification: never thrown, always returned. */
-export interface TimestampVerification extends Partial<TimestampSummary> {
-  /** True when no check failed and the imprint, signature, ESS, EKU and chain checks passed. */
-  ok: boolean;
-  /** Set when the input could not be decoded; the reason starts with `malformed`. */
-  malformed?: string;
-  checks: TimestampChecks;
-  pkiStatus?: PkiStatusSummary;
-  /** The signer (TSA) certificate, when it was found. */
-  tsaCertificatePem?: string;
-  /** The validated certificate path as PEM, leaf first, trust anchor last. */
-  chainPem?: string[];
-  /** DER of the TimeStampToken (the CMS ContentInfo). */
-  token?: Uint8Array;
-}
-
-/** What the caller expects of the token. */
-export interface VerifyTimestampOptions {
-  /** The expected hashedMessage (e.g. the SHA-256 of the data). */
-  imprint: Uint8Array;
-  /**
-   * Trusted roots as PEM texts; each may hold several certificates (a chain file). All of them are
-   * trust anchors except the signer certificate itself, which is only used to find the signer.
-   */
-  roots: string[];
-  /** More PEM certificates used to find the signer and build the path, not trusted. */
-  untrusted?: string[];
-  /** The expected imprint algorithm. Default: any of SHA-256, SHA-384, SHA-512. */
-  hashAlgorithm?: HashName;
-  /** The nonce that was sent; when given, the token must carry the same. */
-  nonce?: bigint;
-  /** The expected TSA policy OID. */
-  policy?: string;
-  /**
-   * When the chain is validated. Default: the token's genTime, as certificates of TSAs expire long
-   * before the evidence they stamped.
-   */
-  now?: Date;
-}
+export type {
+  CheckOutcome,
+  CheckResult,
+  PkiStatusSummary,
+  TimestampChecks,
+  TimestampSummary,
+  TimestampVerification,
+  VerifyTimestampOptions,
+} from '../../lib/crypto/tsa/verify.js';
 
 const ACCEPTED_IMPRINT_HASHES: readonly HashName[] = ['SHA-256', 'SHA-384', 'SHA-512'];
 
