@@ -63,6 +63,8 @@ export interface CertSpec {
   notAfter?: string;
   /** Digest of the issuer's signature (ignored for Ed25519). Default sha256. */
   digest?: Hash;
+  /** Serial number in hex (default: 15 random octets). */
+  serialHex?: string;
 }
 
 export const CA_EXTENSIONS = ['basicConstraints=critical,CA:TRUE', 'keyUsage=critical,keyCertSign,cRLSign', 'subjectKeyIdentifier=hash'];
@@ -87,7 +89,7 @@ export function makeCertificate(spec: CertSpec): CertAndKey {
     const csrPath = path.join(dir, 'req.csr');
     openssl(['req', '-new', '-key', keyPath, '-subj', spec.subject, '-out', csrPath]);
     writeFileSync(path.join(dir, 'index.txt'), '');
-    writeFileSync(path.join(dir, 'serial'), `${createHash('sha256').update(`${spec.subject}${Math.random()}`).digest('hex').slice(0, 30)}\n`);
+    writeFileSync(path.join(dir, 'serial'), `${spec.serialHex ?? createHash('sha256').update(`${spec.subject}${Math.random()}`).digest('hex').slice(0, 30)}\n`);
     const cnf = path.join(dir, 'ca.cnf');
     writeFileSync(
       cnf,

@@ -9,6 +9,8 @@ import { OID, toHex } from './der.js';
 // The object identifiers and digest helpers live in the dependency-free der.ts (the verification
 // side uses them without asn1js); re-exported here for the issuing side.
 export { OID, type HashName, bytesEqual, digest, hashByOid, toHex } from './der.js';
+// The X.690 §11.6 SET OF order lives with the DER writer.
+export { compareDer } from './der-writer.js';
 
 /**
  * A fresh ArrayBuffer holding exactly these bytes (pkijs and asn1js want ArrayBuffer). Copied
@@ -61,19 +63,6 @@ export function bitsOf(bitString: asn1js.BitString): number[] {
     if (((bytes[i >> 3] ?? 0) & (0x80 >> (i & 7))) !== 0) out.push(i);
   }
   return out;
-}
-
-/**
- * Orders DER encodings as X.690 §11.6 requires for the components of a SET OF: ascending as octet
- * strings, the shorter one padded with trailing zero octets.
- */
-export function compareDer(a: Uint8Array, b: Uint8Array): number {
-  const n = Math.max(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const d = (a[i] ?? 0) - (b[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
 }
 
 /** Parses one complete BER/DER element; throws when the bytes are not exactly one element. */

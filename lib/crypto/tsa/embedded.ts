@@ -1,16 +1,53 @@
 /**
  * The embedded RFC 3161 time-stamping authority: signs TSTInfo structures with the TSA key held by
  * the service, in tokens that `openssl ts -verify` accepts.
+ *
+ * Tokens are written with the DER writer (der-writer.ts) and requests read with the strict DER
+ * reader (der.ts): building a token with pkijs/asn1js objects cost ~2 ms of CPU, most of a token's
+ * price. Every part of a token that is the same for all tokens of this TSA (names, serial number and
+ * hash of the certificate, the certificates themselves, algorithm identifiers) is encoded once at
+ * construction. The certificates' own bytes are used as they are, never re-encoded.
  */
 import { type KeyObject, createPublicKey, verify as nodeVerify } from 'node:crypto';
-import * as asn1js from 'asn1js';
-import * as pkijs from 'pkijs';
 import type { IssuedTimestamp, TimestampAuthority } from '../ports.js';
-import { OID, compareDer, digest, integerFromBigInt, namedBitString, parseAsn1, randomPositiveBigInt, toArrayBuffer } from './asn1.js';
+import { randomPositiveBigInt } from './asn1.js';
 import { certificateDer, importPrivateKey, parseCertificate, timeStampingUsageProblem, validateCertificateChain } from './certificates.js';
+import {
+  DerCursor,
+  OID,
+  TAG,
+  absentOrNullParams,
+  checkStructure,
+  children,
+  decodeDer,
+  digest,
+  expectTag,
+  isContext,
+  readAlgorithmIdentifier,
+  readBoolean,
+  readInteger,
+  readOctetString,
+  readOid,
+  sequence as readSequence,
+} from './der.js';
+import {
+  explicit,
+  generalizedTime,
+  implicitConstructed,
+  integer,
+  namedBitString,
+  nullValue,
+  octetString,
+  oid,
+  retag,
+  sequence,
+  setOf,
+  utf8String,
+} from './der-writer.js';
 import { type TsaKeySigner, WebCryptoTsaKeySigner, signerMatchesCertificate } from './key-signer.js';
 import { derToPem } from './pem.js';
 import { verifyTimestampResponse } from './verify.js';
+import { parseCertificateDer } from './x509-verify.js';
 
 /** Configuration of an {@link EmbeddedTsa}; nothing is read from the environment. */
 export interface EmbeddedTsaOptions {
@@ -80,20 +117,57 @@ export const PkiFailureInfo = {
 
 const OID_PATTERN = /^[0-2](\.(0|[1-9][0-9]*))+$/;
 
+// Encodings that are the same in every token and every TSA.
+/** AlgorithmIdentifier of SHA-256 with NULL parameters, and with them absent (RFC 5754 §2). */
+const SHA256_NULL = sequence(oid(OID.sha256), nullValue());
+const SHA256_ABSENT = sequence(oid(OID.sha256));
+const VERSION_1 = integer(1);
+const VERSION_3 = integer(3);
+const OID_CT_TSTINFO = oid(OID.ctTSTInfo);
+const OID_SIGNED_DATA = oid(OID.signedData);
+const OID_MESSAGE_DIGEST = oid(OID.messageDigest);
+/** Accuracy ::= SEQUENCE { seconds INTEGER OPTIONAL, millis [0], micros [1] }: one second (RFC 3161 §2.4.2). */
+const ACCURACY_ONE_SECOND = sequence(integer(1));
+/** RFC 5652 §11.1 contentType attribute: id-ct-TSTInfo (RFC 3161 §2.4.2). */
+const CONTENT_TYPE_ATTRIBUTE = attribute(OID.contentType, OID_CT_TSTINFO);
+/** SignedData.digestAlgorithms: SET OF one SHA-256 identifier (RFC 5652 §5.1). */
+const DIGEST_ALGORITHMS = setOf([SHA256_NULL]);
+/** PKIStatusInfo of a granted request: SEQUENCE { status 0 } (RFC 3161 §2.4.2). */
+const STATUS_GRANTED_INFO = sequence(integer(STATUS_GRANTED));
+/** The identifier octet of [0] IMPLICIT SignedAttributes in SignerInfo (RFC 5652 §5.3). */
+const SIGNED_ATTRS_TAG = 0xa0;
+
+/** The parts of every token that depend only on the TSA's certificates and options. */
+interface TokenParts {
+  /** TSTInfo.policy, encoded. */
+  policy: Uint8Array;
+  /** TSTInfo.tsa: [0] GeneralName directoryName, or undefined when includeTsaName is false. */
+  tsaName: Uint8Array | undefined;
+  /** SignerInfo.sid: IssuerAndSerialNumber of the TSA certificate (RFC 5652 §5.3). */
+  issuerAndSerialNumber: Uint8Array;
+  /** The signingCertificateV2 attribute (RFC 5035 §3). */
+  signingCertificateV2: Uint8Array;
+  /** SignedData.certificates for certReq (RFC 3161 §2.4.1). */
+  certificates: Uint8Array;
+  /** genTime must lie in [validFrom, validUntil] (ms since the epoch): every certificate is valid then. */
+  validFrom: number;
+  validUntil: number;
+}
+
 /** What signing needs, once the start-up checks passed. */
 interface TsaMaterial {
-  tsaCert: pkijs.Certificate;
-  tsaCertDer: Uint8Array;
-  rootCert: pkijs.Certificate;
   signer: TsaKeySigner;
+  /** SignerInfo.signatureAlgorithm for this signer, encoded. */
+  signatureAlgorithm: Uint8Array;
 }
 
 /**
  * RFC 3161 TSA backed by a key held by the service (scheme `embedded`).
  *
- * Construction checks synchronously what it can (PEM syntax, the leaf's ExtendedKeyUsage) and
- * starts the asynchronous checks (key matches the leaf, leaf chains to the root); use
- * {@link EmbeddedTsa.create} to await them at start-up. A TSA whose checks fail never issues.
+ * Construction checks synchronously what it can (PEM syntax, the leaf's ExtendedKeyUsage, strict
+ * DER of both certificates) and starts the asynchronous checks (key matches the leaf, leaf chains
+ * to the root); use {@link EmbeddedTsa.create} to await them at start-up. A TSA whose checks fail
+ * never issues.
  */
 export class EmbeddedTsa implements TimestampAuthority {
   readonly scheme = 'embedded' as const;
@@ -105,6 +179,7 @@ export class EmbeddedTsa implements TimestampAuthority {
   private readonly options: EmbeddedTsaOptions;
   private readonly certificatesPem: string[];
   private readonly publicKey: KeyObject;
+  private readonly parts: TokenParts;
 
   /** @throws Error when the certificates or policy are unusable (see class doc). */
   constructor(options: EmbeddedTsaOptions) {
@@ -121,10 +196,12 @@ export class EmbeddedTsa implements TimestampAuthority {
     const rootCert = parseCertificate(options.rootCertPem);
     const usage = timeStampingUsageProblem(tsaCert);
     if (usage) throw new Error(`TSA certificate refused: ${usage}`);
-    this.certificatesPem = [derToPem(certificateDer(tsaCert)), derToPem(certificateDer(rootCert))];
+    const tsaCertDer = certificateDer(tsaCert);
+    const rootCertDer = certificateDer(rootCert);
+    this.certificatesPem = [derToPem(tsaCertDer), derToPem(rootCertDer)];
+    this.parts = tokenParts(options, tsaCertDer, rootCertDer);
     try {
-      const spki = new Uint8Array(tsaCert.subjectPublicKeyInfo.toSchema().toBER());
-      this.publicKey = createPublicKey({ key: Buffer.from(spki), format: 'der', type: 'spki' });
+      this.publicKey = createPublicKey({ key: Buffer.from(parseCertificateDer(tsaCertDer).spki), format: 'der', type: 'spki' });
     } catch {
       throw new Error('TSA certificate refused: its public key cannot be used');
     }
@@ -139,7 +216,11 @@ export class EmbeddedTsa implements TimestampAuthority {
       }
       const chain = await validateCertificateChain(tsaCert, { anchors: [rootCert], checkDate: clock() });
       if (!chain.ok) throw new Error(`TSA certificate refused: it does not chain to the root: ${chain.reason}`);
-      return { tsaCert, tsaCertDer: certificateDer(tsaCert), rootCert, signer };
+      // SignerInfo.signatureAlgorithm (RFC 5652 §5.3): RFC 4055 §5 wants NULL parameters for RSA,
+      // RFC 5758 §3.2 wants them absent for ECDSA; the signer says which.
+      const { oid: signatureOid, nullParameters } = signer.signatureAlgorithm;
+      const signatureAlgorithm = nullParameters ? sequence(oid(signatureOid), nullValue()) : sequence(oid(signatureOid));
+      return { signer, signatureAlgorithm };
     })();
     // The failure is reported by create() or by the first timestamp(); never as an unhandled rejection.
     this.ready.catch(() => undefined);
@@ -180,30 +261,28 @@ export class EmbeddedTsa implements TimestampAuthority {
    * names (badAlg for a non-SHA-256 imprint, unacceptedPolicy, unacceptedExtension, …). Never throws.
    */
   async respond(tsqDer: Uint8Array): Promise<Uint8Array> {
-    let req: pkijs.TimeStampReq;
+    let req: TimeStampRequest;
     try {
-      req = new pkijs.TimeStampReq({ schema: parseAsn1(tsqDer, 'TimeStampReq') });
+      req = readTimeStampReq(tsqDer);
     } catch {
       return rejection(PkiFailureInfo.badDataFormat, 'the request is not a DER TimeStampReq');
     }
-    if (req.version !== 1) return rejection(PkiFailureInfo.badRequest, 'only version 1 requests are supported');
-    const alg = req.messageImprint.hashAlgorithm;
-    const params = (alg as { algorithmParams?: unknown }).algorithmParams;
-    if (alg.algorithmId !== OID.sha256 || (params !== undefined && !(params instanceof asn1js.Null))) {
+    if (req.version !== 1n) return rejection(PkiFailureInfo.badRequest, 'only version 1 requests are supported');
+    const alg = req.hashAlgorithm;
+    if (alg.oid !== OID.sha256 || !alg.nullOrAbsent) {
       return rejection(PkiFailureInfo.badAlg, 'only SHA-256 message imprints are accepted');
     }
-    const imprint = new Uint8Array(req.messageImprint.hashedMessage.valueBlock.valueHexView);
-    if (imprint.byteLength !== 32) return rejection(PkiFailureInfo.badDataFormat, 'a SHA-256 imprint has 32 bytes');
+    if (req.hashedMessage.byteLength !== 32) return rejection(PkiFailureInfo.badDataFormat, 'a SHA-256 imprint has 32 bytes');
     // RFC 3161 §2.4.2: a requested policy we do not apply is refused with unacceptedPolicy.
     if (req.reqPolicy !== undefined && req.reqPolicy !== this.policyOid) {
       return rejection(PkiFailureInfo.unacceptedPolicy, 'the requested policy is not supported');
     }
     // RFC 3161 §2.4.1: unknown extensions, critical or not, make the TSA refuse.
-    if (req.extensions && req.extensions.length > 0) {
+    if (req.extensionCount > 0) {
       return rejection(PkiFailureInfo.unacceptedExtension, 'request extensions are not supported');
     }
     try {
-      const issued = await this.sign(imprint, req.nonce?.toBigInt(), req.certReq ?? false, params !== undefined);
+      const issued = await this.sign(req.hashedMessage, req.nonce, req.certReq, alg.params);
       return issued.response;
     } catch {
       return rejection(PkiFailureInfo.systemFailure, 'the time-stamp could not be produced');
@@ -219,13 +298,8 @@ export class EmbeddedTsa implements TimestampAuthority {
    * Verifies a fresh signature with the leaf's public key (RFC 5652 §5.4: over the DER of the
    * signed attributes, SET OF tag), so that a faulty signature never leaves the service.
    */
-  private assertSignature(signerInfo: pkijs.SignerInfo | undefined): void {
-    const attrs = signerInfo?.signedAttrs;
-    if (!signerInfo || !attrs) throw new Error('the embedded TSA produced a token without signed attributes');
-    const signed = new Uint8Array(attrs.toSchema().toBER());
-    signed[0] = 0x31; // [0] IMPLICIT -> SET OF
-    const signature = signerInfo.signature.valueBlock.valueHexView;
-    if (!nodeVerify('sha256', signed, this.publicKey, signature)) {
+  private assertSignature(signedAttrs: Uint8Array, signature: Uint8Array): void {
+    if (!nodeVerify('sha256', signedAttrs, this.publicKey, signature)) {
       throw new Error('the embedded TSA produced a signature that does not verify with its certificate');
     }
   }
@@ -241,75 +315,68 @@ export class EmbeddedTsa implements TimestampAuthority {
     const loaded = await this.ready;
     const genTime = this.clock();
     const serial = this.nextSerial();
-    const tsaCert = loaded.tsaCert;
+    const parts = this.parts;
     // A token whose genTime lies outside the certificates' validity would never verify
     // (RFC 5280 §6.1.3 (a)(2) at the time of stamping).
-    for (const cert of [tsaCert, loaded.rootCert]) {
-      if (genTime < cert.notBefore.value || genTime > cert.notAfter.value) {
-        throw new Error(`the TSA certificate chain is not valid at ${genTime.toISOString()} (a certificate expired or is not yet valid)`);
-      }
+    if (genTime.getTime() < parts.validFrom || genTime.getTime() > parts.validUntil) {
+      throw new Error(`the TSA certificate chain is not valid at ${genTime.toISOString()} (a certificate expired or is not yet valid)`);
     }
 
-    // RFC 3161 §2.4.2 TSTInfo.
-    const tstInfo = new pkijs.TSTInfo({
-      version: 1,
-      policy: this.policyOid,
-      messageImprint: new pkijs.MessageImprint({
-        // RFC 5754 §2 allows absent or NULL parameters. NULL is what `openssl ts -query` writes,
-        // and OpenSSL's -queryfile check compares the whole AlgorithmIdentifier; a request that
-        // leaves them out gets the same form back (RFC 3161 §2.4.2: the same messageImprint).
-        hashAlgorithm: new pkijs.AlgorithmIdentifier(
-          nullParams ? { algorithmId: OID.sha256, algorithmParams: new asn1js.Null() } : { algorithmId: OID.sha256 },
-        ),
-        hashedMessage: new asn1js.OctetString({ valueHex: toArrayBuffer(imprint) }),
-      }),
-      serialNumber: integerFromBigInt(serial),
-      // asn1js writes the milliseconds as a GeneralizedTime fraction without trailing zeros,
-      // as RFC 3161 §2.4.2 requires.
-      genTime,
-      accuracy: new pkijs.Accuracy({ seconds: 1 }),
+    // RFC 3161 §2.4.2 TSTInfo ::= SEQUENCE { version, policy, messageImprint, serialNumber, genTime,
+    // accuracy OPTIONAL, ordering DEFAULT FALSE, nonce OPTIONAL, tsa [0] OPTIONAL, extensions [1] OPTIONAL }.
+    const tstInfo = sequence(
+      VERSION_1,
+      parts.policy,
+      // MessageImprint. RFC 5754 §2 allows absent or NULL parameters. NULL is what `openssl ts
+      // -query` writes, and OpenSSL's -queryfile check compares the whole AlgorithmIdentifier; a
+      // request that leaves them out gets the same form back (RFC 3161 §2.4.2: the same messageImprint).
+      sequence(nullParams ? SHA256_NULL : SHA256_ABSENT, octetString(imprint)),
+      integer(serial),
+      // YYYYMMDDhhmmss[.s...]Z, the fraction without trailing zeros (RFC 3161 §2.4.2, X.690 §11.7).
+      generalizedTime(genTime),
+      ACCURACY_ONE_SECOND,
       // `ordering` is left out: it is DEFAULT FALSE, and DER omits default values (X.690 §11.5).
-      ...(nonce !== undefined ? { nonce: integerFromBigInt(nonce) } : {}),
-      ...(this.options.includeTsaName !== false ? { tsa: new pkijs.GeneralName({ type: 4, value: tsaCert.subject }) } : {}),
-    });
-    const tstDer = new Uint8Array(tstInfo.toSchema().toBER());
-
-    // RFC 5652 §5.3 signed attributes, RFC 5035 §5.4.1 signingCertificateV2.
-    const attributes = [
-      new pkijs.Attribute({ type: OID.contentType, values: [new asn1js.ObjectIdentifier({ value: OID.ctTSTInfo })] }),
-      new pkijs.Attribute({ type: OID.messageDigest, values: [new asn1js.OctetString({ valueHex: toArrayBuffer(digest('SHA-256', tstDer)) })] }),
-      new pkijs.Attribute({ type: OID.signingCertificateV2, values: [signingCertificateV2(tsaCert, loaded.tsaCertDer)] }),
-    ];
-    // The signature covers the DER of the SET OF attributes, whose elements DER sorts (X.690 §11.6).
-    attributes.sort((a, b) => compareDer(new Uint8Array(a.toSchema().toBER()), new Uint8Array(b.toSchema().toBER())));
-
-    const certificates = certReq ? (this.options.includeRootCertificate === false ? [tsaCert] : [tsaCert, loaded.rootCert]) : undefined;
-    const signedData = new pkijs.SignedData({
-      version: 3, // RFC 5652 §5.1: eContentType is not id-data
-      encapContentInfo: encapsulatedTstInfo(tstDer),
-      signerInfos: [
-        new pkijs.SignerInfo({
-          version: 1, // issuerAndSerialNumber (RFC 5652 §5.3)
-          sid: new pkijs.IssuerAndSerialNumber({ issuer: tsaCert.issuer, serialNumber: tsaCert.serialNumber }),
-          signedAttrs: new pkijs.SignedAndUnsignedAttributes({ type: 0, attributes }),
-        }),
-      ],
-      // RFC 3161 §2.4.1: certificates only when certReq; otherwise the field MUST be absent.
-      ...(certificates ? { certificates } : {}),
-    });
-    await signSignerInfo(signedData, loaded.signer);
-    this.assertSignature(signedData.signerInfos[0]);
-
-    const token = new pkijs.ContentInfo({ contentType: OID.signedData, content: signedData.toSchema(true) });
-    const tokenDer = new Uint8Array(token.toSchema().toBER());
-    const response = new Uint8Array(
-      new pkijs.TimeStampResp({
-        status: new pkijs.PKIStatusInfo({ status: STATUS_GRANTED }),
-        timeStampToken: token,
-      })
-        .toSchema()
-        .toBER(),
+      ...(nonce !== undefined ? [integer(nonce)] : []),
+      ...(parts.tsaName ? [parts.tsaName] : []),
     );
+
+    // RFC 5652 §5.3 signed attributes, RFC 5035 §5.4.1 signingCertificateV2. The signature covers
+    // their DER as a SET OF (RFC 5652 §5.4), whose elements DER sorts (X.690 §11.6).
+    const signedAttrs = setOf([
+      CONTENT_TYPE_ATTRIBUTE,
+      attribute(OID.messageDigest, octetString(digest('SHA-256', tstInfo)), OID_MESSAGE_DIGEST),
+      parts.signingCertificateV2,
+    ]);
+    const signature = await loaded.signer.sign(signedAttrs);
+    this.assertSignature(signedAttrs, signature);
+
+    // SignerInfo ::= SEQUENCE { version 1 (issuerAndSerialNumber), sid, digestAlgorithm,
+    // signedAttrs [0] IMPLICIT, signatureAlgorithm, signature } (RFC 5652 §5.3). The digest
+    // algorithm is SHA-256 with NULL parameters here and in digestAlgorithms.
+    const signerInfo = sequence(
+      VERSION_1,
+      parts.issuerAndSerialNumber,
+      SHA256_NULL,
+      retag(signedAttrs, SIGNED_ATTRS_TAG),
+      loaded.signatureAlgorithm,
+      octetString(signature),
+    );
+    // SignedData ::= SEQUENCE { version 3 (eContentType is not id-data, RFC 5652 §5.1),
+    // digestAlgorithms, encapContentInfo, certificates [0] IMPLICIT OPTIONAL, signerInfos }.
+    const signedData = sequence(
+      VERSION_3,
+      DIGEST_ALGORITHMS,
+      // EncapsulatedContentInfo: eContent [0] EXPLICIT OCTET STRING holding the DER of TSTInfo
+      // (RFC 3161 §2.4.2), primitive as DER wants it (X.690 §10.2).
+      sequence(OID_CT_TSTINFO, explicit(0, octetString(tstInfo))),
+      // RFC 3161 §2.4.1: certificates only when certReq; otherwise the field MUST be absent.
+      ...(certReq ? [parts.certificates] : []),
+      setOf([signerInfo]),
+    );
+    // ContentInfo ::= SEQUENCE { contentType id-signedData, content [0] EXPLICIT } (RFC 5652 §3).
+    const tokenDer = sequence(OID_SIGNED_DATA, explicit(0, signedData));
+    // TimeStampResp ::= SEQUENCE { status PKIStatusInfo, timeStampToken OPTIONAL } (RFC 3161 §2.4.2).
+    const response = sequence(STATUS_GRANTED_INFO, tokenDer);
 
     if (this.options.verifyIssued === true) {
       const check = await verifyTimestampResponse(response, {
@@ -340,58 +407,133 @@ export class EmbeddedTsa implements TimestampAuthority {
 }
 
 /**
- * Signs the one SignerInfo of `signedData` with `signer` (RFC 5652 §5.4): the signature covers the
- * DER of the signed attributes with the SET OF tag, and the digest algorithm is SHA-256 with NULL
- * parameters in both SignerInfo.digestAlgorithm and SignedData.digestAlgorithms (the form pkijs's
- * own `sign(key, 0, 'SHA-256')` wrote before the key could live in KMS).
+ * Attribute ::= SEQUENCE { attrType OID, attrValues SET OF AttributeValue } with one value
+ * (RFC 5652 §5.3). `typeDer` saves re-encoding a constant type.
  */
-async function signSignerInfo(signedData: pkijs.SignedData, signer: TsaKeySigner): Promise<void> {
-  const signerInfo = signedData.signerInfos[0];
-  if (!signerInfo?.signedAttrs) throw new Error('the embedded TSA built a SignerInfo without signed attributes');
-  const sha256 = () => new pkijs.AlgorithmIdentifier({ algorithmId: OID.sha256, algorithmParams: new asn1js.Null() });
-  signedData.digestAlgorithms = [sha256()];
-  signerInfo.digestAlgorithm = sha256();
-  const { oid, nullParameters } = signer.signatureAlgorithm;
-  signerInfo.signatureAlgorithm = new pkijs.AlgorithmIdentifier(nullParameters ? { algorithmId: oid, algorithmParams: new asn1js.Null() } : { algorithmId: oid });
-  const signedAttrs = new Uint8Array(signerInfo.signedAttrs.toSchema().toBER());
-  signedAttrs[0] = 0x31; // [0] IMPLICIT -> SET OF (RFC 5652 §5.4)
-  signerInfo.signature = new asn1js.OctetString({ valueHex: toArrayBuffer(await signer.sign(signedAttrs)) });
+function attribute(type: string, value: Uint8Array, typeDer: Uint8Array = oid(type)): Uint8Array {
+  return sequence(typeDer, setOf([value]));
 }
 
 /**
- * SigningCertificateV2 ::= SEQUENCE { certs SEQUENCE OF ESSCertIDv2, policies OPTIONAL }
- * ESSCertIDv2 ::= SEQUENCE { hashAlgorithm DEFAULT {id-sha256}, certHash, issuerSerial OPTIONAL }
- * (RFC 5035 §4). hashAlgorithm is SHA-256, the default, so DER leaves it out (X.690 §11.5).
+ * The token parts fixed by the certificates and options, from the certificates' own DER.
+ * @throws Error when a certificate is not strict DER (its tokens would not pass the verifier).
  */
-function signingCertificateV2(cert: pkijs.Certificate, certDer: Uint8Array): asn1js.Sequence {
-  const issuerSerial = new asn1js.Sequence({
-    value: [
-      new asn1js.Sequence({ value: [new pkijs.GeneralName({ type: 4, value: cert.issuer }).toSchema()] }),
-      new asn1js.Integer({ valueHex: toArrayBuffer(cert.serialNumber.valueBlock.valueHexView) }),
-    ],
-  });
-  const essCertIdV2 = new asn1js.Sequence({
-    value: [new asn1js.OctetString({ valueHex: toArrayBuffer(digest('SHA-256', certDer)) }), issuerSerial],
-  });
-  return new asn1js.Sequence({ value: [new asn1js.Sequence({ value: [essCertIdV2] })] });
+function tokenParts(options: EmbeddedTsaOptions, tsaCertDer: Uint8Array, rootCertDer: Uint8Array): TokenParts {
+  let tsa;
+  let root;
+  let tsaSerial: Uint8Array;
+  try {
+    tsa = parseCertificateDer(tsaCertDer);
+    root = parseCertificateDer(rootCertDer);
+    tsaSerial = certificateSerialDer(tsa.tbs);
+  } catch (err) {
+    throw new Error(`TSA certificate refused: not a strict DER certificate (${err instanceof Error ? err.message : String(err)})`);
+  }
+  // GeneralName ::= CHOICE { …, directoryName [4] Name, … } (RFC 5280 §4.2.1.6). Name is itself a
+  // CHOICE, so the tag is explicit (X.680 §31.2.7); TSTInfo.tsa [0] around the GeneralName CHOICE
+  // likewise.
+  const directoryName = (name: Uint8Array) => explicit(4, name);
+  // SigningCertificateV2 ::= SEQUENCE { certs SEQUENCE OF ESSCertIDv2, policies OPTIONAL }
+  // ESSCertIDv2 ::= SEQUENCE { hashAlgorithm DEFAULT {id-sha256}, certHash, issuerSerial OPTIONAL }
+  // IssuerSerial ::= SEQUENCE { issuer GeneralNames, serialNumber CertificateSerialNumber }
+  // (RFC 5035 §3, §4). hashAlgorithm is SHA-256, the default, so DER leaves it out (X.690 §11.5).
+  const issuerSerial = sequence(sequence(directoryName(tsa.issuer)), tsaSerial);
+  const essCertIdV2 = sequence(octetString(digest('SHA-256', tsaCertDer)), issuerSerial);
+  const signingCertificateV2 = attribute(OID.signingCertificateV2, sequence(sequence(essCertIdV2)));
+  // CertificateSet ::= SET OF CertificateChoices (RFC 5652 §10.2.3), [0] IMPLICIT in SignedData.
+  // Written leaf first, as the tokens of this TSA always were: RFC 5652 asks DER only of the signed
+  // attributes (§5.3, §5.4), and verifiers look certificates up rather than rely on their order.
+  const certificates = implicitConstructed(0, options.includeRootCertificate === false ? [tsaCertDer] : [tsaCertDer, rootCertDer]);
+  return {
+    policy: oid(options.policyOid),
+    tsaName: options.includeTsaName !== false ? explicit(0, directoryName(tsa.subject)) : undefined,
+    // IssuerAndSerialNumber ::= SEQUENCE { issuer Name, serialNumber } (RFC 5652 §10.2.4).
+    issuerAndSerialNumber: sequence(tsa.issuer, tsaSerial),
+    signingCertificateV2,
+    certificates,
+    validFrom: Math.max(tsa.notBefore.getTime(), root.notBefore.getTime()),
+    validUntil: Math.min(tsa.notAfter.getTime(), root.notAfter.getTime()),
+  };
 }
 
 /**
- * EncapsulatedContentInfo with the TSTInfo as a primitive OCTET STRING. pkijs's constructor turns
- * eContent into a constructed (BER) OCTET STRING; assigning it afterwards keeps the DER form.
+ * The serialNumber INTEGER of a certificate exactly as encoded in it: the component of
+ * tbsCertificate after the optional [0] EXPLICIT version (RFC 5280 §4.1).
  */
-function encapsulatedTstInfo(tstDer: Uint8Array): pkijs.EncapsulatedContentInfo {
-  const encap = new pkijs.EncapsulatedContentInfo({ eContentType: OID.ctTSTInfo });
-  encap.eContent = new asn1js.OctetString({ valueHex: toArrayBuffer(tstDer) });
-  return encap;
+function certificateSerialDer(tbsDer: Uint8Array): Uint8Array {
+  const tbs = new DerCursor(readSequence(decodeDer(tbsDer, 'tbsCertificate'), 'tbsCertificate'), 'tbsCertificate');
+  tbs.optional((el) => isContext(el, 0, true));
+  return expectTag(tbs.next('serialNumber'), TAG.INTEGER, 'serialNumber').der;
 }
 
-/** A TimeStampResp with status rejection, one PKIFailureInfo bit and a text (RFC 3161 §2.4.2). */
+/** The fields of a TimeStampReq that the TSA acts on (RFC 3161 §2.4.1). */
+interface TimeStampRequest {
+  version: bigint;
+  hashAlgorithm: { oid: string; params: boolean; nullOrAbsent: boolean };
+  hashedMessage: Uint8Array;
+  reqPolicy?: string;
+  nonce?: bigint;
+  certReq: boolean;
+  extensionCount: number;
+}
+
+/**
+ * Reads a TimeStampReq (RFC 3161 §2.4.1) with the strict DER reader:
+ *
+ *   TimeStampReq ::= SEQUENCE { version INTEGER { v1(1) }, messageImprint MessageImprint,
+ *     reqPolicy TSAPolicyId OPTIONAL, nonce INTEGER OPTIONAL, certReq BOOLEAN DEFAULT FALSE,
+ *     extensions [0] IMPLICIT Extensions OPTIONAL }
+ *   MessageImprint ::= SEQUENCE { hashAlgorithm AlgorithmIdentifier, hashedMessage OCTET STRING }
+ *
+ * Only the shape is checked here; what the values may be is the caller's (badRequest, badAlg, …).
+ * @throws DerError when the bytes are not one DER TimeStampReq.
+ */
+function readTimeStampReq(der: Uint8Array): TimeStampRequest {
+  const top = decodeDer(der, 'TimeStampReq');
+  checkStructure(top);
+  const c = new DerCursor(readSequence(top, 'TimeStampReq'), 'TimeStampReq');
+  const version = readInteger(c.next('version'), 'version');
+  const imprint = new DerCursor(readSequence(c.next('messageImprint'), 'messageImprint'), 'messageImprint');
+  const alg = readAlgorithmIdentifier(imprint.next('hashAlgorithm'), 'hashAlgorithm');
+  const hashedMessage = readOctetString(imprint.next('hashedMessage'), 'hashedMessage');
+  imprint.end();
+  const policyEl = c.optional((el) => el.tag === TAG.OID);
+  const nonceEl = c.optional((el) => el.tag === TAG.INTEGER);
+  const certReqEl = c.optional((el) => el.tag === TAG.BOOLEAN);
+  const extensionsEl = c.optional((el) => isContext(el, 0, true));
+  c.end();
+  // Extensions ::= SEQUENCE SIZE (1..MAX) OF Extension; Extension ::= SEQUENCE { extnID OID,
+  // critical BOOLEAN DEFAULT FALSE, extnValue OCTET STRING } (RFC 5280 §4.1). Read so that a
+  // malformed one is badDataFormat; any well-formed one is refused by the caller.
+  let extensionCount = 0;
+  if (extensionsEl) {
+    for (const extEl of children(extensionsEl)) {
+      const e = new DerCursor(readSequence(extEl, 'Extension'), 'Extension');
+      readOid(e.next('extnID'), 'extnID');
+      const critical = e.optional((el) => el.tag === TAG.BOOLEAN);
+      if (critical) readBoolean(critical, 'critical');
+      readOctetString(e.next('extnValue'), 'extnValue');
+      e.end();
+      extensionCount++;
+    }
+  }
+  return {
+    version,
+    hashAlgorithm: { oid: alg.oid, params: alg.params !== undefined, nullOrAbsent: absentOrNullParams(alg) },
+    // A copy: the reader's values are views into the caller's buffer.
+    hashedMessage: Uint8Array.from(hashedMessage),
+    ...(policyEl ? { reqPolicy: readOid(policyEl, 'reqPolicy') } : {}),
+    ...(nonceEl ? { nonce: readInteger(nonceEl, 'nonce') } : {}),
+    certReq: certReqEl ? readBoolean(certReqEl, 'certReq') : false,
+    extensionCount,
+  };
+}
+
+/**
+ * A TimeStampResp with status rejection, one PKIFailureInfo bit and a text (RFC 3161 §2.4.2):
+ * PKIStatusInfo ::= SEQUENCE { status, statusString PKIFreeText OPTIONAL, failInfo OPTIONAL },
+ * PKIFreeText ::= SEQUENCE SIZE (1..MAX) OF UTF8String (RFC 4210 §5.1.1).
+ */
 function rejection(failBit: number, text: string): Uint8Array {
-  const status = new pkijs.PKIStatusInfo({
-    status: STATUS_REJECTION,
-    statusStrings: [new asn1js.Utf8String({ value: text })],
-    failInfo: namedBitString([failBit]),
-  });
-  return new Uint8Array(new pkijs.TimeStampResp({ status }).toSchema().toBER());
+  return sequence(sequence(integer(STATUS_REJECTION), sequence(utf8String(text)), namedBitString([failBit])));
 }
