@@ -27,7 +27,7 @@ const GROUPS: Record<string, (frame: ProfileNode['callFrame']) => boolean> = {
   'ML-DSA-65 sign (LocalMlDsaSigner: liboqs WASM, first signature cross-checked by noble)': (f) => f.functionName === 'sign' && f.url.endsWith('crypto/ml-dsa.ts'),
   'ML-DSA-65 sign (noble: the deterministic test mode only)': (f) => f.functionName === 'sign' && f.url.includes('@noble/post-quantum'),
   'ML-DSA-65 verify (noble)': (f) => f.functionName === 'verify' && f.url.includes('@noble/post-quantum'),
-  'RFC 3161 token issue (pkijs)': (f) => f.functionName === 'sign' && f.url.endsWith('tsa/embedded.ts'),
+  'RFC 3161 token issue (EmbeddedTsa)': (f) => f.functionName === 'sign' && f.url.endsWith('tsa/embedded.ts'),
   'RFC 3161 token verify (lib/crypto/tsa/verify.ts)': (f) => f.functionName === 'verifyTimestampResponse' && f.url.endsWith('tsa/verify.ts'),
   'ledger tx signing (ethers)': (f) => f.functionName === 'signTransaction' && f.url.includes('ethers'),
   'ledger tx sender check (Transaction.from → recoverAddress)': (f) => f.functionName === 'recoverAddress' && f.url.includes('ethers'),

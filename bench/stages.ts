@@ -6,7 +6,8 @@
  * - each stage alone, called sequentially (p50/p90/p99/mean, one caller): the production code,
  *   and next to it the alternative where one is worth knowing (noble signing, the previous
  *   production signer and still the deterministic mode; liboqs verification; the pkijs RFC 3161
- *   verifier that lib/crypto/tsa/verify.ts replaced, kept as test/support/pkijs-tsa-verify.ts);
+ *   verifier and token builder that lib/crypto/tsa/verify.ts and embedded.ts replaced, kept as
+ *   test/support/pkijs-tsa-verify.ts and pkijs-tsa-issue.ts);
  * - the anchoring pipeline (anchorEvidence with the production dependencies) with every
  *   dependency call timed: total vs the sum of its stages and vs the time the stages cover
  *   (their intervals' union; stages that run in parallel count once): the rest is overhead;
@@ -38,6 +39,8 @@ import { buildStatement, computeServerHash } from '../lib/evidence/statement.js'
 import { verifyEvidence } from '../lib/evidence/verify.js';
 import { setLogLevel } from '../lib/log.js';
 import { encodeAnchorData } from '../lib/ledger/anchor-data.js';
+import { tsaFiles } from '../lib/crypto/tsa/files.js';
+import { PkijsEmbeddedTsa } from '../test/support/pkijs-tsa-issue.js';
 import { verifyTimestampResponse as pkijsVerifyTimestampResponse } from '../test/support/pkijs-tsa-verify.js';
 import { BenchDevice } from './lib/device.js';
 import type { StageRow, StagesResult } from './lib/report.js';
@@ -179,13 +182,25 @@ try {
   const tsa = await getTsa();
   const tokens: Uint8Array[] = [];
   const imprints: Uint8Array[] = [];
-  await stage('RFC 3161 token, EmbeddedTsa.timestamp (pkijs)', N(300), async (i) => {
+  await stage('RFC 3161 token, EmbeddedTsa.timestamp: own DER writer (production)', N(300), async (i) => {
     const imprint = randomBytes(32);
     const t = await tsa.timestamp(imprint);
     if (i >= 0 && tokens.length < 50) {
       tokens.push(t.response);
       imprints.push(imprint);
     }
+  });
+  // The same TSA material in the pkijs builder that the DER writer replaced (byte-identical tokens,
+  // test/crypto/tsa-issue-differential.test.ts).
+  const files = tsaFiles(getConfig().tsa.dir);
+  const pkijsTsa = await PkijsEmbeddedTsa.create({
+    rootCertPem: readFileSync(files.rootCert, 'utf8'),
+    tsaCertPem: readFileSync(files.tsaCert, 'utf8'),
+    tsaKeyPkcs8Pem: readFileSync(files.tsaKey, 'utf8'),
+    policyOid: getConfig().tsa.policyOid,
+  });
+  await stage('RFC 3161 token, pkijs: test/support/pkijs-tsa-issue.ts (alternative; previous production builder)', N(300), async () => {
+    await pkijsTsa.timestamp(randomBytes(32));
   });
   const verifyDeps = getVerifyDeps();
   const roots = await verifyDeps.tsaRoots();

@@ -26,7 +26,7 @@ export interface IssuedTimestamp {
   policy: string;
 }
 
-/** RFC 3161 time-stamping authority (embedded with pkijs, or remote over HTTP). */
+/** RFC 3161 time-stamping authority (embedded, with our own DER writer, or remote over HTTP). */
 export interface TimestampAuthority {
   readonly scheme: 'embedded' | 'remote';
   /**
