@@ -18,6 +18,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type BuildOptions, type Metafile, type Plugin } from 'esbuild';
 import registry from '../infra/functions.json' with { type: 'json' };
+import { SERVERLESS_ESBUILD } from '../test/support/serverless-esbuild.js';
 import type { ColdRow } from './lib/report.js';
 import { REPO_ROOT } from './lib/proc.js';
 
@@ -109,16 +110,9 @@ try {
   for (const fn of [...functions, ...alternatives]) {
     const outfile = path.join(outDir, `${fn.name}.mjs`);
     const options: BuildOptions = {
+      ...SERVERLESS_ESBUILD,
       entryPoints: [path.join(REPO_ROOT, fn.file)],
-      bundle: true,
-      minify: true,
-      keepNames: false,
-      format: 'esm',
-      platform: 'node',
-      target: 'node22',
-      mainFields: ['module', 'main'],
-      external: fn.bundleSdk ? [] : ['@aws-sdk/*'],
-      banner: { js: "import { createRequire as __esbuildCreateRequire } from 'node:module'; const require = __esbuildCreateRequire(import.meta.url);" },
+      external: fn.bundleSdk ? [] : SERVERLESS_ESBUILD.external,
       plugins: fn.plugins ?? plugins,
       metafile: true,
       outfile,

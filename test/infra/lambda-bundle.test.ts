@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, describe, test } from 'node:test';
-import { type BuildOptions, type Plugin, build } from 'esbuild';
+import { type Plugin, build } from 'esbuild';
 import { hexToBytes } from '../../lib/crypto/hash.js';
 import { verifyMlDsa65 } from '../../lib/crypto/ml-dsa.js';
 import { getSigner } from '../../lib/deps/anchoring.js';
@@ -21,25 +21,12 @@ import { resetCoreDeps } from '../../lib/deps/core.js';
 import { app as anchorApp } from '../../functions/v2/evidence-anchor.js';
 import { app as receiptApp } from '../../functions/v2/evidence-receipt.js';
 import { createAccount, Device, randomHash } from '../support/client.js';
+import { BANNER, SERVERLESS_ESBUILD } from '../support/serverless-esbuild.js';
 import { useStack } from '../support/stack.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const require = createRequire(import.meta.url);
 const plugins = require('../../infra/esbuild-plugins.cjs') as Plugin[];
-const BANNER = "import { createRequire as __esbuildCreateRequire } from 'node:module'; const require = __esbuildCreateRequire(import.meta.url);";
-
-/** serverless.yml custom.esbuild as esbuild options (`exclude` is serverless-esbuild's `external`); checked below. */
-const SERVERLESS_ESBUILD: BuildOptions = {
-  bundle: true,
-  minify: true,
-  keepNames: false,
-  format: 'esm',
-  platform: 'node',
-  target: 'node22',
-  mainFields: ['module', 'main'],
-  external: ['@aws-sdk/*'],
-  banner: { js: BANNER },
-};
 const ANCHOR_ENTRY = 'functions/v2/evidence-anchor.ts';
 const HASH_ENTRY = 'functions/v2/evidence-hash.ts';
 const LIBOQS_DIST = /node_modules\/@oqs\/liboqs-js\/dist\//;
@@ -146,7 +133,7 @@ describe('the bundles osls package builds', () => {
       assert.ok(block.split('\n').some((l) => l.trim() === line), `serverless.yml custom.esbuild: expected "${line}"`);
     }
     const names = plugins.map((p) => p.name);
-    for (const name of ['forbid-local-stack', 'liboqs-wasm-import', 'zod-english-locale-only']) assert.ok(names.includes(name), `plugin list: ${names.join(', ')}`);
+    for (const name of ['forbid-local-stack', 'liboqs-wasm-import', 'zod-english-locale-only', 'aws-sdk-require']) assert.ok(names.includes(name), `plugin list: ${names.join(', ')}`);
   });
 
   describe('v2EvidenceAnchor', () => {

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import type * as pkijs from 'pkijs';
-import { OID, toHex } from './der.js';
+import { SHORT_NAMES, toHex } from './der.js';
 
 // The object identifiers and digest helpers live in the dependency-free der.ts (the verification
 // side uses them without asn1js); re-exported here for the issuing side.
@@ -72,16 +72,6 @@ export function parseAsn1(der: Uint8Array, what: string): asn1js.AsnType {
   if (parsed.offset !== der.byteLength) throw new Error(`${what}: trailing bytes after the ASN.1 value`);
   return parsed.result;
 }
-
-const SHORT_NAMES: Readonly<Record<string, string>> = {
-  [OID.commonName]: 'CN',
-  [OID.countryName]: 'C',
-  [OID.localityName]: 'L',
-  [OID.stateOrProvinceName]: 'ST',
-  [OID.organizationName]: 'O',
-  [OID.organizationalUnitName]: 'OU',
-  [OID.serialNumber]: 'serialNumber',
-};
 
 /** A readable distinguished name, e.g. `O=sigstore.dev, CN=sigstore-tsa` (display only). */
 export function nameToString(name: pkijs.RelativeDistinguishedNames): string {

@@ -50,6 +50,17 @@ export const OID = {
   serialNumber: '2.5.4.5',
 } as const;
 
+/** Short names of the naming attributes, for display (RFC 4514 §3). */
+export const SHORT_NAMES: Readonly<Record<string, string>> = {
+  [OID.commonName]: 'CN',
+  [OID.countryName]: 'C',
+  [OID.localityName]: 'L',
+  [OID.stateOrProvinceName]: 'ST',
+  [OID.organizationName]: 'O',
+  [OID.organizationalUnitName]: 'OU',
+  [OID.serialNumber]: 'serialNumber',
+};
+
 /** Digest algorithms this module understands, by WebCrypto name. */
 export type HashName = 'SHA-1' | 'SHA-256' | 'SHA-384' | 'SHA-512';
 

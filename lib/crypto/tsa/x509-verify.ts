@@ -14,6 +14,7 @@ import {
   DerCursor,
   DerError,
   OID,
+  SHORT_NAMES,
   TAG,
   absentOrNullParams,
   bitsSet,
@@ -227,16 +228,6 @@ export function sameCertificate(a: Certificate, b: Certificate): boolean {
 
 // ---------------------------------------------------------------------------------------------
 // Names
-
-const SHORT_NAMES: Readonly<Record<string, string>> = {
-  [OID.commonName]: 'CN',
-  [OID.countryName]: 'C',
-  [OID.localityName]: 'L',
-  [OID.stateOrProvinceName]: 'ST',
-  [OID.organizationName]: 'O',
-  [OID.organizationalUnitName]: 'OU',
-  [OID.serialNumber]: 'serialNumber',
-};
 
 /** The attributes of a Name in order, all RDNs flattened: [type OID, value element]. */
 export function nameAttributes(nameDer: Uint8Array): [string, DerElement][] {
