@@ -24,6 +24,9 @@
  *   pkijs re-reads r and s leniently and accepts it, node/OpenSSL refuse it (malleability).
  * - sigalg-mismatch: a certificate's outer signatureAlgorithm no longer equals
  *   tbsCertificate.signature (RFC 5280 §4.1.1.2 MUST), which pkijs does not compare.
+ * - unsigned-field: the SignedData version, its digestAlgorithms or the SignerInfo version changed.
+ *   They are outside the signature, and neither pkijs nor openssl looks at them; RFC 5652 §5.1 and
+ *   §5.3 fix their values, and the new verifier refuses others (the rule of token-certificate).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -119,6 +122,10 @@ function regionsOf(response: Uint8Array): Region[] {
   const attrs = signerInfo.find((e) => e.tag === 0xa0) as DerElement;
   const signature = signerInfo[signerInfo.indexOf(attrs) + 2] as DerElement;
   return [
+    // Outside the signature: RFC 5652 §5.1 and §5.3 fix their values (see unsigned-field).
+    region('sd-version', sd[0] as DerElement),
+    region('digestAlgorithms', sd[1] as DerElement),
+    region('signerInfo-version', signerInfo[0] as DerElement),
     region('tstInfo', eContent),
     ...certs.map((c, i) => region(`cert${i}`, c)),
     region('signedAttrs', attrs),
@@ -136,6 +143,8 @@ function ecdsaSignatureIsDer(response: Uint8Array, region: Region): boolean {
     return false;
   }
 }
+
+const UNSIGNED_FIELDS = new Set(['sd-version', 'digestAlgorithms', 'signerInfo-version']);
 
 const DER_PROBLEM = /truncated|length|unused bits|non-minimal|not a DER|indefinite|trailing|unexpected tag|missing|malformed|whole number of octets|invalid date|extra components|empty/;
 
@@ -185,6 +194,7 @@ async function sweep(sample: Sample, stride: (region: Region) => number): Promis
 
 /** Which listed disagreement this is, or undefined when none explains it. */
 function classify(sample: Sample, region: Region, mutated: Uint8Array, old: Verification, now: Verification): string | undefined {
+  if (now.malformed && old.ok && UNSIGNED_FIELDS.has(region.name) && /RFC 5652 §5\.[13]/.test(now.malformed)) return 'unsigned-field';
   if (now.malformed && old.ok) {
     return DER_PROBLEM.test(now.malformed) ? 'strict-der' : undefined;
   }

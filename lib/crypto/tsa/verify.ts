@@ -285,14 +285,19 @@ function decodeToken(tokenDer: Uint8Array): DecodedToken {
 
   const sd = decoding('malformed: the SignedData cannot be decoded', () => {
     const c = new DerCursor(sequence(signedDataEl, 'SignedData'), 'SignedData');
-    readInteger(c.next('version'), 'version');
-    sequence(c.next('digestAlgorithms'), 'digestAlgorithms', TAG.SET).forEach((a) => readAlgorithmIdentifier(a, 'digestAlgorithm'));
+    const version = readInteger(c.next('version'), 'version');
+    const digestAlgorithms = sequence(c.next('digestAlgorithms'), 'digestAlgorithms', TAG.SET).map((a) => {
+      const alg = readAlgorithmIdentifier(a, 'digestAlgorithm');
+      // RFC 5754 §2 (and RFC 3370 §2.1 for SHA-1): parameters absent or NULL.
+      if (hashByOid(alg.oid) && !absentOrNullParams(alg)) throw new MalformedError('malformed: a SignedData digest algorithm has parameters (RFC 5754 §2, RFC 5652 §5.1)');
+      return alg.oid;
+    });
     const encap = new DerCursor(sequence(c.next('encapContentInfo'), 'encapContentInfo'), 'encapContentInfo');
     const eContentType = readOid(encap.next('eContentType'), 'eContentType');
     const eContentWrap = encap.optional((el) => isContext(el, 0, true));
     encap.end();
     const certsEl = c.optional((el) => isContext(el, 0, true));
-    c.optional((el) => isContext(el, 1, true)); // crls: not used
+    const crlsEl = c.optional((el) => isContext(el, 1, true)); // crls: not used beyond the version rule
     const signerInfosEl = c.next('signerInfos');
     c.end();
     let eContent: Uint8Array | undefined;
@@ -310,6 +315,20 @@ function decodeToken(tokenDer: Uint8Array): DecodedToken {
       else if (!(el.cls === CLASS.context && el.constructed && el.tagNumber <= 3)) throw new DerError('CertificateChoices: unexpected tag');
     }
     const signerInfos = sequence(signerInfosEl, 'signerInfos', TAG.SET).map(decodeSignerInfo);
+    // The version and digestAlgorithms are outside the signature. RFC 5652 fixes both, so a stored
+    // token whose bytes changed there is refused like any other change (test/evidence/verify-tamper).
+    // §5.1: 5 with "other" certificates or revocation info, else 4 with v2 attribute certificates,
+    // else 3 (the eContentType, id-ct-TSTInfo, is not id-data).
+    const choices = certsEl ? children(certsEl) : [];
+    const otherRevocation = (crlsEl ? children(crlsEl) : []).some((el) => isContext(el, 1, true));
+    const expected = choices.some((el) => isContext(el, 3, true)) || otherRevocation ? 5n : choices.some((el) => isContext(el, 2, true)) ? 4n : 3n;
+    if (version !== expected) throw new MalformedError(`malformed: SignedData version ${version}, RFC 5652 §5.1 requires ${expected} here`);
+    // §5.1: digestAlgorithms lists the message digest algorithm of every signer.
+    for (const info of signerInfos) {
+      if (!digestAlgorithms.includes(info.digestAlgorithm.oid)) {
+        throw new MalformedError('malformed: the signer\'s digest algorithm is not among the SignedData digestAlgorithms (RFC 5652 §5.1)');
+      }
+    }
     return { eContentType, eContent, certificates, signerInfos };
   });
   if (sd.eContentType !== OID.ctTSTInfo || !sd.eContent) {
@@ -322,7 +341,7 @@ function decodeToken(tokenDer: Uint8Array): DecodedToken {
 
 function decodeSignerInfo(el: DerElement): SignerInfo {
   const c = new DerCursor(sequence(el, 'SignerInfo'), 'SignerInfo');
-  readInteger(c.next('version'), 'SignerInfo version');
+  const version = readInteger(c.next('version'), 'SignerInfo version');
   // SignerIdentifier ::= CHOICE { issuerAndSerialNumber, subjectKeyIdentifier [0] IMPLICIT OCTET STRING }
   const sidEl = c.next('sid');
   let sid: SignerInfo['sid'];
@@ -334,6 +353,10 @@ function decodeSignerInfo(el: DerElement): SignerInfo {
     sid = { keyId: sidEl.value };
   } else {
     throw new DerError('SignerIdentifier: unexpected choice');
+  }
+  // RFC 5652 §5.3: version 1 with issuerAndSerialNumber, 3 with subjectKeyIdentifier.
+  if (version !== ('issuer' in sid ? 1n : 3n)) {
+    throw new MalformedError(`malformed: SignerInfo version ${version} does not match its signer identifier (RFC 5652 §5.3)`);
   }
   const digestAlgorithm = readAlgorithmIdentifier(c.next('digestAlgorithm'), 'digestAlgorithm');
   const attrsEl = c.optional((e) => isContext(e, 0, true));
