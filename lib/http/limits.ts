@@ -2,7 +2,7 @@ import type { MiddlewareHandler, Next } from 'hono';
 import type { TierName } from '../config.js';
 import { getKeyAuthDeps, type KeyAuthDepsProvider } from '../accounts/key-auth-deps.js';
 import type { IpScope, LimitService, QuotaReservation, RateDecision } from '../accounts/limits.js';
-import { isTierName, tierLabel } from '../accounts/tiers.js';
+import { tierLabel } from '../accounts/tiers.js';
 import { describeError, log } from '../log.js';
 import type { AppContext, AppEnv } from './app.js';
 import { type HttpError, tooManyRequests } from './errors.js';
@@ -16,9 +16,6 @@ export interface LimitOptions {
   deps?: KeyAuthDepsProvider;
 }
 
-/** Context variable: a monthly-quota unit was reserved for this request (by whichever middleware). */
-const QUOTA_RESERVED = 'quotaReserved';
-
 /**
  * Sets `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds until the window
  * ends, as in draft-ietf-httpapi-ratelimit-headers). Set before `next()`, they stay on the final
@@ -28,28 +25,6 @@ export function setRateLimitHeaders(c: AppContext, d: RateDecision): void {
   c.header('RateLimit-Limit', String(d.limit));
   c.header('RateLimit-Remaining', String(d.remaining));
   c.header('RateLimit-Reset', String(d.resetSeconds));
-}
-
-/**
- * The monthly quota of evidence operations, as a middleware of its own after `apiKeyAuth()`
- * (lib/http/auth.ts): reserves one unit before the handler (429 `quota_exceeded` when none is
- * left, with Retry-After until the month ends) and gives it back when the handler answers ≥ 400
- * or throws: only successful operations count (see LimitService.reserveQuota for why
- * reserve-then-refund). The evidence functions use `apiKeyAuth({ feature, quota: true })`
- * instead, which does the same with the reservation sent alongside the rate check; the two must
- * not be combined (the unit would be counted twice: this throws).
- */
-export function monthlyQuota(options: LimitOptions = {}): MiddlewareHandler<AppEnv> {
-  const resolve = options.deps ?? getKeyAuthDeps;
-  return async (c, next) => {
-    const accountId = c.get('accountId');
-    const tier = c.get('tier');
-    if (typeof accountId !== 'string' || !isTierName(tier)) throw new Error('monthlyQuota() must run after apiKeyAuth()');
-    if (c.get(QUOTA_RESERVED)) throw new Error('monthlyQuota() after apiKeyAuth({ quota: true }) would count the request twice');
-    const { limits } = resolve();
-    const reservation = await limits.reserveQuota(accountId, tier);
-    await runWithQuota(c, next, limits, reservation, accountId, tier);
-  };
 }
 
 /**
@@ -66,7 +41,6 @@ export async function runWithQuota(
   tier: TierName,
 ): Promise<void> {
   if (!reservation.allowed) throw quotaExceeded(reservation, tier);
-  c.set(QUOTA_RESERVED, true);
   let succeeded = false;
   try {
     await next();

@@ -7,7 +7,6 @@ import { getConfig, getDb } from '../../lib/deps/core.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
 import { badRequest } from '../../lib/http/errors.js';
-import { monthlyQuota } from '../../lib/http/limits.js';
 
 /**
  * Helpers shared by the accounts tests. Call them after `useStack()` (they read getConfig()/getDb()).
@@ -96,17 +95,11 @@ export function fromRandomIp(): { incoming: { socket: { remoteAddress: string } 
 /**
  * A test-only stand-in for an evidence function: `apiKeyAuth({ feature, quota: true })`, as the
  * evidence functions use it (rate and quota together), in front of `POST /op` (succeeds),
- * `POST /fail` (answers 400) and `POST /boom` (throws). `separate` puts `apiKeyAuth` and
- * `monthlyQuota` one after the other instead.
+ * `POST /fail` (answers 400) and `POST /boom` (throws).
  */
-export function evidenceTestApp(deps: AccountDeps, feature: Feature = 'hash', options: { separate?: boolean } = {}) {
+export function evidenceTestApp(deps: AccountDeps, feature: Feature = 'hash') {
   const app = createApp();
-  if (options.separate) {
-    app.use('*', apiKeyAuth({ feature, deps: provider(deps) }));
-    app.use('*', monthlyQuota({ deps: provider(deps) }));
-  } else {
-    app.use('*', apiKeyAuth({ feature, quota: true, deps: provider(deps) }));
-  }
+  app.use('*', apiKeyAuth({ feature, quota: true, deps: provider(deps) }));
   app.post('/op', (c) => c.json({ ok: true, account_id: c.get('accountId'), tier: c.get('tier'), key_id: c.get('keyId') }));
   app.post('/fail', () => {
     throw badRequest('invalid_request', 'The downstream handler refused the request.');

@@ -5,7 +5,6 @@ import type { TierName } from '../../lib/config.js';
 import { getDb } from '../../lib/deps/core.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
-import { monthlyQuota } from '../../lib/http/limits.js';
 import { useStack } from '../support/stack.js';
 import { body, evidenceTestApp, frozenClock, registerDirect, testDeps, withKey } from '../accounts/support.js';
 
@@ -153,30 +152,6 @@ describe('API key, rate and quota on a quota-counted endpoint', () => {
     assert.equal(res.status, 500);
     assert.doesNotMatch(JSON.stringify(await body(res)), /rate counter unavailable/);
     assert.deepEqual(counts, { rate: 1, quota: 1, refunds: 1 });
-    assert.equal(await used(deps, account.account_id), 0);
-  });
-});
-
-describe('monthlyQuota() as a middleware of its own', () => {
-  it('still counts after apiKeyAuth() without quota', async () => {
-    const deps = testDeps({ clock: frozenClock(MID_MINUTE), tiers: { free: { monthly_quota: 1 } } });
-    const account = await registerDirect(deps);
-    const app = evidenceTestApp(deps, 'hash', { separate: true });
-    assert.equal((await app.request('/op', withKey(account.api_key))).status, 200);
-    assert.equal((await app.request('/fail', withKey(account.api_key))).status, 429);
-    const res = await app.request('/op', withKey(account.api_key));
-    assert.equal((await body(res)).code, 'quota_exceeded');
-    assert.equal(await used(deps, account.account_id), 1);
-  });
-
-  it('refuses to count a second time after apiKeyAuth({ quota: true })', async () => {
-    const deps = testDeps({ clock: frozenClock(MID_MINUTE) });
-    const account = await registerDirect(deps);
-    const app = createApp();
-    app.use('*', apiKeyAuth({ feature: 'hash', quota: true, deps: () => deps }));
-    app.use('*', monthlyQuota({ deps: () => deps }));
-    app.post('/op', (c) => c.json({ ok: true }));
-    assert.equal((await app.request('/op', withKey(account.api_key))).status, 500);
     assert.equal(await used(deps, account.account_id), 0);
   });
 });
