@@ -191,6 +191,44 @@ export interface SubmitResult {
   reusedNonce: boolean;
 }
 
+/** A transaction as signed by submit(), announced to `beforePersist` (and later given to resume()). */
+export interface SignedLedgerTx {
+  nonce: number;
+  /** Lower-case 0x hash. */
+  txHash: string;
+  /** The signed transaction, 0x hex. */
+  raw: string;
+  /** Lower-case address of the wallet. */
+  from: string;
+}
+
+export interface SubmitOptions {
+  /**
+   * Called after each signature and BEFORE its slot is persisted and broadcast (submit may sign
+   * again at another nonce after giving one back: each new signature is announced again). Lets the
+   * caller store the raw transaction first, so that a crash at any later line can be finished with
+   * resume() instead of signing a second transaction. If it throws, the nonce is given back (nothing
+   * persisted, nothing broadcast) and submit rethrows that error unchanged.
+   */
+  beforePersist?: (signed: SignedLedgerTx) => Promise<void>;
+}
+
+/** What resume() needs: a transaction signed earlier by submit() (see SubmitOptions.beforePersist). */
+export interface ResumableLedgerTx {
+  nonce: number;
+  txHash: string;
+  raw: string;
+  kind: LedgerTxKind;
+  ref: string;
+}
+
+/**
+ * What resume() found. 'mined': a version of the transaction has a (settled) receipt. 'sent': the
+ * slot holds it and it is with the node, or may be (the re-send job finishes it); `txHash` is the
+ * version the slot names now. 'dead': it can never be mined; a new transaction may be signed.
+ */
+export type ResumeResult = { outcome: 'mined'; receipt: LedgerReceipt } | { outcome: 'sent'; txHash: string } | { outcome: 'dead' };
+
 export interface LedgerReceipt {
   status: 'confirmed' | 'failed';
   blockNumber: number;
@@ -305,7 +343,7 @@ type BroadcastOutcome =
   | { kind: 'ambiguous'; detail: string }
   | { kind: 'conflict'; detail: string }
   | { kind: 'unreachable'; detail: string }
-  | { kind: 'rejected'; detail: string };
+  | { kind: 'rejected'; detail: string; tooHigh?: boolean };
 
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
 
@@ -396,9 +434,10 @@ export class LedgerSender {
 
   /**
    * Signs, persists and broadcasts one transaction carrying `data` (0x hex or bytes).
-   * Throws LedgerUnavailableError when nothing could be sent (the nonce is then released).
+   * Throws LedgerUnavailableError when nothing could be sent (the nonce is then released), or
+   * whatever `options.beforePersist` threw.
    */
-  async submit(data: string | Uint8Array, meta: { kind: LedgerTxKind; ref: string }): Promise<SubmitResult> {
+  async submit(data: string | Uint8Array, meta: { kind: LedgerTxKind; ref: string }, options: SubmitOptions = {}): Promise<SubmitResult> {
     if (meta.kind !== 'anchor' && meta.kind !== 'pq-key') throw new TypeError(`unknown ledger transaction kind "${String(meta.kind)}"`);
     if (typeof meta.ref !== 'string' || meta.ref.length > 512) throw new TypeError('ref must be a string of at most 512 characters');
     const hex = typeof data === 'string' ? data.toLowerCase() : `0x${Buffer.from(data).toString('hex')}`;
@@ -407,13 +446,141 @@ export class LedgerSender {
 
     const address = await this.ready();
     const fees = await this.fees(); // before taking a nonce: a node that is down costs no nonce here
-    const result = await this.lock.runShared(() => this.submitInOrder(address, hex, meta, fees));
+    const result = await this.lock.runShared(() => this.submitInOrder(address, hex, meta, fees, options.beforePersist));
     if (result.broadcast === 'accepted') {
       await this.markSent(result.nonce, result.txHash).catch((error: unknown) =>
         this.log('warn', 'ledger: could not mark a slot as sent (the rebroadcast job will)', { nonce: result.nonce, detail: sanitizeDetail(error) }),
       );
     }
     return result;
+  }
+
+  /**
+   * Finishes a transaction signed earlier (announced by submit's `beforePersist`) whose submit may
+   * have died at any line, without ever signing another one. A raw transaction is only broadcast
+   * while the slot of its nonce holds it:
+   * - a version of it (the slot's tx_hashes after a replacement) has a receipt → 'mined';
+   * - the slot holds it and is live → its current raw is re-sent → 'sent';
+   * - the slot is missing (the submit died between beforePersist and the slot write) → written as
+   *   submit would (conditional put), then broadcast → 'sent';
+   * - the slot is released, holds another transaction or a conflict, or the chain's confirmed
+   *   nonce passed it with no version mined → 'dead' (a new transaction may be signed; every 'dead'
+   *   is final: the slot then never holds this transaction again).
+   * Broadcasts run like the re-send job, alone (no submit of this process broadcasts meanwhile),
+   * so this process's nonces still reach the node in order. "Nonce too high", "already known" and
+   * unknown outcomes are 'sent': the slot is persisted and the re-send job finishes it.
+   * Throws LedgerUnavailableError when the node or DynamoDB cannot be reached (never 'dead' then).
+   */
+  async resume(signed: ResumableLedgerTx): Promise<ResumeResult> {
+    if (signed.kind !== 'anchor' && signed.kind !== 'pq-key') throw new TypeError(`unknown ledger transaction kind "${String(signed.kind)}"`);
+    const address = await this.ready();
+    const hash = signed.txHash.toLowerCase();
+    let tx: Transaction;
+    try {
+      tx = Transaction.from(signed.raw);
+    } catch {
+      throw new TypeError('raw is not a signed transaction');
+    }
+    if (tx.hash?.toLowerCase() !== hash || tx.nonce !== signed.nonce || tx.from?.toLowerCase() !== address || tx.chainId !== BigInt(this.chainId)) {
+      throw new TypeError('raw is not the transaction named by txHash and nonce, from this wallet on this chain');
+    }
+    const tx1 = { nonce: signed.nonce, hash, raw: signed.raw.toLowerCase(), kind: signed.kind, ref: signed.ref };
+    return this.lock.runExclusive(async () => {
+      for (let round = 0; round < 5; round++) {
+        const decided = await this.resumeOnce(address, tx1);
+        if (decided) return decided;
+      }
+      throw new LedgerUnavailableError('The ledger transaction could not be resumed: its slot keeps changing', 'store');
+    });
+  }
+
+  /** One decision of resume() from a fresh read; null when a conditional write lost and it must read again. */
+  private async resumeOnce(
+    address: string,
+    tx: { nonce: number; hash: string; raw: string; kind: LedgerTxKind; ref: string },
+  ): Promise<ResumeResult | null> {
+    // The chain's nonce BEFORE the receipts: a version mined after this read still shows its receipt
+    // below, so "nonce passed and no receipt" can only mean another transaction took the nonce.
+    const latest = await this.rpc('read the wallet nonce', () => this.nonceAt(address, 'latest'));
+    const slot = await this.getSlot(address, tx.nonce);
+    const ours = slot !== null && (slot.tx_hash === tx.hash || (slot.tx_hashes?.includes(tx.hash) ?? false));
+    const hashes = ours && slot ? [...new Set([tx.hash, slot.tx_hash, ...(slot.tx_hashes ?? [])])] : [tx.hash];
+    const settled = await this.settledOrMined(hashes, ours ? slot : null);
+    if (settled) return settled;
+    if (latest > tx.nonce) {
+      if (ours && slot && LIVE.has(slot.status)) await this.setSlotStatus(address, tx.nonce, slot.tx_hash, 'conflict', [...LIVE]);
+      return { outcome: 'dead' };
+    }
+
+    if (!slot) {
+      const wallet = await this.getWallet(address);
+      if (wallet?.released?.has(tx.nonce)) {
+        // Given back by its submit (beforePersist or the slot write failed): never broadcast by us.
+        // A released slot naming it keeps that answer final (an allocation may overwrite it).
+        const tombstone = await this.putSlot(address, tx.nonce, { txHash: tx.hash }, tx.kind, tx.ref, 'released', 'missing');
+        return tombstone ? { outcome: 'dead' } : null;
+      }
+      if (!(await this.putSlot(address, tx.nonce, { txHash: tx.hash, raw: tx.raw }, tx.kind, tx.ref, 'signed', 'missing'))) return null;
+      return this.resumeBroadcast(address, tx.nonce, { tx_hash: tx.hash, raw: tx.raw, status: 'signed' }, hashes);
+    }
+    if (!ours || !LIVE.has(slot.status) || !slot.raw) return { outcome: 'dead' };
+    return this.resumeBroadcast(address, tx.nonce, { tx_hash: slot.tx_hash, raw: slot.raw, status: slot.status }, hashes);
+  }
+
+  /** 'mined' when a version has a settled receipt (recorded on the slot), 'sent' when one is mined but not yet settled. */
+  private async settledOrMined(hashes: string[], slot: LedgerSlot | null): Promise<ResumeResult | null> {
+    const found = await this.rpc('read a receipt', () => this.firstSettled(hashes));
+    if (found) {
+      const txHashes = slot?.tx_hashes;
+      const receipt: LedgerReceipt = { ...found.receipt, ...(txHashes && txHashes.length > 1 ? { txHashes: [...txHashes] } : {}) };
+      await this.recordReceipt(found.hash, receipt, slot).catch((error: unknown) =>
+        this.log('warn', 'ledger: could not record a receipt', { txHash: found.hash, detail: sanitizeDetail(error) }),
+      );
+      return { outcome: 'mined', receipt };
+    }
+    if (this.confirmationTag === 'latest') return null;
+    // 'finalized': mined but not final yet is not dead.
+    const receipts = await this.rpc('read a receipt', () => Promise.all(hashes.map((h) => this.provider.getTransactionReceipt(h))));
+    const i = receipts.findIndex((r) => r !== null && r.blockNumber !== null);
+    return i >= 0 ? { outcome: 'sent', txHash: hashes[i] as string } : null;
+  }
+
+  /** The broadcast step of resume(): the slot holds `current` (a version of the transaction). */
+  private async resumeBroadcast(
+    address: string,
+    nonce: number,
+    current: { tx_hash: string; raw: string; status: LedgerSlotStatus },
+    hashes: string[],
+  ): Promise<ResumeResult | null> {
+    const sent: ResumeResult = { outcome: 'sent', txHash: current.tx_hash };
+    const outcome = await this.broadcast(current.raw, current.tx_hash);
+    switch (outcome.kind) {
+      case 'accepted':
+        this.nonceByHash.set(current.tx_hash, nonce);
+        this.unsettled.delete(nonce);
+        if (current.status === 'signed') await this.setSlotStatus(address, nonce, current.tx_hash, 'sent', ['signed']);
+        return sent;
+      case 'ambiguous':
+        this.nonceByHash.set(current.tx_hash, nonce);
+        return sent;
+      case 'unreachable':
+        throw new LedgerUnavailableError('The ledger node is unreachable: the transaction was not re-sent', 'unreachable', outcome.detail);
+      case 'conflict': {
+        // Nonce too low and the node does not know any version: mined already, or never minable.
+        const settled = await this.settledOrMined(hashes, null);
+        if (settled) return settled;
+        await this.setSlotStatus(address, nonce, current.tx_hash, 'conflict', [...LIVE]);
+        this.log('warn', 'ledger: a resumed transaction lost its nonce to a transaction this service did not sign', { nonce, txHash: current.tx_hash });
+        return { outcome: 'dead' };
+      }
+      case 'rejected': {
+        if (outcome.tooHigh) return sent; // a lower nonce is not there yet: the re-send job sends it in order
+        // Refused: it never entered a mempool. Given back as submit gives back a refused transaction.
+        const released = await this.releaseNonce(address, nonce, current.tx_hash);
+        if (released === 'ours-sent') return sent;
+        return released === 'released' ? { outcome: 'dead' } : null;
+      }
+    }
   }
 
   /**
@@ -572,6 +739,7 @@ export class LedgerSender {
     data: string,
     meta: { kind: LedgerTxKind; ref: string },
     fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint },
+    beforePersist?: SubmitOptions['beforePersist'],
   ): Promise<SubmitResult> {
     for (let attempt = 1; ; attempt++) {
       const { nonce, reused, ticket } = await this.takeNonce(address);
@@ -586,9 +754,21 @@ export class LedgerSender {
           left = await this.giveBack(address, nonce, null);
           throw error;
         }
+        if (beforePersist) {
+          try {
+            await beforePersist({ nonce, txHash: signed.txHash, raw: signed.raw, from: address });
+          } catch (error) {
+            // Nothing persisted, nothing broadcast: given back exactly as after a failed slot write.
+            left = await this.giveBack(address, nonce, signed.txHash);
+            throw error;
+          }
+        }
         let persisted: boolean;
         try {
           persisted = await this.persistSlot(address, nonce, signed, meta.kind, meta.ref, false);
+          // resume() (another process finishing the transaction the caller stored in beforePersist)
+          // may have written this very transaction into the slot first: it is ours, go on.
+          if (!persisted && beforePersist) persisted = (await this.getSlot(address, nonce))?.tx_hash === signed.txHash;
         } catch (error) {
           // The put may or may not have landed: release marks it released if it did.
           left = await this.giveBack(address, nonce, signed.txHash);
@@ -833,19 +1013,36 @@ export class LedgerSender {
     ref: string,
     filler: boolean,
   ): Promise<boolean> {
+    return this.putSlot(address, nonce, signed, kind, ref, 'signed', filler ? 'filler' : 'missing-or-released');
+  }
+
+  /**
+   * The conditional put behind persistSlot. resume() writes only into a missing slot (a released
+   * one is never revived), also a 'released' slot without raw bytes, so that its 'dead' stays final.
+   */
+  private async putSlot(
+    address: string,
+    nonce: number,
+    signed: { raw?: string; txHash: string },
+    kind: LedgerSlotKind,
+    ref: string,
+    status: 'signed' | 'released',
+    over: 'missing' | 'missing-or-released' | 'filler',
+  ): Promise<boolean> {
     const now = this.clock().toISOString();
     const item: LedgerSlot = {
       pk: `tx#${address}`,
       sk: nonce,
       nonce,
       tx_hash: signed.txHash,
-      raw: signed.raw,
+      ...(signed.raw !== undefined ? { raw: signed.raw } : {}),
       kind,
       ref,
-      status: 'signed',
+      status,
       chain_id: this.chainId,
       created_at: now,
       updated_at: now,
+      ...(status === 'released' ? { released_at: now } : {}),
     };
     try {
       await this.store(() =>
@@ -853,11 +1050,14 @@ export class LedgerSender {
           new PutCommand({
             TableName: this.table,
             Item: item,
-            ConditionExpression: filler
-              ? 'attribute_not_exists(pk) OR #s = :released OR #s = :conflict'
-              : 'attribute_not_exists(pk) OR #s = :released',
-            ExpressionAttributeNames: { '#s': 'status' },
-            ExpressionAttributeValues: filler ? { ':released': 'released', ':conflict': 'conflict' } : { ':released': 'released' },
+            ...(over === 'missing'
+              ? { ConditionExpression: 'attribute_not_exists(pk)' }
+              : {
+                  ConditionExpression:
+                    over === 'filler' ? 'attribute_not_exists(pk) OR #s = :released OR #s = :conflict' : 'attribute_not_exists(pk) OR #s = :released',
+                  ExpressionAttributeNames: { '#s': 'status' },
+                  ExpressionAttributeValues: over === 'filler' ? { ':released': 'released', ':conflict': 'conflict' } : { ':released': 'released' },
+                }),
           }),
         ),
       );
@@ -916,6 +1116,7 @@ export class LedgerSender {
             }
           }
           case 'nonce_too_high':
+            return { kind: 'rejected', detail, tooHigh: true };
           case 'rejected':
             return { kind: 'rejected', detail };
           case 'unreachable':
