@@ -395,6 +395,7 @@ try {
     signatureHex: b.signature_hex,
     publicKeyHex: b.public_key_hex,
     accountId: 'acc_bench',
+    tier: 'pro',
     apiVersion: 'v2',
   });
   async function measurePipeline(label: string, deps: AnchorDeps, runs: number) {

@@ -67,14 +67,15 @@ const JWT = { jwtSecret: 'decrypt' };
  * KMS needs of functions that are not `anchoring: true` (those sign with all three keys).
  * A `kms` object on a function in infra/functions.json (key → sign|public|decrypt) overrides this.
  * - timestamp signs RFC 3161 tokens with the TSA key;
- * - the pending-transaction job replaces stuck transactions, so it signs with the wallet;
+ * - the reconciler finishes interrupted anchors (a new transaction when one can never be mined,
+ *   with the proofs already made) and replaces stuck transactions, so it signs with the wallet;
  * - account endpoints issue (register, login) or verify (the rest) HS256 JWTs whose secret is
  *   KMS-encrypted configuration; admin-set-tier authenticates with ADMIN_TOKEN instead;
  * - public reads that show a key, an address or "keys loaded" only read public keys.
  */
 const KMS_NEEDS = {
   v1Timestamp: { tsa: 'sign' },
-  ledgerFinishPending: { ledgerWallet: 'sign' },
+  reconcile: { ledgerWallet: 'sign', pqSigner: 'public', tsa: 'public' },
   v2AccountRegister: JWT,
   v2AccountLogin: JWT,
   v2AccountKeysCreate: JWT,

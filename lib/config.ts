@@ -60,6 +60,8 @@ export interface Config {
   adminToken: string | undefined;
   tiers: TierTable;
   publicRatePerMinute: number;
+  /** `npm start`: how often the reconciler passes over unfinished anchors (the Lambda runs every minute). */
+  reconcileIntervalMs: number;
   aws: { region: string; dynamoEndpoint: string | undefined; dynamoPort: number };
   tables: TableNames;
   jwt: {
@@ -205,6 +207,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken: r.optional('ADMIN_TOKEN'),
     tiers,
     publicRatePerMinute: r.integer('PUBLIC_RATE_PER_MINUTE', 600, 1),
+    reconcileIntervalMs: r.integer('RECONCILE_INTERVAL_MS', 5000, 100),
     aws: { region: r.string('AWS_REGION', local ? 'local' : 'eu-central-1'), dynamoEndpoint, dynamoPort },
     tables,
     jwt: {

@@ -4,7 +4,7 @@ import { getAnchorDeps } from '../../lib/deps/anchoring.js';
 import { anchorEvidence } from '../../lib/evidence/anchor.js';
 import { V1AnchorRequest, V1AnchorResponse } from '../../lib/evidence/v1-schemas.js';
 import { createApp } from '../../lib/http/app.js';
-import { apiKeyAuth } from '../../lib/http/auth.js';
+import { apiKeyAuth, apiKeyCaller } from '../../lib/http/auth.js';
 import { jsonBody, problemResponses } from '../../lib/http/schemas.js';
 
 export const route = createRoute({
@@ -19,10 +19,12 @@ export const route = createRoute({
     'The device signs the 32 raw bytes of image_hash with Ed25519 (400 invalid_signature otherwise). chain_hash = SHA-256(previous chain_hash, or 32 zero bytes at index 0, || image_hash) over raw bytes ' +
     '(400 invalid_chain_hash). previous_hash is absent, null or 64 zeros at index 0 and the stored chain_hash of index - 1 after it (400 invalid_previous_hash / previous_hash_mismatch). ' +
     'An index other than the next free one → 409 chain_index_conflict with next_index. device_id is optional. ' +
-    'When the time-stamping authority or the ledger fails nothing is recorded (503) and a retry works.\n\n' +
+    'Retries are safe: the identical request resumes an interrupted anchor with the proofs and ledger transaction already made ' +
+    '(never a second transaction), or starts afresh when nothing was published; while another invocation is on it, 409 with Retry-After (at most 20 s). ' +
+    'When a dependency fails the answer is 503 and the identical retry completes the anchor.\n\n' +
     'tx_status is pending when the transaction was sent but not mined within the receipt timeout; it completes later (GET /chain/verify shows it).',
   security: [{ ApiKey: [] }],
-  middleware: [apiKeyAuth({ feature: 'anchor', quota: true })] as const,
+  middleware: [apiKeyAuth({ feature: 'anchor' })] as const,
   request: jsonBody(V1AnchorRequest),
   responses: {
     201: {
@@ -37,6 +39,7 @@ export const app = createApp();
 
 app.openapi(route, async (c) => {
   const body = c.req.valid('json');
+  const caller = apiKeyCaller(c);
   const result = await anchorEvidence(await getAnchorDeps(), {
     imageHash: body.image_hash,
     chainIndex: body.chain_index,
@@ -45,7 +48,8 @@ app.openapi(route, async (c) => {
     signatureHex: body.signature_hex,
     publicKeyHex: body.public_key_hex,
     deviceId: body.device_id ?? undefined,
-    accountId: c.get('accountId') ?? '',
+    accountId: caller.accountId,
+    tier: caller.tier,
     apiVersion: 'v1',
   });
   c.header('Location', `/api/v1/chain/verify/${result.image_hash}`);

@@ -26,20 +26,24 @@ export class CounterRepository {
    * Adds one to the counter unless it has reached `limit`; the new count, or undefined when the
    * limit was reached (nothing written). Check and increment are one conditional update of one
    * item, which DynamoDB applies atomically: N concurrent calls at `limit - 1` → exactly one succeeds.
+   *
+   * With `holdId`, the unit is also recorded as held by that id in the item's `inflight` string
+   * set, in the same write: the hold is then settled (kept) or refunded exactly once, by the
+   * request or, when the request died, by the reconciler (lib/accounts/quota-holds.ts).
    */
-  async increment(pk: string, limit: number, expiresAt: number): Promise<number | undefined> {
+  async increment(pk: string, limit: number, expiresAt: number, holdId?: string): Promise<number | undefined> {
     if (limit <= 0) return undefined;
     try {
       const out = await this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { pk },
-          UpdateExpression: 'ADD #count :one SET expires_at = :exp',
+          UpdateExpression: `ADD #count :one${holdId ? ', inflight :hold' : ''} SET expires_at = :exp`,
           // A new window starts at 0 (no item, or no count yet); otherwise the count must be below
           // the limit before this request is added.
           ConditionExpression: 'attribute_not_exists(#count) OR #count < :limit',
           ExpressionAttributeNames: { '#count': 'count' },
-          ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':exp': expiresAt },
+          ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':exp': expiresAt, ...(holdId ? { ':hold': new Set([holdId]) } : {}) },
           ReturnValues: 'UPDATED_NEW',
         }),
       );
@@ -50,24 +54,53 @@ export class CounterRepository {
     }
   }
 
-  /** Takes one back (a refund). A counter that is gone (reset meanwhile) or at 0 is left alone. */
-  async decrement(pk: string): Promise<void> {
+  /**
+   * Ends the hold `holdId`: `refund` gives its unit back, otherwise the unit stays counted. The
+   * condition `contains(inflight, :id)` makes each hold end once: a second settle or refund, or a
+   * refund after a settle, changes nothing (false). A counter deleted meanwhile (an operator's
+   * reset) has no hold left either.
+   */
+  async endHold(pk: string, holdId: string, refund: boolean): Promise<boolean> {
     try {
       await this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { pk },
-          UpdateExpression: 'ADD #count :minus',
-          // #count > 0: a refund never drives a counter negative, and never re-creates an item
-          // that a reset deleted in between (a missing attribute fails the comparison).
-          ConditionExpression: '#count > :zero',
-          ExpressionAttributeNames: { '#count': 'count' },
-          ExpressionAttributeValues: { ':minus': -1, ':zero': 0 },
+          UpdateExpression: refund ? 'ADD #count :minus DELETE inflight :hold' : 'DELETE inflight :hold',
+          ConditionExpression: 'contains(inflight, :id)',
+          ...(refund ? { ExpressionAttributeNames: { '#count': 'count' } } : {}),
+          ExpressionAttributeValues: { ':hold': new Set([holdId]), ':id': holdId, ...(refund ? { ':minus': -1 } : {}) },
         }),
       );
+      return true;
     } catch (error) {
-      if (!isConditionalCheckFailed(error)) throw error;
+      if (isConditionalCheckFailed(error)) return false;
+      throw error;
     }
+  }
+
+  /** Counters under `prefix` that have holds not yet ended: their keys and hold ids. */
+  async listHolds(prefix: string): Promise<{ pk: string; holds: string[] }[]> {
+    const out: { pk: string; holds: string[] }[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new ScanCommand({
+          TableName: this.table,
+          ProjectionExpression: 'pk, inflight',
+          FilterExpression: 'begins_with(pk, :p) AND attribute_exists(inflight)',
+          ExpressionAttributeValues: { ':p': prefix },
+          ConsistentRead: true,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const holds = item.inflight instanceof Set ? [...(item.inflight as Set<string>)] : [];
+        if (holds.length > 0) out.push({ pk: String(item.pk), holds });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return out;
   }
 
   /** The current count (strongly consistent); 0 for a missing item or one whose window has ended. */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { TierName, TierTable } from '../config.js';
 import { type Clock, systemClock } from './clock.js';
 import type { CounterRepository } from './counter-repository.js';
@@ -44,6 +45,11 @@ export const counterKeys = {
   ipAuth: (ip: string, w: Window) => `ipauth#${ip.slice(0, 64)}#${w.id}`,
 };
 
+/** The quota counter of an account for the month containing `at`. */
+export function quotaCounterKey(accountId: string, at: Date): string {
+  return counterKeys.quota(accountId, monthWindow(at));
+}
+
 /** Key prefixes of the counters this module owns (the quota reset touches only these). */
 export const LIMIT_COUNTER_PREFIXES = ['rate#', 'quota#', 'ip#', 'ipauth#'] as const;
 
@@ -73,6 +79,8 @@ export interface QuotaReservation {
   retryAfterSeconds: number;
   /** The counter reserved from: a refund goes back to the same month even if the request spans midnight. */
   counterKey: string;
+  /** The hold this reservation is (see quota-holds.ts): settled or refunded exactly once. */
+  holdId: string;
 }
 
 /** Response of `GET /account/usage` (CONTRACT "Accounts"). */
@@ -84,6 +92,21 @@ export interface Usage {
   used: number;
   remaining: number;
   rate_per_minute: number;
+}
+
+/**
+ * A hold id: `<kind>:<epoch ms>:<ref>`. Kind `r` is a request's own hold (random ref), kind `a` an
+ * anchor's (ref = image hash and claim id), whose outcome the evidence item tells.
+ */
+export function newHoldId(kind: 'r' | 'a', now: Date, ref: string = randomUUID()): string {
+  return `${kind}:${now.getTime()}:${ref}`;
+}
+
+/** The parts of a hold id (undefined for one that is not ours). */
+export function parseHoldId(id: string): { kind: 'r' | 'a'; createdAtMs: number; ref: string } | undefined {
+  const m = /^([ra]):(\d{1,15}):(.+)$/.exec(id);
+  if (!m) return undefined;
+  return { kind: m[1] as 'r' | 'a', createdAtMs: Number(m[2]), ref: m[3] as string };
 }
 
 const toEpoch = (d: Date) => Math.floor(d.getTime() / 1000);
@@ -118,19 +141,23 @@ export class LimitService {
   /**
    * Reserves one unit of the account's monthly quota before an evidence operation.
    *
-   * Why reserve-then-refund rather than count-on-success: counting after success would let N
+   * Why reserve-then-settle rather than count-on-success: counting after success would let N
    * concurrent requests at `quota - 1` all pass the check and all succeed (they would all see
    * one unit left). Reserving first makes the conditional increment the gate, so exactly one of
-   * them proceeds; the price is that a request that then fails must give its unit back
-   * ({@link refundQuota}), so that failed requests consume nothing. A refund lost to a crash
-   * costs the customer one unit; we accept that rather than ever letting the quota be exceeded.
+   * them proceeds. The unit is a hold (`holdId`, recorded on the counter in the same write): the
+   * request settles it when the operation completed and refunds it when it failed; a hold that a
+   * crash or an outage left open is ended by the reconciler (quota-holds.ts), so that an account
+   * pays exactly for the operations that completed.
    */
-  async reserveQuota(accountId: string, tier: TierName): Promise<QuotaReservation> {
+  async reserveQuota(accountId: string, tier: TierName, requestedHoldId?: string): Promise<QuotaReservation> {
     const now = this.clock();
-    const month = monthWindow(now);
+    const holdId = requestedHoldId ?? newHoldId('r', now);
+    // An anchor's hold names its time (newHoldId): its month is the one the anchor recorded.
+    const at = new Date(parseHoldId(holdId)?.createdAtMs ?? now.getTime());
+    const month = monthWindow(at);
     const limit = this.tiers[tier].monthly_quota;
-    const counterKey = counterKeys.quota(accountId, month);
-    const count = await this.counters.increment(counterKey, limit, toEpoch(month.end));
+    const counterKey = quotaCounterKey(accountId, at);
+    const count = await this.counters.increment(counterKey, limit, toEpoch(month.end), holdId);
     return {
       allowed: count !== undefined,
       limit,
@@ -138,12 +165,29 @@ export class LimitService {
       resetsAt: month.end,
       retryAfterSeconds: secondsUntil(month.end, now),
       counterKey,
+      holdId,
     };
   }
 
-  /** Gives back a reserved unit (the operation failed). */
+  /** Gives back a reserved unit (the operation failed); at most once per reservation. */
   async refundQuota(reservation: QuotaReservation): Promise<void> {
-    if (reservation.allowed) await this.counters.decrement(reservation.counterKey);
+    if (reservation.allowed) await this.counters.endHold(reservation.counterKey, reservation.holdId, true);
+  }
+
+  /** Keeps a reserved unit (the operation completed); at most once, and never after a refund. */
+  async settleQuota(reservation: QuotaReservation): Promise<void> {
+    if (reservation.allowed) await this.counters.endHold(reservation.counterKey, reservation.holdId, false);
+  }
+
+  /** Ends a hold found open by the reconciler: true when this call ended it. */
+  async endHold(counterKey: string, holdId: string, outcome: 'settle' | 'refund'): Promise<boolean> {
+    return this.counters.endHold(counterKey, holdId, outcome === 'refund');
+  }
+
+  /** Quota counters with open holds (the reconciler's input). */
+  async openHolds(): Promise<{ counterKey: string; holdId: string }[]> {
+    const rows = await this.counters.listHolds('quota#');
+    return rows.flatMap((r) => r.holds.map((holdId) => ({ counterKey: r.pk, holdId })));
   }
 
   /** Consumption of the current month. */

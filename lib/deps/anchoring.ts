@@ -7,7 +7,10 @@ import type { PqSigner, TimestampAuthority } from '../crypto/ports.js';
 import { EmbeddedTsa } from '../crypto/tsa/embedded.js';
 import { KmsTsaKeySigner } from '../crypto/tsa/key-signer.js';
 import { RemoteTsa } from '../crypto/tsa/remote.js';
+import { getKeyAuthDeps } from '../accounts/key-auth-deps.js';
+import { reconcileQuotaHolds } from '../accounts/quota-holds.js';
 import type { AnchorDeps } from '../evidence/anchor.js';
+import type { ReconcileDeps } from '../evidence/reconcile.js';
 import { tsaFiles } from '../crypto/tsa/files.js';
 import { encodeAnchorData } from '../ledger/anchor-data.js';
 import { KmsLedgerSigner } from '../ledger/kms-signer.js';
@@ -117,25 +120,48 @@ export function getLedgerSender(): Promise<LedgerSender> {
   });
 }
 
-/** Everything anchorEvidence needs. */
+/** Everything anchorEvidence needs: direct mode (one transaction per anchor) behind the LedgerPublisher port. */
 export async function getAnchorDeps(): Promise<AnchorDeps> {
   const config = getConfig();
-  const [pq, authority, ledger] = await Promise.all([getSigner(), getTsa(), getLedgerSender()]);
+  const [pq, authority, sender] = await Promise.all([getSigner(), getTsa(), getLedgerSender()]);
+  const { limits } = getKeyAuthDeps();
   return {
     repo: getEvidenceRepo(),
     signer: pq,
     tsa: authority,
     ledger: {
       chainId: config.ledger.chainId,
-      address: () => ledger.address(),
-      submit: (data, meta) => ledger.submit(data, meta),
-      waitForReceipt: (txHash, timeoutMs) => ledger.waitForReceipt(txHash, timeoutMs),
+      address: () => sender.address(),
+      publish: async (data, ref, persist) => {
+        const r = await sender.submit(data, { kind: 'anchor', ref }, { beforePersist: persist });
+        return { txHash: r.txHash, broadcast: r.broadcast };
+      },
+      resume: (tx) => sender.resume({ ...tx, kind: 'anchor' }),
+      waitForReceipt: (txHash, timeoutMs, nonce) => sender.waitForReceipt(txHash, timeoutMs, nonce),
+    },
+    quota: {
+      reserve: (accountId, tier, holdId) => limits.reserveQuota(accountId, tier, holdId),
+      end: (hold, outcome) => limits.endHold(hold.counterKey, hold.holdId, outcome),
     },
     encodeAnchorData: (imageHash, serverHash) => Buffer.from(encodeAnchorData(imageHash, serverHash).slice(2), 'hex'),
     receiptTimeoutMs: config.ledger.receiptTimeoutMs,
     stats: getStats(),
   };
 }
+
+/** What the reconciler needs: the anchoring dependencies, the ledger's re-send job and the quota holds. */
+export async function getReconcileDeps(): Promise<ReconcileDeps> {
+  const [anchor, sender] = await Promise.all([getAnchorDeps(), getLedgerSender()]);
+  const { limits } = getKeyAuthDeps();
+  return {
+    ...anchor,
+    rebroadcast: () => sender.rebroadcastPending(),
+    reconcileHolds: (judge) => reconcileQuotaHolds(limits, judge, { nowMs: Date.now(), requestMaxMs: REQUEST_MAX_MS }),
+  };
+}
+
+/** No API request runs longer than this (API Gateway ends them at 29 s): an older open hold is abandoned. */
+const REQUEST_MAX_MS = 120_000;
 
 onDepsReset(() => {
   signer = undefined;

@@ -2,7 +2,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { getAnchorDeps } from '../deps/anchoring.js';
 import { getConfig } from '../deps/core.js';
 import { createApp } from '../http/app.js';
-import { apiKeyAuth } from '../http/auth.js';
+import { apiKeyAuth, apiKeyCaller } from '../http/auth.js';
 import { jsonBody, problemResponses } from '../http/schemas.js';
 import { explorerUrl } from '../ledger/anchor-data.js';
 import { anchorEvidence } from './anchor.js';
@@ -23,11 +23,15 @@ export function createAnchorApp(path: '/api/v2/evidence/anchor' | '/api/v2/evide
         : 'Anchor a hash: ML-DSA-65 signature, RFC 3161 timestamp and ledger transaction',
     description:
       'Checks the device signature and chain, then signs, timestamps and anchors. Pro and Enterprise. ' +
-      'A hash is anchored once: a second attempt, or a concurrent one, gets 409 hash_already_anchored. ' +
-      'When the time-stamping authority or the ledger fails, nothing is recorded (503) and a retry works. ' +
+      'A hash is anchored once: another request for it, or a concurrent one, gets 409 hash_already_anchored. ' +
+      'Retries are safe: the identical request (same body, same account) resumes an interrupted anchor with the proofs ' +
+      'and the ledger transaction already made (never a second transaction), or starts afresh when nothing was published; ' +
+      'while another invocation is still on it, it gets 409 with Retry-After (at most 20 s). ' +
+      'When a dependency fails, the answer is 503 and the identical retry completes the anchor. ' +
       'blockchain_anchored is false when the transaction was sent but not yet mined within the receipt timeout; it completes later.',
     security: [{ ApiKey: [] }],
-    middleware: [apiKeyAuth({ feature: path === '/api/v2/evidence/full' ? 'full' : 'anchor', quota: true })] as const,
+    // The quota unit is held by the anchor itself (lib/evidence/anchor.ts), named after the hash.
+    middleware: [apiKeyAuth({ feature: path === '/api/v2/evidence/full' ? 'full' : 'anchor' })] as const,
     request: jsonBody(AnchorRequest),
     responses: {
       200: { description: 'Anchored.', content: { 'application/json': { schema: AnchorResult } } },
@@ -38,6 +42,7 @@ export function createAnchorApp(path: '/api/v2/evidence/anchor' | '/api/v2/evide
   const app = createApp();
   app.openapi(route, async (c) => {
     const body = c.req.valid('json');
+    const caller = apiKeyCaller(c);
     const deps = await getAnchorDeps();
     const result = await anchorEvidence(deps, {
       imageHash: body.sha256_hash,
@@ -46,7 +51,8 @@ export function createAnchorApp(path: '/api/v2/evidence/anchor' | '/api/v2/evide
       previousHash: body.previous_hash,
       signatureHex: body.signature_hex,
       publicKeyHex: body.public_key_hex,
-      accountId: c.get('accountId') ?? '',
+      accountId: caller.accountId,
+      tier: caller.tier,
       apiVersion: 'v2',
     });
     return c.json(

@@ -1,37 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import { verifyDeviceSignature } from '../crypto/ed25519.js';
-import { computeChainHash, hexToBytes } from '../crypto/hash.js';
-import type { IssuedTimestamp, PqSigner, TimestampAuthority } from '../crypto/ports.js';
-import { badRequest, conflict, HttpError, serviceUnavailable } from '../http/errors.js';
+import { newHoldId, quotaCounterKey, type QuotaReservation } from '../accounts/limits.js';
+import { quotaExceeded } from '../accounts/quota-holds.js';
+import type { TierName } from '../config.js';
+import { conflictError, invalid, unavailable } from '../errors.js';
 import { describeError, log } from '../log.js';
-import type { AnchorProofs, EvidenceRepository } from './repository.js';
-import { buildStatement, canonicalStatement, computeServerHash } from './statement.js';
-import type { StatsPort } from './stats.js';
+import {
+  type AnchorDeps,
+  ClaimLostError,
+  DEFAULT_LEASE_MS,
+  finishPublishing,
+  releaseAnchor,
+  signAndPublish,
+  stored503,
+} from './anchor-steps.js';
+import { checkDeviceProof, requestFingerprint } from './device-proof.js';
+import type { AnchorClaim, AnchoredEvidence, EvidenceItem } from './repository.js';
 
-/** What the anchoring pipeline needs of the ledger (lib/ledger's sender behind it). */
-export interface LedgerPort {
-  readonly chainId: number;
-  address(): Promise<string>;
-  /** Signs, persists and broadcasts a transaction carrying `data`; throws a 503-class error when nothing was sent. */
-  submit(data: Uint8Array, meta: { kind: 'anchor'; ref: string }): Promise<{ txHash: string; nonce: number }>;
-  /** The receipt, or null when it has not arrived within `timeoutMs` (the transaction stays pending). */
-  waitForReceipt(txHash: string, timeoutMs: number): Promise<{ status: 'confirmed' | 'failed'; blockNumber: number } | null>;
-}
-
-export interface AnchorDeps {
-  repo: EvidenceRepository;
-  signer: PqSigner;
-  tsa: TimestampAuthority;
-  ledger: LedgerPort;
-  /** Encodes the ledger input data: image_hash || server_hash. */
-  encodeAnchorData(imageHash: string, serverHash: string): Uint8Array;
-  receiptTimeoutMs: number;
-  clock?: () => Date;
-  /** How long a claim protects an unfinished anchor before another request may take the hash over. */
-  claimTtlMs?: number;
-  /** Public statistics (anchors, new devices, transactions); best-effort, never fails a request. */
-  stats?: StatsPort;
-}
+export type { AnchorDeps } from './anchor-steps.js';
 
 /** One anchoring request, v1 or v2, after schema validation (hashes lower-case hex). */
 export interface AnchorInput {
@@ -43,214 +28,188 @@ export interface AnchorInput {
   publicKeyHex: string;
   deviceId?: string | undefined;
   accountId: string;
+  /** The caller's tier: its monthly quota pays for the anchor. */
+  tier: TierName;
   apiVersion: 'v1' | 'v2';
 }
 
-const ZERO_HASH = '0'.repeat(64);
-const DEFAULT_CLAIM_TTL_MS = 5 * 60_000;
-
 /**
- * The evidence pipeline (CONTRACT "Device chains" and "Evidence"):
- * 1. check the device's key, Ed25519 signature and chain hash (400s, before anything is written);
- * 2. claim the hash, then the chain position, with conditional writes (409 for the losers);
- * 3. build the canonical statement and server_hash, then sign it with ML-DSA-65 and obtain the
- *    RFC 3161 token over image_hash, in parallel;
- * 4. send the ledger transaction carrying image_hash and server_hash;
- * 5. store every proof and mark the hash anchored: from here the anchor is accepted;
- * 6. await the receipt up to the configured time; past it the transaction stays pending and the
- *    scheduled job (functions/jobs/ledger-finish-pending.ts) records it.
- * A failure in 3 or 4 undoes both claims (503, nothing half-made remains, a retry works).
+ * Anchors one hash (CONTRACT "Device chains", "Evidence", "Faults and retries"):
+ * 1. the device's proof is checked (400s, before anything is written);
+ * 2. the hash is claimed (`accepting`, under a lease) while one unit of the monthly quota is held
+ *    for it, side by side; then the chain position, for this hash for good;
+ * 3. statement, ML-DSA-65 signature and RFC 3161 token; the ledger signs the transaction, and
+ *    every proof is stored with it (`publishing`) BEFORE it can reach a node; the quota unit is
+ *    kept from here, because a publishing anchor is always finished;
+ * 4. broadcast, receipt awaited up to the configured time, `anchored`, then the chain link.
+ * A failure before publishing undoes the claim and refunds the unit (503; the retry succeeds).
+ * A failure after it leaves the anchor publishing: the identical retry, the start-up replay or
+ * the scheduled reconciler finishes it with the very transaction already signed.
+ *
+ * The identical retry (same fingerprint) resumes: a publishing anchor is finished and answered as
+ * if this were the first request; a lapsed `accepting` claim is taken over. Any other request
+ * for the hash gets 409.
  */
-export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Promise<AnchorProofs & { image_hash: string }> {
+export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Promise<AnchoredEvidence> {
   const clock = deps.clock ?? (() => new Date());
+  const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
   const previousHash = checkDeviceProof(input);
+  const fingerprint = requestFingerprint(input, previousHash);
 
-  const claimId = randomUUID();
-  const claimTtl = deps.claimTtlMs ?? DEFAULT_CLAIM_TTL_MS;
-  const claim = await deps.repo.claimHash(input.imageHash, claimId, clock().getTime(), claimTtl);
-  if (claim === 'anchored') {
-    throw conflict('hash_already_anchored', `The hash ${input.imageHash} is already anchored; verify it at GET /api/v2/evidence/verify/${input.imageHash}.`);
-  }
-  if (claim === 'in_progress') {
-    throw conflict('hash_already_anchored', `The hash ${input.imageHash} is being anchored by another request; it cannot be anchored twice.`);
-  }
-
-  let linkClaimed = false;
-  const undo = async () => {
-    if (linkClaimed) await deps.repo.releaseLink(input.publicKeyHex, input.chainIndex, claimId);
-    await deps.repo.releaseHash(input.imageHash, claimId);
-  };
-
-  try {
-    const linkResult = await deps.repo.claimLink(
-      {
-        public_key_hex: input.publicKeyHex,
-        chain_index: input.chainIndex,
-        image_hash: input.imageHash,
-        chain_hash: input.chainHash,
-        previous_hash: previousHash,
-        signature_hex: input.signatureHex,
-        device_id: input.deviceId,
-        state: 'claimed',
-        claim_id: claimId,
-        claim_expires_at: clock().getTime() + claimTtl,
-      },
-      clock().getTime(),
-    );
-    if (!linkResult.ok) {
-      if (linkResult.reason === 'previous_mismatch') {
-        throw badRequest(
-          'previous_hash_mismatch',
-          `previous_hash does not match the chain_hash stored at index ${input.chainIndex - 1} of this device's chain.`,
-          { expected_previous_hash: linkResult.expectedPrevious },
-        );
-      }
-      throw conflict(
-        'chain_index_conflict',
-        linkResult.reason === 'index_taken'
-          ? `Index ${input.chainIndex} of this device's chain is already used; the next free index is ${linkResult.nextIndex}.`
-          : `Index ${input.chainIndex} does not follow this device's chain; the next free index is ${linkResult.nextIndex}.`,
-        { next_index: linkResult.nextIndex },
-      );
-    }
-    linkClaimed = true;
-
-    const anchoredAt = clock().toISOString();
-    const statement = buildStatement({
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const now = clock();
+    const claimId = randomUUID();
+    const claim: AnchorClaim = {
       image_hash: input.imageHash,
-      chain_index: input.chainIndex,
-      chain_hash: input.chainHash,
-      previous_hash: previousHash,
-      device_public_key: input.publicKeyHex,
-      device_signature: input.signatureHex,
-      anchored_at: anchoredAt,
-    });
-    const serverHash = computeServerHash(statement);
-
-    const [pqSignature, pqPublicKey, timestamp, tsaCertificates] = await Promise.all([
-      dependency('signer_unavailable', 'The post-quantum signer', () => deps.signer.sign(hexToBytes(serverHash))),
-      dependency('signer_unavailable', 'The post-quantum signer', () => deps.signer.publicKey()),
-      dependency<IssuedTimestamp>('tsa_unavailable', 'The time-stamping authority', () => deps.tsa.timestamp(hexToBytes(input.imageHash))),
-      dependency('tsa_unavailable', 'The time-stamping authority', () => deps.tsa.certificates()),
-    ]);
-
-    const [address, sent] = await Promise.all([
-      dependency('ledger_unavailable', 'The ledger', () => deps.ledger.address()),
-      dependency('ledger_unavailable', 'The ledger', () =>
-        deps.ledger.submit(deps.encodeAnchorData(input.imageHash, serverHash), { kind: 'anchor', ref: input.imageHash }),
-      ),
-    ]);
-
-    const proofs: AnchorProofs = {
-      anchored_at: anchoredAt,
-      api_version: input.apiVersion,
+      claim_id: claimId,
+      fingerprint,
       account_id: input.accountId,
+      api_version: input.apiVersion,
       device_id: input.deviceId,
       public_key_hex: input.publicKeyHex,
       signature_hex: input.signatureHex,
       chain_index: input.chainIndex,
       chain_hash: input.chainHash,
       previous_hash: previousHash,
-      statement: canonicalStatement(statement),
-      server_hash: serverHash,
-      pq_algorithm: 'ML-DSA-65',
-      pq_key_id: deps.signer.keyId,
-      pq_public_key: Buffer.from(pqPublicKey).toString('base64'),
-      pq_signature: Buffer.from(pqSignature).toString('base64'),
-      tsa_response: Buffer.from(timestamp.response).toString('base64'),
-      tsa_gen_time: timestamp.genTime.toISOString(),
-      tsa_serial: timestamp.serial,
-      tsa_policy: timestamp.policy,
-      tsa_certificates: tsaCertificates,
-      ledger_chain_id: deps.ledger.chainId,
-      ledger_address: address,
-      tx_hash: sent.txHash,
-      tx_nonce: sent.nonce,
-      tx_status: 'pending',
+      anchored_at: now.toISOString(),
+      lease_expires_at: now.getTime() + leaseMs,
+      quota_counter: quotaCounterKey(input.accountId, now),
+      quota_hold: newHoldId('a', now, `${input.imageHash}:${claimId}`),
     };
-    const completed = await deps.repo.completeAnchor(input.imageHash, claimId, proofs);
-    if (!completed) {
-      // Only possible if this request outlived its claim (minutes) and another took the hash over.
-      log.error('anchor claim lost before completion', { image_hash: input.imageHash, tx_hash: sent.txHash });
-      throw conflict('hash_already_anchored', `The hash ${input.imageHash} was anchored by another request.`);
-    }
-    linkClaimed = false;
-    // Independent writes (the statistics never throw): side by side.
-    await Promise.all([
-      deps.stats?.record({ anchored: 1, transactions: 1, devices: input.chainIndex === 0 ? 1 : 0 }),
-      deps.repo.anchorLink(input.publicKeyHex, input.chainIndex, claimId, anchoredAt, sent.txHash),
+    // The claim and the quota hold side by side (one round trip); each is undone if the other fails.
+    const [held, claimedResult] = await Promise.allSettled([
+      deps.quota.reserve(input.accountId, input.tier, claim.quota_hold),
+      stored503(() => deps.repo.claimHash(claim)),
     ]);
-
-    // Accepted. The receipt is awaited up to the configured time; past it the job records it.
-    try {
-      const receipt = await deps.ledger.waitForReceipt(sent.txHash, deps.receiptTimeoutMs);
-      if (receipt) {
-        proofs.tx_status = receipt.status;
-        proofs.block_number = receipt.blockNumber;
-        proofs.confirmed_at = clock().toISOString();
-        await deps.repo.setTxStatus(input.imageHash, sent.txHash, receipt.status, receipt.blockNumber, proofs.confirmed_at);
+    const reservation = held.status === 'fulfilled' ? held.value : undefined;
+    const refund = async () => {
+      if (reservation) await endHold(deps, reservation, 'refund');
+    };
+    if (held.status === 'rejected' || !reservation?.allowed) {
+      if (claimedResult.status === 'fulfilled' && claimedResult.value.ok) {
+        await deps.repo.release(claim.image_hash, claim.claim_id).catch(() => undefined); // else the reconciler does
       }
-    } catch (error) {
-      log.warn('receipt not recorded; the finishing job will', { image_hash: input.imageHash, tx_hash: sent.txHash, ...describeError(error) });
+      if (held.status === 'rejected') {
+        log.warn('quota reservation failed', describeError(held.reason));
+        throw unavailable('database_unavailable', 'The database is unavailable. Retry the identical request.');
+      }
+      throw quotaExceeded(reservation as QuotaReservation, input.tier);
     }
-    return { image_hash: input.imageHash, ...proofs };
-  } catch (error) {
-    // Still claimed (anything accepted has cleared linkClaimed and never reaches an undo of the hash).
-    if (!(error instanceof HttpError && error.status === 409 && error.code === 'hash_already_anchored' && !linkClaimed)) {
-      await undo().catch((undoError: unknown) =>
-        log.error('undo of a failed anchor failed; its claim expires by itself', { image_hash: input.imageHash, ...describeError(undoError) }),
+    if (claimedResult.status === 'rejected') {
+      await refund();
+      throw claimedResult.reason;
+    }
+    const claimed = claimedResult.value;
+    if (claimed.ok) return acceptAndPublish(deps, claim, reservation);
+
+    const current = claimed.current;
+    const nowMs = clock().getTime();
+    const lapsed = current?.anchor_state === 'accepting' && (current.lease_expires_at ?? 0) < nowMs;
+    if (!current?.anchor_state) {
+      await refund(); // released meanwhile: claim again
+      continue;
+    }
+    if (current.anchor_state === 'anchored') {
+      await refund();
+      throw conflictError('hash_already_anchored', `The hash ${input.imageHash} is already anchored; verify it at GET /api/v2/evidence/verify/${input.imageHash}.`);
+    }
+    const identical = current.fingerprint === fingerprint;
+    if (identical && current.anchor_state === 'publishing') {
+      // The proofs and the transaction exist: finish exactly those. The unit held for the
+      // interrupted request pays for the anchor; this request's own goes back.
+      await refund();
+      return finishPublishing(deps, current, deps.receiptTimeoutMs);
+    }
+    if (identical && lapsed) {
+      const next = { ...claim, fingerprint };
+      const taken = await stored503(() => deps.repo.takeOver(input.imageHash, current.claim_id as string, next, clock().getTime()));
+      if (!taken) {
+        await refund();
+        continue;
+      }
+      // The hold of the interrupted request is no longer named by the item: the reconciler refunds it.
+      return acceptAndPublish(deps, { ...claim, chain_index: current.chain_index ?? claim.chain_index }, reservation);
+    }
+    if (lapsed) {
+      // Another request's claim lapsed without being released: release it (as the reconciler
+      // would), then claim again.
+      await refund();
+      await releaseAnchor(deps, current).catch((error: unknown) => log.warn('release of a lapsed claim failed', { image_hash: input.imageHash, ...describeError(error) }));
+      continue;
+    }
+    await refund();
+    const retryAfter = current.anchor_state === 'accepting' ? Math.max(1, Math.ceil(((current.lease_expires_at ?? nowMs) - nowMs) / 1000)) : 2;
+    throw conflictError(
+      'hash_already_anchored',
+      `The hash ${input.imageHash} is being anchored by another request; it cannot be anchored twice. ` +
+        (identical ? `Retry this identical request in ${retryAfter} s: it then resumes.` : `Verify it at GET /api/v2/evidence/verify/${input.imageHash}.`),
+      {},
+      retryAfter,
+    );
+  }
+  throw conflictError('hash_already_anchored', `The hash ${input.imageHash} is contended by other requests; retry.`, {}, 1);
+}
+
+/** From a claim this request holds (state accepting) to the anchored item. */
+async function acceptAndPublish(deps: AnchorDeps, claim: AnchorClaim, reservation: QuotaReservation): Promise<AnchoredEvidence> {
+  const published: { txHash?: string } = {};
+  let publishing: EvidenceItem;
+  try {
+    const link = await stored503(() =>
+      deps.repo.claimLink({
+        public_key_hex: claim.public_key_hex,
+        chain_index: claim.chain_index,
+        image_hash: claim.image_hash,
+        chain_hash: claim.chain_hash,
+        previous_hash: claim.previous_hash,
+        signature_hex: claim.signature_hex,
+        device_id: claim.device_id,
+        state: 'claimed',
+        claim_id: claim.claim_id,
+      }),
+    );
+    if (!link.ok) {
+      if (link.reason === 'previous_mismatch') {
+        throw invalid('previous_hash_mismatch', `previous_hash does not match the chain_hash stored at index ${claim.chain_index - 1} of this device's chain.`, {
+          expected_previous_hash: link.expectedPrevious,
+        });
+      }
+      throw conflictError(
+        'chain_index_conflict',
+        link.reason === 'index_taken'
+          ? `Index ${claim.chain_index} of this device's chain is already used; the next free index is ${link.nextIndex}.`
+          : `Index ${claim.chain_index} does not follow this device's chain; the next free index is ${link.nextIndex}.`,
+        { next_index: link.nextIndex },
       );
+    }
+    publishing = await signAndPublish(deps, claim, published);
+  } catch (error) {
+    // Nothing went out: undo the claim (and, when the item already names a transaction, that
+    // transaction's record: the ledger refused it and gave its nonce back) so that the identical
+    // retry starts afresh. A claim lost to a take-over belongs to the retry: release() leaves it
+    // alone. An undo that fails is finished by the reconciler (the same steps).
+    try {
+      if (!(await releaseAnchor(deps, claim, published.txHash))) {
+        // Not ours to release any more (taken over by the identical retry): our own unit goes back.
+        const item = await deps.repo.get(claim.image_hash);
+        if (item?.quota_hold !== claim.quota_hold) await endHold(deps, reservation, 'refund');
+      }
+    } catch (undoError) {
+      log.warn('undo of a failed anchor failed; the reconciler settles it', { image_hash: claim.image_hash, ...describeError(undoError) });
+    }
+    if (error instanceof ClaimLostError) {
+      throw conflictError('hash_already_anchored', `The hash ${claim.image_hash} was taken over by another request for it.`);
     }
     throw error;
   }
+  // A publishing anchor is always finished: the unit is kept (settled) now, side by side with the receipt.
+  const [anchored] = await Promise.all([finishPublishing(deps, publishing, deps.receiptTimeoutMs, { sent: true }), endHold(deps, reservation, 'settle')]);
+  return anchored;
 }
 
-/**
- * Device-side rules, checked before anything is written: the public key and signature are
- * well-formed and the signature verifies, index 0 has no previous hash and later indexes have one,
- * and chain_hash = SHA-256(prev || image_hash). Returns the normalised previous hash.
- */
-function checkDeviceProof(input: AnchorInput): string | null {
-  if (!/^[0-9a-f]{64}$/.test(input.publicKeyHex)) {
-    throw badRequest('invalid_public_key', 'public_key_hex must be a 32-byte Ed25519 public key in hex (64 characters).');
-  }
-  if (!/^[0-9a-f]{128}$/.test(input.signatureHex)) {
-    throw badRequest('invalid_signature', 'signature_hex must be a 64-byte Ed25519 signature in hex (128 characters).');
-  }
-  let previous = input.previousHash;
-  if (input.chainIndex === 0) {
-    if (previous !== null && previous !== ZERO_HASH) {
-      throw badRequest('invalid_previous_hash', 'At chain_index 0, previous_hash must be null (the first entry has no predecessor).');
-    }
-    previous = null;
-  } else if (previous === null) {
-    throw badRequest('invalid_previous_hash', `At chain_index ${input.chainIndex}, previous_hash must be the chain_hash of entry ${input.chainIndex - 1}.`);
-  }
-  const expected = computeChainHash(previous, input.imageHash);
-  if (expected !== input.chainHash) {
-    throw badRequest('invalid_chain_hash', 'chain_hash must be SHA-256(previous chain_hash, or 32 zero bytes at index 0, || image_hash) over raw bytes.', {
-      expected_chain_hash: expected,
-    });
-  }
-  let valid: boolean;
-  try {
-    valid = verifyDeviceSignature(input.signatureHex, input.imageHash, input.publicKeyHex);
-  } catch {
-    throw badRequest('invalid_public_key', 'public_key_hex is not a valid Ed25519 public key.');
-  }
-  if (!valid) {
-    throw badRequest('invalid_signature', 'The Ed25519 signature does not verify for this image_hash and public_key_hex.');
-  }
-  return previous;
-}
-
-/** Runs one external step; a failure becomes a 503 with a stable code (the cause is logged, not sent). */
-async function dependency<T>(code: string, what: string, step: () => Promise<T>): Promise<T> {
-  try {
-    return await step();
-  } catch (error) {
-    if (error instanceof HttpError) throw error;
-    log.warn('dependency failed', { code, ...describeError(error) });
-    throw serviceUnavailable(code, `${what} is unavailable; nothing was recorded. Retry the request.`);
-  }
+/** Ends this request's quota hold; a failure is left to the reconciler (logged, never thrown). */
+async function endHold(deps: AnchorDeps, reservation: QuotaReservation, outcome: 'settle' | 'refund'): Promise<void> {
+  await deps.quota.end({ counterKey: reservation.counterKey, holdId: reservation.holdId }, outcome).catch((error: unknown) =>
+    log.warn(`quota ${outcome} failed; the reconciler ends the hold`, { counter: reservation.counterKey, ...describeError(error) }),
+  );
 }

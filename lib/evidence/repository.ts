@@ -1,6 +1,6 @@
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describeError, log } from '../log.js';
-import { isConditionalCheckFailed } from '../store/dynamo.js';
+import { setClause, tryWrite } from '../store/conditional.js';
 import type { StatsPort } from './stats.js';
 
 /** Ledger state of an anchor's transaction. */
@@ -40,14 +40,84 @@ export interface AnchorProofs {
   confirmed_at?: string | undefined;
 }
 
-/** One evidence item: registration (POST /evidence/hash) and, once anchored, its proofs. */
+/**
+ * Where an anchor stands (DESIGN "The anchor as a state machine"). Each step is one conditional
+ * write from one named state to the next; any invocation can resume it (the identical retry,
+ * the start-up replay, the scheduled reconciler, lib/evidence/reconcile.ts).
+ * - `accepting`: the hash and its chain position are claimed for one request (its fingerprint),
+ *   under a lease; nothing is signed yet. A lapsed lease is released (or taken over by the
+ *   identical retry).
+ * - `publishing`: every proof is stored (statement, ML-DSA-65 signature, RFC 3161 token) and so is
+ *   the signed ledger transaction, BEFORE it can reach any node. From here the anchor is only ever
+ *   finished with that transaction (or, if it provably can never be mined, a new one), never undone.
+ * - `anchored`: the transaction was handed to the ledger; the 200 can be sent. `tx_status` goes from
+ *   pending to confirmed (or failed) when its receipt is recorded.
+ * Released anchors have none of these fields (the item keeps only a registration, if any).
+ */
+export type AnchorState = 'accepting' | 'publishing' | 'anchored';
+
+/** A signed ledger transaction as the evidence item keeps it while publishing. */
+export interface StoredTx {
+  tx_hash: string;
+  tx_nonce: number;
+  /** The signed transaction (0x hex); removed once anchored (the ledger table keeps it). */
+  tx_raw: string;
+  ledger_address: string;
+  ledger_chain_id: number;
+}
+
+/** What a request claims with the hash (state `accepting`). */
+export interface AnchorClaim {
+  image_hash: string;
+  claim_id: string;
+  /** SHA-256 of the canonical request (anchor.ts requestFingerprint): an identical retry has the same. */
+  fingerprint: string;
+  account_id: string;
+  api_version: 'v1' | 'v2';
+  device_id?: string | undefined;
+  public_key_hex: string;
+  signature_hex: string;
+  chain_index: number;
+  chain_hash: string;
+  previous_hash: string | null;
+  /** The time the statement will carry (reset by a take-over). */
+  anchored_at: string;
+  /** Epoch ms after which the claim may be released or taken over. */
+  lease_expires_at: number;
+  /** The quota hold that pays for this anchor (lib/accounts/quota-holds.ts). */
+  quota_counter: string;
+  quota_hold: string;
+}
+
+/** The proofs made while accepting, stored with the move to `publishing`. */
+export interface SignedProofs {
+  statement: string;
+  server_hash: string;
+  pq_algorithm: 'ML-DSA-65';
+  pq_key_id: string;
+  pq_public_key: string;
+  pq_signature: string;
+  tsa_response: string;
+  tsa_gen_time: string;
+  tsa_serial: string;
+  tsa_policy: string;
+  tsa_certificates: string[];
+}
+
+/** One evidence item: registration (POST /evidence/hash) and, once anchoring began, its state. */
 export interface EvidenceItem extends Partial<AnchorProofs> {
   image_hash: string;
   registered_at?: string;
   registered_by?: string;
-  anchor_state?: 'claimed' | 'anchored';
+  anchor_state?: AnchorState;
   claim_id?: string;
-  claim_expires_at?: number;
+  fingerprint?: string;
+  lease_expires_at?: number;
+  quota_counter?: string;
+  quota_hold?: string;
+  tx_raw?: string;
+  /** Set while the anchor is unfinished (accepting, publishing, or its transaction pending): the sparse index. */
+  pending_shard?: string;
 }
 
 /** A stored and fully anchored item. */
@@ -61,15 +131,15 @@ export function isAnchored(item: EvidenceItem | undefined): item is AnchoredEvid
 export interface ChainLink {
   public_key_hex: string;
   chain_index: number;
+  /** The only hash that can ever complete this link: a claimed link is freed only after its evidence was released. */
   image_hash: string;
   chain_hash: string;
   previous_hash: string | null;
   signature_hex: string;
   device_id?: string | undefined;
   state: 'claimed' | 'anchored';
+  /** The claim of the evidence item that holds the link (a take-over moves it). */
   claim_id: string;
-  /** Set while claimed; removed once anchored. */
-  claim_expires_at?: number;
   anchored_at?: string;
   tx_hash?: string;
 }
@@ -83,10 +153,23 @@ export type ChainClaimResult =
   | { ok: false; reason: 'index_taken' | 'previous_missing'; nextIndex: number }
   | { ok: false; reason: 'previous_mismatch'; expectedPrevious: string };
 
+
+/** Why claiming a hash failed: the item as it stands (undefined when it vanished meanwhile). */
+export type HashClaimResult = { ok: true } | { ok: false; current: EvidenceItem | undefined };
+
+/** Fields of an anchor that a release removes (a registration stays). */
+const ANCHOR_FIELDS = [
+  'anchor_state', 'claim_id', 'fingerprint', 'lease_expires_at', 'quota_counter', 'quota_hold', 'pending_shard', 'anchored_at',
+  'account_id', 'api_version', 'device_id', 'public_key_hex', 'signature_hex', 'chain_index', 'chain_hash', 'previous_hash',
+  'statement', 'server_hash', 'pq_algorithm', 'pq_key_id', 'pq_public_key', 'pq_signature',
+  'tsa_response', 'tsa_gen_time', 'tsa_serial', 'tsa_policy', 'tsa_certificates',
+  'tx_hash', 'tx_nonce', 'tx_raw', 'ledger_address', 'ledger_chain_id',
+] as const;
+
 /**
  * DynamoDB access for evidence and device chains. Every write is a single-item conditional
- * write (no transactions: dynalite has none, and none are needed); each condition is explained
- * where it is written.
+ * write (no transactions: dynalite has none, and the state machine needs none); each condition
+ * is explained where it is written.
  */
 export class EvidenceRepository {
   constructor(
@@ -96,6 +179,8 @@ export class EvidenceRepository {
     private readonly stats?: StatsPort,
   ) {}
 
+  // ------------------------------------------------------------------ reads
+
   /** The evidence item, read strongly consistent (verify must see a just-finished anchor). */
   async get(imageHash: string): Promise<EvidenceItem | undefined> {
     const r = await this.db.send(new GetCommand({ TableName: this.tables.evidence, Key: { image_hash: imageHash }, ConsistentRead: true }));
@@ -103,195 +188,12 @@ export class EvidenceRepository {
   }
 
   /**
-   * Registers a hash; idempotent: `if_not_exists` keeps the first registration's time. The item
-   * as it was before (ALL_OLD) tells both that time and whether this call was the first (exactly
-   * one of N concurrent registrations sees no registered_at), which the statistics count.
+   * Unfinished anchors (accepting, publishing, or anchored with the transaction pending), from the
+   * sparse pending_tx index, oldest first. The index is a hint: it is eventually consistent, and
+   * dynalite can lose an entry to a SIGKILL between an item and its index; scanUnfinished() is
+   * the full pass that catches those.
    */
-  async register(imageHash: string, accountId: string, now: string): Promise<{ registeredAt: string; first: boolean }> {
-    const r = await this.db.send(
-      new UpdateCommand({
-        TableName: this.tables.evidence,
-        Key: { image_hash: imageHash },
-        UpdateExpression: 'SET registered_at = if_not_exists(registered_at, :now), registered_by = if_not_exists(registered_by, :acct)',
-        ExpressionAttributeValues: { ':now': now, ':acct': accountId },
-        ReturnValues: 'ALL_OLD',
-      }),
-    );
-    const before = (r.Attributes as EvidenceItem | undefined)?.registered_at;
-    if (before === undefined) await this.stats?.record({ registered: 1 });
-    return { registeredAt: before ?? now, first: before === undefined };
-  }
-
-  /**
-   * Claims a hash for anchoring. Exactly one of any number of concurrent claims wins: the
-   * condition admits an item that was never claimed, or whose claim has expired (a request that
-   * died without undoing its claim must not block the hash forever). An anchored hash is never
-   * claimable again.
-   */
-  async claimHash(imageHash: string, claimId: string, nowMs: number, ttlMs: number): Promise<'claimed' | 'anchored' | 'in_progress'> {
-    try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.tables.evidence,
-          Key: { image_hash: imageHash },
-          UpdateExpression: 'SET anchor_state = :claimed, claim_id = :id, claim_expires_at = :exp',
-          ConditionExpression: 'attribute_not_exists(anchor_state) OR (anchor_state = :claimed AND claim_expires_at < :now)',
-          ExpressionAttributeValues: { ':claimed': 'claimed', ':id': claimId, ':exp': nowMs + ttlMs, ':now': nowMs },
-        }),
-      );
-      return 'claimed';
-    } catch (error) {
-      if (!isConditionalCheckFailed(error)) throw error;
-      const current = await this.get(imageHash);
-      return current?.anchor_state === 'anchored' ? 'anchored' : 'in_progress';
-    }
-  }
-
-  /**
-   * Undoes a claim after a failure, leaving a registration untouched. Only the claim's owner may
-   * undo it (condition on claim_id), so a late undo never removes someone else's anchor.
-   */
-  async releaseHash(imageHash: string, claimId: string): Promise<void> {
-    try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.tables.evidence,
-          Key: { image_hash: imageHash },
-          UpdateExpression: 'REMOVE anchor_state, claim_id, claim_expires_at',
-          ConditionExpression: 'claim_id = :id AND anchor_state = :claimed',
-          ExpressionAttributeValues: { ':id': claimId, ':claimed': 'claimed' },
-        }),
-      );
-    } catch (error) {
-      if (!isConditionalCheckFailed(error)) throw error;
-    }
-  }
-
-  /**
-   * Stores every proof and marks the hash anchored in one conditional update: only the claim's
-   * owner, and only while its claim stands. After this the anchor is accepted and is never undone.
-   */
-  async completeAnchor(imageHash: string, claimId: string, proofs: AnchorProofs): Promise<boolean> {
-    // While the transaction is pending, pending_shard puts the item in the sparse pending_tx index.
-    const entries = Object.entries({ ...proofs, ...(proofs.tx_status === 'pending' ? { pending_shard: PENDING_SHARD } : {}) }).filter(
-      ([, v]) => v !== undefined,
-    );
-    const names: Record<string, string> = { '#state': 'anchor_state' };
-    const values: Record<string, unknown> = { ':anchored': 'anchored', ':claimed': 'claimed', ':id': claimId };
-    const sets = entries.map(([k, v], i) => {
-      names[`#f${i}`] = k;
-      values[`:v${i}`] = v;
-      return `#f${i} = :v${i}`;
-    });
-    try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.tables.evidence,
-          Key: { image_hash: imageHash },
-          UpdateExpression: `SET #state = :anchored, ${sets.join(', ')} REMOVE claim_expires_at`,
-          ConditionExpression: 'claim_id = :id AND #state = :claimed',
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionalCheckFailed(error)) return false;
-      throw error;
-    }
-  }
-
-  /**
-   * Records the receipt of an anchor's transaction (the request itself or the finishing job).
-   * `landed`: when the ledger sender replaced a stuck transaction, the version actually mined
-   * (`txHash`, possibly the original) and every version (`txHashes`); the record then names the
-   * mined one.
-   */
-  async setTxStatus(
-    imageHash: string,
-    txHash: string,
-    status: TxStatus,
-    blockNumber: number | undefined,
-    at: string,
-    landed: { txHash?: string; txHashes?: string[] } = {},
-  ): Promise<void> {
-    const values: Record<string, unknown> = { ':s': status, ':b': blockNumber ?? null, ':at': at, ':tx': txHash, ':mined': landed.txHash ?? txHash };
-    const all = landed.txHashes && landed.txHashes.length > 1 ? landed.txHashes : undefined;
-    if (all) values[':all'] = all;
-    try {
-      const r = await this.db.send(
-        new UpdateCommand({
-          TableName: this.tables.evidence,
-          Key: { image_hash: imageHash },
-          UpdateExpression: `SET tx_status = :s, block_number = :b, confirmed_at = :at, tx_hash = :mined${all ? ', tx_hashes = :all' : ''} REMOVE pending_shard`,
-          // Only for the transaction this record names, or one it named before a replacement
-          // (tx_hashes: the versions of a replaced transaction, see replaceTxHash).
-          ConditionExpression: 'tx_hash = :tx OR contains(tx_hashes, :tx)',
-          ExpressionAttributeValues: values,
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      if (all) await this.linkFollows(r.Attributes as EvidenceItem, values[':mined'] as string);
-    } catch (error) {
-      if (!isConditionalCheckFailed(error)) throw error;
-    }
-  }
-
-  /**
-   * The ledger sender replaced the stuck transaction of a pending anchor (same nonce, higher fees):
-   * the record (and its chain link) names the replacement; `tx_hashes` keeps every version, oldest
-   * first, because the receipt of any of them may be the one that lands (setTxStatus then names it).
-   * False when the record is not pending on `previousTxHash` any more.
-   */
-  async replaceTxHash(imageHash: string, previousTxHash: string, txHash: string, txHashes: string[]): Promise<boolean> {
-    let item: EvidenceItem;
-    try {
-      const r = await this.db.send(
-        new UpdateCommand({
-          TableName: this.tables.evidence,
-          Key: { image_hash: imageHash },
-          UpdateExpression: 'SET tx_hash = :new, tx_hashes = :all',
-          ConditionExpression: 'tx_status = :pending AND (tx_hash = :old OR contains(tx_hashes, :old))',
-          ExpressionAttributeValues: { ':new': txHash, ':all': txHashes, ':old': previousTxHash, ':pending': 'pending' },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      item = r.Attributes as EvidenceItem;
-    } catch (error) {
-      if (isConditionalCheckFailed(error)) return false;
-      throw error;
-    }
-    await this.linkFollows(item, txHash);
-    return true;
-  }
-
-  /**
-   * The chain link of an anchored item names the same transaction as the item (after a
-   * replacement). Best-effort: the item is the record of proof; a link left behind only shows an
-   * older version of the same transaction (and the caller may lack write access to the chains table).
-   */
-  private async linkFollows(item: EvidenceItem, txHash: string): Promise<void> {
-    if (item.public_key_hex === undefined || item.chain_index === undefined) return;
-    try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.tables.chains,
-          Key: { public_key_hex: item.public_key_hex, chain_index: item.chain_index },
-          UpdateExpression: 'SET tx_hash = :tx',
-          ConditionExpression: 'image_hash = :img', // the link of this very item
-          ExpressionAttributeValues: { ':tx': txHash, ':img': item.image_hash },
-        }),
-      );
-    } catch (error) {
-      if (!isConditionalCheckFailed(error)) log.warn('chain link not updated to the replacement transaction', { image_hash: item.image_hash, tx_hash: txHash, ...describeError(error) });
-    }
-  }
-
-  /**
-   * Anchors whose transaction was still pending when their request answered, oldest first. The
-   * index is eventually consistent, which is fine for a job that runs every minute.
-   */
-  async listPending(limit: number): Promise<{ image_hash: string; anchored_at: string }[]> {
+  async listUnfinished(limit: number): Promise<string[]> {
     const r = await this.db.send(
       new QueryCommand({
         TableName: this.tables.evidence,
@@ -301,7 +203,28 @@ export class EvidenceRepository {
         Limit: limit,
       }),
     );
-    return (r.Items ?? []) as { image_hash: string; anchored_at: string }[];
+    return (r.Items ?? []).map((i) => String(i.image_hash));
+  }
+
+  /** Every unfinished anchor, read from the items themselves (a full scan: at start and now and then). */
+  async scanUnfinished(): Promise<string[]> {
+    const out: string[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new ScanCommand({
+          TableName: this.tables.evidence,
+          ProjectionExpression: 'image_hash',
+          FilterExpression: 'anchor_state IN (:a, :p) OR (anchor_state = :d AND tx_status = :pending) OR attribute_exists(pending_shard)',
+          ExpressionAttributeValues: { ':a': 'accepting', ':p': 'publishing', ':d': 'anchored', ':pending': 'pending' },
+          ConsistentRead: true,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      out.push(...(page.Items ?? []).map((i) => String(i.image_hash)));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return out;
   }
 
   /** The last link of a device's chain, if any (to tell a client the next free index). */
@@ -339,71 +262,395 @@ export class EvidenceRepository {
     return (r.Items ?? []) as ChainLink[];
   }
 
+  // ------------------------------------------------------------------ registration
+
   /**
-   * Claims position `link.chain_index` of a device chain. The previous link must exist (claimed
-   * or anchored: a device may pipeline its uploads) and its chain_hash must be the link's
-   * previous_hash; the slot itself must be free, or hold an expired claim of a request that died.
+   * Registers a hash; idempotent: `if_not_exists` keeps the first registration's time. The item
+   * as it was before (ALL_OLD) tells both that time and whether this call was the first (exactly
+   * one of N concurrent registrations sees no registered_at), which the statistics count.
    */
-  async claimLink(link: ChainLink, nowMs: number): Promise<ChainClaimResult> {
-    if (link.chain_index > 0) {
-      const prev = await this.getLink(link.public_key_hex, link.chain_index - 1);
-      if (!prev || (prev.state === 'claimed' && (prev.claim_expires_at ?? 0) < nowMs)) {
-        return { ok: false, reason: 'previous_missing', nextIndex: await this.nextIndex(link.public_key_hex, nowMs) };
-      }
-      if (prev.chain_hash !== link.previous_hash) return { ok: false, reason: 'previous_mismatch', expectedPrevious: prev.chain_hash };
-    }
-    try {
-      await this.db.send(
-        new PutCommand({
-          TableName: this.tables.chains,
-          Item: link,
-          ConditionExpression: 'attribute_not_exists(public_key_hex) OR (#state = :claimed AND claim_expires_at < :now)',
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: { ':claimed': 'claimed', ':now': nowMs },
-        }),
-      );
-      return { ok: true };
-    } catch (error) {
-      if (!isConditionalCheckFailed(error)) throw error;
-      return { ok: false, reason: 'index_taken', nextIndex: await this.nextIndex(link.public_key_hex, nowMs) };
-    }
-  }
-
-  /** Removes a claimed link after a failure; only its own claim, never an anchored link. */
-  async releaseLink(publicKeyHex: string, index: number, claimId: string): Promise<void> {
-    try {
-      await this.db.send(
-        new DeleteCommand({
-          TableName: this.tables.chains,
-          Key: { public_key_hex: publicKeyHex, chain_index: index },
-          ConditionExpression: 'claim_id = :id AND #state = :claimed',
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: { ':id': claimId, ':claimed': 'claimed' },
-        }),
-      );
-    } catch (error) {
-      if (!isConditionalCheckFailed(error)) throw error;
-    }
-  }
-
-  /** Marks a link anchored once its evidence is accepted. */
-  async anchorLink(publicKeyHex: string, index: number, claimId: string, anchoredAt: string, txHash: string): Promise<void> {
-    await this.db.send(
+  async register(imageHash: string, accountId: string, now: string): Promise<{ registeredAt: string; first: boolean }> {
+    const r = await this.db.send(
       new UpdateCommand({
-        TableName: this.tables.chains,
-        Key: { public_key_hex: publicKeyHex, chain_index: index },
-        UpdateExpression: 'SET #state = :anchored, anchored_at = :at, tx_hash = :tx REMOVE claim_expires_at',
-        ConditionExpression: 'claim_id = :id',
-        ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':anchored': 'anchored', ':at': anchoredAt, ':tx': txHash, ':id': claimId },
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: 'SET registered_at = if_not_exists(registered_at, :now), registered_by = if_not_exists(registered_by, :acct)',
+        ExpressionAttributeValues: { ':now': now, ':acct': accountId },
+        ReturnValues: 'ALL_OLD',
+      }),
+    );
+    const before = (r.Attributes as EvidenceItem | undefined)?.registered_at;
+    if (before === undefined) await this.stats?.record({ registered: 1 });
+    return { registeredAt: before ?? now, first: before === undefined };
+  }
+
+  // ------------------------------------------------------------------ the anchor's states
+
+  /**
+   * accepting: claims the hash for one request. Exactly one of any number of concurrent claims
+   * wins: the condition admits only an item where no anchor is under way or done (a registration
+   * may be there). A lapsed claim is never overwritten here: it is released first (its link and
+   * quota hold with it) or taken over by the identical retry (takeOver).
+   */
+  async claimHash(claim: AnchorClaim): Promise<HashClaimResult> {
+    const { sets, names, values } = setClause({ ...claim, image_hash: undefined, anchor_state: 'accepting', pending_shard: PENDING_SHARD });
+    const r = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: claim.image_hash },
+        UpdateExpression: `SET ${sets.join(', ')}`,
+        ConditionExpression: 'attribute_not_exists(anchor_state)',
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      }),
+    );
+    if (r.ok) return { ok: true };
+    return { ok: false, current: (r.old as unknown as EvidenceItem | undefined) ?? (await this.get(claim.image_hash)) };
+  }
+
+  /**
+   * The identical retry takes over a lapsed `accepting` claim: same fingerprint (same request),
+   * lease over, and the claim still the one it read. The new claim gets its own lease, time and
+   * quota hold (the old hold is then refunded by the reconciler: the item no longer names it).
+   */
+  async takeOver(
+    imageHash: string,
+    previousClaimId: string,
+    next: Pick<AnchorClaim, 'claim_id' | 'anchored_at' | 'lease_expires_at' | 'quota_counter' | 'quota_hold' | 'fingerprint'>,
+    nowMs: number,
+  ): Promise<boolean> {
+    const { sets, names, values } = setClause({ ...next, fingerprint: undefined });
+    const r = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: `SET ${sets.join(', ')}`,
+        ConditionExpression: 'anchor_state = :accepting AND claim_id = :prev AND fingerprint = :fp AND lease_expires_at < :now',
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: { ...values, ':accepting': 'accepting', ':prev': previousClaimId, ':fp': next.fingerprint, ':now': nowMs },
+      }),
+    );
+    return r.ok;
+  }
+
+  /**
+   * Releases a claim whose anchor was not published: the anchor's fields go, a registration stays.
+   * - Without `unsentTx`: an `accepting` claim. A release and a move to publishing of the same
+   *   claim are exclusive (both are conditional on the state), so exactly one of them happens.
+   * - With `unsentTx`: a `publishing` item whose request saw the ledger refuse its transaction
+   *   (the sender gave the nonce back: it can never go out). Only that request does this, and only
+   *   while the item still names that transaction.
+   */
+  async release(imageHash: string, claimId: string, unsentTx?: string): Promise<boolean> {
+    const r = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: `REMOVE ${ANCHOR_FIELDS.join(', ')}`,
+        ConditionExpression: unsentTx
+          ? 'claim_id = :id AND anchor_state = :publishing AND tx_hash = :tx'
+          : 'claim_id = :id AND anchor_state = :accepting',
+        ExpressionAttributeValues: unsentTx ? { ':id': claimId, ':publishing': 'publishing', ':tx': unsentTx } : { ':id': claimId, ':accepting': 'accepting' },
+      }),
+    );
+    return r.ok;
+  }
+
+  /**
+   * accepting → publishing: stores every proof and the signed transaction, before the transaction
+   * is persisted by the ledger sender or broadcast (the sender calls this from its beforePersist
+   * hook). False when the claim is no longer this request's (released or taken over): the sender
+   * then gives the nonce back and nothing goes out.
+   */
+  async markPublishing(imageHash: string, claimId: string, proofs: SignedProofs, tx: StoredTx): Promise<boolean> {
+    const { sets, names, values } = setClause({ ...proofs, ...tx, anchor_state: 'publishing' });
+    const r = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: `SET ${sets.join(', ')} REMOVE lease_expires_at`,
+        ConditionExpression: 'claim_id = :id AND anchor_state = :accepting',
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: { ...values, ':id': claimId, ':accepting': 'accepting' },
+      }),
+    );
+    return r.ok;
+  }
+
+  /**
+   * publishing: the stored transaction can never be mined (its nonce went to another transaction
+   * and it has no receipt), so a new one replaces it. Conditional on the item still naming the
+   * dead one: of two resumers that both found it dead, one replaces it and the other's new
+   * transaction is given back unsent.
+   */
+  async replaceTx(imageHash: string, deadTxHash: string, tx: StoredTx): Promise<boolean> {
+    const { sets, names, values } = setClause({ ...tx });
+    const r = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: `SET ${sets.join(', ')}`,
+        ConditionExpression: 'anchor_state = :publishing AND tx_hash = :dead',
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: { ...values, ':publishing': 'publishing', ':dead': deadTxHash },
+      }),
+    );
+    return r.ok;
+  }
+
+  /**
+   * publishing → anchored: the transaction `namedTxHash` (the one the item names) was handed to
+   * the ledger. With a receipt the status is recorded in the same write (`minedTxHash`: the version
+   * mined, after a fee replacement) and the item leaves the unfinished index. The anchored item
+   * only for the call that made the move (statistics count it once); null when another resumer
+   * did, or the item names another transaction.
+   */
+  async markAnchored(
+    imageHash: string,
+    namedTxHash: string,
+    receipt: { status: TxStatus; blockNumber: number; at: string; minedTxHash: string; txHashes?: string[] | undefined } | null,
+  ): Promise<AnchoredEvidence | null> {
+    const fields: Record<string, unknown> = { anchor_state: 'anchored', tx_status: receipt?.status ?? 'pending' };
+    if (receipt) {
+      fields.block_number = receipt.blockNumber;
+      fields.confirmed_at = receipt.at;
+      fields.tx_hash = receipt.minedTxHash;
+      if (receipt.txHashes && receipt.txHashes.length > 1) fields.tx_hashes = receipt.txHashes;
+    }
+    const { sets, names, values } = setClause(fields);
+    const r = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: `SET ${sets.join(', ')} REMOVE tx_raw${receipt ? ', pending_shard' : ''}`,
+        ConditionExpression: 'anchor_state = :publishing AND tx_hash = :named',
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: { ...values, ':publishing': 'publishing', ':named': namedTxHash },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return r.ok ? (r.attributes as unknown as AnchoredEvidence) : null;
+  }
+
+  /**
+   * Records the receipt of an anchored item's transaction (the request itself or the reconciler).
+   * `landed`: when the ledger sender replaced a stuck transaction, the version actually mined
+   * (`txHash`, possibly the original) and every version (`txHashes`); the record then names the
+   * mined one.
+   */
+  async setTxStatus(
+    imageHash: string,
+    txHash: string,
+    status: TxStatus,
+    blockNumber: number | undefined,
+    at: string,
+    landed: { txHash?: string; txHashes?: string[] } = {},
+  ): Promise<void> {
+    const values: Record<string, unknown> = { ':s': status, ':b': blockNumber ?? null, ':at': at, ':tx': txHash, ':mined': landed.txHash ?? txHash };
+    const all = landed.txHashes && landed.txHashes.length > 1 ? landed.txHashes : undefined;
+    if (all) values[':all'] = all;
+    const r = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: `SET tx_status = :s, block_number = :b, confirmed_at = :at, tx_hash = :mined${all ? ', tx_hashes = :all' : ''} REMOVE pending_shard`,
+        // Only for the transaction this record names, or one it named before a replacement
+        // (tx_hashes: the versions of a replaced transaction, see replaceTxHash).
+        ConditionExpression: 'tx_hash = :tx OR contains(tx_hashes, :tx)',
+        ExpressionAttributeValues: values,
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    if (r.ok && all) await this.linkFollows(r.attributes as unknown as EvidenceItem, values[':mined'] as string);
+  }
+
+  /** Takes an item out of the unfinished index (a stray entry: nothing left to do for it). */
+  async clearUnfinished(imageHash: string): Promise<void> {
+    await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: 'REMOVE pending_shard',
+        ConditionExpression: 'attribute_not_exists(anchor_state) OR (anchor_state = :anchored AND tx_status <> :pending)',
+        ExpressionAttributeValues: { ':anchored': 'anchored', ':pending': 'pending' },
       }),
     );
   }
 
-  private async nextIndex(publicKeyHex: string, nowMs: number): Promise<number> {
+  /**
+   * The ledger sender replaced the stuck transaction of a pending anchor (same nonce, higher fees):
+   * the record (and its chain link) names the replacement; `tx_hashes` keeps every version, oldest
+   * first, because the receipt of any of them may be the one that lands (setTxStatus then names it).
+   * False when the record is not pending on `previousTxHash` any more.
+   */
+  async replaceTxHash(imageHash: string, previousTxHash: string, txHash: string, txHashes: string[]): Promise<boolean> {
+    const r = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: 'SET tx_hash = :new, tx_hashes = :all',
+        ConditionExpression: 'tx_status = :pending AND (tx_hash = :old OR contains(tx_hashes, :old))',
+        ExpressionAttributeValues: { ':new': txHash, ':all': txHashes, ':old': previousTxHash, ':pending': 'pending' },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    if (!r.ok) return false;
+    await this.linkFollows(r.attributes as unknown as EvidenceItem, txHash);
+    return true;
+  }
+
+  /**
+   * The chain link of an anchored item names the same transaction as the item (after a
+   * replacement). Best-effort: the item is the record of proof; a link left behind only shows an
+   * older version of the same transaction (and the caller may lack write access to the chains table).
+   */
+  private async linkFollows(item: EvidenceItem, txHash: string): Promise<void> {
+    if (item.public_key_hex === undefined || item.chain_index === undefined) return;
+    try {
+      await tryWrite(
+        this.db,
+        new UpdateCommand({
+          TableName: this.tables.chains,
+          Key: { public_key_hex: item.public_key_hex, chain_index: item.chain_index },
+          UpdateExpression: 'SET tx_hash = :tx',
+          ConditionExpression: 'image_hash = :img', // the link of this very item
+          ExpressionAttributeValues: { ':tx': txHash, ':img': item.image_hash },
+        }),
+      );
+    } catch (error) {
+      log.warn('chain link not updated to the replacement transaction', { image_hash: item.image_hash, tx_hash: txHash, ...describeError(error) });
+    }
+  }
+
+  // ------------------------------------------------------------------ device-chain links
+
+  /**
+   * Claims position `link.chain_index` of a device chain for `link.image_hash`, for good: a claimed
+   * link is freed only after its evidence item was released (releaseLink, in that order), so no
+   * other photo can ever complete it and a chain never forks. Rules, read from the three links
+   * around the index in one strongly consistent Query:
+   * - the previous link exists (claimed or anchored: a device may pipeline its uploads) and its
+   *   chain_hash is this link's previous_hash;
+   * - a next link, if one was claimed already, has this link's chain_hash as its previous_hash;
+   * - the slot is free, or held for this very hash (an identical retry that took the evidence
+   *   over: the claim moves to it), or held by an orphan (a link whose evidence item was released
+   *   and which a crash kept from being freed: freed now).
+   */
+  async claimLink(link: ChainLink): Promise<ChainClaimResult> {
+    const i = link.chain_index;
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const around = await this.linksAround(link.public_key_hex, i);
+      const prev = around.get(i - 1);
+      const self = around.get(i);
+      const next = around.get(i + 1);
+      if (i > 0) {
+        if (!prev) return { ok: false, reason: 'previous_missing', nextIndex: await this.nextIndex(link.public_key_hex) };
+        if (prev.chain_hash !== link.previous_hash) return { ok: false, reason: 'previous_mismatch', expectedPrevious: prev.chain_hash };
+      }
+      if (next && next.previous_hash !== link.chain_hash) return { ok: false, reason: 'index_taken', nextIndex: await this.nextIndex(link.public_key_hex) };
+      if (self) {
+        if (self.image_hash === link.image_hash && self.state === 'claimed') {
+          const moved = await tryWrite(
+            this.db,
+            new UpdateCommand({
+              TableName: this.tables.chains,
+              Key: { public_key_hex: link.public_key_hex, chain_index: i },
+              UpdateExpression: 'SET claim_id = :id',
+              ConditionExpression: 'image_hash = :img AND #state = :claimed AND claim_id = :was',
+              ExpressionAttributeNames: { '#state': 'state' },
+              ExpressionAttributeValues: { ':id': link.claim_id, ':img': link.image_hash, ':claimed': 'claimed', ':was': self.claim_id },
+            }),
+          );
+          if (moved.ok) return { ok: true };
+          continue;
+        }
+        if (self.state === 'claimed' && (await this.settleStrayLink(self))) continue;
+        return { ok: false, reason: 'index_taken', nextIndex: await this.nextIndex(link.public_key_hex) };
+      }
+      const put = await tryWrite(
+        this.db,
+        new PutCommand({ TableName: this.tables.chains, Item: link, ConditionExpression: 'attribute_not_exists(public_key_hex)' }),
+      );
+      if (put.ok) return { ok: true };
+    }
+    return { ok: false, reason: 'index_taken', nextIndex: await this.nextIndex(link.public_key_hex) };
+  }
+
+  /**
+   * A claimed link held by another hash: what its evidence item says of it. Anchored → the link
+   * lagged behind (a crash between the two writes): it is set anchored now, and stays taken.
+   * Released (the item holds no anchor at this position) → an orphan: freed; true.
+   */
+  private async settleStrayLink(link: ChainLink): Promise<boolean> {
+    const item = await this.get(link.image_hash);
+    const holds = item?.anchor_state !== undefined && item.public_key_hex === link.public_key_hex && item.chain_index === link.chain_index;
+    if (holds && isAnchored(item)) {
+      await this.anchorLink(link.public_key_hex, link.chain_index, link.image_hash, item.anchored_at, item.tx_hash);
+      return false;
+    }
+    if (holds) return false;
+    return this.releaseLink(link.public_key_hex, link.chain_index, link.claim_id);
+  }
+
+  /**
+   * Frees a claimed link after its evidence item was released; only that claim (a take-over
+   * moved the claim to the retry, which keeps it), never an anchored link.
+   */
+  async releaseLink(publicKeyHex: string, index: number, claimId: string): Promise<boolean> {
+    const r = await tryWrite(
+      this.db,
+      new DeleteCommand({
+        TableName: this.tables.chains,
+        Key: { public_key_hex: publicKeyHex, chain_index: index },
+        ConditionExpression: 'claim_id = :id AND #state = :claimed',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':id': claimId, ':claimed': 'claimed' },
+      }),
+    );
+    return r.ok;
+  }
+
+  /**
+   * Marks a link anchored once its evidence is anchored: the link of that very hash (whatever
+   * claim holds it: only that hash can ever complete it). Idempotent.
+   */
+  async anchorLink(publicKeyHex: string, index: number, imageHash: string, anchoredAt: string, txHash: string): Promise<void> {
+    await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.chains,
+        Key: { public_key_hex: publicKeyHex, chain_index: index },
+        UpdateExpression: 'SET #state = :anchored, anchored_at = :at, tx_hash = :tx',
+        ConditionExpression: 'image_hash = :img',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':anchored': 'anchored', ':at': anchoredAt, ':tx': txHash, ':img': imageHash },
+      }),
+    );
+  }
+
+  private async linksAround(publicKeyHex: string, index: number): Promise<Map<number, ChainLink>> {
+    const r = await this.db.send(
+      new QueryCommand({
+        TableName: this.tables.chains,
+        KeyConditionExpression: 'public_key_hex = :pk AND chain_index BETWEEN :lo AND :hi',
+        ExpressionAttributeValues: { ':pk': publicKeyHex, ':lo': Math.max(0, index - 1), ':hi': index + 1 },
+        ConsistentRead: true,
+      }),
+    );
+    return new Map(((r.Items ?? []) as ChainLink[]).map((l) => [l.chain_index, l]));
+  }
+
+  private async nextIndex(publicKeyHex: string): Promise<number> {
     const last = await this.lastLink(publicKeyHex);
-    if (!last) return 0;
-    const live = last.state === 'anchored' || (last.claim_expires_at ?? 0) >= nowMs;
-    return live ? last.chain_index + 1 : last.chain_index;
+    return last ? last.chain_index + 1 : 0;
   }
 }

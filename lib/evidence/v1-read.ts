@@ -79,14 +79,15 @@ export function parseChainCursor(cursor: string | undefined): number | undefined
  * Returns undefined for a device without any chain entry. Round trips: 3 (head, the entry before
  * the page, the page), in parallel.
  */
-export async function readChainPage(repo: EvidenceRepository, publicKeyHex: string, from: number, limit: number, nowMs = Date.now()): Promise<ChainPage | undefined> {
+export async function readChainPage(repo: EvidenceRepository, publicKeyHex: string, from: number, limit: number): Promise<ChainPage | undefined> {
   const [head, before, raw] = await Promise.all([
     repo.lastLink(publicKeyHex),
     from > 0 ? repo.getLink(publicKeyHex, from - 1) : Promise.resolve(undefined),
     repo.listLinks(publicKeyHex, from, limit),
   ]);
   if (!head) return undefined;
-  const live = (l: ChainLink | undefined): l is ChainLink => !!l && (l.state === 'anchored' || (l.claim_expires_at ?? 0) >= nowMs);
+  // A claimed link belongs to its hash until its evidence is released (repository.ts claimLink): it is part of the chain.
+  const live = (l: ChainLink | undefined): l is ChainLink => !!l;
   const links = raw.filter(live).sort((a, b) => a.chain_index - b.chain_index);
 
   const gaps: ChainIntegrity['gaps'] = [];
@@ -111,7 +112,7 @@ export async function readChainPage(repo: EvidenceRepository, publicKeyHex: stri
   }
 
   const lastRaw = raw.at(-1);
-  const headLength = head.state === 'anchored' || (head.claim_expires_at ?? 0) >= nowMs ? head.chain_index + 1 : head.chain_index;
+  const headLength = head.chain_index + 1;
   const next = lastRaw && lastRaw.chain_index < head.chain_index ? String(lastRaw.chain_index + 1) : null;
   const complete = gaps.length === 0 && broken.length === 0;
   return {

@@ -4,6 +4,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
+import { DomainError, type DomainErrorKind } from '../errors.js';
 import { describeError, log } from '../log.js';
 import { HttpError, badRequest, payloadTooLarge, problemType } from './errors.js';
 
@@ -115,6 +116,7 @@ function validationError(error: { issues: { path: PropertyKey[]; message: string
 /** The one error handler: our errors as they are; Hono's as problems; anything else a logged, generic 500. */
 export function renderError(error: Error, c: AppContext): Response {
   if (error instanceof HttpError) return problem(c, error);
+  if (error instanceof DomainError) return problem(c, fromDomain(error));
   if (error instanceof HTTPException) {
     const status = error.status;
     if (status === 413) return problem(c, payloadTooLarge(`The request body is larger than ${MAX_BODY_BYTES} bytes.`));
@@ -131,6 +133,25 @@ export function renderError(error: Error, c: AppContext): Response {
       request_id: c.get('requestId'),
     }),
   );
+}
+
+const DOMAIN_STATUS = {
+  invalid: [400, 'Bad Request'],
+  unauthenticated: [401, 'Unauthorized'],
+  forbidden: [403, 'Forbidden'],
+  not_found: [404, 'Not Found'],
+  conflict: [409, 'Conflict'],
+  limited: [429, 'Too Many Requests'],
+  unavailable: [503, 'Service Unavailable'],
+} as const satisfies Record<DomainErrorKind, readonly [number, string]>;
+
+/** A domain error (lib/errors.ts) as the HTTP error it means. */
+function fromDomain(error: DomainError): HttpError {
+  const [status, title] = DOMAIN_STATUS[error.kind];
+  const headers: Record<string, string> = {};
+  if (error.retryAfterSeconds !== undefined) headers['Retry-After'] = String(error.retryAfterSeconds);
+  if (error.kind === 'unauthenticated') headers['WWW-Authenticate'] = 'Bearer';
+  return new HttpError(status, error.code, title, error.detail, error.extensions, headers);
 }
 
 function problem(c: AppContext, error: HttpError): Response {

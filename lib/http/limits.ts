@@ -2,10 +2,10 @@ import type { MiddlewareHandler, Next } from 'hono';
 import type { TierName } from '../config.js';
 import { getKeyAuthDeps, type KeyAuthDepsProvider } from '../accounts/key-auth-deps.js';
 import type { IpScope, LimitService, QuotaReservation, RateDecision } from '../accounts/limits.js';
-import { tierLabel } from '../accounts/tiers.js';
+import { quotaExceeded } from '../accounts/quota-holds.js';
 import { describeError, log } from '../log.js';
 import type { AppContext, AppEnv } from './app.js';
-import { type HttpError, tooManyRequests } from './errors.js';
+import { tooManyRequests } from './errors.js';
 
 /** Options shared by the limit middleware. */
 export interface LimitOptions {
@@ -49,16 +49,10 @@ export async function runWithQuota(
   } finally {
     if (!succeeded) await refundQuota(limits, reservation, accountId);
   }
-}
-
-/** The 429 `quota_exceeded` of a refused reservation. */
-export function quotaExceeded(reservation: QuotaReservation, tier: TierName): HttpError {
-  const resetsAt = reservation.resetsAt.toISOString();
-  return tooManyRequests(
-    'quota_exceeded',
-    `Monthly quota exhausted: the ${tierLabel(tier)} tier includes ${reservation.limit} evidence operations per calendar month (UTC) and this account has used them. The quota resets at ${resetsAt}; a higher tier raises it.`,
-    reservation.retryAfterSeconds,
-    { limit: reservation.limit, window: 'month', tier, resets_at: resetsAt },
+  // Completed: the unit stays counted. A settle lost to an outage leaves the hold open; the
+  // reconciler then refunds it (the customer is never charged twice; at worst not at all).
+  await limits.settleQuota(reservation).catch((error: unknown) =>
+    log.warn('quota settle failed; the reconciler ends the hold', { account_id: accountId, counter: reservation.counterKey, ...describeError(error) }),
   );
 }
 
@@ -67,8 +61,8 @@ export async function refundQuota(limits: LimitService, reservation: QuotaReserv
   try {
     await limits.refundQuota(reservation);
   } catch (error) {
-    // The response stands; a lost refund costs the customer one unit, logged for support.
-    log.error('quota refund failed', { account_id: accountId, counter: reservation.counterKey, ...describeError(error) });
+    // The response stands; the hold stays open and the reconciler refunds it (quota-holds.ts).
+    log.warn('quota refund failed; the reconciler refunds the hold', { account_id: accountId, counter: reservation.counterKey, ...describeError(error) });
   }
 }
 

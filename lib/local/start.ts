@@ -9,10 +9,9 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { ConfigError, loadConfig, type Config } from '../config.js';
-import { getLedgerSender } from '../deps/anchoring.js';
+import { getLedgerSender, getReconcileDeps } from '../deps/anchoring.js';
 import { getDb } from '../deps/core.js';
-import { getEvidenceRepo } from '../deps/evidence.js';
-import { finishPendingAnchors } from '../evidence/finish-pending.js';
+import { reconcileAnchors } from '../evidence/reconcile.js';
 import { ensurePqKeyRegistered } from '../evidence/pq-registration.js';
 import { ensureTables } from '../store/tables.js';
 import { describeError, log } from '../log.js';
@@ -97,16 +96,23 @@ try {
   stops.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
   say(`api        http://${config.host}:${config.port} (health: /api/v1/health, OpenAPI: /api/openapi.json)`);
 
-  // The scheduled Lambda's local twin: finish anchors whose receipt came late.
-  const timer = setInterval(() => {
-    void (async () => {
-      try {
-        await finishPendingAnchors({ repo: getEvidenceRepo(), ledger: await getLedgerSender() });
-      } catch (error) {
-        log.warn('finish-pending failed', describeError(error));
-      }
-    })();
-  }, 30_000);
+  // The scheduled Lambda's local twin (functions/jobs/reconcile.ts): a full pass over the items at
+  // start settles what a crash left (lapsed claims, publishing anchors, open quota holds), then a
+  // pass over the unfinished index every few seconds. One pass at a time.
+  let reconciling = false;
+  const reconcile = async (fullScan: boolean) => {
+    if (reconciling) return;
+    reconciling = true;
+    try {
+      await reconcileAnchors(await getReconcileDeps(), { fullScan });
+    } catch (error) {
+      log.warn('reconcile failed', describeError(error));
+    } finally {
+      reconciling = false;
+    }
+  };
+  void reconcile(true);
+  const timer = setInterval(() => void reconcile(false), config.reconcileIntervalMs);
   timer.unref();
   stops.push(async () => clearInterval(timer));
 

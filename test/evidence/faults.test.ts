@@ -12,7 +12,7 @@ import { getConfig, getDb } from '../../lib/deps/core.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { anchorEvidence, type AnchorDeps, type AnchorInput } from '../../lib/evidence/anchor.js';
 import { RemoteTsa } from '../../lib/crypto/tsa/remote.js';
-import { HttpError } from '../../lib/http/errors.js';
+import { DomainError } from '../../lib/errors.js';
 import { createLedgerProvider, LedgerSender } from '../../lib/ledger/sender.js';
 import { startLocalChain, type LocalChain } from '../../lib/local/chain.js';
 import { useStack, freePort } from '../support/stack.js';
@@ -35,6 +35,7 @@ function inputFor(device: Device): AnchorInput {
     signatureHex: b.signature_hex,
     publicKeyHex: b.public_key_hex,
     accountId: 'acc_fault_test',
+    tier: 'pro',
     apiVersion: 'v2',
   };
 }
@@ -46,10 +47,12 @@ async function assertNothingHalfMade(input: AnchorInput) {
   assert.equal(await getEvidenceRepo().getLink(input.publicKeyHex, input.chainIndex), undefined, 'the chain position must be free again');
 }
 
+const STATUS_OF_KIND: Record<string, number> = { invalid: 400, conflict: 409, limited: 429, unavailable: 503 };
+
 async function rejectsWith(promise: Promise<unknown>, status: number, code: string) {
   await assert.rejects(promise, (error: unknown) => {
-    assert.ok(error instanceof HttpError, `expected an HttpError, got ${String(error)}`);
-    assert.equal(error.status, status);
+    assert.ok(error instanceof DomainError, `expected a DomainError, got ${String(error)}`);
+    assert.equal(STATUS_OF_KIND[error.kind], status);
     assert.equal(error.code, code);
     return true;
   });
@@ -122,8 +125,9 @@ describe('a chain node that is stopped mid-request', () => {
     ledger: {
       chainId: chain.chainId,
       address: () => sender.address(),
-      submit: (data, meta) => sender.submit(data, meta),
-      waitForReceipt: (tx, ms) => sender.waitForReceipt(tx, ms),
+      publish: async (data, ref, persist) => sender.submit(data, { kind: 'anchor', ref }, { beforePersist: persist }),
+      resume: (tx) => sender.resume({ ...tx, kind: 'anchor' }),
+      waitForReceipt: (tx, ms, nonce) => sender.waitForReceipt(tx, ms, nonce),
     },
   });
 
@@ -153,19 +157,45 @@ describe('a chain node that is stopped mid-request', () => {
 });
 
 describe('a request that died without undoing its claim', () => {
-  it('does not block the hash once the claim has expired', async () => {
-    const device = new Device();
-    const input = inputFor(device);
-    const repo = getEvidenceRepo();
-    const past = Date.now() - 10 * 60_000;
-    assert.equal(await repo.claimHash(input.imageHash, `dead-${randomBytes(4).toString('hex')}`, past, 60_000), 'claimed');
+  /** The claim a request of another client left when it died (its lease ends at `leaseEnd`). */
+  async function deadClaim(input: AnchorInput, leaseEnd: number) {
+    const claimId = `dead-${randomBytes(4).toString('hex')}`;
+    const claimed = await getEvidenceRepo().claimHash({
+      image_hash: input.imageHash,
+      claim_id: claimId,
+      fingerprint: 'f'.repeat(64), // another request than the one the test sends
+      account_id: 'acc_other',
+      api_version: 'v2',
+      public_key_hex: input.publicKeyHex,
+      signature_hex: input.signatureHex,
+      chain_index: input.chainIndex,
+      chain_hash: input.chainHash,
+      previous_hash: input.previousHash,
+      anchored_at: new Date(leaseEnd - 20_000).toISOString(),
+      lease_expires_at: leaseEnd,
+      quota_counter: 'quota#acc_other#2026-11',
+      quota_hold: `a:${leaseEnd}:${input.imageHash}:${claimId}`,
+    });
+    assert.equal(claimed.ok, true);
+  }
+
+  it('does not block the hash once the claim has lapsed: it is released and the hash anchored', async () => {
+    const input = inputFor(new Device());
+    await deadClaim(input, Date.now() - 60_000);
     const result = await anchorEvidence(baseDeps, input);
     assert.equal(result.image_hash, input.imageHash);
+    assert.equal(result.account_id, input.accountId);
   });
 
-  it('still refuses the hash while a live claim stands', async () => {
+  it('still refuses the hash while a live claim stands, saying when to retry', async () => {
     const input = inputFor(new Device());
-    assert.equal(await getEvidenceRepo().claimHash(input.imageHash, 'live-claim', Date.now(), 60_000), 'claimed');
-    await rejectsWith(anchorEvidence(baseDeps, input), 409, 'hash_already_anchored');
+    await deadClaim(input, Date.now() + 60_000);
+    await assert.rejects(anchorEvidence(baseDeps, input), (error: unknown) => {
+      assert.ok(error instanceof DomainError);
+      assert.equal(error.kind, 'conflict');
+      assert.equal(error.code, 'hash_already_anchored');
+      assert.ok((error.retryAfterSeconds ?? 0) >= 1 && (error.retryAfterSeconds ?? 0) <= 60, `Retry-After ${error.retryAfterSeconds}`);
+      return true;
+    });
   });
 });

@@ -5,7 +5,7 @@ import { JsonRpcProvider, Network, Transaction, parseUnits, type Wallet } from '
 import { encodeAnchorData } from '../../lib/ledger/anchor-data.js';
 import { createLedgerProvider, type LedgerSenderOptions, type LedgerSlot } from '../../lib/ledger/sender.js';
 import { EvidenceRepository, type EvidenceItem } from '../../lib/evidence/repository.js';
-import { finishPendingAnchors } from '../../lib/evidence/finish-pending.js';
+import { reconcileAnchors, type ReconcileDeps } from '../../lib/evidence/reconcile.js';
 import { startLocalChain, type LocalChain } from '../../lib/local/chain.js';
 import { CHAIN_ID, FUNDS, freePort, makeSender, newWallet, randomHash, startStore, tempLog, type Store } from './helpers.js';
 
@@ -99,6 +99,16 @@ async function pendingAnchor(imageHash: string, sent: { txHash: string; nonce: n
     }),
   );
   return publicKeyHex;
+}
+
+/** The reconciler with what a pending anchor needs of it: the evidence store and this sender. */
+function reconcilerOver(sender: ReturnType<typeof makeSender>): ReconcileDeps {
+  return {
+    repo,
+    clock,
+    ledger: { waitForReceipt: (txHash: string, timeoutMs: number, nonce?: number) => sender.waitForReceipt(txHash, timeoutMs, nonce) },
+    rebroadcast: () => sender.rebroadcastPending(),
+  } as unknown as ReconcileDeps;
 }
 
 async function linkTxHash(publicKeyHex: string): Promise<unknown> {
@@ -225,7 +235,7 @@ describe('replacement of stuck transactions (automine off)', () => {
     assert.equal(landed?.status, 1, 'the replacement is mined');
     assert.equal(await receiptOf(sent.txHash), null, 'the original is not');
 
-    const finished = await finishPendingAnchors({ repo, ledger: sender, clock });
+    const finished = await reconcileAnchors(reconcilerOver(sender));
     assert.equal(finished.confirmed, 1);
     item = await evidence(imageHash);
     assert.equal(item.tx_status, 'confirmed');
@@ -274,7 +284,7 @@ describe('replacement of stuck transactions (automine off)', () => {
     await mine(); // the node only ever had the original
     assert.equal((await receiptOf(sent.txHash))?.status, 1);
 
-    const finished = await finishPendingAnchors({ repo, ledger: sender, clock });
+    const finished = await reconcileAnchors(reconcilerOver(sender));
     assert.equal(finished.confirmed, 1);
     const item = await evidence(imageHash);
     assert.equal(item.tx_status, 'confirmed');

@@ -1,0 +1,55 @@
+import type { TierName } from '../config.js';
+import { DomainError } from '../errors.js';
+import { type LimitService, parseHoldId, type QuotaReservation } from './limits.js';
+import { tierLabel } from './tiers.js';
+
+/**
+ * Exact charging (CONTRACT "Faults and retries"): every reserved unit of the monthly quota is a
+ * hold on the counter item (limits.ts), ended exactly once — settled when its operation completed,
+ * refunded when it did not. A request ends its own hold; one that died (a killed Lambda, a refund
+ * lost to a database outage) leaves it open, and this reconciliation ends it:
+ * - an anchor's hold (kind `a`) follows its evidence item, which records the hold it is paid by:
+ *   the `judge` (lib/evidence/reconcile.ts) says keep, refund, or wait while the anchor is still
+ *   being accepted;
+ * - a request's own hold (kind `r`) still open after `requestMaxMs` belongs to a request that
+ *   never answered: refunded. (A request that completed and then failed to settle is refunded
+ *   too: the customer is never charged for an answer that may not have reached them.)
+ */
+export type HoldVerdict = 'settle' | 'refund' | 'wait';
+
+export interface HoldReport {
+  open: number;
+  settled: number;
+  refunded: number;
+}
+
+export async function reconcileQuotaHolds(
+  limits: LimitService,
+  judgeAnchorHold: (ref: string, holdId: string, ageMs: number) => Promise<HoldVerdict>,
+  options: { nowMs: number; requestMaxMs: number },
+): Promise<HoldReport> {
+  const report: HoldReport = { open: 0, settled: 0, refunded: 0 };
+  for (const { counterKey, holdId } of await limits.openHolds()) {
+    report.open++;
+    const hold = parseHoldId(holdId);
+    const age = hold ? options.nowMs - hold.createdAtMs : Number.POSITIVE_INFINITY;
+    let verdict: HoldVerdict;
+    if (hold?.kind === 'a') verdict = await judgeAnchorHold(hold.ref, holdId, age);
+    else verdict = age >= options.requestMaxMs ? 'refund' : 'wait';
+    if (verdict === 'wait') continue;
+    if (await limits.endHold(counterKey, holdId, verdict)) report[verdict === 'settle' ? 'settled' : 'refunded']++;
+  }
+  return report;
+}
+
+/** The 429 `quota_exceeded` of a refused reservation (Retry-After: until the month ends). */
+export function quotaExceeded(reservation: QuotaReservation, tier: TierName): DomainError {
+  const resetsAt = reservation.resetsAt.toISOString();
+  return new DomainError(
+    'limited',
+    'quota_exceeded',
+    `Monthly quota exhausted: the ${tierLabel(tier)} tier includes ${reservation.limit} evidence operations per calendar month (UTC) and this account has used them. The quota resets at ${resetsAt}; a higher tier raises it.`,
+    { limit: reservation.limit, window: 'month', tier, resets_at: resetsAt },
+    reservation.retryAfterSeconds,
+  );
+}

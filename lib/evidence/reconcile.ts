@@ -1,0 +1,147 @@
+import { parseHoldId } from '../accounts/limits.js';
+import { type HoldReport, type HoldVerdict } from '../accounts/quota-holds.js';
+import { describeError, log } from '../log.js';
+import { type AnchorDeps, DEFAULT_LEASE_MS, finishPublishing, releaseAnchor } from './anchor-steps.js';
+
+/**
+ * The reconciler (DESIGN "The reconciler"): at start-up and on its schedule it settles every anchor
+ * that an interrupted invocation left unfinished, so that nothing stays in limbo:
+ * - `accepting` whose lease lapsed → released (evidence, then link, then the quota hold refunded);
+ * - `publishing` → finished with the transaction already signed (re-sent byte for byte; a new one
+ *   only when that one provably can never be mined);
+ * - `anchored` with the transaction pending → its receipt recorded, and the chain link set anchored;
+ * - quota holds left open → settled when their anchor is held, refunded otherwise
+ *   (lib/accounts/quota-holds.ts).
+ * Every step is the same conditional write the requests use, so reconcilers, requests and
+ * retries may run at once: each move happens once.
+ */
+export interface ReconcileDeps extends AnchorDeps {
+  /** Re-sends what the ledger's records hold and the node lacks (the ledger sender's job); optional. */
+  rebroadcast?: () => Promise<{ resent: number }>;
+  /** Ends the quota holds left open (bound to lib/accounts/quota-holds.ts reconcileQuotaHolds). */
+  reconcileHolds?: (judge: (ref: string, holdId: string, ageMs: number) => Promise<HoldVerdict>) => Promise<HoldReport>;
+}
+
+export interface ReconcileReport {
+  /** Unfinished items examined. */
+  checked: number;
+  /** accepting claims released (their hold refunded). */
+  released: number;
+  /** publishing anchors finished. */
+  finished: number;
+  /** Receipts recorded for anchored items. */
+  confirmed: number;
+  /** Items still waiting: a live lease, or a transaction not yet mined. */
+  waiting: number;
+  /** Items that could not be advanced now (a dependency down); the next pass retries. */
+  failed: number;
+  resent: number;
+  holds?: HoldReport | undefined;
+}
+
+/** An item whose transaction was announced this long ago or more is resumed (younger: its request is still on it). */
+const PUBLISHING_GRACE_MS = DEFAULT_LEASE_MS;
+/** A hold of an anchor that never named it is refunded after this long (the reservation runs beside the claim). */
+const UNNAMED_HOLD_GRACE_MS = 60_000;
+
+export async function reconcileAnchors(
+  deps: ReconcileDeps,
+  options: { fullScan?: boolean; limit?: number; concurrency?: number } = {},
+): Promise<ReconcileReport> {
+  const clock = deps.clock ?? (() => new Date());
+  const report: ReconcileReport = { checked: 0, released: 0, finished: 0, confirmed: 0, waiting: 0, failed: 0, resent: 0 };
+  if (deps.rebroadcast) {
+    try {
+      report.resent = (await deps.rebroadcast()).resent;
+    } catch (error) {
+      log.warn('reconcile: ledger re-send failed; anchors are still examined', describeError(error));
+    }
+  }
+  const hashes = options.fullScan ? await deps.repo.scanUnfinished() : await deps.repo.listUnfinished(options.limit ?? 500);
+  const queue = [...new Set(hashes)];
+  const worker = async () => {
+    for (let h = queue.shift(); h !== undefined; h = queue.shift()) {
+      report.checked++;
+      try {
+        await advance(deps, h, clock().getTime(), report);
+      } catch (error) {
+        report.failed++;
+        log.warn('reconcile: an anchor could not be advanced now', { image_hash: h, ...describeError(error) });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency ?? 8 }, worker));
+
+  if (deps.reconcileHolds) {
+    report.holds = await deps.reconcileHolds((ref, holdId, ageMs) => judgeAnchorHold(deps, ref, holdId, ageMs));
+  }
+  if (report.checked > 0 || report.resent > 0 || (report.holds?.open ?? 0) > 0) log.info('reconcile', { ...report, holds: report.holds });
+  return report;
+}
+
+async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, report: ReconcileReport): Promise<void> {
+  const item = await deps.repo.get(imageHash);
+  if (!item?.anchor_state) {
+    await deps.repo.clearUnfinished(imageHash);
+    return;
+  }
+  switch (item.anchor_state) {
+    case 'accepting':
+      if ((item.lease_expires_at ?? 0) >= nowMs) {
+        report.waiting++;
+        return;
+      }
+      if (await releaseAnchor(deps, item)) report.released++;
+      return;
+    case 'publishing': {
+      const since = Date.parse(item.anchored_at ?? '') || 0;
+      if (nowMs - since < PUBLISHING_GRACE_MS) {
+        report.waiting++;
+        return;
+      }
+      const done = await finishPublishing(deps, item, 0);
+      report.finished++;
+      if (done.tx_status === 'pending') report.waiting++;
+      return;
+    }
+    case 'anchored': {
+      if (item.tx_status !== 'pending' || !item.tx_hash) {
+        await deps.repo.clearUnfinished(imageHash);
+        return;
+      }
+      // The link follows (a crash between the item's write and the link's changes nothing).
+      if (item.public_key_hex !== undefined && item.chain_index !== undefined && item.anchored_at) {
+        await deps.repo.anchorLink(item.public_key_hex, item.chain_index, imageHash, item.anchored_at, item.tx_hash);
+      }
+      const receipt = await deps.ledger.waitForReceipt(item.tx_hash, 0, item.tx_nonce);
+      if (!receipt) {
+        report.waiting++;
+        return;
+      }
+      const at = (deps.clock ?? (() => new Date()))().toISOString();
+      await deps.repo.setTxStatus(imageHash, item.tx_hash, receipt.status, receipt.blockNumber, at, {
+        ...(receipt.txHash ? { txHash: receipt.txHash } : {}),
+        ...(receipt.txHashes ? { txHashes: receipt.txHashes } : {}),
+      });
+      report.confirmed++;
+      return;
+    }
+  }
+}
+
+/**
+ * What an open quota hold of an anchor (`a:<ms>:<image hash>:<claim id>`) comes to: the evidence
+ * item names the hold that pays for it. Publishing or anchored under this hold → kept; still
+ * accepting under it → wait (its release refunds it); not named (released, taken over, or never
+ * claimed) → refunded once the reservation is surely not about to be named.
+ */
+async function judgeAnchorHold(deps: ReconcileDeps, ref: string, holdId: string, ageMs: number): Promise<HoldVerdict> {
+  const imageHash = ref.split(':')[0] ?? '';
+  if (!parseHoldId(holdId) || !/^[0-9a-f]{64}$/.test(imageHash)) return 'refund';
+  const item = await deps.repo.get(imageHash);
+  if (item?.quota_hold === holdId) {
+    if (item.anchor_state === 'publishing' || item.anchor_state === 'anchored') return 'settle';
+    if (item.anchor_state === 'accepting') return 'wait';
+  }
+  return ageMs >= UNNAMED_HOLD_GRACE_MS ? 'refund' : 'wait';
+}
