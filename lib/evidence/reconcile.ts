@@ -42,7 +42,7 @@ export interface ReconcileReport {
 /** An item whose transaction was announced this long ago or more is resumed (younger: its request is still on it). */
 const PUBLISHING_GRACE_MS = DEFAULT_LEASE_MS;
 /** A hold of an anchor that never named it is refunded after this long (the reservation runs beside the claim). */
-const UNNAMED_HOLD_GRACE_MS = 60_000;
+const UNNAMED_HOLD_GRACE_MS = 30_000;
 
 export async function reconcileAnchors(
   deps: ReconcileDeps,

@@ -320,7 +320,8 @@ export class EvidenceRepository {
     next: Pick<AnchorClaim, 'claim_id' | 'anchored_at' | 'lease_expires_at' | 'quota_counter' | 'quota_hold' | 'fingerprint'>,
     nowMs: number,
   ): Promise<boolean> {
-    const { sets, names, values } = setClause({ ...next, fingerprint: undefined });
+    const { claim_id, anchored_at, lease_expires_at, quota_counter, quota_hold } = next;
+    const { sets, names, values } = setClause({ claim_id, anchored_at, lease_expires_at, quota_counter, quota_hold });
     const r = await tryWrite(
       this.db,
       new UpdateCommand({
@@ -555,6 +556,8 @@ export class EvidenceRepository {
       if (i > 0) {
         if (!prev) return { ok: false, reason: 'previous_missing', nextIndex: await this.nextIndex(link.public_key_hex) };
         if (prev.chain_hash !== link.previous_hash) return { ok: false, reason: 'previous_mismatch', expectedPrevious: prev.chain_hash };
+        // A previous link still claimed may lag behind its anchored evidence: set it right on the way.
+        if (attempt === 0 && prev.state === 'claimed') await this.settleStrayLink(prev);
       }
       if (next && next.previous_hash !== link.chain_hash) return { ok: false, reason: 'index_taken', nextIndex: await this.nextIndex(link.public_key_hex) };
       if (self) {

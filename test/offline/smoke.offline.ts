@@ -223,8 +223,8 @@ describe('every function of infra/functions.json is deployed and loads', () => {
     }
   });
 
-  test('the scheduled ledgerFinishPending job runs through the Lambda invoke API', async () => {
-    const name = registry.SCHEDULED_FUNCTIONS.find((f) => f.name === 'ledgerFinishPending')?.name;
+  test('the scheduled reconcile job runs through the Lambda invoke API', async () => {
+    const name = registry.SCHEDULED_FUNCTIONS.find((f) => f.name === 'reconcile')?.name;
     assert.ok(name);
     // Deployed name: <service>-<stage>-<function> (serverless.yml service, the default stage dev).
     const res = await fetch(`${LAMBDA}/2015-03-31/functions/evidence-anchoring-dev-${name}/invocations`, { method: 'POST', body: JSON.stringify({ source: 'aws.events' }) });
