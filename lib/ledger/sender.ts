@@ -398,6 +398,15 @@ export class LedgerSender {
   private readonly nonceByHash = new Map<string, number>();
   /** This sender's ambiguous broadcasts, by nonce: re-sent before its next broadcast so they cannot block it. */
   private readonly unsettled = new Map<number, { raw: string; txHash: string }>();
+  /**
+   * Nonces this process allocated and could neither persist+broadcast nor give back (DynamoDB failed
+   * between the allocation and the release), with the transaction signed for them if any. We never
+   * broadcast them, so they are released before the next allocation, at once when the store is
+   * back, instead of waiting `gapGraceMs` for the re-send job to fill them (a grace meant for gaps
+   * of other processes, whose submits may still be in flight).
+   */
+  private readonly lost = new Map<number, string | null>();
+  private recovering: Promise<void> | null = null;
 
   constructor(options: LedgerSenderOptions) {
     this.provider = options.provider;
@@ -826,7 +835,10 @@ export class LedgerSender {
           case 'unreachable':
           case 'rejected': {
             this.nonceByHash.delete(signed.txHash);
-            const released = await this.releaseNonce(address, nonce, signed.txHash);
+            const released = await this.releaseNonce(address, nonce, signed.txHash).catch((error: unknown) => {
+              this.lost.set(nonce, signed.txHash); // definitely not sent: given back once the store answers
+              throw error;
+            });
             if (released === 'ours-sent') {
               left = 'occupied';
               return { ...result, broadcast: 'ambiguous' };
@@ -849,7 +861,10 @@ export class LedgerSender {
 
   /** releaseNonce for a submit that fails before its broadcast; what the next nonce's submit is told. */
   private async giveBack(address: string, nonce: number, txHash: string | null): Promise<BroadcastState> {
-    const released = await this.releaseNonce(address, nonce, txHash).catch(() => 'failed' as const);
+    const released = await this.releaseNonce(address, nonce, txHash).catch(() => {
+      this.lost.set(nonce, txHash);
+      return 'failed' as const;
+    });
     // 'failed': neither persisted nor released, a missing slot (the rebroadcast job fills it).
     return released === 'released' || released === 'failed' ? 'released' : 'occupied';
   }
@@ -866,6 +881,7 @@ export class LedgerSender {
     this.allocating = true;
     try {
       while (this.nonceQueue.length > 0) {
+        if (this.lost.size > 0) await this.recoverLost(address);
         const batch = this.nonceQueue.splice(0, NONCE_BATCH_MAX);
         const seq = this.order.mark();
         let got: { first: number; count: number; reused: boolean };
@@ -885,6 +901,30 @@ export class LedgerSender {
     } finally {
       this.allocating = false;
     }
+  }
+
+  /**
+   * Gives back the nonces this process lost (see `lost`), lowest first, so that the allocation
+   * right after takes them. releaseNonce is conditional: it only releases a slot that is still
+   * missing or holds our own signed, never broadcast, transaction; a slot taken meanwhile (a gap
+   * filler, a resume elsewhere that sent it) is simply forgotten. While the store still fails, they
+   * stay for the next allocation.
+   */
+  private recoverLost(address: string): Promise<void> {
+    this.recovering ??= (async () => {
+      try {
+        for (const nonce of [...this.lost.keys()].sort((a, b) => a - b)) {
+          const outcome = await this.releaseNonce(address, nonce, this.lost.get(nonce) ?? null);
+          this.lost.delete(nonce);
+          this.log('info', 'ledger: a nonce left by a failed send was recovered', { nonce, outcome });
+        }
+      } catch (error) {
+        this.log('warn', 'ledger: nonces left by failed sends could not be given back yet', { nonces: [...this.lost.keys()], detail: sanitizeDetail(error) });
+      } finally {
+        this.recovering = null;
+      }
+    })();
+    return this.recovering;
   }
 
   /**
