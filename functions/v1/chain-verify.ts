@@ -1,7 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { verifyDeviceSignature } from '../../lib/crypto/ed25519.js';
-import { computeChainHash } from '../../lib/crypto/hash.js';
 import { getConfig } from '../../lib/deps/core.js';
 import { getVerifyDeps } from '../../lib/deps/verification.js';
 import { readLedger } from '../../lib/evidence/v1-read.js';
@@ -44,7 +42,7 @@ app.openapi(route, async (c) => {
     if (!v.found) return c.json({ found: false, image_hash, pq_verified: false, verified: false }, 404);
     return c.json({ found: false, image_hash, pq_verified: false, verified: false, registered: true, registered_at: v.registered_at ?? undefined }, 200);
   }
-  const chainVerified = computeChainHash(r.previous_hash, r.image_hash) === r.chain_hash && safeVerifyDevice(r.signature_hex, r.image_hash, r.public_key_hex);
+  const chainVerified = v.checks.device_signature && v.checks.chain_hash;
   const pqVerified = v.checks.pq_signature && v.checks.pq_key_trusted;
   c.header('Cache-Control', v.checks.ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
   return c.json(
@@ -58,7 +56,7 @@ app.openapi(route, async (c) => {
       chain_verified: chainVerified,
       timestamp_verified: v.checks.timestamp,
       ledger_verified: v.checks.ledger.valid,
-      verified: v.verified && chainVerified,
+      verified: v.verified,
       tx_hash: r.tx_hash,
       tx_status: v.checks.ledger.status,
       confirmations: v.checks.ledger.confirmations,
@@ -70,14 +68,5 @@ app.openapi(route, async (c) => {
     200,
   );
 });
-
-/** A stored key that is not a valid Ed25519 point is a failed check, not an error. */
-function safeVerifyDevice(signatureHex: string, imageHash: string, publicKeyHex: string): boolean {
-  try {
-    return verifyDeviceSignature(signatureHex, imageHash, publicKeyHex);
-  } catch {
-    return false;
-  }
-}
 
 export const handler = handle(app);

@@ -15,14 +15,26 @@
  *
  * The ML-DSA signature and the ledger data are checked against the hash the statement really
  * has, not against the receipt's `server_hash` field: the field is checked on its own.
+ *
+ * Every verdict is lib/evidence/proof-check.ts's (the checker the API and the page use too); this
+ * file reads the receipt's fields, does the I/O (the TSA path, the ledger node) and reports.
  */
-import { verifyDeviceSignature } from '../crypto/ed25519.js';
-import { computeChainHash, isSha256Hex, sha256Hex } from '../crypto/hash.js';
+import { isSha256Hex, sha256Hex } from '../crypto/hash.js';
 import { canonicalize } from '../crypto/jcs.js';
-import { mlDsaPublicKeyFingerprint, verifyMlDsa65, ML_DSA_65_PUBLIC_KEY_BYTES } from '../crypto/ml-dsa.js';
+import { mlDsaPublicKeyFingerprint, ML_DSA_65_PUBLIC_KEY_BYTES } from '../crypto/ml-dsa.js';
 import { type CheckOutcome, type TimestampVerification, verifyTimestampResponse } from '../crypto/tsa/verify.js';
 import { certificatesFromPem, nameStrings } from '../crypto/tsa/x509-verify.js';
-import { decodeAnchorData } from '../ledger/anchor-data.js';
+import {
+  checkChainHash,
+  checkDeviceSignature,
+  checkLedgerTransaction,
+  checkPqKey,
+  checkPqSignature,
+  checkPreviousHash,
+  checkServerHash,
+  checkTimestamp,
+  statementMismatches,
+} from '../evidence/proof-check.js';
 import type { RpcReader } from '../ledger/rpc-reader.js';
 
 /** Result of one check: `pass` only when it ran and held. */
@@ -237,20 +249,13 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
       const key = f.string('device.public_key_hex');
       const signature = f.string('device.signature_hex');
       const image = f.hash('image_hash');
-      if (!/^[0-9a-fA-F]{64}$/.test(key)) return fail('device.public_key_hex is not a 32-byte key in hex');
-      if (!/^[0-9a-fA-F]{128}$/.test(signature)) return fail('device.signature_hex is not a 64-byte signature in hex');
-      let valid: boolean;
-      try {
-        valid = verifyDeviceSignature(signature, image, key);
-      } catch (error) {
-        return fail(`the device key cannot be used: ${error instanceof Error ? error.message : String(error)}`);
-      }
-      if (!valid) return fail(`the Ed25519 signature does not verify over image_hash with device key ${short(key.toLowerCase())}`);
+      const verdict = checkDeviceSignature({ image_hash: image, public_key_hex: key, signature_hex: signature });
+      if (!verdict.ok) return fail(verdict.reason);
       // The statement is what the service signed: the device fields must be the ones it names.
-      if (statement && (statement.device_public_key !== key.toLowerCase() || statement.device_signature !== signature.toLowerCase())) {
+      if (statement && statementMismatches(statement, { public_key_hex: key, signature_hex: signature }).length > 0) {
         return fail('device key or signature differs from the one in the signed statement');
       }
-      return pass(`Ed25519 signature by device key ${short(key.toLowerCase())} verifies over image_hash`);
+      return pass(verdict.reason);
     }),
   );
 
@@ -261,17 +266,17 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
       const index = f.integer('device.chain_index');
       const chainHash = f.hash('device.chain_hash');
       const previous = f.nullableHash('device.previous_hash');
-      if (index === 0 && previous !== null && !/^0{64}$/.test(previous)) return fail('chain_index 0 must have no previous_hash');
-      if (index > 0 && previous === null) return fail(`chain_index ${index} needs the previous link's chain_hash as previous_hash`);
-      const expected = computeChainHash(index === 0 ? null : previous, image);
-      if (expected !== chainHash) {
-        return fail(`chain_hash is ${chainHash}, SHA-256(${index === 0 ? '32 zero bytes' : 'previous_hash'} || image_hash) is ${expected}`);
-      }
-      if (statement && (statement.chain_hash !== chainHash || statement.chain_index !== index || (statement.previous_hash ?? null) !== previous)) {
+      const link = { image_hash: image, chain_index: index, chain_hash: chainHash, previous_hash: previous };
+      // The previous link itself is not in the receipt: its linkage is checked as far as one record allows.
+      const linkage = checkPreviousHash(link);
+      if (!linkage.ok) return fail(linkage.reason);
+      const verdict = checkChainHash(link);
+      if (!verdict.ok) return fail(verdict.reason);
+      if (statement && statementMismatches(statement, { chain_hash: chainHash, chain_index: index, previous_hash: previous }).length > 0) {
         return fail('chain fields differ from the ones in the signed statement');
       }
       const prevNote = index === 0 ? 'first link' : 'the previous link itself needs the device chain (GET /api/v1/chain/all/{public_key_hex})';
-      return pass(`chain_hash = SHA-256(${index === 0 ? 'zeros' : 'previous_hash'} || image_hash) at index ${index} (${prevNote})`);
+      return pass(`${verdict.reason} (${prevNote})`);
     }),
   );
 
@@ -282,13 +287,14 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
       const st = f.object('statement');
       if (canonical === null || statementHash === null) return fail('the statement cannot be canonicalised (RFC 8785)');
       if (st.statement_type !== 'evidence-anchor-v1') return fail(`unknown statement_type ${JSON.stringify(st.statement_type)}`);
-      if (statementHash !== stated) return fail(`server_hash is ${stated}, but SHA-256 of the RFC 8785 statement is ${statementHash}`);
+      const verdict = checkServerHash(canonical, stated);
+      if (!verdict.ok) return fail(verdict.reason);
       if (f.has('statement_canonical') && f.string('statement_canonical') !== canonical) {
         return fail('statement_canonical is not the RFC 8785 form of statement');
       }
-      if (st.image_hash !== f.hash('image_hash')) return fail('the statement names another image_hash');
-      if (f.has('anchored_at') && st.anchored_at !== f.string('anchored_at')) return fail('the statement names another anchored_at');
-      return pass(`SHA-256 of the RFC 8785 statement is server_hash ${short(stated)}`);
+      const differ = statementMismatches(st, { image_hash: f.hash('image_hash'), ...(f.has('anchored_at') ? { anchored_at: f.string('anchored_at') } : {}) });
+      if (differ.length > 0) return fail(`the statement names another ${differ.join(', ')}`);
+      return pass(verdict.reason);
     }),
   );
 
@@ -301,8 +307,9 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
       const signature = f.base64('pq_signature.signature');
       if (publicKey.length !== ML_DSA_65_PUBLIC_KEY_BYTES) return fail(`the public key is ${publicKey.length} bytes, ML-DSA-65 keys are ${ML_DSA_65_PUBLIC_KEY_BYTES}`);
       if (statementHash === null) return fail('no statement to check the signature against');
-      const ok = verifyMlDsa65(signature, Buffer.from(statementHash, 'hex'), publicKey);
-      return ok
+      // Over the hash the statement really has (not the receipt's server_hash field, checked on its own).
+      const verdict = checkPqSignature({ serverHash: statementHash, publicKey, signature });
+      return verdict.ok
         ? pass(`FIPS 204 signature over SHA-256(statement) verifies with key ${mlDsaPublicKeyFingerprint(publicKey).slice(0, 16)}…`)
         : fail('the ML-DSA-65 signature does not verify over SHA-256(statement) with the receipt\'s public key');
     }),
@@ -315,7 +322,7 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
       if (publicKey.length !== ML_DSA_65_PUBLIC_KEY_BYTES) return fail('the receipt carries no ML-DSA-65 public key');
       const fingerprint = mlDsaPublicKeyFingerprint(publicKey);
       if (!options.pqKeyFingerprint) return skip(`key from receipt (not pinned), fingerprint ${fingerprint}; pin it with --pq-key`);
-      return fingerprint === options.pqKeyFingerprint.toLowerCase()
+      return checkPqKey(publicKey, [options.pqKeyFingerprint]).ok
         ? pass(`the key's SHA-256 fingerprint is the pinned ${short(fingerprint)}`)
         : fail(`the key's fingerprint ${fingerprint} is not the pinned ${options.pqKeyFingerprint}`);
     }),
@@ -349,19 +356,16 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
   } catch (error) {
     tsaFailure = error instanceof ReceiptFieldError ? error.message : `cannot be checked: ${error instanceof Error ? error.message : String(error)}`;
   }
-  const fromTsa = (outcome: CheckOutcome | undefined): Outcome => {
-    if (tsaFailure !== null) return fail(tsaFailure);
-    if (!outcome) return skip('not checked');
-    return { result: outcome.result, reason: outcome.reason } as Outcome;
-  };
-  set('timestamp_status', fromTsa(tsaResult?.checks.status));
-  set('timestamp_imprint', fromTsa(tsaResult?.checks.imprint));
-  set('timestamp_signature', fromTsa(tsaResult?.checks.signature));
-  set('timestamp_ess_cert_id', fromTsa(tsaResult?.checks.essCertIdV2));
-  set('timestamp_eku', fromTsa(tsaResult?.checks.eku));
-  set('timestamp_tsa_name', fromTsa(tsaResult?.checks.tsaName));
-  set('timestamp_policy', fromTsa(tsaResult?.checks.policy));
-  set('timestamp_chain', root.source === 'none' ? fail(root.detail) : fromTsa(tsaResult?.checks.chain));
+  const timestamp = checkTimestamp(tsaResult, tsaFailure ?? undefined);
+  const fromTsa = (outcome: CheckOutcome): Outcome => ({ result: outcome.result, reason: outcome.reason }) as Outcome;
+  set('timestamp_status', fromTsa(timestamp.checks.status));
+  set('timestamp_imprint', fromTsa(timestamp.checks.imprint));
+  set('timestamp_signature', fromTsa(timestamp.checks.signature));
+  set('timestamp_ess_cert_id', fromTsa(timestamp.checks.essCertIdV2));
+  set('timestamp_eku', fromTsa(timestamp.checks.eku));
+  set('timestamp_tsa_name', fromTsa(timestamp.checks.tsaName));
+  set('timestamp_policy', fromTsa(timestamp.checks.policy));
+  set('timestamp_chain', root.source === 'none' ? fail(root.detail) : fromTsa(timestamp.checks.chain));
   if (root.source === 'receipt' && results.get('timestamp_chain')?.result === 'pass') {
     set('timestamp_chain', pass(`${results.get('timestamp_chain')?.reason ?? ''} [root: from receipt (not pinned)]`));
   }
@@ -422,30 +426,20 @@ async function checkLedger(
     if (nodeChain !== chainId) return [fail(`the node is on chain ${nodeChain}, the receipt's transaction is on chain ${chainId}`), skip('wrong chain: not read')];
     const tx = await rpc.getTransaction(txHash);
     if (!tx) return [fail(`transaction ${txHash} is not on chain ${chainId}`), skip('transaction not found')];
-
-    let data: Outcome;
-    try {
-      const decoded = decodeAnchorData(tx.input);
-      const image = f.hash('image_hash');
-      if (decoded.imageHash !== image) data = fail(`the transaction carries image_hash ${decoded.imageHash}, not ${image}`);
-      else if (statementHash === null) data = fail('no statement to compare the server_hash with');
-      else if (decoded.serverHash !== statementHash) data = fail(`the transaction carries server_hash ${decoded.serverHash}, the statement hashes to ${statementHash}`);
-      else data = pass('input data = image_hash || SHA-256(statement)');
-    } catch (error) {
-      data = fail(error instanceof ReceiptFieldError ? error.message : `the input data is not an anchor record: ${error instanceof Error ? error.message : String(error)}`);
-    }
-
-    if (tx.blockNumber === null) return [fail(`transaction ${short(txHash)} is not mined yet (0 confirmations); retry later`), data];
-    const [receipt, latest] = await Promise.all([rpc.getTransactionReceipt(txHash), rpc.blockNumber()]);
-    const confirmations = Math.max(0, latest - tx.blockNumber + 1);
-    info.confirmations = confirmations;
-    info.block_number = tx.blockNumber;
-    if (!receipt) return [fail('the node has no receipt for the mined transaction'), data];
-    if (receipt.status !== 'success') return [fail(`transaction ${short(txHash)} reverted in block ${tx.blockNumber}`), data];
+    const [receipt, latest] = tx.blockNumber === null ? [null, undefined] : await Promise.all([rpc.getTransactionReceipt(txHash), rpc.blockNumber()]);
+    const image = safe(() => f.hash('image_hash'));
     const from = safe(() => f.string('ledger.from'));
-    if (from && from.toLowerCase() !== tx.from) return [fail(`the transaction was sent by ${tx.from}, the receipt names ${from}`), data];
-    if (confirmations < minConfirmations) return [fail(`${confirmations} confirmations, ${minConfirmations} required`), data];
-    return [pass(`mined in block ${tx.blockNumber} of chain ${chainId}, ${confirmations} confirmation${confirmations === 1 ? '' : 's'}, from ${tx.from}`), data];
+    const verdict = checkLedgerTransaction(
+      { tx, receipt, ...(latest !== undefined ? { latestBlock: latest } : {}) },
+      { image_hash: image ?? '', server_hash: statementHash, from: from ?? undefined, minConfirmations },
+    );
+    const data = image === null ? fail('the receipt has no image_hash') : verdict.data.ok ? pass(verdict.data.reason) : fail(verdict.data.reason);
+    if (tx.blockNumber !== null) {
+      info.confirmations = verdict.confirmations;
+      info.block_number = tx.blockNumber;
+    }
+    const where = `transaction ${short(txHash)} on chain ${chainId}`;
+    return [verdict.transaction.ok ? pass(`${where}: ${verdict.transaction.reason}`) : fail(`${where}: ${verdict.transaction.reason}`), data];
   } catch (error) {
     const reason = `the node could not be read: ${error instanceof Error ? error.message : String(error)}`;
     return [fail(reason), skip('the node could not be read')];

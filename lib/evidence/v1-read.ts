@@ -1,10 +1,9 @@
-import { computeChainHash, sha256Hex } from '../crypto/hash.js';
-import { mlDsaKeyId, verifyMlDsa65 } from '../crypto/ml-dsa.js';
+import { mlDsaKeyId } from '../crypto/ml-dsa.js';
 import { serviceUnavailable } from '../http/errors.js';
 import { isLedgerUnavailable } from '../ledger/errors.js';
+import { checkChainHash, checkPqKey, checkPqSignature, checkPreviousHash, checkServerHash, checkStatement, effectiveLink } from './proof-check.js';
 import type { ChainLink, EvidenceItem, EvidenceRepository } from './repository.js';
 import { isAnchored } from './repository.js';
-import { checkStatement } from './verify.js';
 
 /**
  * The domain behind the public v1 read endpoints (api-v1.md "Endpoints"): a device's chain with
@@ -80,12 +79,20 @@ export function parseChainCursor(cursor: string | undefined): number | undefined
  * the page, the page), in parallel.
  */
 export async function readChainPage(repo: EvidenceRepository, publicKeyHex: string, from: number, limit: number): Promise<ChainPage | undefined> {
-  const [head, before, raw] = await Promise.all([
+  const [storedHead, storedBefore, storedPage] = await Promise.all([
     repo.lastLink(publicKeyHex),
     from > 0 ? repo.getLink(publicKeyHex, from - 1) : Promise.resolve(undefined),
     repo.listLinks(publicKeyHex, from, limit),
   ]);
-  if (!head) return undefined;
+  if (!storedHead) return undefined;
+  // A link that is not marked anchored may only lag its anchored evidence item (proof-check.ts
+  // deriveLinkState): read the items of those links (usually none) and report the derived state.
+  const lagging = [...new Set([storedHead, storedBefore, ...storedPage].filter((l): l is ChainLink => !!l && l.state !== 'anchored').map((l) => l.image_hash))];
+  const items = new Map(await Promise.all(lagging.map(async (h) => [h, await repo.get(h)] as const)));
+  const shown = (l: ChainLink | undefined) => (l ? effectiveLink(l, items.get(l.image_hash)) : undefined);
+  const head = shown(storedHead) ?? storedHead;
+  const before = shown(storedBefore);
+  const raw = storedPage.map((l) => shown(l) ?? l);
   // A claimed link belongs to its hash until its evidence is released (repository.ts claimLink): it is part of the chain.
   const live = (l: ChainLink | undefined): l is ChainLink => !!l;
   const links = raw.filter(live).sort((a, b) => a.chain_index - b.chain_index);
@@ -134,27 +141,12 @@ export async function readChainPage(repo: EvidenceRepository, publicKeyHex: stri
   };
 }
 
-/** CONTRACT "Device chains": chain_hash(i) = SHA-256(prev || image_hash), prev = 32 zero bytes at i = 0. */
+/** CONTRACT "Device chains", as proof-check.ts judges it: the link into the entry before, then chain_hash. */
 function checkLink(link: ChainLink, predecessor: ChainLink | undefined, broken: BrokenLink[]): void {
-  const HEX = /^[0-9a-f]{64}$/;
-  if (link.chain_index === 0) {
-    if (link.previous_hash !== null && link.previous_hash !== '0'.repeat(64)) {
-      broken.push({ chain_index: 0, problem: 'previous_hash_mismatch', expected: null, found: link.previous_hash });
-    }
-  } else if (predecessor && link.previous_hash !== predecessor.chain_hash) {
-    broken.push({ chain_index: link.chain_index, problem: 'previous_hash_mismatch', expected: predecessor.chain_hash, found: link.previous_hash });
-  } else if (!predecessor && (link.previous_hash === null || !HEX.test(link.previous_hash))) {
-    broken.push({ chain_index: link.chain_index, problem: 'previous_hash_mismatch', expected: null, found: link.previous_hash });
-  }
-  const base = link.chain_index === 0 ? null : link.previous_hash;
-  if (!HEX.test(link.image_hash) || (base !== null && !HEX.test(base))) {
-    broken.push({ chain_index: link.chain_index, problem: 'chain_hash_mismatch', expected: null, found: link.chain_hash });
-    return;
-  }
-  const recomputed = computeChainHash(base, link.image_hash);
-  if (recomputed !== link.chain_hash) {
-    broken.push({ chain_index: link.chain_index, problem: 'chain_hash_mismatch', expected: recomputed, found: link.chain_hash });
-  }
+  const previous = checkPreviousHash(link, predecessor?.chain_hash);
+  if (!previous.ok) broken.push({ chain_index: link.chain_index, problem: 'previous_hash_mismatch', expected: previous.expected, found: previous.found });
+  const chain = checkChainHash(link);
+  if (!chain.ok) broken.push({ chain_index: link.chain_index, problem: 'chain_hash_mismatch', expected: chain.expected, found: chain.found });
 }
 
 function toEntry(link: ChainLink): ChainEntry {
@@ -214,10 +206,13 @@ export async function verifyPqRecord(
   const item = await deps.repo.get(imageHash);
   if (!isAnchored(item)) return notAnchored(item, imageHash);
   const publicKey = Buffer.from(item.pq_public_key, 'base64');
-  const fingerprint = sha256Hex(publicKey);
-  const signatureValid = verifyMlDsa65(Buffer.from(item.pq_signature, 'base64'), Buffer.from(item.server_hash, 'hex'), publicKey);
-  const keyTrusted = (await deps.trustedPqKeys()).includes(fingerprint);
-  const statementMatches = checkStatement(item);
+  const signature = checkPqSignature({ serverHash: item.server_hash, publicKey, signature: Buffer.from(item.pq_signature, 'base64') });
+  const key = checkPqKey(publicKey, await deps.trustedPqKeys());
+  const statement = checkStatement(item);
+  const signatureValid = signature.ok;
+  const keyTrusted = key.ok;
+  const statementMatches = statement.ok;
+  const fingerprint = key.fingerprint;
   return {
     found: true,
     image_hash: imageHash,
@@ -228,7 +223,7 @@ export async function verifyPqRecord(
     key_trusted: keyTrusted,
     statement_matches: statementMatches,
     server_hash: item.server_hash,
-    server_hash_recomputed: sha256Hex(item.statement),
+    server_hash_recomputed: checkServerHash(item.statement, item.server_hash).recomputed,
     signed_message: 'server_hash (32 raw bytes)',
     key_id: mlDsaKeyId(publicKey),
     public_key_fingerprint: fingerprint,

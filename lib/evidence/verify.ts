@@ -1,8 +1,14 @@
-import { verifyMlDsa65 } from '../crypto/ml-dsa.js';
 import { sha256Hex } from '../crypto/hash.js';
 import { verifyTimestampResponse } from '../crypto/tsa/verify.js';
-import { decodeAnchorData } from '../ledger/anchor-data.js';
 import type { RpcReader } from '../ledger/rpc-reader.js';
+import {
+  checkLedgerTransaction,
+  checkStoredEvidence,
+  checkTimestamp,
+  evidenceVerified,
+  type LedgerVerdict,
+  type StoredEvidenceVerdicts,
+} from './proof-check.js';
 import type { AnchoredEvidence, EvidenceItem, EvidenceRepository } from './repository.js';
 import { isAnchored } from './repository.js';
 
@@ -15,17 +21,8 @@ export interface VerifyDeps {
   trustedPqKeys(): Promise<string[]>;
 }
 
-/** The ledger transaction as read from the chain now. */
-export interface LedgerCheck {
-  found: boolean;
-  /** Mined, successful, from our wallet, and its input data carries image_hash and server_hash. */
-  valid: boolean;
-  status: 'confirmed' | 'pending' | 'failed' | 'not_found';
-  block_number: number | null;
-  confirmations: number;
-  data_matches: boolean;
-  from: string | null;
-}
+/** The ledger transaction as read from the chain now (the verdict: lib/evidence/proof-check.ts). */
+export type LedgerCheck = Omit<LedgerVerdict, 'transaction' | 'data'>;
 
 /** Every proof of one hash, checked from the stored bytes (never from stored flags). */
 export interface EvidenceVerification {
@@ -33,7 +30,7 @@ export interface EvidenceVerification {
   found: boolean;
   registered_at: string | null;
   anchored: boolean;
-  /** All three proofs check out and the statement matches the hash. */
+  /** Every proof checks out (proof-check.ts evidenceVerified): statement, ML-DSA-65, timestamp, ledger, device chain entry. */
   verified: boolean;
   checks: {
     statement: boolean;
@@ -41,6 +38,10 @@ export interface EvidenceVerification {
     pq_key_trusted: boolean;
     timestamp: boolean;
     ledger: LedgerCheck;
+    /** The device's Ed25519 signature over image_hash. */
+    device_signature: boolean;
+    /** chain_hash = SHA-256(prev || image_hash) and previous_hash is well-formed for the index. */
+    chain_hash: boolean;
   };
   timestamp_time: string | null;
   record: AnchoredEvidence | null;
@@ -65,33 +66,31 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string): Promi
       registered_at: item?.registered_at ?? null,
       anchored: false,
       verified: false,
-      checks: { statement: false, pq_signature: false, pq_key_trusted: false, timestamp: false, ledger: NO_LEDGER },
+      checks: { statement: false, pq_signature: false, pq_key_trusted: false, timestamp: false, ledger: NO_LEDGER, device_signature: false, chain_hash: false },
       timestamp_time: null,
       record: null,
     };
   }
 
   const [proofs, ledger] = await Promise.all([checkProofBytes(deps, item), checkLedger(deps.rpc, item)]);
-  const { statement, pqSignature, pqKeyTrusted, timestamp } = proofs;
-
-  const verified = statement && pqSignature && pqKeyTrusted && timestamp.ok && ledger.valid;
   return {
     image_hash: imageHash,
     found: true,
     registered_at: item.registered_at ?? null,
     anchored: true,
-    verified,
-    checks: { statement, pq_signature: pqSignature, pq_key_trusted: pqKeyTrusted, timestamp: timestamp.ok, ledger },
-    timestamp_time: timestamp.genTime ? timestamp.genTime.toISOString() : null,
+    verified: evidenceVerified(proofs, ledger),
+    checks: {
+      statement: proofs.statement.ok,
+      pq_signature: proofs.pq_signature.ok,
+      pq_key_trusted: proofs.pq_key_trusted.ok,
+      timestamp: proofs.timestamp.ok,
+      ledger,
+      device_signature: proofs.device_signature.ok,
+      chain_hash: proofs.chain_hash.ok && proofs.previous_hash.ok,
+    },
+    timestamp_time: proofs.timestamp.genTime ? proofs.timestamp.genTime.toISOString() : null,
     record: item,
   };
-}
-
-interface ProofBytesCheck {
-  statement: boolean;
-  pqSignature: boolean;
-  pqKeyTrusted: boolean;
-  timestamp: { ok: boolean; genTime?: Date | undefined };
 }
 
 /**
@@ -100,32 +99,28 @@ interface ProofBytesCheck {
  * checked against: the same bytes always verify the same way, so a cache hit is the same
  * computation, never a stored flag. The ledger is read from the chain on every request.
  */
-const proofCache = new Map<string, Promise<ProofBytesCheck>>();
+const proofCache = new Map<string, Promise<StoredEvidenceVerdicts>>();
 const PROOF_CACHE_MAX = 5000;
 
-async function checkProofBytes(deps: VerifyDeps, item: AnchoredEvidence): Promise<ProofBytesCheck> {
+async function checkProofBytes(deps: VerifyDeps, item: AnchoredEvidence): Promise<StoredEvidenceVerdicts> {
   const [roots, keys] = await Promise.all([deps.tsaRoots(), deps.trustedPqKeys()]);
   const key = sha256Hex(
     JSON.stringify([
-      item.image_hash, item.statement, item.server_hash, item.chain_hash, item.chain_index, item.public_key_hex, item.signature_hex,
+      item.image_hash, item.statement, item.server_hash, item.chain_hash, item.chain_index, item.previous_hash, item.public_key_hex, item.signature_hex,
       item.anchored_at, item.pq_public_key, item.pq_signature, item.tsa_response, roots, keys,
     ]),
   );
   const hit = proofCache.get(key);
   if (hit) return hit;
-  const computed = (async (): Promise<ProofBytesCheck> => {
-    const pqPublicKey = Buffer.from(item.pq_public_key, 'base64');
+  const computed = (async (): Promise<StoredEvidenceVerdicts> => {
+    // The RFC 3161 verification builds the path to the roots this service trusts (the reader's part);
+    // every verdict is the checker's.
     const timestamp = await verifyTimestampResponse(Buffer.from(item.tsa_response, 'base64'), {
       imprint: Buffer.from(item.image_hash, 'hex'),
       roots,
       hashAlgorithm: 'SHA-256',
     });
-    return {
-      statement: checkStatement(item),
-      pqSignature: verifyMlDsa65(Buffer.from(item.pq_signature, 'base64'), Buffer.from(item.server_hash, 'hex'), pqPublicKey),
-      pqKeyTrusted: keys.includes(sha256Hex(pqPublicKey)),
-      timestamp: { ok: timestamp.ok, genTime: timestamp.genTime },
-    };
+    return checkStoredEvidence(item, { timestamp: checkTimestamp(timestamp), trustedPqKeys: keys });
   })();
   if (proofCache.size >= PROOF_CACHE_MAX) proofCache.delete(proofCache.keys().next().value ?? '');
   proofCache.set(key, computed);
@@ -133,48 +128,13 @@ async function checkProofBytes(deps: VerifyDeps, item: AnchoredEvidence): Promis
   return computed;
 }
 
-/** server_hash = SHA-256(statement), and the statement speaks of this image, chain and device. */
-export function checkStatement(item: AnchoredEvidence): boolean {
-  if (sha256Hex(item.statement) !== item.server_hash) return false;
-  try {
-    const s = JSON.parse(item.statement) as Record<string, unknown>;
-    return (
-      s.image_hash === item.image_hash &&
-      s.chain_hash === item.chain_hash &&
-      s.chain_index === item.chain_index &&
-      s.device_public_key === item.public_key_hex &&
-      s.device_signature === item.signature_hex &&
-      s.anchored_at === item.anchored_at
-    );
-  } catch {
-    return false;
-  }
-}
-
-/** Reads the transaction and its receipt from the chain and checks them against the record. */
+/** Reads the transaction and its receipt from the chain; the verdict is the checker's. */
 export async function checkLedger(rpc: VerifyDeps['rpc'], item: AnchoredEvidence): Promise<LedgerCheck> {
   const tx = await rpc.getTransaction(item.tx_hash);
-  if (!tx) return NO_LEDGER;
-  let dataMatches = false;
-  try {
-    const data = decodeAnchorData(tx.input);
-    dataMatches = data.imageHash === item.image_hash && data.serverHash === item.server_hash;
-  } catch {
-    dataMatches = false;
-  }
-  const fromMatches = tx.from === item.ledger_address.toLowerCase();
-  if (tx.blockNumber === null) {
-    return { found: true, valid: false, status: 'pending', block_number: null, confirmations: 0, data_matches: dataMatches, from: tx.from };
-  }
-  const [receipt, latest] = await Promise.all([rpc.getTransactionReceipt(item.tx_hash), rpc.blockNumber()]);
-  const succeeded = receipt?.status === 'success';
-  return {
-    found: true,
-    valid: succeeded && dataMatches && fromMatches,
-    status: succeeded ? 'confirmed' : 'failed',
-    block_number: tx.blockNumber,
-    confirmations: Math.max(0, latest - tx.blockNumber + 1),
-    data_matches: dataMatches,
-    from: tx.from,
-  };
+  const [receipt, latestBlock] = tx && tx.blockNumber !== null ? await Promise.all([rpc.getTransactionReceipt(item.tx_hash), rpc.blockNumber()]) : [null, undefined];
+  const { transaction: _t, data: _d, ...check } = checkLedgerTransaction(
+    { tx, receipt, ...(latestBlock !== undefined ? { latestBlock } : {}) },
+    { image_hash: item.image_hash, server_hash: item.server_hash, from: item.ledger_address },
+  );
+  return check;
 }

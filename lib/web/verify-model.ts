@@ -1,10 +1,8 @@
 /**
- * What the public verify page shows, computed from a fresh verification (lib/evidence/verify.ts)
- * plus the two device checks that need nothing but the record: the Ed25519 signature and the
- * chain hash rule. The page never shows a stored flag as a result.
+ * What the public verify page shows, from a fresh verification (lib/evidence/verify.ts, whose
+ * every verdict, the device signature and chain hash included, is lib/evidence/proof-check.ts's).
+ * The page never shows a stored flag as a result and computes no verdict of its own.
  */
-import { verifyDeviceSignature } from '../crypto/ed25519.js';
-import { computeChainHash } from '../crypto/hash.js';
 import { describeSubject } from '../cli/verify-receipt.js';
 import type { EvidenceVerification, LedgerCheck } from '../evidence/verify.js';
 import { explorerUrl } from '../ledger/anchor-data.js';
@@ -43,18 +41,8 @@ export function buildVerifyPageModel(v: EvidenceVerification, explorerTemplate: 
   if (!v.anchored || !r) {
     return v.found ? { kind: 'registered', imageHash: v.image_hash, registeredAt: v.registered_at } : { kind: 'unknown', imageHash: v.image_hash };
   }
-  let signatureValid = false;
-  let chainHashValid = false;
-  try {
-    signatureValid = verifyDeviceSignature(r.signature_hex, r.image_hash, r.public_key_hex);
-  } catch {
-    signatureValid = false;
-  }
-  try {
-    chainHashValid = computeChainHash(r.chain_index === 0 ? null : r.previous_hash, r.image_hash) === r.chain_hash;
-  } catch {
-    chainHashValid = false;
-  }
+  const signatureValid = v.checks.device_signature;
+  const chainHashValid = v.checks.chain_hash;
   let tsa: string | null = null;
   try {
     tsa = r.tsa_certificates[0] ? describeSubject(r.tsa_certificates[0]) : null;
@@ -63,7 +51,7 @@ export function buildVerifyPageModel(v: EvidenceVerification, explorerTemplate: 
   }
 
   const pqOk = v.checks.pq_signature && v.checks.pq_key_trusted;
-  const all = v.verified && signatureValid && chainHashValid;
+  const all = v.verified;
   const failed = [
     !v.checks.statement && 'the statement does not hash to server_hash',
     !pqOk && 'the ML-DSA-65 signature',

@@ -1,0 +1,399 @@
+/**
+ * The one proof checker (STYLE "One verdict, one place"). Every reader of a proof — v1 and v2
+ * verify, the v1 chain and post-quantum reads, the verify page, the offline receipt verifier —
+ * asks this module for each verdict; none recomputes one of its own.
+ *
+ * Pure: no I/O, no HTTP, no ethers, no clock. What needs I/O is done by the reader and passed in:
+ * the ledger transaction as read from a node ({@link LedgerRead}), the RFC 3161 verification
+ * (which builds the certificate path against the roots the reader trusts), the trusted ML-DSA key
+ * fingerprints, and the evidence item next to a device-chain link.
+ *
+ * Each verdict covers one link of the evidence, so that one changed input fails the verdict that
+ * owns it:
+ *
+ *   image_hash ──Ed25519──▶ device key                         checkDeviceSignature
+ *   SHA-256(prev || image_hash) = chain_hash                   checkChainHash      (CONTRACT "Device chains")
+ *   previous_hash = chain_hash(i-1), null at 0                 checkPreviousHash
+ *   SHA-256(RFC 8785 statement) = server_hash                  checkServerHash     (CONTRACT "Evidence")
+ *   the statement names this image, chain, device, time       statementMismatches / checkStatement
+ *   server_hash ──ML-DSA-65 (FIPS 204, pure)──▶ service key    checkPqSignature, checkPqKey
+ *   RFC 3161 token: imprint = image_hash, signature, chain     checkTimestamp
+ *   ledger tx: mined, succeeded, sender, image||server data   checkLedgerData, checkLedgerTransaction
+ */
+import { verifyDeviceSignature } from '../crypto/ed25519.js';
+import { computeChainHash, sha256Hex } from '../crypto/hash.js';
+import { ML_DSA_65_PUBLIC_KEY_BYTES, verifyMlDsa65 } from '../crypto/ml-dsa.js';
+import type { CheckOutcome, TimestampVerification } from '../crypto/tsa/verify.js';
+import { decodeAnchorData } from '../ledger/anchor-data.js';
+import type { RpcReceipt, RpcTransaction } from '../ledger/rpc-reader.js';
+import type { AnchoredEvidence, ChainLink, EvidenceItem } from './repository.js';
+import { isAnchored } from './repository.js';
+
+/** Whether one proof holds, and why, in one line. */
+export interface Verdict {
+  ok: boolean;
+  reason: string;
+}
+
+const HASH_HEX = /^[0-9a-fA-F]{64}$/;
+const LOWER_HASH_HEX = /^[0-9a-f]{64}$/;
+const ZERO_HASH = '0'.repeat(64);
+const short = (hex: string) => `${hex.slice(0, 12)}…`;
+const yes = (reason: string): Verdict => ({ ok: true, reason });
+const no = (reason: string): Verdict => ({ ok: false, reason });
+
+// ── Device ────────────────────────────────────────────────────────────────────────────────────
+
+/** The device's part of a record: what it signed and with which key. */
+export interface DeviceProof {
+  image_hash: string;
+  public_key_hex: string;
+  signature_hex: string;
+}
+
+/**
+ * CONTRACT "Device chains": Ed25519 by the device key over the 32 raw bytes of image_hash (the
+ * signature over the 64-character hex string is accepted too). A malformed key or signature is a
+ * failed verdict, never an exception.
+ */
+export function checkDeviceSignature(d: DeviceProof): Verdict {
+  if (!HASH_HEX.test(d.image_hash)) return no('image_hash is not 64 hex characters');
+  if (!/^[0-9a-fA-F]{64}$/.test(d.public_key_hex)) return no('the device public key is not a 32-byte key in hex');
+  if (!/^[0-9a-fA-F]{128}$/.test(d.signature_hex)) return no('the device signature is not a 64-byte signature in hex');
+  const key = d.public_key_hex.toLowerCase();
+  let valid: boolean;
+  try {
+    valid = verifyDeviceSignature(d.signature_hex, d.image_hash, d.public_key_hex);
+  } catch (error) {
+    return no(`the device key cannot be used: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return valid
+    ? yes(`Ed25519 signature by device key ${short(key)} verifies over image_hash`)
+    : no(`the Ed25519 signature does not verify over image_hash with device key ${short(key)}`);
+}
+
+// ── Device chain ──────────────────────────────────────────────────────────────────────────────
+
+/** The chain fields of one link (a stored link, a stored record or a receipt's `device`). */
+export interface ChainFields {
+  image_hash: string;
+  chain_index: number;
+  chain_hash: string;
+  previous_hash: string | null;
+}
+
+/** A chain verdict with what was expected and what was found (for GET /chain/all's broken_links). */
+export interface LinkVerdict extends Verdict {
+  expected: string | null;
+  found: string | null;
+}
+
+/**
+ * chain_hash(i) = SHA-256(prev || image_hash), prev = 32 zero bytes at i = 0 and the raw
+ * previous_hash otherwise (CONTRACT "Device chains"). `expected` is the recomputed hash, null
+ * when the inputs are not hashes. A missing previous_hash past index 0 is hashed as zeros here
+ * and is {@link checkPreviousHash}'s failure.
+ */
+export function checkChainHash(link: ChainFields): LinkVerdict {
+  const index = link.chain_index;
+  const base = index === 0 ? null : link.previous_hash;
+  if (!LOWER_HASH_HEX.test(link.image_hash.toLowerCase()) || (base !== null && !HASH_HEX.test(base))) {
+    return { ok: false, reason: 'chain_hash cannot be recomputed: image_hash or previous_hash is not a hash', expected: null, found: link.chain_hash };
+  }
+  const expected = computeChainHash(base, link.image_hash);
+  const what = index === 0 ? '32 zero bytes' : 'previous_hash';
+  return expected === link.chain_hash
+    ? { ok: true, reason: `chain_hash = SHA-256(${index === 0 ? 'zeros' : 'previous_hash'} || image_hash) at index ${index}`, expected, found: link.chain_hash }
+    : { ok: false, reason: `chain_hash is ${link.chain_hash}, SHA-256(${what} || image_hash) is ${expected}`, expected, found: link.chain_hash };
+}
+
+/**
+ * previous_hash links to the entry before: null at index 0 (v1 also sends 64 zeros); otherwise
+ * the chain_hash of entry i-1 when it is known (`predecessorChainHash`), or at least a hash when
+ * it is not (a single record, a receipt, a page whose predecessor is missing).
+ */
+export function checkPreviousHash(link: ChainFields, predecessorChainHash?: string): LinkVerdict {
+  const found = link.previous_hash;
+  if (link.chain_index === 0) {
+    return found === null || found === ZERO_HASH
+      ? { ok: true, reason: 'first link: no previous_hash', expected: null, found }
+      : { ok: false, reason: 'chain_index 0 must have no previous_hash', expected: null, found };
+  }
+  if (predecessorChainHash !== undefined) {
+    return found === predecessorChainHash
+      ? { ok: true, reason: `previous_hash is the chain_hash of index ${link.chain_index - 1}`, expected: predecessorChainHash, found }
+      : { ok: false, reason: `previous_hash is not the chain_hash of index ${link.chain_index - 1}`, expected: predecessorChainHash, found };
+  }
+  return found !== null && LOWER_HASH_HEX.test(found)
+    ? { ok: true, reason: 'previous_hash is a hash (the link before it is not at hand)', expected: null, found }
+    : { ok: false, reason: `chain_index ${link.chain_index} needs the previous link's chain_hash as previous_hash`, expected: null, found };
+}
+
+/**
+ * The state a reader reports for a device-chain link. The write path marks the evidence item
+ * anchored before the link, so a link may lag (a crash between the two writes, or a reader
+ * between them): a link that is not 'anchored' but whose evidence item is anchored with the same
+ * image hash, device key and index is reported as anchored (CONTRACT "Faults and retries":
+ * evidence anchored ⇔ its link anchored; the lag changes nothing anyone can observe).
+ * `item` is the evidence item of `link.image_hash` (undefined when there is none).
+ */
+export function deriveLinkState(link: ChainLink, item: EvidenceItem | undefined): 'anchored' | 'claimed' {
+  if (link.state === 'anchored') return 'anchored';
+  return isAnchored(item) &&
+    item.image_hash === link.image_hash &&
+    item.public_key_hex === link.public_key_hex &&
+    item.chain_index === link.chain_index
+    ? 'anchored'
+    : 'claimed';
+}
+
+/** The link as readers show it: its derived state and, when derived from the item, the item's time and transaction. */
+export function effectiveLink(link: ChainLink, item: EvidenceItem | undefined): ChainLink {
+  if (link.state === 'anchored' || deriveLinkState(link, item) !== 'anchored' || !isAnchored(item)) return link;
+  return { ...link, state: 'anchored', anchored_at: link.anchored_at ?? item.anchored_at, tx_hash: link.tx_hash ?? item.tx_hash };
+}
+
+// ── Statement and server_hash ───────────────────────────────────────────────────────────────
+
+/** SHA-256 of the canonical statement (the UTF-8 bytes of its RFC 8785 form) is server_hash. */
+export function checkServerHash(statementCanonical: string, serverHash: string): Verdict & { recomputed: string } {
+  const recomputed = sha256Hex(statementCanonical);
+  return recomputed === serverHash.toLowerCase()
+    ? { ok: true, reason: `SHA-256 of the RFC 8785 statement is server_hash ${short(recomputed)}`, recomputed }
+    : { ok: false, reason: `server_hash is ${serverHash}, but SHA-256 of the RFC 8785 statement is ${recomputed}`, recomputed };
+}
+
+/** What a statement must name (lib/evidence/statement.ts): each given field is compared. */
+export interface StatementSubject {
+  image_hash?: string;
+  chain_index?: number;
+  chain_hash?: string;
+  previous_hash?: string | null;
+  public_key_hex?: string;
+  signature_hex?: string;
+  anchored_at?: string;
+}
+
+const STATEMENT_FIELD: Record<keyof StatementSubject, string> = {
+  image_hash: 'image_hash',
+  chain_index: 'chain_index',
+  chain_hash: 'chain_hash',
+  previous_hash: 'previous_hash',
+  public_key_hex: 'device_public_key',
+  signature_hex: 'device_signature',
+  anchored_at: 'anchored_at',
+};
+
+/** The subject's fields (given ones only) that the statement names differently; hex compared in lower case. */
+export function statementMismatches(statement: Record<string, unknown>, subject: StatementSubject): (keyof StatementSubject)[] {
+  const out: (keyof StatementSubject)[] = [];
+  for (const key of Object.keys(STATEMENT_FIELD) as (keyof StatementSubject)[]) {
+    if (!(key in subject) || subject[key] === undefined) continue;
+    let want = subject[key];
+    if (typeof want === 'string' && key !== 'anchored_at') want = want.toLowerCase();
+    const have = statement[STATEMENT_FIELD[key]] ?? (key === 'previous_hash' ? null : undefined);
+    if (have !== want) out.push(key);
+  }
+  return out;
+}
+
+/** The stored statement of a record: it hashes to server_hash and names the record's image, chain, device and time. */
+export function checkStatement(item: Pick<AnchoredEvidence, 'statement' | 'server_hash'> & Required<Omit<StatementSubject, 'previous_hash'>> & { previous_hash: string | null }): Verdict {
+  const hash = checkServerHash(item.statement, item.server_hash);
+  if (!hash.ok) return hash;
+  let statement: Record<string, unknown>;
+  try {
+    statement = JSON.parse(item.statement) as Record<string, unknown>;
+  } catch {
+    return no('the statement is not JSON');
+  }
+  const differ = statementMismatches(statement, item);
+  return differ.length === 0 ? hash : no(`the statement names another ${differ.join(', ')}`);
+}
+
+// ── Post-quantum signature ──────────────────────────────────────────────────────────────────
+
+/** ML-DSA-65 (FIPS 204 Algorithm 3, pure, empty context) over the 32 bytes of `serverHash`. */
+export function checkPqSignature(p: { serverHash: string; publicKey: Uint8Array; signature: Uint8Array }): Verdict {
+  if (p.publicKey.length !== ML_DSA_65_PUBLIC_KEY_BYTES) return no(`the public key is ${p.publicKey.length} bytes, ML-DSA-65 keys are ${ML_DSA_65_PUBLIC_KEY_BYTES}`);
+  if (!LOWER_HASH_HEX.test(p.serverHash.toLowerCase())) return no('no server_hash to check the signature against');
+  let ok: boolean;
+  try {
+    ok = verifyMlDsa65(p.signature, Buffer.from(p.serverHash, 'hex'), p.publicKey);
+  } catch {
+    ok = false;
+  }
+  return ok ? yes(`FIPS 204 signature over server_hash verifies with key ${sha256Hex(p.publicKey).slice(0, 16)}…`) : no('the ML-DSA-65 signature does not verify over server_hash');
+}
+
+/** The key is one this service signs (or signed) with: its SHA-256 fingerprint is among `trusted`. */
+export function checkPqKey(publicKey: Uint8Array, trusted: readonly string[]): Verdict & { fingerprint: string } {
+  const fingerprint = sha256Hex(publicKey);
+  const found = trusted.some((t) => t.toLowerCase() === fingerprint);
+  return { ok: found, reason: found ? `the key's SHA-256 fingerprint is the trusted ${short(fingerprint)}` : `the key's fingerprint ${fingerprint} is not trusted`, fingerprint };
+}
+
+// ── RFC 3161 timestamp ──────────────────────────────────────────────────────────────────────
+
+/** The timestamp checks, in the order the receipt verifier reports them. */
+export const TIMESTAMP_CHECKS = ['status', 'imprint', 'signature', 'essCertIdV2', 'eku', 'tsaName', 'policy', 'chain'] as const;
+export type TimestampCheckId = (typeof TIMESTAMP_CHECKS)[number];
+
+export interface TimestampVerdict extends Verdict {
+  genTime: Date | null;
+  checks: Record<TimestampCheckId, CheckOutcome>;
+}
+
+/**
+ * The verdict on an RFC 3161 token from its verification (crypto/tsa/verify.ts, run by the reader
+ * with the roots it trusts and image_hash as the expected imprint, RFC 3161 §2.4.2): the token
+ * holds when its imprint, signature, ESSCertIDv2, EKU and chain all passed. A token that could
+ * not be verified at all (`failure`) fails every check with that reason.
+ */
+export function checkTimestamp(verification: TimestampVerification | null, failure?: string): TimestampVerdict {
+  const checks = {} as Record<TimestampCheckId, CheckOutcome>;
+  for (const id of TIMESTAMP_CHECKS) {
+    const outcome = verification?.checks[id as keyof TimestampVerification['checks']];
+    checks[id] = failure !== undefined || !verification ? { result: 'fail', reason: failure ?? 'not verified' } : (outcome ?? { result: 'skipped', reason: 'not checked' });
+  }
+  const ok = failure === undefined && verification?.ok === true;
+  const failed = TIMESTAMP_CHECKS.filter((id) => checks[id].result === 'fail');
+  return {
+    ok,
+    reason: ok ? 'the RFC 3161 token verifies: imprint, signature, ESSCertIDv2, EKU and chain' : `the RFC 3161 token does not verify (${failed.join(', ') || 'incomplete'})`,
+    genTime: ok || verification?.genTime ? (verification?.genTime ?? null) : null,
+    checks,
+  };
+}
+
+// ── Ledger ──────────────────────────────────────────────────────────────────────────────────
+
+/** The transaction as a node returned it now (null: the node does not know it). */
+export interface LedgerRead {
+  tx: Pick<RpcTransaction, 'from' | 'input' | 'blockNumber'> | null;
+  /** Read only for a mined transaction. */
+  receipt?: Pick<RpcReceipt, 'status'> | null;
+  /** The latest block number, read with the receipt. */
+  latestBlock?: number;
+}
+
+/** What the transaction must carry and who must have sent it. */
+export interface LedgerExpectation {
+  image_hash: string;
+  /** null when there is no statement to compare with. */
+  server_hash: string | null;
+  /** The service wallet; unknown (not checked) when undefined. */
+  from?: string | undefined;
+  /** Confirmations needed (default 1: mined). */
+  minConfirmations?: number;
+}
+
+/** The ledger transaction's input data is image_hash || server_hash (CONTRACT "Evidence"). */
+export function checkLedgerData(input: string, expected: Pick<LedgerExpectation, 'image_hash' | 'server_hash'>): Verdict {
+  let decoded: { imageHash: string; serverHash: string };
+  try {
+    decoded = decodeAnchorData(input);
+  } catch (error) {
+    return no(`the input data is not an anchor record: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const image = expected.image_hash.toLowerCase();
+  if (decoded.imageHash !== image) return no(`the transaction carries image_hash ${decoded.imageHash}, not ${image}`);
+  if (expected.server_hash === null) return no('no statement to compare the server_hash with');
+  if (decoded.serverHash !== expected.server_hash.toLowerCase()) return no(`the transaction carries server_hash ${decoded.serverHash}, the statement hashes to ${expected.server_hash}`);
+  return yes('input data = image_hash || server_hash');
+}
+
+/** The ledger transaction as checked now. */
+export interface LedgerVerdict {
+  found: boolean;
+  /** Mined, successful, from the expected wallet, enough confirmations, and its input data carries image_hash and server_hash. */
+  valid: boolean;
+  status: 'confirmed' | 'pending' | 'failed' | 'not_found';
+  block_number: number | null;
+  confirmations: number;
+  data_matches: boolean;
+  from: string | null;
+  /** The transaction itself: found, mined, succeeded, sender, confirmations. */
+  transaction: Verdict;
+  /** Its input data. */
+  data: Verdict;
+}
+
+/** Judges a transaction read from the chain against what the evidence says it must be. */
+export function checkLedgerTransaction(read: LedgerRead, expected: LedgerExpectation): LedgerVerdict {
+  const { tx } = read;
+  if (!tx) {
+    const none = no('the transaction is not on the chain');
+    return { found: false, valid: false, status: 'not_found', block_number: null, confirmations: 0, data_matches: false, from: null, transaction: none, data: no('transaction not found') };
+  }
+  const data = checkLedgerData(tx.input, expected);
+  const base = { found: true, data_matches: data.ok, from: tx.from, data };
+  if (tx.blockNumber === null) {
+    return { ...base, valid: false, status: 'pending', block_number: null, confirmations: 0, transaction: no('the transaction is not mined yet (0 confirmations); retry later') };
+  }
+  const succeeded = read.receipt?.status === 'success';
+  const confirmations = Math.max(0, (read.latestBlock ?? tx.blockNumber) - tx.blockNumber + 1);
+  const min = expected.minConfirmations ?? 1;
+  let transaction: Verdict;
+  if (!read.receipt) transaction = no('the node has no receipt for the mined transaction');
+  else if (!succeeded) transaction = no(`the transaction reverted in block ${tx.blockNumber}`);
+  else if (expected.from !== undefined && expected.from.toLowerCase() !== tx.from.toLowerCase()) transaction = no(`the transaction was sent by ${tx.from}, expected ${expected.from}`);
+  else if (confirmations < min) transaction = no(`${confirmations} confirmations, ${min} required`);
+  else transaction = yes(`mined in block ${tx.blockNumber}, ${confirmations} confirmation${confirmations === 1 ? '' : 's'}, from ${tx.from}`);
+  return {
+    ...base,
+    valid: transaction.ok && data.ok,
+    status: succeeded ? 'confirmed' : 'failed',
+    block_number: tx.blockNumber,
+    confirmations,
+    transaction,
+  };
+}
+
+// ── A stored record, all verdicts at once ───────────────────────────────────────────────────
+
+/** What the reader checked with I/O, passed in. */
+export interface StoredEvidenceInputs {
+  /** The token verified against the trusted TSA roots with image_hash as the imprint. */
+  timestamp: TimestampVerdict;
+  /** SHA-256 fingerprints of the ML-DSA-65 keys this service publishes. */
+  trustedPqKeys: readonly string[];
+}
+
+/** Every verdict over the immutable bytes of a stored record (the ledger is judged separately, it changes). */
+export interface StoredEvidenceVerdicts {
+  statement: Verdict;
+  pq_signature: Verdict;
+  pq_key_trusted: Verdict;
+  timestamp: TimestampVerdict;
+  device_signature: Verdict;
+  chain_hash: LinkVerdict;
+  previous_hash: LinkVerdict;
+}
+
+/** The verdicts over a stored anchored record's bytes. */
+export function checkStoredEvidence(item: AnchoredEvidence, inputs: StoredEvidenceInputs): StoredEvidenceVerdicts {
+  const publicKey = Buffer.from(item.pq_public_key, 'base64');
+  return {
+    statement: checkStatement(item),
+    pq_signature: checkPqSignature({ serverHash: item.server_hash, publicKey, signature: Buffer.from(item.pq_signature, 'base64') }),
+    pq_key_trusted: checkPqKey(publicKey, inputs.trustedPqKeys),
+    timestamp: inputs.timestamp,
+    device_signature: checkDeviceSignature(item),
+    chain_hash: checkChainHash(item),
+    previous_hash: checkPreviousHash(item),
+  };
+}
+
+/** The device's chain entry holds: its signature, its chain_hash and its previous_hash. */
+export function deviceChainHolds(v: Pick<StoredEvidenceVerdicts, 'device_signature' | 'chain_hash' | 'previous_hash'>): boolean {
+  return v.device_signature.ok && v.chain_hash.ok && v.previous_hash.ok;
+}
+
+/**
+ * The one overall verdict of a record: the statement, the post-quantum signature by a key we
+ * publish, the timestamp, the ledger transaction and the device's chain entry all hold.
+ */
+export function evidenceVerified(v: StoredEvidenceVerdicts, ledger: Pick<LedgerVerdict, 'valid'>): boolean {
+  return v.statement.ok && v.pq_signature.ok && v.pq_key_trusted.ok && v.timestamp.ok && ledger.valid && deviceChainHolds(v);
+}
