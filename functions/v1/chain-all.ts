@@ -33,7 +33,7 @@ export const route = createRoute({
   request: { params: DeviceParam, query: ChainQuery },
   responses: {
     200: { description: 'One page of the chain.', content: { 'application/json': { schema: ChainPageResponse } } },
-    ...problemResponses(400, 404, 429),
+    ...problemResponses(400, 404, 429, 503),
   },
 });
 

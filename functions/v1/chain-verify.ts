@@ -2,7 +2,6 @@ import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getConfig } from '../../lib/deps/core.js';
 import { getVerifyDeps } from '../../lib/deps/verification.js';
-import { readLedger } from '../../lib/evidence/v1-read.js';
 import { V1VerifyResponse } from '../../lib/evidence/v1-schemas.js';
 import { verifyEvidence } from '../../lib/evidence/verify.js';
 import { createApp } from '../../lib/http/app.js';
@@ -35,7 +34,7 @@ export const app = createApp({ publicCors: true });
 
 app.openapi(route, async (c) => {
   const { image_hash } = c.req.valid('param');
-  const v = await readLedger(() => verifyEvidence(getVerifyDeps(), image_hash));
+  const v = await verifyEvidence(getVerifyDeps(), image_hash);
   const r = v.record;
   if (!r) {
     c.header('Cache-Control', 'public, max-age=5');

@@ -3,7 +3,7 @@ import { handle } from 'hono/aws-lambda';
 import { getLedgerSender } from '../../lib/deps/anchoring.js';
 import { getConfig } from '../../lib/deps/core.js';
 import { getRpcReader } from '../../lib/deps/evidence.js';
-import { formatWei, readLedger } from '../../lib/evidence/v1-read.js';
+import { formatWei } from '../../lib/evidence/v1-read.js';
 import { LedgerStatusResponse } from '../../lib/evidence/v1-schemas.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
@@ -32,7 +32,7 @@ export const app = createApp({ publicCors: true });
 
 app.openapi(route, async (c) => {
   const { ledger } = getConfig();
-  const [status, latestBlock] = await readLedger(async () => Promise.all([(await getLedgerSender()).walletStatus(), getRpcReader().blockNumber()]));
+  const [status, latestBlock] = await Promise.all([(await getLedgerSender()).walletStatus(), getRpcReader().blockNumber()]);
   const currency = CURRENCY[ledger.network] ?? null;
   c.header('Cache-Control', 'no-cache');
   return c.json(

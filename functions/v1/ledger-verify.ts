@@ -3,7 +3,7 @@ import { handle } from 'hono/aws-lambda';
 import { getConfig } from '../../lib/deps/core.js';
 import { getEvidenceRepo, getRpcReader } from '../../lib/deps/evidence.js';
 import { isAnchored } from '../../lib/evidence/repository.js';
-import { notAnchored, readLedger } from '../../lib/evidence/v1-read.js';
+import { notAnchored } from '../../lib/evidence/v1-read.js';
 import { LedgerVerifyResponse } from '../../lib/evidence/v1-schemas.js';
 import { checkLedger } from '../../lib/evidence/verify.js';
 import { createApp } from '../../lib/http/app.js';
@@ -42,7 +42,7 @@ app.openapi(route, async (c) => {
     if (!registered) return c.json({ found: false, image_hash, verified: false }, 404);
     return c.json({ ...registered, verified: false }, 200);
   }
-  const ledger = await readLedger(() => checkLedger(getRpcReader(), item));
+  const ledger = await checkLedger(getRpcReader(), item);
   c.header('Cache-Control', ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
   return c.json(
     {

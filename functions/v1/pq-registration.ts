@@ -4,7 +4,6 @@ import { mlDsaKeyId, mlDsaPublicKeyFingerprint } from '../../lib/crypto/ml-dsa.j
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { getRpcReader } from '../../lib/deps/evidence.js';
 import { checkPqRegistrationOnChain, loadPqPublicKey, readPqRegistration } from '../../lib/evidence/pq-registration.js';
-import { readLedger } from '../../lib/evidence/v1-read.js';
 import { PqRegistrationResponse } from '../../lib/evidence/v1-schemas.js';
 import { createApp } from '../../lib/http/app.js';
 import { serviceUnavailable } from '../../lib/http/errors.js';
@@ -50,7 +49,7 @@ app.openapi(route, async (c) => {
     c.header('Cache-Control', 'no-cache');
     return c.json({ registered: false, ...base }, 404);
   }
-  const check = await readLedger(() => checkPqRegistrationOnChain(getRpcReader(), { ...registration, tx_hash: txHash }));
+  const check = await checkPqRegistrationOnChain(getRpcReader(), { ...registration, tx_hash: txHash });
   c.header('Cache-Control', check.status === 'confirmed' ? 'public, max-age=60' : 'no-cache');
   return c.json(
     {

@@ -21,7 +21,7 @@ export const route = createRoute({
   responses: {
     200: { description: 'The check.', content: { 'application/json': { schema: PqVerifyResponse } } },
     404: { description: 'Unknown hash: found:false.', content: { 'application/json': { schema: PqVerifyResponse } } },
-    ...problemResponses(400, 429),
+    ...problemResponses(400, 429, 503),
   },
 });
 

@@ -18,7 +18,7 @@ export const route = createRoute({
   middleware: [publicRateLimit()] as const,
   responses: {
     200: { description: 'Statistics.', content: { 'application/json': { schema: StatsResponse } } },
-    ...problemResponses(429),
+    ...problemResponses(429, 503),
   },
 });
 

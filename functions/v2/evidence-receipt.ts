@@ -24,7 +24,7 @@ export const route = createRoute({
   request: { params: HashParam('image_hash') },
   responses: {
     200: { description: 'The receipt.', content: { 'application/json': { schema: Receipt } } },
-    ...problemResponses(400, 404, 429),
+    ...problemResponses(400, 404, 429, 503),
   },
 });
 

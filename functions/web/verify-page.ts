@@ -27,7 +27,7 @@ export const route = createRoute({
     400: { description: 'Not a SHA-256 hash.', content: { 'text/html': { schema: z.string() } } },
     404: { description: 'Nothing is anchored for this hash.', content: { 'text/html': { schema: z.string() } } },
     429: { description: 'Per-IP rate limit; see Retry-After.', content: { 'text/html': { schema: z.string() } } },
-    503: { description: 'The chain node cannot be read; no verdict is given.', content: { 'text/html': { schema: z.string() } } },
+    503: { description: 'The chain node or the database cannot be read; no verdict is given.', content: { 'text/html': { schema: z.string() } } },
   },
 });
 

@@ -1,6 +1,4 @@
 import { mlDsaKeyId } from '../crypto/ml-dsa.js';
-import { serviceUnavailable } from '../http/errors.js';
-import { isLedgerUnavailable } from '../ledger/errors.js';
 import { checkChainHash, checkPqKey, checkPqSignature, checkPreviousHash, checkServerHash, checkStatement, effectiveLink } from './proof-check.js';
 import type { ChainLink, EvidenceItem, EvidenceRepository } from './repository.js';
 import { isAnchored } from './repository.js';
@@ -238,16 +236,6 @@ export async function verifyPqRecord(
 export function notAnchored(item: EvidenceItem | undefined, imageHash: string): NotAnchored | undefined {
   if (item?.registered_at === undefined) return undefined;
   return { found: false, image_hash: imageHash, registered: true, registered_at: item.registered_at };
-}
-
-/** Runs a chain read; a node that cannot be reached becomes 503 `ledger_unavailable` (never a verdict). */
-export async function readLedger<T>(step: () => Promise<T>): Promise<T> {
-  try {
-    return await step();
-  } catch (error) {
-    if (isLedgerUnavailable(error)) throw serviceUnavailable('ledger_unavailable', `${error.message}; no verdict was given. Retry shortly.`);
-    throw error;
-  }
 }
 
 /** Wei as a decimal amount of the native coin (18 decimals), without trailing zeros: 1500000000000000000n → "1.5". */

@@ -6,7 +6,7 @@ import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { DomainError, type DomainErrorKind } from '../errors.js';
 import { describeError, log } from '../log.js';
-import { HttpError, badRequest, payloadTooLarge, problemType } from './errors.js';
+import { HttpError, badRequest, dependencyUnavailable, payloadTooLarge, problemType } from './errors.js';
 
 /** Largest accepted request body (CONTRACT: 64 KiB, else 413). */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -113,7 +113,10 @@ function validationError(error: { issues: { path: PropertyKey[]; message: string
   return badRequest('invalid_request', detail, { errors });
 }
 
-/** The one error handler: our errors as they are; Hono's as problems; anything else a logged, generic 500. */
+/**
+ * The one error handler: our errors as they are; Hono's as problems; an adapter's "dependency
+ * down" (ledger, database) as 503 naming it; anything else a logged, generic 500.
+ */
 export function renderError(error: Error, c: AppContext): Response {
   if (error instanceof HttpError) return problem(c, error);
   if (error instanceof DomainError) return problem(c, fromDomain(error));
@@ -125,6 +128,11 @@ export function renderError(error: Error, c: AppContext): Response {
       return problem(c, badRequest(/json/i.test(error.message) ? 'malformed_json' : 'invalid_request', detail));
     }
     return problem(c, new HttpError(status as 400, 'http_error', error.message || 'Error', error.message || 'Error'));
+  }
+  const unavailable = dependencyUnavailable(error);
+  if (unavailable) {
+    log.warn('dependency unavailable', { request_id: c.get('requestId'), code: unavailable.code, ...describeError(error), ...dependencyDetail(error) });
+    return problem(c, unavailable);
   }
   log.error('unhandled error', { request_id: c.get('requestId'), ...describeError(error) });
   return problem(
@@ -152,6 +160,12 @@ function fromDomain(error: DomainError): HttpError {
   if (error.retryAfterSeconds !== undefined) headers['Retry-After'] = String(error.retryAfterSeconds);
   if (error.kind === 'unauthenticated') headers['WWW-Authenticate'] = 'Bearer';
   return new HttpError(status, error.code, title, error.detail, error.extensions, headers);
+}
+
+/** The adapter's sanitised detail (error code, reason), for the log line only. */
+export function dependencyDetail(error: Error): Record<string, unknown> {
+  const { reason, detail } = error as { reason?: unknown; detail?: unknown };
+  return { ...(typeof reason === 'string' ? { reason } : {}), ...(typeof detail === 'string' ? { detail } : {}) };
 }
 
 function problem(c: AppContext, error: HttpError): Response {

@@ -1,4 +1,6 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { isLedgerUnavailable } from '../ledger/errors.js';
+import { isStoreUnavailable } from '../store/errors.js';
 
 /**
  * The one error family of the API. Every error a client sees is one of these, rendered by
@@ -52,3 +54,19 @@ export const tooManyRequests = (code: string, detail: string, retryAfterSeconds:
 export const serviceUnavailable = (code: string, detail: string, retryAfterSeconds = 5) =>
   new HttpError(503, code, 'Service Unavailable', detail, {}, { 'Retry-After': String(retryAfterSeconds) });
 export const notImplemented = (detail: string) => new HttpError(501, 'not_implemented', 'Not Implemented', detail);
+
+/**
+ * The adapters' "dependency down" errors as the 503 a client sees (CONTRACT "Faults and retries":
+ * public reads answer 503 problem+json, never another 5xx). The detail names the dependency and
+ * nothing else: the adapter's message may name a host and port, and an SDK's names its endpoint.
+ * undefined for any other error.
+ */
+export function dependencyUnavailable(error: unknown): HttpError | undefined {
+  if (isLedgerUnavailable(error)) {
+    return serviceUnavailable('ledger_unavailable', 'The ledger node cannot be read right now; no verdict was given on a proof that was not checked. Retry shortly.');
+  }
+  if (isStoreUnavailable(error)) {
+    return serviceUnavailable('database_unavailable', 'The database cannot be reached right now; nothing was read or changed. Retry shortly.');
+  }
+  return undefined;
+}

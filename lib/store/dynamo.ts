@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import tableSpec from '../../infra/tables.json' with { type: 'json' };
+import { isStoreOutage, StoreUnavailableError } from './errors.js';
 
 /** Logical names of the service's tables, as in infra/tables.json. */
 export type TableKey = 'accounts' | 'apiKeys' | 'evidence' | 'chains' | 'counters' | 'ledger';
@@ -43,6 +44,22 @@ export function createDocumentClient(settings: DynamoSettings): DynamoDBDocument
       : {}),
     maxAttempts: 3,
   });
+  // One place for outages: a call that still fails after the SDK's retries because DynamoDB is
+  // unreachable or failing becomes StoreUnavailableError (HTTP 503 database_unavailable, see
+  // lib/http/errors.ts). Outermost step, so it sees the final error; refusals (conditions,
+  // validation) pass through unchanged.
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        if (!isStoreOutage(error)) throw error;
+        const e = error as { name?: string; code?: string };
+        throw new StoreUnavailableError([e.name, e.code].filter(Boolean).join(' '), { cause: error });
+      }
+    },
+    { step: 'initialize', name: 'storeOutageMiddleware', priority: 'high' },
+  );
   return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true },
   });

@@ -4,9 +4,8 @@
  */
 import type { Child } from 'hono/jsx';
 import type { AppContext } from '../http/app.js';
-import { renderError } from '../http/app.js';
-import { HttpError } from '../http/errors.js';
-import { isLedgerUnavailable } from '../ledger/errors.js';
+import { dependencyDetail, renderError } from '../http/app.js';
+import { dependencyUnavailable, HttpError } from '../http/errors.js';
 import { describeError, log } from '../log.js';
 import { SECURITY_HEADERS } from './assets.js';
 import { renderPage } from './layout.js';
@@ -38,33 +37,32 @@ export function prefersJson(accept: string | undefined): boolean {
 }
 
 /**
- * The error handler of the HTML apps: rate limits, an unreachable chain node and unexpected
+ * The error handler of the HTML apps: rate limits, an unreachable chain node or database and unexpected
  * failures become pages (with Retry-After where it applies); clients that prefer JSON get the
  * usual problem+json.
  */
 export function renderHtmlError(error: Error, c: AppContext): Response | Promise<Response> {
-  if (prefersJson(c.req.header('accept'))) {
-    if (isLedgerUnavailable(error)) {
-      return renderError(new HttpError(503, 'ledger_unavailable', 'Service Unavailable', error.message, {}, { 'Retry-After': '5' }), c);
-    }
-    return renderError(error, c);
-  }
+  if (prefersJson(c.req.header('accept'))) return renderError(error, c);
   if (error instanceof HttpError) {
     for (const [k, v] of Object.entries(error.headers)) c.header(k, v);
     const status = error.status === 429 || error.status === 400 || error.status === 404 || error.status === 503 ? error.status : 500;
     const title = status === 429 ? 'Too many requests' : status === 503 ? 'Temporarily unavailable' : error.title;
     return sendPage(c, <ErrorPage title={title} detail={error.detail} />, status);
   }
-  if (isLedgerUnavailable(error)) {
-    c.header('Retry-After', '5');
-    return sendPage(
-      c,
-      <ErrorPage
-        title="The ledger cannot be read right now"
-        detail="The chain node did not answer, so the ledger transaction could not be checked; no verdict is given on a proof that was not checked. Reload in a few seconds."
-      />,
-      503,
-    );
+  const unavailable = dependencyUnavailable(error);
+  if (unavailable) {
+    log.warn('dependency unavailable', { request_id: c.get('requestId'), code: unavailable.code, ...describeError(error), ...dependencyDetail(error) });
+    for (const [k, v] of Object.entries(unavailable.headers)) c.header(k, v);
+    const page =
+      unavailable.code === 'ledger_unavailable' ? (
+        <ErrorPage
+          title="The ledger cannot be read right now"
+          detail="The chain node did not answer, so the ledger transaction could not be checked; no verdict is given on a proof that was not checked. Reload in a few seconds."
+        />
+      ) : (
+        <ErrorPage title="The evidence records cannot be read right now" detail="The database did not answer, so no verdict is given. Reload in a few seconds." />
+      );
+    return sendPage(c, page, 503);
   }
   log.error('unhandled error', { request_id: c.get('requestId'), ...describeError(error) });
   return sendPage(

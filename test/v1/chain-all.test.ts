@@ -149,3 +149,55 @@ describe('GET /api/v1/chain/all/{public_key_hex}', () => {
     }
   });
 });
+
+describe('a link whose state lags its anchored evidence (the crash between the two writes)', () => {
+  /** Puts the stored link back to 'claimed' with an expired claim, as a crash after the evidence write leaves it. */
+  async function lagLink(publicKeyHex: string, index: number) {
+    const { GetCommand } = await import('@aws-sdk/lib-dynamodb');
+    const key = { public_key_hex: publicKeyHex, chain_index: index };
+    const stored = (await getDb().send(new GetCommand({ TableName: getConfig().tables.chains, Key: key }))).Item ?? {};
+    const { anchored_at: _a, tx_hash: _t, ...rest } = stored;
+    await getDb().send(new PutCommand({ TableName: getConfig().tables.chains, Item: { ...rest, state: 'claimed', claim_expires_at: Date.now() - 60_000 } }));
+  }
+
+  it('lists the link as anchored, with its time and transaction, and the chain stays whole and as long', async () => {
+    const { device, hashes } = await anchoredChain(2);
+    const before = (await (await app.request(`/api/v1/chain/all/${device.publicKeyHex}`)).json()) as Page;
+    await lagLink(device.publicKeyHex, 1);
+    const res = await app.request(`/api/v1/chain/all/${device.publicKeyHex}`);
+    assert.equal(res.status, 200);
+    const page = (await res.json()) as Page;
+    assert.deepEqual(page, before, 'the lagging link changes nothing a reader can observe');
+    assert.equal(page.entries[1]?.state, 'anchored');
+    assert.equal(page.entries[1]?.image_hash, hashes[1]);
+    assert.equal(page.chain_length, 2);
+    assert.equal(page.integrity.verdict, 'complete');
+    // A page starting after the lagging link checks the link into it as well.
+    const next = (await (await app.request(`/api/v1/chain/all/${device.publicKeyHex}?cursor=2`)).json()) as Page;
+    assert.deepEqual(next.integrity.gaps, []);
+  });
+
+  it('keeps an expired claim whose evidence is not anchored out of the chain', async () => {
+    const { device, chainHashes } = await anchoredChain(1);
+    const imageHash = randomHash();
+    await getDb().send(
+      new PutCommand({
+        TableName: getConfig().tables.chains,
+        Item: {
+          public_key_hex: device.publicKeyHex,
+          chain_index: 1,
+          image_hash: imageHash,
+          chain_hash: computeChainHash(chainHashes[0] ?? null, imageHash),
+          previous_hash: chainHashes[0],
+          signature_hex: '00'.repeat(64),
+          state: 'claimed',
+          claim_id: 'dead-request',
+          claim_expires_at: Date.now() - 60_000,
+        },
+      }),
+    );
+    const page = (await (await app.request(`/api/v1/chain/all/${device.publicKeyHex}`)).json()) as Page;
+    assert.equal(page.chain_length, 1);
+    assert.deepEqual(page.entries.map((e) => e.chain_index), [0]);
+  });
+});
