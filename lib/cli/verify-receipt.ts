@@ -438,8 +438,9 @@ async function checkLedger(
       info.confirmations = verdict.confirmations;
       info.block_number = tx.blockNumber;
     }
-    const where = `transaction ${short(txHash)} on chain ${chainId}`;
-    return [verdict.transaction.ok ? pass(`${where}: ${verdict.transaction.reason}`) : fail(`${where}: ${verdict.transaction.reason}`), data];
+    if (!verdict.transaction.ok) return [fail(`transaction ${short(txHash)} on chain ${chainId}: ${verdict.transaction.reason}`), data];
+    const n = verdict.confirmations;
+    return [pass(`mined in block ${tx.blockNumber} of chain ${chainId}, ${n} confirmation${n === 1 ? '' : 's'}, from ${tx.from}`), data];
   } catch (error) {
     const reason = `the node could not be read: ${error instanceof Error ? error.message : String(error)}`;
     return [fail(reason), skip('the node could not be read')];
