@@ -2,7 +2,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getConfig } from '../../lib/deps/core.js';
 import { getEvidenceRepo, getRpcReader } from '../../lib/deps/evidence.js';
-import { isAnchored } from '../../lib/evidence/repository.js';
+import { isAnchored } from '../../lib/evidence/records.js';
 import { notAnchored } from '../../lib/evidence/v1-read.js';
 import { LedgerVerifyResponse } from '../../lib/evidence/v1-schemas.js';
 import { checkLedger } from '../../lib/evidence/verify.js';

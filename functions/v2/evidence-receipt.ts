@@ -3,7 +3,7 @@ import { handle } from 'hono/aws-lambda';
 import { getConfig } from '../../lib/deps/core.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { buildReceipt } from '../../lib/evidence/receipt.js';
-import { isAnchored } from '../../lib/evidence/repository.js';
+import { isAnchored } from '../../lib/evidence/records.js';
 import { createApp } from '../../lib/http/app.js';
 import { notFound } from '../../lib/http/errors.js';
 import { publicRateLimit } from '../../lib/http/limits.js';

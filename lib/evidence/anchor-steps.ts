@@ -3,7 +3,8 @@ import type { IssuedTimestamp, PqSigner, TimestampAuthority } from '../crypto/po
 import { DomainError, unavailable } from '../errors.js';
 import { describeError, log } from '../log.js';
 import type { LedgerPublisher, LedgerReceipt, QuotaPort, ResumeOutcome, SignedTx } from './ports.js';
-import type { AnchorClaim, AnchoredEvidence, EvidenceItem, EvidenceRepository, SignedProofs, StoredTx } from './repository.js';
+import type { AnchorClaim, AnchoredEvidence, EvidenceItem, SignedProofs, StoredTx } from './records.js';
+import type { EvidenceRepository } from './repository.js';
 import { buildStatement, canonicalStatement, computeServerHash } from './statement.js';
 import type { StatsPort } from './stats.js';
 

@@ -14,7 +14,7 @@ import {
   stored503,
 } from './anchor-steps.js';
 import { checkDeviceProof, requestFingerprint } from './device-proof.js';
-import type { AnchorClaim, AnchoredEvidence, EvidenceItem } from './repository.js';
+import type { AnchorClaim, AnchoredEvidence, EvidenceItem } from './records.js';
 
 export type { AnchorDeps } from './anchor-steps.js';
 

@@ -26,8 +26,8 @@ import { ML_DSA_65_PUBLIC_KEY_BYTES, verifyMlDsa65 } from '../crypto/ml-dsa.js';
 import type { CheckOutcome, TimestampVerification } from '../crypto/tsa/verify.js';
 import { decodeAnchorData } from '../ledger/anchor-data.js';
 import type { RpcReceipt, RpcTransaction } from '../ledger/rpc-reader.js';
-import type { AnchoredEvidence, ChainLink, EvidenceItem } from './repository.js';
-import { isAnchored } from './repository.js';
+import type { AnchoredEvidence, ChainLink, EvidenceItem } from './records.js';
+import { isAnchored } from './records.js';
 
 /** Whether one proof holds, and why, in one line. */
 export interface Verdict {

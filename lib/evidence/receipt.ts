@@ -1,5 +1,5 @@
 import { explorerUrl } from '../ledger/anchor-data.js';
-import type { AnchoredEvidence } from './repository.js';
+import type { AnchoredEvidence } from './records.js';
 
 /**
  * The self-contained receipt (CONTRACT "Evidence"): everything a third party needs to check the

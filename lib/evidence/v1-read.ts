@@ -1,7 +1,8 @@
 import { mlDsaKeyId } from '../crypto/ml-dsa.js';
 import { checkChainHash, checkPqKey, checkPqSignature, checkPreviousHash, checkServerHash, checkStatement, effectiveLink } from './proof-check.js';
-import type { ChainLink, EvidenceItem, EvidenceRepository } from './repository.js';
-import { isAnchored } from './repository.js';
+import type { ChainLink, EvidenceItem } from './records.js';
+import type { EvidenceRepository } from './repository.js';
+import { isAnchored } from './records.js';
 
 /**
  * The domain behind the public v1 read endpoints (api-v1.md "Endpoints"): a device's chain with

@@ -9,8 +9,9 @@ import {
   type LedgerVerdict,
   type StoredEvidenceVerdicts,
 } from './proof-check.js';
-import type { AnchoredEvidence, EvidenceItem, EvidenceRepository } from './repository.js';
-import { isAnchored } from './repository.js';
+import type { AnchoredEvidence, EvidenceItem } from './records.js';
+import type { EvidenceRepository } from './repository.js';
+import { isAnchored } from './records.js';
 
 export interface VerifyDeps {
   repo: EvidenceRepository;

@@ -1,0 +1,147 @@
+/**
+ * What the evidence table holds: the evidence item of an image hash (registration, the anchor's
+ * state and proofs) and the links of device chains. Types and pure predicates only (no SDK), so
+ * that readers such as the offline verifier can use them without loading the AWS SDK;
+ * repository.ts reads and writes them.
+ */
+
+/** Ledger state of an anchor's transaction. */
+export type TxStatus = 'pending' | 'confirmed' | 'failed';
+
+/** The proofs of an anchored hash, as stored (one item per image hash in the evidence table). */
+export interface AnchorProofs {
+  anchored_at: string;
+  api_version: 'v1' | 'v2';
+  account_id: string;
+  device_id?: string | undefined;
+  public_key_hex: string;
+  signature_hex: string;
+  chain_index: number;
+  chain_hash: string;
+  previous_hash: string | null;
+  /** The RFC 8785 canonical statement, exactly the bytes `server_hash` is computed from. */
+  statement: string;
+  server_hash: string;
+  pq_algorithm: 'ML-DSA-65';
+  pq_key_id: string;
+  pq_public_key: string; // base64
+  pq_signature: string; // base64
+  tsa_response: string; // base64 DER TimeStampResp
+  tsa_gen_time: string;
+  tsa_serial: string;
+  tsa_policy: string;
+  tsa_certificates: string[]; // PEM, leaf first
+  ledger_chain_id: number;
+  ledger_address: string;
+  tx_hash: string;
+  /** Every version of the transaction after the ledger sender replaced a stuck one, oldest first. */
+  tx_hashes?: string[] | undefined;
+  tx_nonce: number;
+  tx_status: TxStatus;
+  block_number?: number | undefined;
+  confirmed_at?: string | undefined;
+}
+
+/**
+ * Where an anchor stands (DESIGN "The anchor as a state machine"). Each step is one conditional
+ * write from one named state to the next; any invocation can resume it (the identical retry,
+ * the start-up replay, the scheduled reconciler, lib/evidence/reconcile.ts).
+ * - `accepting`: the hash and its chain position are claimed for one request (its fingerprint),
+ *   under a lease; nothing is signed yet. A lapsed lease is released (or taken over by the
+ *   identical retry).
+ * - `publishing`: every proof is stored (statement, ML-DSA-65 signature, RFC 3161 token) and so is
+ *   the signed ledger transaction, BEFORE it can reach any node. From here the anchor is only ever
+ *   finished with that transaction (or, if it provably can never be mined, a new one), never undone.
+ * - `anchored`: the transaction was handed to the ledger; the 200 can be sent. `tx_status` goes from
+ *   pending to confirmed (or failed) when its receipt is recorded.
+ * Released anchors have none of these fields (the item keeps only a registration, if any).
+ */
+export type AnchorState = 'accepting' | 'publishing' | 'anchored';
+
+/** A signed ledger transaction as the evidence item keeps it while publishing. */
+export interface StoredTx {
+  tx_hash: string;
+  tx_nonce: number;
+  /** The signed transaction (0x hex); removed once anchored (the ledger table keeps it). */
+  tx_raw: string;
+  ledger_address: string;
+  ledger_chain_id: number;
+}
+
+/** What a request claims with the hash (state `accepting`). */
+export interface AnchorClaim {
+  image_hash: string;
+  claim_id: string;
+  /** SHA-256 of the canonical request (anchor.ts requestFingerprint): an identical retry has the same. */
+  fingerprint: string;
+  account_id: string;
+  api_version: 'v1' | 'v2';
+  device_id?: string | undefined;
+  public_key_hex: string;
+  signature_hex: string;
+  chain_index: number;
+  chain_hash: string;
+  previous_hash: string | null;
+  /** The time the statement will carry (reset by a take-over). */
+  anchored_at: string;
+  /** Epoch ms after which the claim may be released or taken over. */
+  lease_expires_at: number;
+  /** The quota hold that pays for this anchor (lib/accounts/quota-holds.ts). */
+  quota_counter: string;
+  quota_hold: string;
+}
+
+/** The proofs made while accepting, stored with the move to `publishing`. */
+export interface SignedProofs {
+  statement: string;
+  server_hash: string;
+  pq_algorithm: 'ML-DSA-65';
+  pq_key_id: string;
+  pq_public_key: string;
+  pq_signature: string;
+  tsa_response: string;
+  tsa_gen_time: string;
+  tsa_serial: string;
+  tsa_policy: string;
+  tsa_certificates: string[];
+}
+
+/** One evidence item: registration (POST /evidence/hash) and, once anchoring began, its state. */
+export interface EvidenceItem extends Partial<AnchorProofs> {
+  image_hash: string;
+  registered_at?: string;
+  registered_by?: string;
+  anchor_state?: AnchorState;
+  claim_id?: string;
+  fingerprint?: string;
+  lease_expires_at?: number;
+  quota_counter?: string;
+  quota_hold?: string;
+  tx_raw?: string;
+  /** Set while the anchor is unfinished (accepting, publishing, or its transaction pending): the sparse index. */
+  pending_shard?: string;
+}
+
+/** A stored and fully anchored item. */
+export type AnchoredEvidence = EvidenceItem & AnchorProofs & { anchor_state: 'anchored' };
+
+export function isAnchored(item: EvidenceItem | undefined): item is AnchoredEvidence {
+  return item?.anchor_state === 'anchored';
+}
+
+/** One link of a device chain (chains table, key = public_key_hex + chain_index). */
+export interface ChainLink {
+  public_key_hex: string;
+  chain_index: number;
+  /** The only hash that can ever complete this link: a claimed link is freed only after its evidence was released. */
+  image_hash: string;
+  chain_hash: string;
+  previous_hash: string | null;
+  signature_hex: string;
+  device_id?: string | undefined;
+  state: 'claimed' | 'anchored';
+  /** The claim of the evidence item that holds the link (a take-over moves it). */
+  claim_id: string;
+  anchored_at?: string;
+  tx_hash?: string;
+}
