@@ -64,7 +64,7 @@ async function used(deps: KeyAuthDeps, accountId: string): Promise<number> {
 }
 
 describe('API key, rate and quota on a quota-counted endpoint', () => {
-  it('reads the key, then updates the rate and quota counters together: three DynamoDB calls, none for the account', async () => {
+  it('reads the key, updates the rate and quota counters together, and settles the quota hold after success: four DynamoDB calls, none for the account', async () => {
     const deps = testDeps({ clock: frozenClock(MID_MINUTE) });
     const account = await registerDirect(deps);
     const { db, calls } = recordingDb();
@@ -78,10 +78,12 @@ describe('API key, rate and quota on a quota-counted endpoint', () => {
         ['GetCommand', deps.config.tables.apiKeys],
         ['UpdateCommand', deps.config.tables.counters],
         ['UpdateCommand', deps.config.tables.counters],
+        ['UpdateCommand', deps.config.tables.counters], // the settle: the hold ends, the unit stays
       ],
     );
     assert.equal(calls[2]?.concurrent, 1, 'the quota update is sent while the rate update is in flight');
     assert.equal(await used(deps, account.account_id), 2);
+    assert.deepEqual(await deps.limits.openHolds(), [], 'no hold stays open after a completed request');
   });
 
   it('spends the rate unit of a request the quota refuses, as every authenticated request does', async () => {
