@@ -35,8 +35,13 @@ function accountsFromEnv() {
 }
 
 // Parent watchdog: if the process that started the node dies without stopping it (SIGKILL,
-// crash), the node is re-parented; it then exits instead of holding the port forever.
+// crash), the node exits instead of holding the port forever: at once when the IPC channel
+// lib/local/chain.ts opens closes, otherwise when it notices it was re-parented.
 const parentPid = intFromEnv('LOCAL_CHAIN_PARENT_PID', 0);
+if (process.connected) {
+  process.once('disconnect', () => process.exit(0));
+  process.channel?.unref();
+}
 if (parentPid > 0) {
   const timer = setInterval(() => {
     let alive = process.ppid === parentPid;

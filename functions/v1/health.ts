@@ -5,9 +5,27 @@ import { getSigner, getTsa } from '../../lib/deps/anchoring.js';
 import { getConfig } from '../../lib/deps/core.js';
 import { checkHealth } from '../../lib/health.js';
 
-const PartState = z.object({ status: z.enum(['up', 'down']) }).passthrough();
+const PartState = z
+  .object({
+    status: z.enum(['up', 'down']),
+    reason: z
+      .enum(['unreachable', 'restarting', 'misconfigured', 'failing'])
+      .optional()
+      .openapi({
+        description:
+          'Only when down. `unreachable`: no connection or no answer in time; `restarting`: the local stack is restarting it ' +
+          '(or replaying the ledger into a fresh node); `misconfigured`: it answers, but not as configured; `failing`: it answers with an error. ' +
+          'Never an address, a path or an SDK message: the cause is in the service log.',
+      }),
+  })
+  .passthrough();
 const Health = z
-  .object({ status: z.enum(['ok', 'degraded']), time: z.string(), parts: z.record(z.string(), PartState) })
+  .object({
+    status: z.enum(['ok', 'degraded']),
+    detail: z.string().optional().openapi({ description: 'Only when degraded: each part that is down and why, e.g. `ledger: unreachable`.', example: 'ledger: unreachable' }),
+    time: z.string(),
+    parts: z.record(z.string(), PartState),
+  })
   .openapi('Health');
 
 export const route = createRoute({

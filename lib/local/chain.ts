@@ -36,6 +36,8 @@ export interface LocalChain {
   port: number;
   chainId: number;
   pid: number;
+  /** Settles when the node has exited, with how it ended (`code 0`, `signal SIGKILL`). */
+  exited: Promise<string>;
   /** Lets this process exit while the node runs (tests); the node is still killed on exit. */
   unref(): void;
   /** Stops the node (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. */
@@ -149,7 +151,10 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Local
           LOCAL_CHAIN_ACCOUNTS: JSON.stringify(accounts),
           LOCAL_CHAIN_PARENT_PID: String(process.pid),
         },
-        stdio: ['ignore', logFd, logFd],
+        // Its own process group: Ctrl-C reaches only the parent, which stops the node itself.
+        // The IPC channel closes when the parent dies, however it dies: the node then exits at once.
+        detached: true,
+        stdio: ['ignore', logFd, logFd, 'ipc'],
       },
     );
   } finally {
@@ -161,6 +166,13 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Local
     child.kill('SIGKILL');
   };
   process.once('exit', killOnExit);
+  child.channel?.unref();
+  const exitedHow = new Promise<string>((resolve) => {
+    child.once('exit', (code, signal) => {
+      process.off('exit', killOnExit);
+      resolve(signal ? `signal ${signal}` : `code ${code}`);
+    });
+  });
 
   const url = `http://${HOST}:${options.port}`;
   const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
@@ -211,6 +223,7 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Local
     port: options.port,
     chainId,
     pid: child.pid ?? -1,
+    exited: exitedHow,
     unref() {
       child.unref();
     },

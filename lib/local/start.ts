@@ -4,6 +4,12 @@
  * every transaction the service ever sent replayed into it, the embedded RFC 3161 TSA, and the
  * API dispatching to the same Hono apps the Lambda handlers wrap. Ctrl-C stops every part; a
  * second start reuses DATA_DIR.
+ *
+ * Process layout: this process serves the API (and the TSA, in-process); dynalite
+ * (lib/local/dynamo-child.mjs) and the Hardhat node each run in a child process of their own,
+ * supervised (lib/local/supervisor.ts): one that dies is restarted on the same port and data,
+ * the ledger's transactions are replayed into a fresh node, and health says `restarting` until
+ * then. The children exit by themselves when this process is gone, SIGKILL included.
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -17,8 +23,10 @@ import { ensureTables } from '../store/tables.js';
 import { describeError, log } from '../log.js';
 import { ensureLocalSecrets } from './bootstrap.js';
 import { startLocalChain, type LocalChain } from './chain.js';
-import { startEmbeddedDynamo, type EmbeddedDynamo } from './dynamo-server.js';
+import { startDynamoProcess, type DynamoProcess } from './dynamo-process.js';
+import { exitWithParent } from './parent-watch.js';
 import { buildLocalApi } from './server.js';
+import { Supervisor } from './supervisor.js';
 
 // Lambda runs nodejs22.x; locally Node 20 is supported (engines), so the SDK's notice that its
 // releases after January 2027 need Node 22 is not repeated on every start.
@@ -50,34 +58,67 @@ async function stopAll(code: number, message?: string): Promise<never> {
 }
 process.once('SIGINT', () => void stopAll(0, 'stopped: api, ledger node and dynamodb'));
 process.once('SIGTERM', () => void stopAll(0));
+// Started through a wrapper (`npm start` runs tsx, which runs this file) that was killed: stop too.
+exitWithParent((why) => void stopAll(1, `stopping: ${why}`));
 
 try {
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const secrets = await ensureLocalSecrets(config);
   say(`data       ${config.dataDir}${secrets.created.length ? ` (created: ${secrets.created.join(', ')})` : ' (reused)'}`);
 
-  // DynamoDB: the embedded server unless DYNAMODB_ENDPOINT points at another one.
-  if (!process.env.DYNAMODB_ENDPOINT) {
-    const dynamo: EmbeddedDynamo = await startEmbeddedDynamo({ port: config.aws.dynamoPort, dir: path.join(config.dataDir, 'dynamodb') });
-    stops.push(() => dynamo.stop());
-  }
-  const created = await ensureTables(getDb(), config.tables);
-  say(`dynamodb   ${config.aws.dynamoEndpoint} (dynalite, ${created.length ? `created ${created.length} tables` : 'tables reused'})`);
-
-  if (config.ledger.network === 'local' && !process.env.LEDGER_RPC_URL) {
-    const chain: LocalChain = await startLocalChain({
+  // The two children start side by side: dynalite (unless DYNAMODB_ENDPOINT points at another
+  // server), then the tables; the Hardhat node (unless LEDGER_RPC_URL points at another node).
+  const embeddedDynamo = !process.env.DYNAMODB_ENDPOINT;
+  const localChain = config.ledger.network === 'local' && !process.env.LEDGER_RPC_URL;
+  const startDynamo = () =>
+    startDynamoProcess({ port: config.aws.dynamoPort, dir: path.join(config.dataDir, 'dynamodb'), logFile: path.join(config.dataDir, 'dynamodb.log') });
+  const startChain = () =>
+    startLocalChain({
       port: config.ledger.rpcPort,
       blockTimeMs: config.ledger.blockTimeMs,
       chainId: config.ledger.chainId,
       accounts: [{ privateKey: secrets.walletPrivateKey, balanceWei: 10n ** 24n }],
       logFile: path.join(config.dataDir, 'chain.log'),
     });
-    stops.push(() => chain.stop());
+  const [dynamoStart, chainStart] = await Promise.allSettled([embeddedDynamo ? startDynamo() : null, localChain ? startChain() : null]);
+  for (const s of [dynamoStart, chainStart]) if (s.status === 'fulfilled' && s.value) stops.push(() => s.value!.stop());
+  if (dynamoStart.status === 'rejected') throw dynamoStart.reason;
+  if (chainStart.status === 'rejected') throw chainStart.reason;
+  stops.length = 0;
+
+  let dynamoPid = '';
+  if (dynamoStart.value) {
+    const dynamo = new Supervisor<DynamoProcess>(
+      dynamoStart.value,
+      {
+        healthName: 'database',
+        label: 'dynamodb (dynalite)',
+        start: startDynamo,
+        // The tables live on disk; this only checks that they are all there.
+        afterStart: async () => ((await ensureTables(getDb(), config.tables)).length ? 'tables re-created' : undefined),
+      },
+      say,
+    );
+    stops.push(() => dynamo.stop());
+    dynamoPid = `, pid ${dynamo.pid}`;
+  }
+  const created = await ensureTables(getDb(), config.tables);
+  say(`dynamodb   ${config.aws.dynamoEndpoint} (dynalite${dynamoPid}, ${created.length ? `created ${created.length} tables` : 'tables reused'})`);
+
+  if (chainStart.value) {
+    const first: LocalChain = chainStart.value;
     // Hardhat keeps no state: re-send every persisted transaction in nonce order (same bytes, same hashes).
-    const replay = await (await getLedgerSender()).replay();
+    const replayAll = async () => {
+      const replay = await (await getLedgerSender()).replay();
+      const n = replay.resent + replay.alreadyKnown;
+      return `replayed ${n} transaction${n === 1 ? '' : 's'}`;
+    };
+    const chain = new Supervisor<LocalChain>(first, { healthName: 'ledger', label: 'ledger node (hardhat)', start: startChain, afterStart: replayAll }, say);
+    stops.push(() => chain.stop());
+    const replayed = await replayAll();
     say(
-      `ledger     ${chain.url} (hardhat, chain id ${chain.chainId}, ${config.ledger.blockTimeMs === 0 ? 'automine' : `${config.ledger.blockTimeMs} ms blocks`}, ` +
-        `wallet ${secrets.walletAddress}, replayed ${replay.resent + replay.alreadyKnown} transactions)`,
+      `ledger     ${first.url} (hardhat, pid ${first.pid}, chain id ${first.chainId}, ${config.ledger.blockTimeMs === 0 ? 'automine' : `${config.ledger.blockTimeMs} ms blocks`}, ` +
+        `wallet ${secrets.walletAddress}, ${replayed})`,
     );
   } else {
     say(`ledger     ${config.ledger.network} at the configured LEDGER_RPC_URL (chain id ${config.ledger.chainId})`);
