@@ -68,13 +68,19 @@ export async function checkHealth(config: Config, extraProbes: Record<string, ()
       } catch (error) {
         const reason = classify(error);
         parts[name] = { status: 'down', reason };
-        log.warn('health: a part is down', { part: name, reason, cause: describeError(error).message.slice(0, 300) });
+        log.warn('health: a part is down', { part: name, reason, cause: causeOf(error) });
       }
     }),
   );
   const down = Object.entries(parts).filter(([, p]) => p.status === 'down');
   if (down.length === 0) return { status: 'ok' as const, parts };
   return { status: 'degraded' as const, detail: down.map(([name, p]) => `${name}: ${p.reason}`).join('; '), parts };
+}
+
+/** For the log only: the message, with the socket error's code that `fetch failed` hides. */
+function causeOf(error: unknown): string {
+  const code = (error as { cause?: { code?: unknown } } | null)?.cause?.code;
+  return `${describeError(error).message}${typeof code === 'string' ? ` (${code})` : ''}`.slice(0, 300);
 }
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);

@@ -25,19 +25,42 @@ describe('the local API over real HTTP', () => {
     assert.equal(body.parts.ledger?.chain_id, 31337);
   });
 
-  it('answers 503 naming the part that is down when the chain node cannot be reached', async () => {
+  it('answers 503 naming the part that is down, and only why, when the chain node cannot be reached', async () => {
     const saved = process.env.LEDGER_RPC_URL;
     process.env.LEDGER_RPC_URL = `http://127.0.0.1:${await freePort()}`;
     resetCoreDeps();
     try {
       const res = await fetch(`${base}/api/v1/health`);
       assert.equal(res.status, 503);
-      const body = (await res.json()) as { status: string; parts: Record<string, { status: string }> };
+      const text = await res.text();
+      const body = JSON.parse(text) as { status: string; detail?: string; parts: Record<string, { status: string }> };
       assert.equal(body.status, 'degraded');
-      assert.equal(body.parts.ledger?.status, 'down');
+      assert.deepEqual(body.parts.ledger, { status: 'down', reason: 'unreachable' });
+      assert.equal(body.detail, 'ledger: unreachable');
       assert.equal(body.parts.database?.status, 'up');
+      // Never the node's address, the fetch/socket error or a stack.
+      assert.doesNotMatch(text, /127\.0\.0\.1|ECONN|fetch failed|\bat [\w.]+ \(/);
     } finally {
       process.env.LEDGER_RPC_URL = saved;
+      resetCoreDeps();
+    }
+  });
+
+  it('answers 503 with database: unreachable when DynamoDB cannot be reached, without the SDK message', async () => {
+    const saved = process.env.DYNAMODB_ENDPOINT;
+    process.env.DYNAMODB_ENDPOINT = `http://127.0.0.1:${await freePort()}`;
+    resetCoreDeps();
+    try {
+      const res = await fetch(`${base}/api/v1/health`);
+      assert.equal(res.status, 503);
+      const text = await res.text();
+      const body = JSON.parse(text) as { detail?: string; parts: Record<string, { status: string }> };
+      assert.deepEqual(body.parts.database, { status: 'down', reason: 'unreachable' });
+      assert.equal(body.detail, 'database: unreachable');
+      assert.equal(body.parts.ledger?.status, 'up');
+      assert.doesNotMatch(text, /127\.0\.0\.1|ECONN|\bat [\w.]+ \(/);
+    } finally {
+      process.env.DYNAMODB_ENDPOINT = saved;
       resetCoreDeps();
     }
   });

@@ -1,0 +1,177 @@
+/**
+ * `npm start` as a user runs it (lib/local/start.ts in a process of its own, temp DATA_DIR, free
+ * ports), with real faults: its dynalite and Hardhat children are SIGKILLed and must come back on
+ * their own, health naming the part that is down meanwhile; then `npm start` itself is SIGKILLed
+ * and no child may survive it. Every wait polls a condition against a deadline.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { freePort } from '../../lib/local/net.js';
+
+const root = path.resolve(import.meta.dirname, '..', '..');
+const DEADLINE_MS = 60_000;
+
+let stack: ChildProcess;
+let output = '';
+let dataDir = '';
+let api = '';
+let rpc = '';
+
+interface Health {
+  status: string;
+  detail?: string;
+  parts: Record<string, { status: string; reason?: string }>;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = DEADLINE_MS): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) assert.fail(`waited ${ms} ms for ${what}; npm start said:\n${output}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The first match of `re` in what the stack printed after `from` characters. */
+function line(re: RegExp, from = 0): RegExpExecArray | undefined {
+  return re.exec(output.slice(from)) ?? undefined;
+}
+
+async function health(): Promise<{ status: number; body: Health; text: string } | undefined> {
+  try {
+    const res = await fetch(`${api}/api/v1/health`, { signal: AbortSignal.timeout(5000) });
+    const text = await res.text();
+    return { status: res.status, body: JSON.parse(text) as Health, text };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A down part says why in the fixed vocabulary; nothing else of the failure reaches the answer. */
+function assertNamesOnly(h: { body: Health; text: string }, part: string): void {
+  assert.equal(h.body.status, 'degraded');
+  assert.equal(h.body.parts[part]?.status, 'down', h.text);
+  assert.match(h.body.parts[part]?.reason ?? '', /^(restarting|unreachable)$/, h.text);
+  assert.deepEqual(Object.keys(h.body.parts[part] ?? {}).sort(), ['reason', 'status']);
+  assert.match(h.body.detail ?? '', new RegExp(`(^|; )${part}: (restarting|unreachable)($|;)`), h.text);
+  assert.doesNotMatch(h.text, /127\.0\.0\.1|localhost|ECONN|fetch failed|\bat [\w.]+ \(/, h.text);
+}
+
+/** Sees the part go down (503 naming it), then the whole service healthy again; returns the ms between. */
+async function downThenUp(part: string): Promise<number> {
+  const down = await until(`health 503 naming ${part}`, async () => {
+    const h = await health();
+    return h?.status === 503 && h.body.parts[part]?.status === 'down' ? h : undefined;
+  });
+  assertNamesOnly(down, part);
+  const t0 = Date.now();
+  await until('health 200 again', async () => ((await health())?.status === 200 ? true : undefined));
+  return Date.now() - t0;
+}
+
+function gone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  // An exited child that nobody reaped yet (a container whose init does not reap) is gone too.
+  try {
+    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
+}
+
+async function rpcCall(method: string, params: unknown[]): Promise<unknown> {
+  const res = await fetch(rpc, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  return ((await res.json()) as { result?: unknown }).result;
+}
+
+before(async () => {
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'evidence-supervised-'));
+  const [port, rpcPort, dynamoPort] = [await freePort(), await freePort(), await freePort()];
+  api = `http://127.0.0.1:${port}`;
+  rpc = `http://127.0.0.1:${rpcPort}`;
+  // Only what a user's shell would hold: not the test stack's variables (npm test sets them).
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? os.homedir(),
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    LEDGER_RPC_PORT: String(rpcPort),
+    DYNAMODB_PORT: String(dynamoPort),
+    LOG_LEVEL: 'warn',
+  };
+  stack = spawn(process.execPath, ['--import', 'tsx', 'lib/local/start.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  stack.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  stack.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  await until('npm start to be ready', () => (line(/^ready in \d+ ms/m) ? true : stack.exitCode !== null ? assert.fail(output) : undefined));
+});
+
+after(() => {
+  if (stack.exitCode === null && stack.signalCode === null) stack.kill('SIGKILL');
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('npm start supervises its parts', () => {
+  it('is healthy once it says ready, and names the pid of each child', async () => {
+    const h = await health();
+    assert.equal(h?.status, 200, h?.text);
+    assert.ok(line(/\(dynalite, pid (\d+),/));
+    assert.ok(line(/\(hardhat, pid (\d+),/));
+  });
+
+  it('restarts a SIGKILLed ledger node, replays the transactions into it and is healthy again', async () => {
+    const pqTx = line(/^pq key .* in (0x[0-9a-f]{64})/m)?.[1];
+    assert.ok(pqTx, output);
+    assert.ok(await rpcCall('eth_getTransactionReceipt', [pqTx]));
+    const pid = Number(line(/\(hardhat, pid (\d+),/)?.[1]);
+    const mark = output.length;
+    process.kill(pid, 'SIGKILL');
+    await downThenUp('ledger');
+    const restarted = await until('the restart line', () => line(/^restarted {2}ledger node .*pid \d+ exited \(signal SIGKILL\); healthy again in \d+ ms \(pid (\d+)/m, mark));
+    assert.notEqual(Number(restarted[1]), pid);
+    // The fresh node holds the transaction sent before the kill: replayed, same bytes, same hash.
+    const receipt = (await rpcCall('eth_getTransactionReceipt', [pqTx])) as { status?: string } | null;
+    assert.equal(receipt?.status, '0x1', output);
+  });
+
+  it('restarts a SIGKILLed dynalite on the same data: health 503 naming the database, then 200, data kept', async () => {
+    const email = `kept-${Date.now()}@example.com`;
+    const credentials = JSON.stringify({ email, password: 'a long enough password' });
+    const headers = { 'content-type': 'application/json' };
+    const register = await fetch(`${api}/api/v2/account/register`, { method: 'POST', headers, body: credentials });
+    assert.equal(register.status, 200, await register.text());
+    const pid = Number(line(/\(dynalite, pid (\d+),/)?.[1]);
+    const mark = output.length;
+    process.kill(pid, 'SIGKILL');
+    await downThenUp('database');
+    await until('the restart line', () => line(/^restarted {2}dynamodb \(dynalite\): pid \d+ exited \(signal SIGKILL\); healthy again in \d+ ms \(pid \d+/m, mark));
+    const login = await fetch(`${api}/api/v2/account/login`, { method: 'POST', headers, body: credentials });
+    assert.equal(login.status, 200, await login.text());
+  });
+
+  it('leaves no child behind when npm start itself is SIGKILLed', async () => {
+    // The children now running: the latest pid printed for each part.
+    const pids = [/(?:\(dynalite, pid |restarted {2}dynamodb .*\(pid )(\d+)/g, /(?:\(hardhat, pid |restarted {2}ledger node .*\(pid )(\d+)/g].map((re) => {
+      const all = [...output.matchAll(re)];
+      return Number(all.at(-1)?.[1]);
+    });
+    for (const pid of pids) assert.ok(pid > 0 && !gone(pid), `child ${pid} should be running:\n${output}`);
+    const exited = new Promise((resolve) => stack.once('exit', resolve));
+    stack.kill('SIGKILL');
+    await exited;
+    await until('every child of npm start to exit', () => (pids.every(gone) ? true : undefined), 15_000);
+  });
+});
