@@ -47,15 +47,18 @@ try {
 }
 
 const stops: (() => Promise<void>)[] = [];
-let stopping = false;
-async function stopAll(code: number, message?: string): Promise<never> {
-  if (!stopping) {
-    stopping = true;
+let stopping: Promise<never> | null = null;
+/** Stops every part once, in reverse order of start; a second call waits for the first. */
+function stopAll(code: number, message?: string): Promise<never> {
+  stopping ??= (async () => {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     if (message) say(message);
-  }
-  process.exit(code);
+    process.exit(code);
+  })();
+  return stopping;
 }
+// With its parent gone, stdout may be a pipe nobody reads: stopping must not fail on it.
+process.stdout.on('error', () => undefined);
 process.once('SIGINT', () => void stopAll(0, 'stopped: api, ledger node and dynamodb'));
 process.once('SIGTERM', () => void stopAll(0));
 // Started through a wrapper (`npm start` runs tsx, which runs this file) that was killed: stop too.

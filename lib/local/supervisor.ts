@@ -2,7 +2,8 @@
  * Supervision of the child processes of `npm start` (dynalite, the Hardhat node): a child that
  * exits while the stack is not stopping is started again at once, on the same port and data
  * directory, then made healthy (`afterStart`: the ledger's transactions replayed into a fresh
- * node); a child that keeps dying is restarted with a growing backoff (0.25 s doubling to 5 s).
+ * node); a child that dies again within 10 s of being healthy, or whose restart fails, is
+ * retried after a growing backoff (0.25 s doubling to 5 s).
  * While a part is restarting, health reports it down (`restarting`). One line per restart says
  * which part, why and how long it took to be healthy again.
  */
@@ -33,8 +34,10 @@ const STABLE_MS = 10_000;
 
 export class Supervisor<T extends RunningPart> {
   private stopping = false;
-  private backoffMs = 0;
-  private healthySince = Date.now();
+  /** Deaths in a row, each within STABLE_MS of the part being healthy again. */
+  private quickDeaths = 0;
+  /** When the part last became healthy; the first run counts as long ago (a first death restarts at once). */
+  private healthySince = 0;
   private wake: (() => void) | null = null;
 
   constructor(
@@ -65,10 +68,11 @@ export class Supervisor<T extends RunningPart> {
   private async restart(oldPid: number, how: string): Promise<void> {
     const downAt = performance.now();
     setKnownPartState(this.part.healthName, 'restarting');
-    this.backoffMs = Date.now() - this.healthySince < STABLE_MS ? Math.min(MAX_BACKOFF_MS, Math.max(MIN_BACKOFF_MS, this.backoffMs * 2)) : 0;
-    let cause = `pid ${oldPid} exited (${how})`;
+    this.quickDeaths = Date.now() - this.healthySince < STABLE_MS ? this.quickDeaths + 1 : 0;
+    let delayMs = this.quickDeaths === 0 ? 0 : Math.min(MAX_BACKOFF_MS, MIN_BACKOFF_MS * 2 ** (this.quickDeaths - 1));
+    const cause = `pid ${oldPid} exited (${how})${this.quickDeaths > 0 ? `, ${this.quickDeaths + 1} deaths in a row, restarted after ${delayMs} ms` : ''}`;
     for (let attempt = 1; !this.stopping; attempt += 1) {
-      if (this.backoffMs > 0) await this.sleep(this.backoffMs);
+      if (delayMs > 0) await this.sleep(delayMs);
       if (this.stopping) return;
       let next: T | undefined;
       try {
@@ -97,10 +101,9 @@ export class Supervisor<T extends RunningPart> {
         return;
       } catch (error) {
         await next?.stop().catch(() => undefined);
-        this.backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(MIN_BACKOFF_MS, this.backoffMs * 2));
+        delayMs = Math.min(MAX_BACKOFF_MS, Math.max(MIN_BACKOFF_MS, delayMs * 2));
         const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
-        this.say(`restart    ${this.part.label} failed (attempt ${attempt}): ${message}; next try in ${this.backoffMs} ms`);
-        cause = `${cause}, then ${attempt} failed restart${attempt > 1 ? 's' : ''}`;
+        this.say(`restart    ${this.part.label} failed (attempt ${attempt}): ${message}; next try in ${delayMs} ms`);
       }
     }
   }
