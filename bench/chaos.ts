@@ -1,0 +1,54 @@
+/**
+ * `npm run chaos`: the longer crash run. Same harness as test/faults/crash.test.ts
+ * (test/support/crash-harness.ts): `npm start` in its own process group, a burst of chained
+ * anchors from many devices retrying as phone apps do, SIGKILLs of the whole tree at random
+ * (seeded) moments, restarts on the same DATA_DIR, then the five invariants of CONTRACT.md
+ * "Faults and retries" read back through the public API and the chain's JSON-RPC.
+ *
+ * Environment (all optional):
+ *   CHAOS_DEVICES=16        devices, each with its own Ed25519 key and chain
+ *   CHAOS_PHOTOS=20         photos per device
+ *   CHAOS_KILLS=3           SIGKILLs of the process group
+ *   CHAOS_STOP_DB=0         times to SIGSTOP the database child for CHAOS_STOP_DB_MS (then SIGCONT)
+ *   CHAOS_STOP_DB_MS=6000
+ *   CHAOS_KILL_LEDGER=0     times to SIGKILL the ledger node child (hardhat)
+ *   CHAOS_BLOCK_TIME_MS=0   LEDGER_BLOCK_TIME_MS of the service (0: automine)
+ *   CRASH_SEED=<n>          replay a schedule (the seed is printed)
+ *   CRASH_KEEP=1            keep DATA_DIR and the service log
+ * The two optional faults look for a child process of the service whose command line mentions
+ * dynalite / hardhat; when there is none (the database runs inside the service) they say so and
+ * are skipped. Exit code 1 when an invariant is broken.
+ */
+import { formatReport, runCrashExperiment } from '../test/support/crash-harness.js';
+
+const int = (name: string, fallback: number) => {
+  const v = process.env[name];
+  if (v === undefined || v === '') return fallback;
+  if (!/^\d+$/.test(v)) throw new Error(`${name} must be a non-negative integer, got "${v}"`);
+  return Number(v);
+};
+
+const stopDbTimes = int('CHAOS_STOP_DB', 0);
+const killLedgerTimes = int('CHAOS_KILL_LEDGER', 0);
+const report = await runCrashExperiment({
+  devices: int('CHAOS_DEVICES', 16),
+  photos: int('CHAOS_PHOTOS', 20),
+  kills: int('CHAOS_KILLS', 3),
+  blockTimeMs: int('CHAOS_BLOCK_TIME_MS', 0),
+  ...(stopDbTimes > 0 ? { stopDatabase: { times: stopDbTimes, durationMs: int('CHAOS_STOP_DB_MS', 6000) } } : {}),
+  ...(killLedgerTimes > 0 ? { killLedger: { times: killLedgerTimes } } : {}),
+  log: (line) => process.stdout.write(`${line}\n`),
+});
+
+process.stdout.write(`\n${formatReport(report)}\n\nfaults:\n`);
+for (const f of report.faults) process.stdout.write(`  ${f.kind}${f.kind === 'kill' ? ` ${f.n}` : ''}: ${f.note}\n`);
+let broken = 0;
+for (const [name, items] of Object.entries(report.violations)) {
+  if (items.length === 0) continue;
+  broken += 1;
+  process.stdout.write(`\n${name} (${items.length}):\n`);
+  for (const item of items.slice(0, 30)) process.stdout.write(`  - ${item}\n`);
+  if (items.length > 30) process.stdout.write(`  … and ${items.length - 30} more\n`);
+}
+process.stdout.write(broken === 0 ? '\nevery invariant held\n' : `\n${broken} invariant(s) broken (seed ${report.seed})\n`);
+process.exit(broken === 0 ? 0 : 1);

@@ -1,0 +1,1003 @@
+/**
+ * Crash harness: runs `npm start` (lib/local/start.ts) as a user would, in its own process group,
+ * drives a burst of chained anchors from N devices with a phone app's retry rule, SIGKILLs the
+ * whole process tree at random moments (seeded), restarts it on the same DATA_DIR, and then checks
+ * the promises of CONTRACT.md "Faults and retries" through public interfaces and independent reads
+ * (the API, the local chain's JSON-RPC):
+ *   1. every 200 verifies and has a receipt;
+ *   2. no limbo: every interrupted hash settles within 60 s of the restart that follows;
+ *   3. at most one ledger transaction per image hash, and each receipt names one of them;
+ *   4. no fork: one verified hash per (device, index), the one the device sent; chain intact;
+ *   5. exact charging: `used` equals the anchors the account holds.
+ *
+ * Nothing here imports the service's anchoring code: the device side is node:crypto, the ledger
+ * read is ethers over JSON-RPC, the transaction data is decoded here (image_hash || server_hash).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { JsonRpcProvider, Network } from 'ethers';
+import { freePort } from '../../lib/local/net.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const ZERO32 = Buffer.alloc(32);
+
+// ─── seeded randomness ──────────────────────────────────────────────────────────────────────────
+
+/** mulberry32: a small seeded PRNG, so that a failing kill schedule can be replayed (CRASH_SEED). */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Polls `check` until it returns a value other than undefined, or throws `what` at the deadline. */
+export async function waitFor<T>(what: string, deadlineMs: number, check: () => Promise<T | undefined> | T | undefined, everyMs = 100): Promise<T> {
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > end) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+// ─── the service as a process group ─────────────────────────────────────────────────────────────
+
+export interface ServiceOptions {
+  dataDir: string;
+  logFile: string;
+  blockTimeMs?: number;
+  /** Extra environment (wins over the defaults). */
+  env?: Record<string, string>;
+  /** How long a start may take before it counts as failed (loaded machine: generous). */
+  startDeadlineMs?: number;
+}
+
+/** Environment variables a user's shell would pass through; everything else (the test stack's
+ * DYNAMODB_ENDPOINT, LEDGER_RPC_URL, TABLE_PREFIX…) is left out so the service runs its own parts. */
+const PASS_THROUGH = ['PATH', 'HOME', 'USER', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'TMP', 'TEMP', 'SHELL'];
+
+interface GroupProcess {
+  pid: number;
+  ppid: number;
+  state: string;
+  cmdline: string;
+}
+
+/** Every process of process group `pgid`, read from /proc (Linux). */
+export function groupProcesses(pgid: number): GroupProcess[] {
+  const out: GroupProcess[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return out;
+  }
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      // pid (comm) state ppid pgrp …; comm may contain spaces and parentheses.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) !== pgid) continue;
+      let cmdline = '';
+      try {
+        cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ').trim();
+      } catch {
+        // gone meanwhile
+      }
+      out.push({ pid: Number(name), ppid: Number(fields[1]), state: fields[0] ?? '?', cmdline });
+    } catch {
+      // the process ended while we read it
+    }
+  }
+  return out;
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * One `npm start` on a DATA_DIR and fixed ports, restartable. The process is the leader of its
+ * own group, so a kill reaches the database and the ledger node it starts too.
+ */
+export class Service {
+  readonly ports: { api: number; rpc: number; dynamo: number };
+  readonly adminToken = randomBytes(24).toString('base64url');
+  child: ChildProcess | undefined;
+  private exited: Promise<void> = Promise.resolve();
+  starts = 0;
+
+  private constructor(
+    readonly options: ServiceOptions,
+    ports: { api: number; rpc: number; dynamo: number },
+  ) {
+    this.ports = ports;
+  }
+
+  static async create(options: ServiceOptions): Promise<Service> {
+    const ports = { api: await freePort(), rpc: await freePort(), dynamo: await freePort() };
+    return new Service(options, ports);
+  }
+
+  get base(): string {
+    return `http://127.0.0.1:${this.ports.api}`;
+  }
+
+  get rpcUrl(): string {
+    return `http://127.0.0.1:${this.ports.rpc}`;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Starts the service and resolves when GET /api/v1/health answers 200. */
+  async start(): Promise<void> {
+    if (this.child) throw new Error('service already running');
+    const env: Record<string, string> = {};
+    for (const key of PASS_THROUGH) if (process.env[key] !== undefined) env[key] = process.env[key] as string;
+    Object.assign(env, {
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      DATA_DIR: this.options.dataDir,
+      PORT: String(this.ports.api),
+      LEDGER_RPC_PORT: String(this.ports.rpc),
+      DYNAMODB_PORT: String(this.ports.dynamo),
+      ADMIN_TOKEN: this.adminToken,
+      LEDGER_BLOCK_TIME_MS: String(this.options.blockTimeMs ?? 0),
+      // The burst must not be throttled: the limits are not under test here (operators change them).
+      TIER_LIMITS: JSON.stringify({ pro: { monthly_quota: 1_000_000, rate_per_minute: 1_000_000 } }),
+      PUBLIC_RATE_PER_MINUTE: '1000000',
+      LOG_LEVEL: 'warn',
+      ...this.options.env,
+    });
+    const fd = openSync(this.options.logFile, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(process.execPath, ['--import', 'tsx', 'lib/local/start.ts'], {
+        cwd: repoRoot,
+        env,
+        detached: true,
+        stdio: ['ignore', fd, fd],
+      });
+    } finally {
+      closeSync(fd);
+    }
+    this.child = child;
+    this.starts += 1;
+    let exitCode: string | undefined;
+    this.exited = new Promise<void>((resolve) => {
+      child.once('exit', (code, signal) => {
+        exitCode = signal ?? String(code);
+        resolve();
+      });
+    });
+    const deadline = this.options.startDeadlineMs ?? 90_000;
+    await waitFor(`GET /api/v1/health 200 (start ${this.starts}, log ${this.options.logFile})`, deadline, async () => {
+      if (exitCode !== undefined) throw new Error(`the service exited (${exitCode}) before it was ready; log: ${this.options.logFile}\n${this.logTail()}`);
+      try {
+        const res = await fetch(`${this.base}/api/v1/health`, { signal: AbortSignal.timeout(5000) });
+        await res.arrayBuffer();
+        return res.status === 200 ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    });
+  }
+
+  logTail(lines = 30): string {
+    try {
+      return readFileSync(this.options.logFile, 'utf8').split('\n').slice(-lines).join('\n');
+    } catch {
+      return '';
+    }
+  }
+
+  /** SIGKILL of the whole group; resolves when no process of it remains and every port is closed. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child?.pid) return;
+    const pgid = child.pid;
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    await this.exited;
+    await waitFor(`process group ${pgid} to be gone and ports ${Object.values(this.ports).join(', ')} closed`, 30_000, async () => {
+      const alive = groupProcesses(pgid).filter((p) => p.state !== 'Z');
+      if (alive.length > 0) {
+        for (const p of alive) {
+          try {
+            process.kill(p.pid, 'SIGKILL');
+          } catch {
+            // gone
+          }
+        }
+        return undefined;
+      }
+      for (const port of Object.values(this.ports)) if (await portOpen(port)) return undefined;
+      return true;
+    });
+    this.child = undefined;
+  }
+
+  /** The processes of the group other than the service itself whose command line matches. */
+  findChild(pattern: RegExp): GroupProcess[] {
+    const pid = this.pid;
+    if (!pid) return [];
+    return groupProcesses(pid).filter((p) => p.pid !== pid && p.state !== 'Z' && pattern.test(p.cmdline));
+  }
+}
+
+// ─── devices and the client ─────────────────────────────────────────────────────────────────────
+
+/** A phone: an Ed25519 key and its hash chain, built with node:crypto only. */
+export class DeviceChain {
+  readonly privateKey: KeyObject;
+  readonly publicKeyHex: string;
+  private previous: Buffer | null = null;
+  /** The request bodies, by chain index (byte-identical on every retry). */
+  readonly bodies: string[] = [];
+  readonly hashes: string[] = [];
+
+  constructor(readonly id: number) {
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    this.privateKey = privateKey;
+    this.publicKeyHex = publicKey.export({ format: 'der', type: 'spki' }).subarray(12).toString('hex');
+  }
+
+  /** The body of the next photo's anchor request (image hash: 32 random bytes). */
+  nextBody(): { index: number; imageHash: string; body: string } {
+    const index = this.hashes.length;
+    const image = randomBytes(32);
+    const chainHash = createHash('sha256').update(this.previous ?? ZERO32).update(image).digest();
+    const body = JSON.stringify({
+      sha256_hash: image.toString('hex'),
+      chain_index: index,
+      chain_hash: chainHash.toString('hex'),
+      previous_hash: this.previous ? this.previous.toString('hex') : null,
+      signature_hex: sign(null, image, this.privateKey).toString('hex'),
+      public_key_hex: this.publicKeyHex,
+    });
+    this.previous = chainHash;
+    this.bodies.push(body);
+    this.hashes.push(image.toString('hex'));
+    return { index, imageHash: image.toString('hex'), body };
+  }
+
+  /** A different photo for an index already used (the fork probe); does not move the chain. */
+  conflictingBody(index: number): { imageHash: string; body: string } {
+    const previous = index === 0 ? null : chainHashAt(this, index - 1);
+    const image = randomBytes(32);
+    const chainHash = createHash('sha256').update(previous ?? ZERO32).update(image).digest();
+    return {
+      imageHash: image.toString('hex'),
+      body: JSON.stringify({
+        sha256_hash: image.toString('hex'),
+        chain_index: index,
+        chain_hash: chainHash.toString('hex'),
+        previous_hash: previous ? previous.toString('hex') : null,
+        signature_hex: sign(null, image, this.privateKey).toString('hex'),
+        public_key_hex: this.publicKeyHex,
+      }),
+    };
+  }
+}
+
+function chainHashAt(device: DeviceChain, index: number): Buffer {
+  const body = JSON.parse(device.bodies[index] ?? 'null') as { chain_hash: string } | null;
+  if (!body) throw new Error(`device ${device.id} has no index ${index}`);
+  return Buffer.from(body.chain_hash, 'hex');
+}
+
+export interface HashRecord {
+  device: number;
+  index: number;
+  imageHash: string;
+  body: string;
+  attempts: number;
+  firstSentAt: number | undefined;
+  /** Kill numbers (1-based) during which an attempt was in flight and got no answer. */
+  interruptions: number[];
+  settledAt: number | undefined;
+  how: '200' | '409-anchored' | undefined;
+  /** Time from the ready of the restart after the last interruption to settlement. */
+  settleAfterRestartMs: number | undefined;
+  /** The last answer that did not settle it (for messages). */
+  lastAnswer: string | undefined;
+  /** A final answer the client cannot retry (e.g. 409 chain_index_conflict): the device stopped. */
+  rejected: string | undefined;
+  gaveUp: boolean;
+}
+
+interface Attempt {
+  record: HashRecord;
+  killedBy: number | undefined;
+}
+
+export interface FaultEvent {
+  kind: 'kill' | 'stop-database' | 'kill-ledger';
+  /** 1-based number among the kills (for 'kill'). */
+  n: number;
+  at: number;
+  inFlight: number;
+  /** When the service answered health 200 again (kills), or when the fault ended. */
+  readyAt: number | undefined;
+  note: string;
+}
+
+export interface CrashRunOptions {
+  devices: number;
+  photos: number;
+  kills: number;
+  seed?: number;
+  blockTimeMs?: number;
+  /** The contract's limit for settling an interrupted anchor after a restart (60 s). */
+  limboLimitMs?: number;
+  /** After the final restart, how long past limboLimitMs the client keeps retrying before giving up. */
+  graceMs?: number;
+  /** Optional faults for the lead to wire (see stopDatabase / killLedger below). */
+  stopDatabase?: { times: number; durationMs: number };
+  killLedger?: { times: number };
+  /** After settling, send a different photo at each interrupted (device, index): it must be refused. */
+  forkProbe?: boolean;
+  log?: (line: string) => void;
+  keepDataDir?: boolean;
+}
+
+export interface CrashReport {
+  seed: number;
+  devices: number;
+  photos: number;
+  dataDir: string;
+  logFile: string;
+  faults: FaultEvent[];
+  hashes: number;
+  requestsSent: number;
+  interrupted: number;
+  settled200: number;
+  settled409Anchored: number;
+  unsettled: number;
+  rejected: number;
+  maxSettleAfterRestartMs: number | null;
+  p50SettleAfterRestartMs: number | null;
+  ledgerAnchorTransactions: number;
+  /** Image hashes of this run on the ledger whose evidence does not verify (an unfinished anchor). */
+  ledgerWithoutEvidence: string[];
+  duplicates: number;
+  forks: number;
+  forkProbes: { sent: number; refused: number; accepted: number };
+  charged: number | null;
+  anchorsHeld: number;
+  violations: {
+    verify200: string[];
+    limbo: string[];
+    ledgerOnce: string[];
+    noFork: string[];
+    charging: string[];
+  };
+  durationMs: number;
+}
+
+interface Problem {
+  code?: string;
+  detail?: string;
+  title?: string;
+}
+
+/**
+ * Runs one crash experiment end to end and returns what it found. It throws only when the
+ * harness itself cannot work (the service does not start); broken promises are in `violations`.
+ */
+export async function runCrashExperiment(options: CrashRunOptions): Promise<CrashReport> {
+  const t0 = Date.now();
+  const seed = options.seed ?? (Number(process.env.CRASH_SEED) || (randomBytes(4).readUInt32LE(0) >>> 0));
+  const log = options.log ?? (() => undefined);
+  const random = prng(seed);
+  const limboLimitMs = options.limboLimitMs ?? 60_000;
+  const graceMs = options.graceMs ?? 3_000;
+  log(`crash harness: seed ${seed} (CRASH_SEED=${seed} replays the kill schedule), ${options.devices} devices × ${options.photos} photos, ${options.kills} kills`);
+
+  const work = await mkdtemp(path.join(os.tmpdir(), 'evidence-crash-'));
+  const dataDir = path.join(work, 'data');
+  const logFile = path.join(work, 'service.log');
+  const service = await Service.create({ dataDir, logFile, blockTimeMs: options.blockTimeMs ?? 0 });
+  const killOnExit = () => {
+    if (service.pid) {
+      try {
+        process.kill(-service.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+  };
+  process.once('exit', killOnExit);
+
+  try {
+    await service.start();
+    log(`service ready on ${service.base} (rpc ${service.rpcUrl}, data ${dataDir})`);
+    const account = await setUpAccount(service);
+
+    // ── the burst ──
+    const devices = Array.from({ length: options.devices }, (_, i) => new DeviceChain(i));
+    const records: HashRecord[] = [];
+    const inFlight = new Set<Attempt>();
+    const faults: FaultEvent[] = [];
+    let requestsSent = 0;
+    let lastReadyAt = Date.now();
+    let faultsDone = false;
+    const totalHashes = options.devices * options.photos;
+    const readyAfterKill = (n: number): number | undefined => faults.find((f) => f.kind === 'kill' && f.n === n)?.readyAt;
+
+    const giveUpAt = () => (faultsDone ? lastReadyAt + limboLimitMs + graceMs : Number.POSITIVE_INFINITY);
+
+    const sendUntilSettled = async (record: HashRecord): Promise<void> => {
+      let backoff = 250;
+      const pause = async () => {
+        await sleep(backoff * (0.75 + random() * 0.5));
+        backoff = Math.min(backoff * 2, 2000);
+      };
+      for (;;) {
+        if (Date.now() > giveUpAt()) {
+          record.gaveUp = true;
+          return;
+        }
+        const attempt: Attempt = { record, killedBy: undefined };
+        record.attempts += 1;
+        record.firstSentAt ??= Date.now();
+        requestsSent += 1;
+        inFlight.add(attempt);
+        let status: number;
+        let text: string;
+        try {
+          const res = await fetch(`${service.base}/api/v2/evidence/anchor`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': account.apiKey },
+            body: record.body,
+            signal: AbortSignal.timeout(30_000),
+          });
+          status = res.status;
+          text = await res.text();
+        } catch (error) {
+          if (attempt.killedBy !== undefined) record.interruptions.push(attempt.killedBy);
+          record.lastAnswer = `network error: ${(error as Error).message}`;
+          await pause();
+          continue;
+        } finally {
+          inFlight.delete(attempt);
+        }
+        if (status === 200) {
+          settle(record, '200');
+          return;
+        }
+        const problem = parseProblem(text);
+        record.lastAnswer = `${status} ${problem.code ?? ''}: ${problem.detail ?? text.slice(0, 200)}`;
+        if (status === 409 && problem.code === 'hash_already_anchored') {
+          if (/being anchored/i.test(problem.detail ?? '')) {
+            await pause();
+            continue;
+          }
+          // "is anchored": settled when the public verify agrees.
+          const verified = await verifyHash(service, record.imageHash).catch(() => undefined);
+          if (verified?.verified) {
+            settle(record, '409-anchored');
+            return;
+          }
+          record.lastAnswer += ` (verify: ${verified ? `${verified.status} verified:${String(verified.verified)}` : 'unreachable'})`;
+          await pause();
+          continue;
+        }
+        if (status >= 500 || status === 429) {
+          await pause();
+          continue;
+        }
+        record.rejected = record.lastAnswer;
+        return;
+      }
+    };
+
+    const settle = (record: HashRecord, how: '200' | '409-anchored') => {
+      record.settledAt = Date.now();
+      record.how = how;
+    };
+
+    const runDevice = async (device: DeviceChain) => {
+      for (let i = 0; i < options.photos; i++) {
+        const next = device.nextBody();
+        const record: HashRecord = {
+          device: device.id,
+          index: next.index,
+          imageHash: next.imageHash,
+          body: next.body,
+          attempts: 0,
+          firstSentAt: undefined,
+          interruptions: [],
+          settledAt: undefined,
+          how: undefined,
+          settleAfterRestartMs: undefined,
+          lastAnswer: undefined,
+          rejected: undefined,
+          gaveUp: false,
+        };
+        records.push(record);
+        await sendUntilSettled(record);
+        if (!record.settledAt) return; // a phone cannot link the next photo to an unsettled one
+      }
+    };
+
+    // ── the fault schedule: kills at random fractions of the burst, plus the optional faults ──
+    type Planned = { kind: FaultEvent['kind']; threshold: number };
+    const planned: Planned[] = [];
+    for (let k = 0; k < options.kills; k++) planned.push({ kind: 'kill', threshold: 0.1 + random() * 0.75 });
+    for (let k = 0; k < (options.stopDatabase?.times ?? 0); k++) planned.push({ kind: 'stop-database', threshold: 0.1 + random() * 0.75 });
+    for (let k = 0; k < (options.killLedger?.times ?? 0); k++) planned.push({ kind: 'kill-ledger', threshold: 0.1 + random() * 0.6 });
+    planned.sort((a, b) => a.threshold - b.threshold);
+    const firstSent = () => records.filter((r) => r.firstSentAt !== undefined).length;
+    const devicesDone = { value: false };
+
+    const chaos = async () => {
+      let killNumber = 0;
+      for (const fault of planned) {
+        const target = Math.ceil(fault.threshold * totalHashes);
+        // The moment: the burst has reached the planned fraction, or (when every device is stuck)
+        // 4 s have passed since the last restart. Then a random 0–300 ms into the requests' work.
+        await waitFor('the burst to reach the next fault', 10 * 60_000, () =>
+          devicesDone.value || firstSent() >= target || Date.now() - lastReadyAt > 4_000 ? true : undefined,
+        );
+        if (devicesDone.value) break;
+        await sleep(random() * 300);
+        await waitFor('a request in flight', 5_000, () => (inFlight.size > 0 ? true : undefined), 5).catch(() => undefined);
+        const event: FaultEvent = { kind: fault.kind, n: 0, at: Date.now(), inFlight: inFlight.size, readyAt: undefined, note: '' };
+        if (fault.kind === 'kill') {
+          killNumber += 1;
+          event.n = killNumber;
+          for (const attempt of inFlight) attempt.killedBy = killNumber;
+          faults.push(event);
+          const pids = service.pid ? groupProcesses(service.pid).map((p) => p.pid) : [];
+          await service.kill();
+          const downAt = Date.now();
+          await service.start();
+          event.readyAt = Date.now();
+          lastReadyAt = event.readyAt;
+          event.note = `killed ${pids.length} processes with ${event.inFlight} requests in flight; down ${downAt - event.at} ms, restarted in ${event.readyAt - downAt} ms`;
+        } else if (fault.kind === 'stop-database') {
+          faults.push(event);
+          event.note = await stopDatabase(service, options.stopDatabase?.durationMs ?? 6000);
+          event.readyAt = Date.now();
+        } else {
+          faults.push(event);
+          event.note = killLedger(service);
+          event.readyAt = Date.now();
+        }
+        log(`fault ${faults.length}/${planned.length}: ${fault.kind} at ${event.at - t0} ms — ${event.note}`);
+      }
+      faultsDone = true;
+    };
+
+    const chaosDone = chaos();
+    await Promise.all(devices.map((d) => runDevice(d)));
+    devicesDone.value = true;
+    await chaosDone;
+    faultsDone = true;
+    log(`burst done at ${Date.now() - t0} ms: ${records.length} hashes, ${requestsSent} requests`);
+
+    // ── the fork probe: a different photo at each interrupted (device, index) must be refused ──
+    const probes: { device: number; index: number; imageHash: string; status: number; answer: string }[] = [];
+    if (options.forkProbe ?? true) {
+      // Only where the interrupted photo settled: an unsettled one is already a limbo violation,
+      // and its index may rightly be free (undone) — a probe there would prove nothing.
+      const targets = records.filter((r) => r.interruptions.length > 0 && r.settledAt !== undefined);
+      for (const r of targets) {
+        const device = devices[r.device] as DeviceChain;
+        const probe = device.conflictingBody(r.index);
+        const res = await fetchRetry(`${service.base}/api/v2/evidence/anchor`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': account.apiKey },
+          body: probe.body,
+        });
+        probes.push({ device: r.device, index: r.index, imageHash: probe.imageHash, status: res.status, answer: res.text.slice(0, 200) });
+      }
+    }
+
+    // ── the reads ──
+    const deadline = () => Math.max(lastReadyAt + limboLimitMs, Date.now() + 5_000);
+    const allHashes = [...records.map((r) => r.imageHash), ...probes.map((p) => p.imageHash)];
+    const verified = new Map<string, VerifyResult>();
+    const receipts = new Map<string, Receipt>();
+    const readHash = async (h: string, mustVerify: boolean) => {
+      for (;;) {
+        const v = await verifyHash(service, h).catch(() => undefined);
+        if (v) verified.set(h, v);
+        if (v?.verified) break;
+        if (!mustVerify || Date.now() > deadline()) break;
+        await sleep(250);
+      }
+      if (verified.get(h)?.verified) {
+        const res = await fetchRetry(`${service.base}/api/v2/evidence/receipt/${h}`);
+        if (res.status === 200) receipts.set(h, JSON.parse(res.text) as Receipt);
+      }
+    };
+    const mustVerify = new Set(records.filter((r) => r.settledAt !== undefined).map((r) => r.imageHash));
+    await pool(allHashes, 8, (h) => readHash(h, mustVerify.has(h)));
+
+    const violations: CrashReport['violations'] = { verify200: [], limbo: [], ledgerOnce: [], noFork: [], charging: [] };
+
+    // 1. every 200 verifies and has a receipt
+    for (const r of records.filter((x) => x.how === '200')) {
+      const v = verified.get(r.imageHash);
+      if (!v?.verified) violations.verify200.push(`${r.imageHash} (device ${r.device} index ${r.index}) got 200 but verify says ${v ? `${v.status} verified:${String(v.verified)}` : 'nothing'}`);
+      else if (!receipts.has(r.imageHash)) violations.verify200.push(`${r.imageHash} (device ${r.device} index ${r.index}) verifies but has no receipt`);
+    }
+
+    // 2. no limbo
+    const killEvents = faults.filter((f) => f.kind === 'kill');
+    for (const r of records) {
+      const where = `${r.imageHash} (device ${r.device} index ${r.index})`;
+      if (r.rejected) {
+        violations.limbo.push(`${where} was refused on retry: ${r.rejected}`);
+        continue;
+      }
+      if (r.settledAt === undefined) {
+        violations.limbo.push(
+          `${where} never settled${r.interruptions.length ? ` after kill ${r.interruptions.join(', ')}` : ''}: last answer ${r.lastAnswer ?? 'none'} (${r.attempts} attempts)`,
+        );
+        continue;
+      }
+      // Each interruption must have settled, or been overtaken by the next kill, within the limit.
+      for (const k of r.interruptions) {
+        const ready = readyAfterKill(k);
+        if (ready === undefined) continue;
+        const nextKill = killEvents.find((f) => f.n > k && f.at >= ready);
+        const end = nextKill && nextKill.at < r.settledAt ? nextKill.at : r.settledAt;
+        if (end - ready > limboLimitMs) {
+          violations.limbo.push(`${where} interrupted by kill ${k} settled ${end - ready} ms after the restart (limit ${limboLimitMs} ms)`);
+        }
+      }
+    }
+
+    // 3. at most one ledger transaction per image hash; receipts name one of them
+    const ledger = await readLedger(service.rpcUrl);
+    const ourHashes = new Set(allHashes);
+    let duplicates = 0;
+    for (const [h, txs] of ledger.byImageHash) {
+      if (txs.length > 1) {
+        duplicates += 1;
+        violations.ledgerOnce.push(`${h}${ourHashes.has(h) ? '' : ' (not sent by this run)'} is on the ledger ${txs.length} times: ${txs.join(', ')}`);
+      }
+    }
+    for (const [h, receipt] of receipts) {
+      const tx = receipt.ledger?.tx_hash?.toLowerCase();
+      const onChain = tx ? ledger.txs.get(tx) : undefined;
+      if (!onChain) violations.ledgerOnce.push(`${h}: its receipt names ${tx ?? 'no transaction'}, which is not on the chain`);
+      else if (onChain !== h) violations.ledgerOnce.push(`${h}: its receipt's transaction ${tx} carries ${onChain}`);
+    }
+    const orphanTxs = [...ledger.byImageHash.keys()].filter((h) => ourHashes.has(h) && !verified.get(h)?.verified);
+
+    // 4. no fork
+    let forks = 0;
+    for (const device of devices) {
+      const sent = records.filter((r) => r.device === device.id);
+      const byIndex = new Map<number, string[]>();
+      for (const h of [...sent.map((r) => r.imageHash), ...probes.filter((p) => p.device === device.id).map((p) => p.imageHash)]) {
+        const receipt = receipts.get(h);
+        if (!receipt) continue;
+        const idx = receipt.device?.chain_index;
+        if (receipt.device?.public_key_hex !== device.publicKeyHex || typeof idx !== 'number') {
+          violations.noFork.push(`${h}: receipt names device ${receipt.device?.public_key_hex ?? '?'} index ${String(idx)}, not device ${device.id}`);
+          continue;
+        }
+        byIndex.set(idx, [...(byIndex.get(idx) ?? []), h]);
+      }
+      for (const [idx, hs] of byIndex) {
+        const expected = device.hashes[idx];
+        if (hs.length > 1) {
+          forks += 1;
+          violations.noFork.push(`device ${device.id} index ${idx} has ${hs.length} verified hashes: ${hs.join(', ')} (sent: ${expected ?? 'none'})`);
+        } else if (hs[0] !== expected) {
+          forks += 1;
+          violations.noFork.push(`device ${device.id} index ${idx} holds ${hs[0] ?? '?'}, but the device sent ${expected ?? 'nothing'} there`);
+        }
+      }
+      for (const r of sent.filter((x) => x.settledAt !== undefined)) {
+        if (!byIndex.get(r.index)?.includes(r.imageHash)) violations.noFork.push(`device ${device.id} index ${r.index}: settled ${r.imageHash} has no verified receipt at that index`);
+      }
+      const chain = await readChain(service, device.publicKeyHex);
+      if (!chain) {
+        if (sent.some((r) => r.settledAt !== undefined)) violations.noFork.push(`device ${device.id}: v1 chain/all knows no chain`);
+        continue;
+      }
+      if (chain.verdict !== 'complete') violations.noFork.push(`device ${device.id}: v1 chain integrity says ${chain.verdict} (${chain.detail})`);
+      for (const entry of chain.entries) {
+        if (entry.image_hash !== device.hashes[entry.chain_index]) {
+          violations.noFork.push(`device ${device.id} index ${entry.chain_index}: chain/all lists ${entry.image_hash}, the device sent ${device.hashes[entry.chain_index] ?? 'nothing'}`);
+        }
+      }
+    }
+    for (const p of probes) {
+      if (p.status === 200) violations.noFork.push(`fork probe: a second photo ${p.imageHash} at device ${p.device} index ${p.index} was accepted (200)`);
+    }
+
+    // 5. exact charging (the reconciler may refund late: wait up to the limit after the last restart)
+    const held = () => allHashes.filter((h) => verified.get(h)?.verified).length;
+    let charged: number | null = null;
+    let lastUsed: number | null = null;
+    await waitFor('usage to equal the anchors held', Math.max(0, deadline() - Date.now()), async () => {
+      charged = await readUsed(service, account).catch(() => null);
+      if (charged !== null && charged === held()) return true;
+      // Anchors that were stuck may still complete meanwhile: re-read those.
+      if (charged !== lastUsed) {
+        lastUsed = charged;
+        await pool(
+          allHashes.filter((h) => !verified.get(h)?.verified),
+          8,
+          (h) => readHash(h, false),
+        );
+      }
+      return undefined;
+    }, 500).catch(() => undefined);
+    if (charged === null) violations.charging.push('GET /api/v2/account/usage could not be read');
+    else if (charged !== held()) {
+      violations.charging.push(`usage says used=${charged}, the account holds ${held()} verified anchors (${charged - held() > 0 ? 'overcharged' : 'undercharged'} by ${Math.abs(charged - held())})`);
+    }
+
+    const interruptedRecords = records.filter((r) => r.interruptions.length > 0);
+    // Measured now: a restarted service may answer before the harness's health poll sees it ready.
+    for (const r of interruptedRecords) {
+      const ready = readyAfterKill(r.interruptions.at(-1) as number);
+      if (r.settledAt !== undefined && ready !== undefined) r.settleAfterRestartMs = Math.max(0, r.settledAt - ready);
+    }
+    const settleTimes = interruptedRecords.map((r) => r.settleAfterRestartMs).filter((x): x is number => x !== undefined).sort((a, b) => a - b);
+    if (orphanTxs.length) log(`note: ${orphanTxs.length} hashes are on the ledger without verified evidence: ${orphanTxs.slice(0, 5).join(', ')}${orphanTxs.length > 5 ? ', …' : ''}`);
+    const report: CrashReport = {
+      seed,
+      devices: options.devices,
+      photos: options.photos,
+      dataDir,
+      logFile,
+      faults,
+      hashes: records.length,
+      requestsSent,
+      interrupted: interruptedRecords.length,
+      settled200: records.filter((r) => r.how === '200').length,
+      settled409Anchored: records.filter((r) => r.how === '409-anchored').length,
+      unsettled: records.filter((r) => r.settledAt === undefined).length,
+      rejected: records.filter((r) => r.rejected).length,
+      maxSettleAfterRestartMs: settleTimes.at(-1) ?? null,
+      p50SettleAfterRestartMs: settleTimes.length ? (settleTimes[Math.floor((settleTimes.length - 1) / 2)] as number) : null,
+      ledgerAnchorTransactions: ledger.anchorTxCount,
+      ledgerWithoutEvidence: orphanTxs,
+      duplicates,
+      forks,
+      forkProbes: { sent: probes.length, refused: probes.filter((p) => p.status >= 400 && p.status < 500).length, accepted: probes.filter((p) => p.status === 200).length },
+      charged,
+      anchorsHeld: held(),
+      violations,
+      durationMs: Date.now() - t0,
+    };
+    return report;
+  } finally {
+    process.off('exit', killOnExit);
+    await service.kill().catch(() => undefined);
+    if (!options.keepDataDir && !process.env.CRASH_KEEP) await rm(work, { recursive: true, force: true }).catch(() => undefined);
+    else log(`kept ${work}`);
+  }
+}
+
+// ─── optional faults (for the lead to wire once the database runs as a child process) ──────────
+
+/** SIGSTOP the database child for `durationMs`, then SIGCONT it. */
+export async function stopDatabase(service: Service, durationMs: number): Promise<string> {
+  const targets = service.findChild(/dynalite|dynamo/i);
+  if (targets.length === 0) return 'skipped: no child process of the service mentions dynalite (the database runs inside the service process)';
+  for (const p of targets) process.kill(p.pid, 'SIGSTOP');
+  await sleep(durationMs);
+  for (const p of targets) {
+    try {
+      process.kill(p.pid, 'SIGCONT');
+    } catch {
+      // it died meanwhile
+    }
+  }
+  return `stopped ${targets.map((p) => p.pid).join(', ')} for ${durationMs} ms`;
+}
+
+/** SIGKILL the ledger node child (hardhat). */
+export function killLedger(service: Service): string {
+  const targets = service.findChild(/hardhat/i);
+  if (targets.length === 0) return 'skipped: no child process of the service mentions hardhat';
+  for (const p of targets) process.kill(p.pid, 'SIGKILL');
+  return `killed ledger node ${targets.map((p) => p.pid).join(', ')}`;
+}
+
+// ─── public reads ───────────────────────────────────────────────────────────────────────────────
+
+interface VerifyResult {
+  status: number;
+  verified: boolean;
+  chain_index?: number;
+  ledger_tx?: string;
+}
+
+interface Receipt {
+  image_hash: string;
+  ledger?: { tx_hash?: string };
+  device?: { public_key_hex?: string; chain_index?: number };
+}
+
+function parseProblem(text: string): Problem {
+  try {
+    return JSON.parse(text) as Problem;
+  } catch {
+    return {};
+  }
+}
+
+/** A GET or POST that retries network errors and 5xx (a public read during a restart) for up to 60 s. */
+async function fetchRetry(url: string, init: RequestInit = {}, deadlineMs = 60_000): Promise<{ status: number; text: string }> {
+  const end = Date.now() + deadlineMs;
+  let last = '';
+  for (;;) {
+    try {
+      const res = await fetch(url, { ...init, signal: AbortSignal.timeout(20_000) });
+      const text = await res.text();
+      if (res.status < 500 || Date.now() > end) return { status: res.status, text };
+      last = `${res.status} ${text.slice(0, 200)}`;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    if (Date.now() > end) throw new Error(`${url}: ${last}`);
+    await sleep(250);
+  }
+}
+
+async function verifyHash(service: Service, h: string): Promise<VerifyResult> {
+  const res = await fetchRetry(`${service.base}/api/v2/evidence/verify/${h}`, {}, 10_000);
+  const body = parseProblem(res.text) as Partial<VerifyResult>;
+  return { ...body, status: res.status, verified: res.status === 200 && body.verified === true };
+}
+
+async function setUpAccount(service: Service): Promise<{ accountId: string; apiKey: string; email: string; password: string; token: string }> {
+  const email = `crash-${randomBytes(6).toString('hex')}@example.test`;
+  const password = 'correct horse battery staple';
+  const reg = await fetchRetry(`${service.base}/api/v2/account/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  });
+  if (reg.status !== 200) throw new Error(`register: ${reg.status} ${reg.text}`);
+  const body = JSON.parse(reg.text) as { account_id: string; api_key: string; token: string };
+  const tier = await fetchRetry(`${service.base}/api/v2/admin/accounts/${body.account_id}/tier`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${service.adminToken}` },
+    body: JSON.stringify({ tier: 'pro' }),
+  });
+  if (tier.status !== 200) throw new Error(`set tier: ${tier.status} ${tier.text}`);
+  return { accountId: body.account_id, apiKey: body.api_key, email, password, token: body.token };
+}
+
+async function readUsed(service: Service, account: { email: string; password: string; token: string }): Promise<number> {
+  let res = await fetchRetry(`${service.base}/api/v2/account/usage`, { headers: { authorization: `Bearer ${account.token}` } }, 10_000);
+  if (res.status === 401) {
+    const login = await fetchRetry(`${service.base}/api/v2/account/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: account.email, password: account.password }),
+    });
+    account.token = (JSON.parse(login.text) as { token: string }).token;
+    res = await fetchRetry(`${service.base}/api/v2/account/usage`, { headers: { authorization: `Bearer ${account.token}` } }, 10_000);
+  }
+  if (res.status !== 200) throw new Error(`usage: ${res.status} ${res.text}`);
+  return (JSON.parse(res.text) as { used: number }).used;
+}
+
+interface ChainRead {
+  verdict: string;
+  detail: string;
+  entries: { chain_index: number; image_hash: string; state: string }[];
+}
+
+async function readChain(service: Service, publicKeyHex: string): Promise<ChainRead | undefined> {
+  const entries: ChainRead['entries'] = [];
+  const verdicts: string[] = [];
+  const details: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const url = `${service.base}/api/v1/chain/all/${publicKeyHex}?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+    const res = await fetchRetry(url);
+    if (res.status === 404) return undefined;
+    if (res.status !== 200) throw new Error(`chain/all: ${res.status} ${res.text.slice(0, 200)}`);
+    const page = JSON.parse(res.text) as {
+      entries: ChainRead['entries'];
+      next_cursor: string | null;
+      integrity: { verdict: string; gaps: unknown[]; broken_links: unknown[] };
+    };
+    entries.push(...page.entries);
+    verdicts.push(page.integrity.verdict);
+    if (page.integrity.verdict !== 'complete') details.push(JSON.stringify({ gaps: page.integrity.gaps, broken_links: page.integrity.broken_links }));
+    cursor = page.next_cursor;
+  } while (cursor);
+  return { verdict: verdicts.every((v) => v === 'complete') ? 'complete' : (verdicts.find((v) => v !== 'complete') ?? '?'), detail: details.join('; '), entries };
+}
+
+/** Every anchor transaction of the local chain, read block by block over JSON-RPC. */
+export async function readLedger(rpcUrl: string): Promise<{ txs: Map<string, string>; byImageHash: Map<string, string[]>; anchorTxCount: number }> {
+  const provider = new JsonRpcProvider(rpcUrl, Network.from(31337), { staticNetwork: true });
+  try {
+    const latest = await provider.getBlockNumber();
+    const txs = new Map<string, string>();
+    const byImageHash = new Map<string, string[]>();
+    const numbers = Array.from({ length: latest + 1 }, (_, i) => i);
+    await pool(numbers, 8, async (n) => {
+      const block = await provider.getBlock(n, true);
+      if (!block) throw new Error(`block ${n} missing`);
+      for (const tx of block.prefetchedTransactions) {
+        const data = tx.data.toLowerCase();
+        if (data.length !== 2 + 128) continue; // anchor data: image_hash (32 bytes) || server_hash (32 bytes)
+        const imageHash = data.slice(2, 66);
+        txs.set(tx.hash.toLowerCase(), imageHash);
+        byImageHash.set(imageHash, [...(byImageHash.get(imageHash) ?? []), tx.hash.toLowerCase()]);
+      }
+    });
+    return { txs, byImageHash, anchorTxCount: txs.size };
+  } finally {
+    provider.destroy();
+  }
+}
+
+async function pool<T>(items: T[], width: number, run: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(width, items.length) }, async () => {
+      while (next < items.length) {
+        const item = items[next++] as T;
+        await run(item);
+      }
+    }),
+  );
+}
+
+/** The report as a table of lines (for the bench and for test diagnostics). */
+export function formatReport(r: CrashReport): string {
+  const rows: [string, string][] = [
+    ['seed', String(r.seed)],
+    ['devices × photos', `${r.devices} × ${r.photos} (${r.hashes} hashes sent)`],
+    ['faults', r.faults.map((f) => `${f.kind}${f.kind === 'kill' ? ` ${f.n}` : ''} (${f.inFlight} in flight)`).join(', ') || 'none'],
+    ['requests sent', String(r.requestsSent)],
+    ['interrupted', String(r.interrupted)],
+    ['settled 200 / 409-anchored', `${r.settled200} / ${r.settled409Anchored}`],
+    ['unsettled / refused', `${r.unsettled} / ${r.rejected}`],
+    ['settle after restart max / p50', `${r.maxSettleAfterRestartMs ?? '-'} ms / ${r.p50SettleAfterRestartMs ?? '-'} ms`],
+    ['ledger anchor transactions', String(r.ledgerAnchorTransactions)],
+    ['on ledger without evidence', String(r.ledgerWithoutEvidence.length)],
+    ['duplicates (hash on ledger > 1×)', String(r.duplicates)],
+    ['forks', String(r.forks)],
+    ['fork probes sent / refused / accepted', `${r.forkProbes.sent} / ${r.forkProbes.refused} / ${r.forkProbes.accepted}`],
+    ['charged vs anchors held', `${r.charged ?? '?'} vs ${r.anchorsHeld}`],
+    ['duration', `${r.durationMs} ms`],
+  ];
+  for (const [name, list] of Object.entries(r.violations)) rows.push([`violations: ${name}`, String(list.length)]);
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
+}
