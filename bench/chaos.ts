@@ -13,6 +13,8 @@
  *   CHAOS_STOP_DB_MS=6000
  *   CHAOS_KILL_LEDGER=0     times to SIGKILL the ledger node child (hardhat)
  *   CHAOS_BLOCK_TIME_MS=0   LEDGER_BLOCK_TIME_MS of the service (0: automine)
+ *   CHAOS_PROBE_ALL=1       send a conflicting photo at every settled index, not only the
+ *                           interrupted ones (with CHAOS_KILLS=0: a self-check of the harness)
  *   CRASH_SEED=<n>          replay a schedule (the seed is printed)
  *   CRASH_KEEP=1            keep DATA_DIR and the service log
  * The two optional faults look for a child process of the service whose command line mentions
@@ -35,6 +37,7 @@ const report = await runCrashExperiment({
   photos: int('CHAOS_PHOTOS', 20),
   kills: int('CHAOS_KILLS', 3),
   blockTimeMs: int('CHAOS_BLOCK_TIME_MS', 0),
+  forkProbe: process.env.CHAOS_PROBE_ALL === '1' ? 'all' : true,
   ...(stopDbTimes > 0 ? { stopDatabase: { times: stopDbTimes, durationMs: int('CHAOS_STOP_DB_MS', 6000) } } : {}),
   ...(killLedgerTimes > 0 ? { killLedger: { times: killLedgerTimes } } : {}),
   log: (line) => process.stdout.write(`${line}\n`),

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { formatReport, runCrashExperiment, type CrashReport } from '../support/crash-harness.js';
 
-const say = (line: string) => process.stderr.write(`# ${line}\n`);
+const say = (line: string) => process.stderr.write(`${line}\n`);
 
 describe('npm start killed (SIGKILL of the process tree) three times during a burst of chained anchors', () => {
   let report: CrashReport;
@@ -19,7 +19,7 @@ describe('npm start killed (SIGKILL of the process tree) three times during a bu
   before(
     async () => {
       report = await runCrashExperiment({ devices: 8, photos: 8, kills: 3, log: say });
-      say(formatReport(report).split('\n').join('\n# '));
+      say(formatReport(report));
     },
     { timeout: 300_000 },
   );
@@ -32,22 +32,22 @@ describe('npm start killed (SIGKILL of the process tree) three times during a bu
   });
 
   it('1. every hash that got a 200 verifies and has a receipt', () => {
-    assert.deepEqual(report.violations.verify200, [], `200s that do not verify:${list(report.violations.verify200)}`);
+    assert.ok(report.violations.verify200.length === 0, `200s that do not verify:${list(report.violations.verify200)}`);
   });
 
   it('2. leaves no hash in limbo: every interrupted anchor settles within 60 s of the restart', () => {
-    assert.deepEqual(report.violations.limbo, [], `hashes left in limbo:${list(report.violations.limbo)}`);
+    assert.ok(report.violations.limbo.length === 0, `hashes left in limbo:${list(report.violations.limbo)}`);
   });
 
   it('3. puts each image hash on the ledger at most once, in the transaction its receipt names', () => {
-    assert.deepEqual(report.violations.ledgerOnce, [], `ledger violations:${list(report.violations.ledgerOnce)}`);
+    assert.ok(report.violations.ledgerOnce.length === 0, `ledger violations:${list(report.violations.ledgerOnce)}`);
   });
 
   it('4. never forks a device chain: one verified hash per (device, index), the one the device sent', () => {
-    assert.deepEqual(report.violations.noFork, [], `forks:${list(report.violations.noFork)}`);
+    assert.ok(report.violations.noFork.length === 0, `forks:${list(report.violations.noFork)}`);
   });
 
   it('5. charges the account exactly for the anchors it holds', () => {
-    assert.deepEqual(report.violations.charging, [], `charging:${list(report.violations.charging)}`);
+    assert.ok(report.violations.charging.length === 0, `charging:${list(report.violations.charging)}`);
   });
 });

@@ -361,8 +361,9 @@ export interface CrashRunOptions {
   /** Optional faults for the lead to wire (see stopDatabase / killLedger below). */
   stopDatabase?: { times: number; durationMs: number };
   killLedger?: { times: number };
-  /** After settling, send a different photo at each interrupted (device, index): it must be refused. */
-  forkProbe?: boolean;
+  /** After settling, send a different photo at each interrupted (device, index): it must be refused.
+   * 'all': at every settled index (a self-check of the harness on a run without kills). */
+  forkProbe?: boolean | 'all';
   log?: (line: string) => void;
   keepDataDir?: boolean;
 }
@@ -451,7 +452,11 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     const totalHashes = options.devices * options.photos;
     const readyAfterKill = (n: number): number | undefined => faults.find((f) => f.kind === 'kill' && f.n === n)?.readyAt;
 
-    const giveUpAt = () => (faultsDone ? lastReadyAt + limboLimitMs + graceMs : Number.POSITIVE_INFINITY);
+    // The client gives up on a hash only once every fault is over, and only after the contract's
+    // limit has passed since the last restart or since the hash was first sent, whichever is later
+    // (a slow machine must not turn an ordinary late photo into a "limbo").
+    const giveUpAt = (record: HashRecord) =>
+      faultsDone ? Math.max(lastReadyAt, record.firstSentAt ?? Date.now()) + limboLimitMs + graceMs : Number.POSITIVE_INFINITY;
 
     const sendUntilSettled = async (record: HashRecord): Promise<void> => {
       let backoff = 250;
@@ -460,7 +465,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
         backoff = Math.min(backoff * 2, 2000);
       };
       for (;;) {
-        if (Date.now() > giveUpAt()) {
+        if (Date.now() > giveUpAt(record)) {
           record.gaveUp = true;
           return;
         }
@@ -608,7 +613,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     if (options.forkProbe ?? true) {
       // Only where the interrupted photo settled: an unsettled one is already a limbo violation,
       // and its index may rightly be free (undone) — a probe there would prove nothing.
-      const targets = records.filter((r) => r.interruptions.length > 0 && r.settledAt !== undefined);
+      const targets = records.filter((r) => (options.forkProbe === 'all' || r.interruptions.length > 0) && r.settledAt !== undefined);
       for (const r of targets) {
         const device = devices[r.device] as DeviceChain;
         const probe = device.conflictingBody(r.index);
