@@ -13,19 +13,13 @@ import {
   signAndPublish,
   stored503,
 } from './anchor-steps.js';
-import { checkDeviceProof, requestFingerprint } from './device-proof.js';
+import { checkDeviceProof, type DeviceProof, requestFingerprint } from './device-proof.js';
 import type { AnchorClaim, AnchoredEvidence, EvidenceItem } from './records.js';
 
 export type { AnchorDeps } from './anchor-steps.js';
 
 /** One anchoring request, v1 or v2, after schema validation (hashes lower-case hex). */
-export interface AnchorInput {
-  imageHash: string;
-  chainIndex: number;
-  chainHash: string;
-  previousHash: string | null;
-  signatureHex: string;
-  publicKeyHex: string;
+export interface AnchorInput extends DeviceProof {
   deviceId?: string | undefined;
   accountId: string;
   /** The caller's tier: its monthly quota pays for the anchor. */

@@ -1,6 +1,6 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describeError, log } from '../log.js';
-import { setClause, tryWrite } from '../store/conditional.js';
+import { setClause, tryWrite, type WriteOutcome } from '../store/conditional.js';
 import type { StatsPort } from './stats.js';
 
 import { type AnchorClaim, type AnchoredEvidence, type ChainLink, type EvidenceItem, isAnchored, type SignedProofs, type StoredTx, type TxStatus } from './records.js';
@@ -156,17 +156,11 @@ export class EvidenceRepository {
    * quota hold with it) or taken over by the identical retry (takeOver).
    */
   async claimHash(claim: AnchorClaim): Promise<HashClaimResult> {
-    const { sets, names, values } = setClause({ ...claim, image_hash: undefined, anchor_state: 'accepting', pending_shard: PENDING_SHARD });
-    const r = await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.evidence,
-        Key: { image_hash: claim.image_hash },
-        UpdateExpression: `SET ${sets.join(', ')}`,
-        ConditionExpression: 'attribute_not_exists(anchor_state)',
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-      }),
+    const r = await this.setIf(
+      claim.image_hash,
+      { ...claim, image_hash: undefined, anchor_state: 'accepting', pending_shard: PENDING_SHARD },
+      'attribute_not_exists(anchor_state)',
+      {},
     );
     if (r.ok) return { ok: true };
     return { ok: false, current: (r.old as unknown as EvidenceItem | undefined) ?? (await this.get(claim.image_hash)) };
@@ -184,17 +178,11 @@ export class EvidenceRepository {
     nowMs: number,
   ): Promise<boolean> {
     const { claim_id, anchored_at, lease_expires_at, quota_counter, quota_hold } = next;
-    const { sets, names, values } = setClause({ claim_id, anchored_at, lease_expires_at, quota_counter, quota_hold });
-    const r = await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.evidence,
-        Key: { image_hash: imageHash },
-        UpdateExpression: `SET ${sets.join(', ')}`,
-        ConditionExpression: 'anchor_state = :accepting AND claim_id = :prev AND fingerprint = :fp AND lease_expires_at < :now',
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: { ...values, ':accepting': 'accepting', ':prev': previousClaimId, ':fp': next.fingerprint, ':now': nowMs },
-      }),
+    const r = await this.setIf(
+      imageHash,
+      { claim_id, anchored_at, lease_expires_at, quota_counter, quota_hold },
+      'anchor_state = :accepting AND claim_id = :prev AND fingerprint = :fp AND lease_expires_at < :now',
+      { ':accepting': 'accepting', ':prev': previousClaimId, ':fp': next.fingerprint, ':now': nowMs },
     );
     return r.ok;
   }
@@ -230,17 +218,12 @@ export class EvidenceRepository {
    * then gives the nonce back and nothing goes out.
    */
   async markPublishing(imageHash: string, claimId: string, proofs: SignedProofs, tx: StoredTx): Promise<boolean> {
-    const { sets, names, values } = setClause({ ...proofs, ...tx, anchor_state: 'publishing' });
-    const r = await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.evidence,
-        Key: { image_hash: imageHash },
-        UpdateExpression: `SET ${sets.join(', ')} REMOVE lease_expires_at`,
-        ConditionExpression: 'claim_id = :id AND anchor_state = :accepting',
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: { ...values, ':id': claimId, ':accepting': 'accepting' },
-      }),
+    const r = await this.setIf(
+      imageHash,
+      { ...proofs, ...tx, anchor_state: 'publishing' },
+      'claim_id = :id AND anchor_state = :accepting',
+      { ':id': claimId, ':accepting': 'accepting' },
+      { remove: ['lease_expires_at'] },
     );
     return r.ok;
   }
@@ -252,18 +235,7 @@ export class EvidenceRepository {
    * transaction is given back unsent.
    */
   async replaceTx(imageHash: string, deadTxHash: string, tx: StoredTx): Promise<boolean> {
-    const { sets, names, values } = setClause({ ...tx });
-    const r = await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.evidence,
-        Key: { image_hash: imageHash },
-        UpdateExpression: `SET ${sets.join(', ')}`,
-        ConditionExpression: 'anchor_state = :publishing AND tx_hash = :dead',
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: { ...values, ':publishing': 'publishing', ':dead': deadTxHash },
-      }),
-    );
+    const r = await this.setIf(imageHash, { ...tx }, 'anchor_state = :publishing AND tx_hash = :dead', { ':publishing': 'publishing', ':dead': deadTxHash });
     return r.ok;
   }
 
@@ -286,18 +258,12 @@ export class EvidenceRepository {
       fields.tx_hash = receipt.minedTxHash;
       if (receipt.txHashes && receipt.txHashes.length > 1) fields.tx_hashes = receipt.txHashes;
     }
-    const { sets, names, values } = setClause(fields);
-    const r = await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.evidence,
-        Key: { image_hash: imageHash },
-        UpdateExpression: `SET ${sets.join(', ')} REMOVE tx_raw${receipt ? ', pending_shard' : ''}`,
-        ConditionExpression: 'anchor_state = :publishing AND tx_hash = :named',
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: { ...values, ':publishing': 'publishing', ':named': namedTxHash },
-        ReturnValues: 'ALL_NEW',
-      }),
+    const r = await this.setIf(
+      imageHash,
+      fields,
+      'anchor_state = :publishing AND tx_hash = :named',
+      { ':publishing': 'publishing', ':named': namedTxHash },
+      { remove: receipt ? ['tx_raw', 'pending_shard'] : ['tx_raw'], returnNew: true },
     );
     return r.ok ? (r.attributes as unknown as AnchoredEvidence) : null;
   }
@@ -393,6 +359,30 @@ export class EvidenceRepository {
     } catch (error) {
       log.warn('chain link not updated to the replacement transaction', { image_hash: item.image_hash, tx_hash: txHash, ...describeError(error) });
     }
+  }
+
+  /** One conditional update of an evidence item: SET `fields` (undefined ones skipped), REMOVE `remove`, if `condition`. */
+  private setIf(
+    imageHash: string,
+    fields: Record<string, unknown>,
+    condition: string,
+    conditionValues: Record<string, unknown>,
+    options: { remove?: readonly string[]; returnNew?: boolean } = {},
+  ): Promise<WriteOutcome> {
+    const { sets, names, values } = setClause(fields);
+    const remove = options.remove?.length ? ` REMOVE ${options.remove.join(', ')}` : '';
+    return tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: `SET ${sets.join(', ')}${remove}`,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: { ...values, ...conditionValues },
+        ...(options.returnNew ? { ReturnValues: 'ALL_NEW' as const } : {}),
+      }),
+    );
   }
 
   // ------------------------------------------------------------------ device-chain links

@@ -84,16 +84,24 @@ export async function readChainPage(repo: EvidenceRepository, publicKeyHex: stri
     repo.listLinks(publicKeyHex, from, limit),
   ]);
   if (!storedHead) return undefined;
-  // A link that is not marked anchored may only lag its anchored evidence item (proof-check.ts
-  // deriveLinkState): read the items of those links (usually none) and report the derived state.
+  // A link that is not marked anchored either lags its anchored evidence item (proof-check.ts
+  // deriveLinkState), or belongs to an anchor under way, or was left behind by a released one
+  // (an orphan, freed by the next claim of its index): read the items of those links (usually
+  // none) and report what they say.
   const lagging = [...new Set([storedHead, storedBefore, ...storedPage].filter((l): l is ChainLink => !!l && l.state !== 'anchored').map((l) => l.image_hash))];
   const items = new Map(await Promise.all(lagging.map(async (h) => [h, await repo.get(h)] as const)));
   const shown = (l: ChainLink | undefined) => (l ? effectiveLink(l, items.get(l.image_hash)) : undefined);
   const head = shown(storedHead) ?? storedHead;
   const before = shown(storedBefore);
   const raw = storedPage.map((l) => shown(l) ?? l);
-  // A claimed link belongs to its hash until its evidence is released (repository.ts claimLink): it is part of the chain.
-  const live = (l: ChainLink | undefined): l is ChainLink => !!l;
+  // A claimed link is part of the chain while its evidence holds it (repository.ts claimLink):
+  // an anchor under way is shown as such, an orphan is not.
+  const held = (l: ChainLink): boolean => {
+    if (l.state === 'anchored') return true;
+    const item = items.get(l.image_hash);
+    return item?.anchor_state !== undefined && item.public_key_hex === l.public_key_hex && item.chain_index === l.chain_index;
+  };
+  const live = (l: ChainLink | undefined): l is ChainLink => !!l && held(l);
   const links = raw.filter(live).sort((a, b) => a.chain_index - b.chain_index);
 
   const gaps: ChainIntegrity['gaps'] = [];
@@ -118,7 +126,7 @@ export async function readChainPage(repo: EvidenceRepository, publicKeyHex: stri
   }
 
   const lastRaw = raw.at(-1);
-  const headLength = head.chain_index + 1;
+  const headLength = held(head) ? head.chain_index + 1 : head.chain_index;
   const next = lastRaw && lastRaw.chain_index < head.chain_index ? String(lastRaw.chain_index + 1) : null;
   const complete = gaps.length === 0 && broken.length === 0;
   return {

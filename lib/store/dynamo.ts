@@ -43,9 +43,6 @@ export function createDocumentClient(settings: DynamoSettings): DynamoDBDocument
       ? { endpoint: settings.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
       : {}),
     maxAttempts: 3,
-    // A DynamoDB that hangs (not refusing) must not hold a request until API Gateway's 29 s: each
-    // attempt gives up after these, and the retries and StoreUnavailableError below take over.
-    requestHandler: { connectionTimeout: 2000, requestTimeout: 5000 },
   });
   // One place for outages: a call that still fails after the SDK's retries because DynamoDB is
   // unreachable or failing becomes StoreUnavailableError (HTTP 503 database_unavailable, see

@@ -177,7 +177,7 @@ describe('a link whose state lags its anchored evidence (the crash between the t
     assert.deepEqual(next.integrity.gaps, []);
   });
 
-  it('keeps an expired claim whose evidence is not anchored out of the chain', async () => {
+  it('keeps a claim whose evidence was released (an orphan a crash left behind) out of the chain', async () => {
     const { device, chainHashes } = await anchoredChain(1);
     const imageHash = randomHash();
     await getDb().send(
@@ -191,8 +191,7 @@ describe('a link whose state lags its anchored evidence (the crash between the t
           previous_hash: chainHashes[0],
           signature_hex: '00'.repeat(64),
           state: 'claimed',
-          claim_id: 'dead-request',
-          claim_expires_at: Date.now() - 60_000,
+          claim_id: 'dead-request', // no evidence item holds it
         },
       }),
     );
