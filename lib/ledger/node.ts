@@ -78,8 +78,13 @@ export class LedgerNode {
   }
 
   /** Sends raw bytes; "nonce too high" (another process's lower nonce not yet there) is retried for `retryMs`. */
-  async broadcast(raw: string, txHash: string, retryMs = this.nonceRetryMs): Promise<BroadcastOutcome> {
-    const deadline = Date.now() + retryMs;
+  async broadcast(raw: string, txHash: string, retryMs = this.nonceRetryMs, from?: string): Promise<BroadcastOutcome> {
+    // "Nonce too high": a lower nonce (another process's) is not at the node yet. With `from`, the
+    // wait lasts while that process makes progress: each rise of the wallet's pending nonce
+    // restarts the `retryMs` window, so a slow (loaded) peer is waited for, and only a gap where
+    // nothing moves for `retryMs` (a dead allocator) ends it. Wall-clock time alone is no measure.
+    let deadline = Date.now() + retryMs;
+    let pending = -1;
     let delay = 10;
     for (;;) {
       try {
@@ -88,6 +93,13 @@ export class LedgerNode {
       } catch (error) {
         const kind = classifySendError(error);
         const detail = sanitizeDetail((error as { info?: { error?: { message?: unknown } } }).info?.error?.message ?? error);
+        if (kind === 'nonce_too_high' && from !== undefined && retryMs > 0) {
+          const now = await this.nonceAt(from, 'pending').catch(() => pending);
+          if (now > pending) {
+            if (pending >= 0) deadline = Date.now() + retryMs;
+            pending = now;
+          }
+        }
         if (kind === 'nonce_too_high' && Date.now() + delay < deadline) {
           await sleep(delay);
           delay = Math.min(delay * 2, 200);

@@ -404,7 +404,7 @@ export class LedgerSender {
           }
         }
         await this.flushUnsettled(address, nonce);
-        const outcome = await this.node.broadcast(signed.raw, signed.txHash);
+        const outcome = await this.node.broadcast(signed.raw, signed.txHash, undefined, address);
         const result: SubmitResult = { txHash: signed.txHash, nonce, from: address, broadcast: 'accepted', reusedNonce: reused };
         switch (outcome.kind) {
           case 'accepted':
