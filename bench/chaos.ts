@@ -21,7 +21,15 @@
  * dynalite / hardhat; when there is none (the database runs inside the service) they say so and
  * are skipped. Exit code 1 when an invariant is broken.
  */
-import { formatReport, runCrashExperiment } from '../test/support/crash-harness.js';
+import { formatReport, killStartedServices, runCrashExperiment } from '../test/support/crash-harness.js';
+
+// The service runs in its own process group: a Ctrl-C here must end it too.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    killStartedServices();
+    process.exit(130);
+  });
+}
 
 const int = (name: string, fallback: number) => {
   const v = process.env[name];

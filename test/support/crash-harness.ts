@@ -24,6 +24,21 @@ import { fileURLToPath } from 'node:url';
 import { JsonRpcProvider, Network } from 'ethers';
 import { freePort } from '../../lib/local/net.js';
 
+/** Process groups started here and not yet killed (so that a Ctrl-C of the bench can end them). */
+const liveGroups = new Set<number>();
+
+/** SIGKILLs every service group this process started; for SIGINT/SIGTERM handlers of scripts. */
+export function killStartedServices(): void {
+  for (const pgid of liveGroups) {
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  liveGroups.clear();
+}
+
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ZERO32 = Buffer.alloc(32);
 
@@ -185,6 +200,7 @@ export class Service {
       closeSync(fd);
     }
     this.child = child;
+    if (child.pid) liveGroups.add(child.pid);
     this.starts += 1;
     let exitCode: string | undefined;
     this.exited = new Promise<void>((resolve) => {
@@ -225,6 +241,7 @@ export class Service {
       // already gone
     }
     await this.exited;
+    liveGroups.delete(pgid);
     await waitFor(`process group ${pgid} to be gone and ports ${Object.values(this.ports).join(', ')} closed`, 30_000, async () => {
       const alive = groupProcesses(pgid).filter((p) => p.state !== 'Z');
       if (alive.length > 0) {
@@ -627,7 +644,8 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     }
 
     // ── the reads ──
-    const deadline = () => Math.max(lastReadyAt + limboLimitMs, Date.now() + 5_000);
+    // The contract's limit after the last restart, and at least a few seconds from now.
+    const readDeadline = Math.max(lastReadyAt + limboLimitMs, Date.now() + 5_000);
     const allHashes = [...records.map((r) => r.imageHash), ...probes.map((p) => p.imageHash)];
     const verified = new Map<string, VerifyResult>();
     const receipts = new Map<string, Receipt>();
@@ -636,7 +654,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
         const v = await verifyHash(service, h).catch(() => undefined);
         if (v) verified.set(h, v);
         if (v?.verified) break;
-        if (!mustVerify || Date.now() > deadline()) break;
+        if (!mustVerify || Date.now() > readDeadline) break;
         await sleep(250);
       }
       if (verified.get(h)?.verified) {
@@ -683,7 +701,10 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     }
 
     // 3. at most one ledger transaction per image hash; receipts name one of them
-    const ledger = await readLedger(service.rpcUrl);
+    const ledger = await readLedger(service.rpcUrl).catch((error: unknown) => {
+      violations.ledgerOnce.push(`the chain could not be read over JSON-RPC at ${service.rpcUrl}: ${(error as Error).message}`);
+      return { txs: new Map<string, string>(), byImageHash: new Map<string, string[]>(), anchorTxCount: 0 };
+    });
     const ourHashes = new Set(allHashes);
     let duplicates = 0;
     for (const [h, txs] of ledger.byImageHash) {
@@ -692,7 +713,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
         violations.ledgerOnce.push(`${h}${ourHashes.has(h) ? '' : ' (not sent by this run)'} is on the ledger ${txs.length} times: ${txs.join(', ')}`);
       }
     }
-    for (const [h, receipt] of receipts) {
+    for (const [h, receipt] of ledger.anchorTxCount === 0 ? [] : receipts) {
       const tx = receipt.ledger?.tx_hash?.toLowerCase();
       const onChain = tx ? ledger.txs.get(tx) : undefined;
       if (!onChain) violations.ledgerOnce.push(`${h}: its receipt names ${tx ?? 'no transaction'}, which is not on the chain`);
@@ -728,7 +749,11 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       for (const r of sent.filter((x) => x.settledAt !== undefined)) {
         if (!byIndex.get(r.index)?.includes(r.imageHash)) violations.noFork.push(`device ${device.id} index ${r.index}: settled ${r.imageHash} has no verified receipt at that index`);
       }
-      const chain = await readChain(service, device.publicKeyHex);
+      const chain = await readChain(service, device.publicKeyHex).catch((error: unknown) => {
+        violations.noFork.push(`device ${device.id}: v1 chain/all could not be read: ${(error as Error).message}`);
+        return null;
+      });
+      if (chain === null) continue;
       if (!chain) {
         if (sent.some((r) => r.settledAt !== undefined)) violations.noFork.push(`device ${device.id}: v1 chain/all knows no chain`);
         continue;
@@ -748,7 +773,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     const held = () => allHashes.filter((h) => verified.get(h)?.verified).length;
     let charged: number | null = null;
     let lastUsed: number | null = null;
-    await waitFor('usage to equal the anchors held', Math.max(0, deadline() - Date.now()), async () => {
+    await waitFor('usage to equal the anchors held', Math.max(5_000, readDeadline - Date.now()), async () => {
       charged = await readUsed(service, account).catch(() => null);
       if (charged !== null && charged === held()) return true;
       // Anchors that were stuck may still complete meanwhile: re-read those.
