@@ -92,9 +92,28 @@ interface GroupProcess {
   cmdline: string;
 }
 
-/** Every process of process group `pgid`, read from /proc (Linux). */
+/**
+ * The service's process tree: every process of group `pgid` and every descendant of one (the
+ * local stack runs its database and ledger node in process groups of their own, so that Ctrl-C
+ * reaches only `npm start`; a SIGKILL of the tree must reach them too). Read from /proc (Linux).
+ */
 export function groupProcesses(pgid: number): GroupProcess[] {
-  const out: GroupProcess[] = [];
+  const all = allProcesses();
+  const inTree = new Set(all.filter((p) => p.pgrp === pgid).map((p) => p.pid));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const p of all) {
+      if (!inTree.has(p.pid) && inTree.has(p.ppid)) {
+        inTree.add(p.pid);
+        grew = true;
+      }
+    }
+  }
+  return all.filter((p) => inTree.has(p.pid)).map(({ pgrp: _pgrp, ...rest }) => rest);
+}
+
+function allProcesses(): (GroupProcess & { pgrp: number })[] {
+  const out: (GroupProcess & { pgrp: number })[] = [];
   let entries: string[];
   try {
     entries = readdirSync('/proc');
@@ -107,14 +126,13 @@ export function groupProcesses(pgid: number): GroupProcess[] {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       // pid (comm) state ppid pgrp …; comm may contain spaces and parentheses.
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[2]) !== pgid) continue;
       let cmdline = '';
       try {
         cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ').trim();
       } catch {
         // gone meanwhile
       }
-      out.push({ pid: Number(name), ppid: Number(fields[1]), state: fields[0] ?? '?', cmdline });
+      out.push({ pid: Number(name), ppid: Number(fields[1]), pgrp: Number(fields[2]), state: fields[0] ?? '?', cmdline });
     } catch {
       // the process ended while we read it
     }
@@ -230,15 +248,24 @@ export class Service {
     }
   }
 
-  /** SIGKILL of the whole group; resolves when no process of it remains and every port is closed. */
+  /** SIGKILL of the whole tree; resolves when no process of it remains and every port is closed. */
   async kill(): Promise<void> {
     const child = this.child;
     if (!child?.pid) return;
     const pgid = child.pid;
+    // The tree is read before the kill: once the parent is gone its children are re-parented.
+    const tree = groupProcesses(pgid);
     try {
       process.kill(-pgid, 'SIGKILL');
     } catch {
       // already gone
+    }
+    for (const p of tree) {
+      try {
+        process.kill(p.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
     }
     await this.exited;
     liveGroups.delete(pgid);
