@@ -59,10 +59,18 @@ function stopAll(code: number, message?: string): Promise<never> {
 }
 // With its parent gone, stdout may be a pipe nobody reads: stopping must not fail on it.
 process.stdout.on('error', () => undefined);
-process.once('SIGINT', () => void stopAll(0, 'stopped: api, ledger node and dynamodb'));
-process.once('SIGTERM', () => void stopAll(0));
-// Started through a wrapper (`npm start` runs tsx, which runs this file) that was killed: stop too.
-exitWithParent((why) => void stopAll(1, `stopping: ${why}`));
+// Ctrl-C reaches every process of the terminal's group, and npm forwards it too: a SIGINT that
+// comes with the first one is the same Ctrl-C; one pressed again later forces the exit (the
+// children then exit by themselves: they watch this process).
+let firstSigint = 0;
+process.on('SIGINT', () => {
+  if (firstSigint && Date.now() - firstSigint > 1000) process.exit(130);
+  firstSigint ||= Date.now();
+  void stopAll(0, 'stopped: api, ledger node and dynamodb');
+});
+process.on('SIGTERM', () => void stopAll(0));
+// Its parent gone (npm or its shell, or a test, killed with SIGKILL): stop too.
+exitWithParent((why) => void stopAll(1, `stopping: ${why}`), { grandparent: Boolean(process.env.npm_lifecycle_event) });
 
 try {
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
@@ -83,14 +91,18 @@ try {
       accounts: [{ privateKey: secrets.walletPrivateKey, balanceWei: 10n ** 24n }],
       logFile: path.join(config.dataDir, 'chain.log'),
     });
-  const [dynamoStart, chainStart] = await Promise.allSettled([embeddedDynamo ? startDynamo() : null, localChain ? startChain() : null]);
+  // Meanwhile: the tables as soon as dynalite answers, and the API's modules loaded.
+  const dynamoP = embeddedDynamo ? startDynamo() : Promise.resolve(null);
+  const chainP = localChain ? startChain() : Promise.resolve(null);
+  const tablesP = dynamoP.then(() => ensureTables(getDb(), config.tables));
+  const apiP = buildLocalApi();
+  const [dynamoStart, chainStart, tablesDone, apiBuilt] = await Promise.allSettled([dynamoP, chainP, tablesP, apiP]);
   for (const s of [dynamoStart, chainStart]) if (s.status === 'fulfilled' && s.value) stops.push(() => s.value!.stop());
-  if (dynamoStart.status === 'rejected') throw dynamoStart.reason;
-  if (chainStart.status === 'rejected') throw chainStart.reason;
+  for (const s of [dynamoStart, chainStart, tablesDone, apiBuilt]) if (s.status === 'rejected') throw s.reason;
   stops.length = 0;
 
   let dynamoPid = '';
-  if (dynamoStart.value) {
+  if (dynamoStart.status === 'fulfilled' && dynamoStart.value) {
     const dynamo = new Supervisor<DynamoProcess>(
       dynamoStart.value,
       {
@@ -105,10 +117,10 @@ try {
     stops.push(() => dynamo.stop());
     dynamoPid = `, pid ${dynamo.pid}`;
   }
-  const created = await ensureTables(getDb(), config.tables);
+  const created = tablesDone.status === 'fulfilled' ? tablesDone.value : [];
   say(`dynamodb   ${config.aws.dynamoEndpoint} (dynalite${dynamoPid}, ${created.length ? `created ${created.length} tables` : 'tables reused'})`);
 
-  if (chainStart.value) {
+  if (chainStart.status === 'fulfilled' && chainStart.value) {
     const first: LocalChain = chainStart.value;
     // Hardhat keeps no state: re-send every persisted transaction in nonce order (same bytes, same hashes).
     const replayAll = async () => {
@@ -133,7 +145,7 @@ try {
 
   say(`tsa        ${config.tsa.scheme === 'embedded' ? `embedded RFC 3161 TSA, root ${path.join(config.tsa.dir, 'root.pem')}` : 'remote RFC 3161 TSA'}`);
 
-  const api = await buildLocalApi();
+  const api = apiBuilt.status === 'fulfilled' ? apiBuilt.value : await buildLocalApi();
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: api.fetch, port: config.port, hostname: config.host }, () => resolve(s));
   });
