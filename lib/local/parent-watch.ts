@@ -4,12 +4,13 @@ import { readFileSync } from 'node:fs';
  * A process of the local stack exits when the process that started it is gone, however it went
  * (SIGKILL included): at once when its IPC channel to the parent closes, and otherwise within
  * `intervalMs` when it notices it was re-parented. With `grandparent` (npm start: npm → sh →
- * node), also when the parent's own parent is gone (Linux, where /proc tells it): a SIGKILLed
- * npm leaves its shell waiting for this process forever. Nothing here keeps the process alive.
+ * node) and a shell as the parent, also when the shell's parent is gone (Linux, where /proc
+ * tells it): a SIGKILLed npm leaves its shell waiting for this process forever. Nothing here keeps the process alive.
  */
 export function exitWithParent(onGone: (why: string) => void, options: { intervalMs?: number; grandparent?: boolean } = {}): void {
   const parent = process.ppid;
-  const grandparent = options.grandparent ? parentOf(parent) : undefined;
+  // Only through a shell that waits for this process (dash does; bash would have exec'd it).
+  const grandparent = options.grandparent && /^(sh|dash|bash|ash|zsh)$/.test(commOf(parent)) ? parentOf(parent) : undefined;
   let gone = false;
   const fire = (why: string) => {
     if (gone) return;
@@ -36,5 +37,14 @@ function parentOf(pid: number): number | undefined {
     return Number.isInteger(ppid) ? ppid : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** The command name of `pid` from /proc (Linux); '' elsewhere. */
+function commOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
   }
 }

@@ -98,31 +98,44 @@ async function rpcCall(method: string, params: unknown[]): Promise<unknown> {
   return ((await res.json()) as { result?: unknown }).result;
 }
 
-before(async () => {
-  dataDir = await mkdtemp(path.join(os.tmpdir(), 'evidence-supervised-'));
+/** The environment of a user's shell: not the test stack's variables (npm test sets them). */
+async function userEnv(dir: string): Promise<Record<string, string>> {
   const [port, rpcPort, dynamoPort] = [await freePort(), await freePort(), await freePort()];
-  api = `http://127.0.0.1:${port}`;
-  rpc = `http://127.0.0.1:${rpcPort}`;
-  // Only what a user's shell would hold: not the test stack's variables (npm test sets them).
-  const env: Record<string, string> = {
+  return {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? os.homedir(),
-    DATA_DIR: dataDir,
+    DATA_DIR: dir,
     PORT: String(port),
     LEDGER_RPC_PORT: String(rpcPort),
     DYNAMODB_PORT: String(dynamoPort),
     LOG_LEVEL: 'warn',
   };
+}
+
+before(async () => {
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'evidence-supervised-'));
+  const env = await userEnv(dataDir);
+  api = `http://127.0.0.1:${env.PORT}`;
+  rpc = `http://127.0.0.1:${env.LEDGER_RPC_PORT}`;
+  // What `npm start` runs (package.json), without npm in between: the last test adds npm.
   stack = spawn(process.execPath, ['--import', 'tsx', 'lib/local/start.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   stack.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   stack.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   await until('npm start to be ready', () => (line(/^ready in \d+ ms/m) ? true : stack.exitCode !== null ? assert.fail(output) : undefined));
 });
 
+const cleanups: (() => void)[] = [];
 after(() => {
   if (stack.exitCode === null && stack.signalCode === null) stack.kill('SIGKILL');
+  for (const cleanup of cleanups) cleanup();
   rmSync(dataDir, { recursive: true, force: true });
 });
+
+/** The parent pid of `pid` (Linux /proc). */
+function parentOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
 
 describe('npm start supervises its parts', () => {
   it('is healthy once it says ready, and names the pid of each child', async () => {
@@ -173,5 +186,33 @@ describe('npm start supervises its parts', () => {
     stack.kill('SIGKILL');
     await exited;
     await until('every child of npm start to exit', () => (pids.every(gone) ? true : undefined), 15_000);
+  });
+
+  it('leaves nothing behind when the npm process of `npm start` is SIGKILLed (its shell and node included)', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'evidence-supervised-npm-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    let said = '';
+    // Its own process group, as in a terminal; npm from PATH, as a user types it.
+    const npm = spawn('npm', ['start'], { cwd: root, env: await userEnv(dir), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    cleanups.push(() => {
+      try {
+        process.kill(-(npm.pid ?? 0), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    });
+    npm.stdout?.on('data', (chunk: Buffer) => (said += chunk.toString('utf8')));
+    npm.stderr?.on('data', (chunk: Buffer) => (said += chunk.toString('utf8')));
+    await until('npm start to be ready', () => (/^ready in \d+ ms/m.test(said) ? true : npm.exitCode !== null ? assert.fail(said) : undefined));
+    const children = [/\(dynalite, pid (\d+),/, /\(hardhat, pid (\d+),/].map((re) => Number(re.exec(said)?.[1]));
+    const start = parentOf(children[0] ?? 0);
+    const shell = parentOf(start);
+    // npm → sh → node → children (a shell that exec's its command leaves no sh in between).
+    const pids = [...children, start, shell].filter((pid) => pid !== npm.pid);
+    assert.ok(pids.length >= 3 && pids.every((pid) => pid > 1), `${pids.join(' ')}:\n${said}`);
+    const exited = new Promise((resolve) => npm.once('exit', resolve));
+    npm.kill('SIGKILL');
+    await exited;
+    await until('npm start and every child to exit', () => (pids.every(gone) ? true : undefined), 15_000);
   });
 });
