@@ -154,13 +154,18 @@ try {
 
   // The scheduled Lambda's local twin (functions/jobs/reconcile.ts): a full pass over the items at
   // start settles what a crash left (lapsed claims, publishing anchors, open quota holds), then a
-  // pass over the unfinished index every few seconds. One pass at a time.
+  // pass over the unfinished index every few seconds. One pass at a time. The ledger's re-send job
+  // (and its health line) runs every 30 s, as often as before, not on every pass.
   let reconciling = false;
+  let resentAt = 0;
   const reconcile = async (fullScan: boolean) => {
     if (reconciling) return;
     reconciling = true;
     try {
-      await reconcileAnchors(await getReconcileDeps(), { fullScan });
+      const { rebroadcast, ...deps } = await getReconcileDeps();
+      const resend = fullScan || Date.now() - resentAt >= 30_000;
+      if (resend) resentAt = Date.now();
+      await reconcileAnchors(resend ? { ...deps, rebroadcast } : deps, { fullScan });
     } catch (error) {
       log.warn('reconcile failed', describeError(error));
     } finally {
