@@ -36,6 +36,9 @@ export class DomainError extends Error {
 }
 
 export const invalid = (code: string, detail: string, extensions?: Record<string, unknown>) => new DomainError('invalid', code, detail, extensions);
+export const unauthenticated = (code: string, detail: string) => new DomainError('unauthenticated', code, detail);
+export const forbiddenError = (code: string, detail: string, extensions?: Record<string, unknown>) => new DomainError('forbidden', code, detail, extensions);
+export const notFoundError = (code: string, detail: string, extensions?: Record<string, unknown>) => new DomainError('not_found', code, detail, extensions);
 export const conflictError = (code: string, detail: string, extensions?: Record<string, unknown>, retryAfterSeconds?: number) =>
   new DomainError('conflict', code, detail, extensions, retryAfterSeconds);
 export const unavailable = (code: string, detail: string, retryAfterSeconds = 5) => new DomainError('unavailable', code, detail, {}, retryAfterSeconds);

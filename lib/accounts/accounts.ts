@@ -1,5 +1,5 @@
 import type { Feature, TierLimits, TierName, TierTable } from '../config.js';
-import { badRequest, conflict, notFound, unauthorized } from '../http/errors.js';
+import { conflictError, invalid, notFoundError, unauthenticated } from '../errors.js';
 import { describeError, log } from '../log.js';
 import { type AccountRecord, type AccountRepository, tierStamp } from './account-repository.js';
 import type { ApiKeyRepository } from './api-key-repository.js';
@@ -86,7 +86,7 @@ export class AccountService {
   async register(input: RegisterInput): Promise<Registration> {
     const email = normaliseEmail(input.email);
     if ([...input.password].length < MIN_PASSWORD_LENGTH) {
-      throw badRequest('password_too_short', `The password must have at least ${MIN_PASSWORD_LENGTH} characters.`);
+      throw invalid('password_too_short', `The password must have at least ${MIN_PASSWORD_LENGTH} characters.`);
     }
     // A cheap early answer for the common duplicate; the claim in step (3) is what decides.
     if (await this.deps.accounts.findIdByEmail(email)) throw emailExists();
@@ -131,7 +131,7 @@ export class AccountService {
     const accountId = await this.deps.accounts.findIdByEmail(email);
     const account = accountId ? await this.deps.accounts.get(accountId) : undefined;
     const valid = await this.deps.passwords.verify(password, account?.password_hash ?? this.deps.passwords.dummyHash);
-    if (!account || !valid) throw unauthorized('invalid_credentials', 'The e-mail address or the password is wrong.');
+    if (!account || !valid) throw unauthenticated('invalid_credentials', 'The e-mail address or the password is wrong.');
     const token = await this.deps.tokens.issue(account.account_id);
     return { ...token, account_id: account.account_id };
   }
@@ -155,7 +155,7 @@ export class AccountService {
   /** The account, or 404 `account_not_found`. */
   async get(accountId: string): Promise<AccountRecord> {
     const account = await this.deps.accounts.get(accountId);
-    if (!account) throw notFound('account_not_found', `There is no account "${accountId}".`);
+    if (!account) throw notFoundError('account_not_found', `There is no account "${accountId}".`);
     return account;
   }
 
@@ -171,9 +171,9 @@ export class AccountService {
    * copying fails the call fails, and running it again completes it.
    */
   async setTier(accountId: string, tier: string): Promise<{ account_id: string; tier: TierName }> {
-    if (!isTierName(tier)) throw badRequest('unknown_tier', `Unknown tier "${tier}" (known: free, starter, pro, enterprise).`);
+    if (!isTierName(tier)) throw invalid('unknown_tier', `Unknown tier "${tier}" (known: free, starter, pro, enterprise).`);
     const change = await this.deps.accounts.setTier(accountId, tier, this.clock().toISOString());
-    if (!change) throw notFound('account_not_found', `There is no account "${accountId}".`);
+    if (!change) throw notFoundError('account_not_found', `There is no account "${accountId}".`);
     await copyTierToKeys(this.deps.keys, change.keyHashes, tierStamp(change.account));
     return { account_id: change.account.account_id, tier: change.account.tier };
   }
@@ -190,5 +190,5 @@ export class AccountService {
 }
 
 function emailExists() {
-  return conflict('email_exists', 'An account with this e-mail address already exists. Log in instead (POST /api/v2/account/login).');
+  return conflictError('email_exists', 'An account with this e-mail address already exists. Log in instead (POST /api/v2/account/login).');
 }

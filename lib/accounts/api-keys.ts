@@ -1,4 +1,4 @@
-import { conflict, notFound } from '../http/errors.js';
+import { conflictError, notFoundError } from '../errors.js';
 import type { AccountRepository, TierStamp } from './account-repository.js';
 import type { ApiKeyRecord, ApiKeyRepository } from './api-key-repository.js';
 import { apiKeyDisplayPrefix, generateApiKey, hashApiKey } from './api-key-format.js';
@@ -83,8 +83,8 @@ export class ApiKeyService implements KeyAuthenticator {
     const { apiKey, record } = newApiKeyRecord(accountId, name, this.clock());
     const stamp = await this.accounts.reserveKeySlot(accountId, MAX_ACTIVE_KEYS, record.key_hash);
     if (!stamp) {
-      if (!(await this.accounts.get(accountId))) throw notFound('account_not_found', 'The account of this token does not exist.');
-      throw conflict(
+      if (!(await this.accounts.get(accountId))) throw notFoundError('account_not_found', 'The account of this token does not exist.');
+      throw conflictError(
         'key_limit_reached',
         `This account already has ${MAX_ACTIVE_KEYS} active API keys, the most allowed. Deactivate one (DELETE /api/v2/account/keys/{key_id}) to create another.`,
         { max_keys: MAX_ACTIVE_KEYS },
@@ -143,5 +143,5 @@ function toView(r: ApiKeyRecord): ApiKeyView {
 }
 
 function keyNotFound(keyId: string) {
-  return notFound('key_not_found', `This account has no API key with id "${keyId}".`);
+  return notFoundError('key_not_found', `This account has no API key with id "${keyId}".`);
 }

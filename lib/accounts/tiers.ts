@@ -1,5 +1,5 @@
 import { type Feature, type TierLimits, type TierName, type TierTable, TIER_NAMES } from '../config.js';
-import { forbidden } from '../http/errors.js';
+import { forbiddenError } from '../errors.js';
 
 /**
  * The lowest tier that includes each feature (api-v2.md "Limits", CONTRACT "Limits"): hash and
@@ -47,7 +47,7 @@ export function limitsOf(tiers: TierTable, tier: TierName): TierLimits {
 export function assertFeature(tier: TierName, feature: Feature): void {
   if (tierAllows(tier, feature)) return;
   const required = FEATURE_MIN_TIER[feature];
-  throw forbidden(
+  throw forbiddenError(
     'tier_insufficient',
     `The feature "${feature}" needs the ${tierLabel(required)} tier or higher; this account is on the ${tierLabel(tier)} tier.`,
     { required_tier: required, current_tier: tier, feature },

@@ -4,6 +4,7 @@ import { type AccountDeps, getAccountDeps } from '../accounts/deps.js';
 import { isTierName } from '../accounts/tiers.js';
 import { ConfigError, TIER_NAMES } from '../config.js';
 import { resetCoreDeps } from '../deps/core.js';
+import { DomainError } from '../errors.js';
 import { HttpError } from '../http/errors.js';
 
 // Lambda runs nodejs22.x; locally Node 20 is supported, so the SDK's Node 22 notice is not repeated.
@@ -101,7 +102,7 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
   } catch (error) {
     if (error instanceof UnknownAccountError) return fail(io, `No account "${error.account}".`);
     if (error instanceof ConfigError) return fail(io, error.message);
-    if (error instanceof HttpError) return fail(io, error.detail);
+    if (error instanceof DomainError || error instanceof HttpError) return fail(io, error.detail);
     const message = error instanceof Error ? error.message : String(error);
     return fail(io, `Failed: ${message}. Is the local stack running (npm start), or are AWS credentials set?`);
   }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { assertFeature, featuresOf, tierAllows } from '../../lib/accounts/tiers.js';
-import { HttpError } from '../../lib/http/errors.js';
+import { DomainError } from '../../lib/errors.js';
+import { createApp } from '../../lib/http/app.js';
 
 describe('tier feature gates', () => {
   it('offer hash and verify on every tier', () => {
@@ -23,15 +24,28 @@ describe('tier feature gates', () => {
     assert.equal(featuresOf('enterprise').length, 7);
   });
 
-  it('answer 403 tier_insufficient naming the tier needed', () => {
+  it('answer 403 tier_insufficient naming the tier needed', async () => {
+    // The domain says "forbidden"; the API's one error handler (lib/http/app.ts) makes it the 403.
     assert.throws(
       () => assertFeature('starter', 'full'),
       (e: unknown) =>
-        e instanceof HttpError &&
-        e.status === 403 &&
+        e instanceof DomainError &&
+        e.kind === 'forbidden' &&
         e.code === 'tier_insufficient' &&
         e.extensions.required_tier === 'pro' &&
         /Pro tier/.test(e.detail),
     );
+    const app = createApp();
+    app.get('/gate', () => {
+      assertFeature('starter', 'full');
+      throw new Error('unreachable');
+    });
+    const res = await app.request('/gate');
+    const problem = (await res.json()) as { status: number; code: string; required_tier: string; detail: string };
+    assert.equal(res.status, 403);
+    assert.equal(problem.status, 403);
+    assert.equal(problem.code, 'tier_insufficient');
+    assert.equal(problem.required_tier, 'pro');
+    assert.match(problem.detail, /Pro tier/);
   });
 });
