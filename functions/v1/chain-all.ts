@@ -2,11 +2,11 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { parseChainCursor, readChainPage } from '../../lib/evidence/v1-read.js';
-import { ChainPageResponse, ChainQuery } from '../../lib/evidence/v1-schemas.js';
+import { ChainPageResponse, ChainQuery } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
 import { badRequest, notFound } from '../../lib/http/errors.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
-import { problemResponses } from '../../lib/http/schemas.js';
+import { problemResponses } from '../../lib/http/schemas/common.js';
 
 const DeviceParam = z.object({
   public_key_hex: z

@@ -2,10 +2,10 @@ import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getAnchorDeps } from '../../lib/deps/anchoring.js';
 import { anchorEvidence } from '../../lib/evidence/anchor.js';
-import { V1AnchorRequest, V1AnchorResponse } from '../../lib/evidence/v1-schemas.js';
+import { V1AnchorRequest, V1AnchorResponse } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth, apiKeyCaller } from '../../lib/http/auth.js';
-import { jsonBody, problemResponses } from '../../lib/http/schemas.js';
+import { jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
 
 export const route = createRoute({
   method: 'post',

@@ -2,11 +2,11 @@ import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getConfig } from '../../lib/deps/core.js';
 import { getVerifyDeps } from '../../lib/deps/verification.js';
-import { V1VerifyResponse } from '../../lib/evidence/v1-schemas.js';
+import { V1VerifyResponse } from '../../lib/http/schemas/v1.js';
 import { verifyEvidence } from '../../lib/evidence/verify.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
-import { HashParam, problemResponses } from '../../lib/http/schemas.js';
+import { HashParam, problemResponses } from '../../lib/http/schemas/common.js';
 import { explorerUrl } from '../../lib/ledger/anchor-data.js';
 
 export const route = createRoute({

@@ -4,10 +4,10 @@ import { getLedgerSender } from '../../lib/deps/anchoring.js';
 import { getConfig } from '../../lib/deps/core.js';
 import { getRpcReader } from '../../lib/deps/evidence.js';
 import { formatWei } from '../../lib/evidence/v1-read.js';
-import { LedgerStatusResponse } from '../../lib/evidence/v1-schemas.js';
+import { LedgerStatusResponse } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
-import { problemResponses } from '../../lib/http/schemas.js';
+import { problemResponses } from '../../lib/http/schemas/common.js';
 
 /** The native coin of the preset networks (a custom network's is not known). */
 const CURRENCY: Record<string, string> = { local: 'ETH', polygon: 'POL', 'polygon-amoy': 'POL' };

@@ -4,11 +4,11 @@ import { getConfig } from '../../lib/deps/core.js';
 import { getEvidenceRepo, getRpcReader } from '../../lib/deps/evidence.js';
 import { isAnchored } from '../../lib/evidence/records.js';
 import { notAnchored } from '../../lib/evidence/v1-read.js';
-import { LedgerVerifyResponse } from '../../lib/evidence/v1-schemas.js';
+import { LedgerVerifyResponse } from '../../lib/http/schemas/v1.js';
 import { checkLedger } from '../../lib/evidence/verify.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
-import { HashParam, problemResponses } from '../../lib/http/schemas.js';
+import { HashParam, problemResponses } from '../../lib/http/schemas/common.js';
 import { encodeAnchorData, explorerUrl } from '../../lib/ledger/anchor-data.js';
 
 export const route = createRoute({

@@ -4,11 +4,11 @@ import { ID_ML_DSA_65, ML_DSA_65_PUBLIC_KEY_BYTES, ML_DSA_65_SIGNATURE_BYTES, ml
 import { getConfig } from '../../lib/deps/core.js';
 import { loadPqFingerprints } from '../../lib/deps/verification.js';
 import { loadPqPublicKey } from '../../lib/evidence/pq-registration.js';
-import { PqInfoResponse } from '../../lib/evidence/v1-schemas.js';
+import { PqInfoResponse } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
 import { serviceUnavailable } from '../../lib/http/errors.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
-import { problemResponses } from '../../lib/http/schemas.js';
+import { problemResponses } from '../../lib/http/schemas/common.js';
 import { describeError, log } from '../../lib/log.js';
 
 export const route = createRoute({

@@ -4,11 +4,11 @@ import { mlDsaKeyId, mlDsaPublicKeyFingerprint } from '../../lib/crypto/ml-dsa.j
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { getRpcReader } from '../../lib/deps/evidence.js';
 import { checkPqRegistrationOnChain, loadPqPublicKey, readPqRegistration } from '../../lib/evidence/pq-registration.js';
-import { PqRegistrationResponse } from '../../lib/evidence/v1-schemas.js';
+import { PqRegistrationResponse } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
 import { serviceUnavailable } from '../../lib/http/errors.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
-import { problemResponses } from '../../lib/http/schemas.js';
+import { problemResponses } from '../../lib/http/schemas/common.js';
 import { encodePqKeyData, explorerUrl } from '../../lib/ledger/anchor-data.js';
 import { describeError, log } from '../../lib/log.js';
 

@@ -2,10 +2,10 @@ import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getVerifyDeps } from '../../lib/deps/verification.js';
 import { verifyPqRecord } from '../../lib/evidence/v1-read.js';
-import { PqVerifyResponse } from '../../lib/evidence/v1-schemas.js';
+import { PqVerifyResponse } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
-import { HashParam, problemResponses } from '../../lib/http/schemas.js';
+import { HashParam, problemResponses } from '../../lib/http/schemas/common.js';
 
 export const route = createRoute({
   method: 'get',

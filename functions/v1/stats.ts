@@ -1,10 +1,10 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getStats } from '../../lib/deps/evidence.js';
-import { StatsResponse } from '../../lib/evidence/v1-schemas.js';
+import { StatsResponse } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
-import { problemResponses } from '../../lib/http/schemas.js';
+import { problemResponses } from '../../lib/http/schemas/common.js';
 
 export const route = createRoute({
   method: 'get',

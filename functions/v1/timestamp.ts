@@ -3,11 +3,11 @@ import { handle } from 'hono/aws-lambda';
 import type { TimestampAuthority } from '../../lib/crypto/ports.js';
 import { EmbeddedTsa } from '../../lib/crypto/tsa/embedded.js';
 import { getTsa } from '../../lib/deps/anchoring.js';
-import { TimestampRequest, TimestampResponse } from '../../lib/evidence/v1-schemas.js';
+import { TimestampRequest, TimestampResponse } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
 import { badRequest, HttpError, serviceUnavailable } from '../../lib/http/errors.js';
-import { jsonBody, problemResponses } from '../../lib/http/schemas.js';
+import { jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
 import { describeError, log } from '../../lib/log.js';
 
 export const route = createRoute({

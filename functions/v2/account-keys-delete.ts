@@ -1,10 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { type AccountDepsProvider, getAccountDeps } from '../../lib/accounts/deps.js';
-import { IsoTime } from '../../lib/accounts/schemas.js';
+import { IsoTime } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
 import { jwtAuth } from '../../lib/http/account-auth.js';
-import { problemResponses } from '../../lib/http/schemas.js';
+import { problemResponses } from '../../lib/http/schemas/common.js';
 
 const KeyIdParam = z.object({
   key_id: z.string().min(1).max(64).openapi({ param: { name: 'key_id', in: 'path' }, example: 'key_7hGf2KqP0xLm3Nc9Vb1Z' }),

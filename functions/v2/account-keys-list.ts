@@ -1,10 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { type AccountDepsProvider, getAccountDeps } from '../../lib/accounts/deps.js';
-import { ApiKeyRecordSchema } from '../../lib/accounts/schemas.js';
+import { ApiKeyRecordSchema } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
 import { jwtAuth } from '../../lib/http/account-auth.js';
-import { problemResponses } from '../../lib/http/schemas.js';
+import { problemResponses } from '../../lib/http/schemas/common.js';
 
 const ApiKeyList = z.object({ keys: z.array(ApiKeyRecordSchema) }).openapi('ApiKeyList');
 

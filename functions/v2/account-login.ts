@@ -1,10 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { type AccountDepsProvider, getAccountDeps } from '../../lib/accounts/deps.js';
-import { Email, TokenFields } from '../../lib/accounts/schemas.js';
+import { Email, TokenFields } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
-import { jsonBody, problemResponses } from '../../lib/http/schemas.js';
+import { jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
 
 const LoginRequest = z.strictObject({ email: Email, password: z.string().max(1024) }).openapi('LoginRequest');
 

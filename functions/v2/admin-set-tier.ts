@@ -1,10 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { type AccountDepsProvider, getAccountDeps } from '../../lib/accounts/deps.js';
-import { Tier } from '../../lib/accounts/schemas.js';
+import { Tier } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
 import { adminAuth } from '../../lib/http/account-auth.js';
-import { jsonBody, problemResponses } from '../../lib/http/schemas.js';
+import { jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
 
 const AccountIdParam = z.object({
   account_id: z.string().min(1).max(64).openapi({ param: { name: 'account_id', in: 'path' }, example: 'acc_4Jm9Qw2Xe7Rt1Yu8Io3P' }),

@@ -1,5 +1,5 @@
 import { handle } from 'hono/aws-lambda';
-import { createAnchorApp } from '../../lib/evidence/anchor-endpoint.js';
+import { createAnchorApp } from '../../lib/http/routes/evidence-anchor.js';
 
 export const app = createAnchorApp('/api/v2/evidence/anchor');
 export const handler = handle(app);

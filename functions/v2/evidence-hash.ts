@@ -3,7 +3,7 @@ import { handle } from 'hono/aws-lambda';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
-import { IsoTime, jsonBody, problemResponses, Sha256Hex } from '../../lib/http/schemas.js';
+import { IsoTime, jsonBody, problemResponses, Sha256Hex } from '../../lib/http/schemas/common.js';
 
 const HashRegistration = z
   .object({ sha256_hash: z.string(), algorithm: z.literal('SHA-256'), timestamp: IsoTime.describe('When the hash was first registered.') })

@@ -7,7 +7,7 @@ import { isAnchored } from '../../lib/evidence/records.js';
 import { createApp } from '../../lib/http/app.js';
 import { notFound } from '../../lib/http/errors.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
-import { HashParam, problemResponses } from '../../lib/http/schemas.js';
+import { HashParam, problemResponses } from '../../lib/http/schemas/common.js';
 
 const Receipt = z.object({}).passthrough().openapi('EvidenceReceipt', {
   description:

@@ -5,7 +5,7 @@ import { getRpcReader } from '../../lib/deps/evidence.js';
 import { createApp } from '../../lib/http/app.js';
 import { badRequest, notFound } from '../../lib/http/errors.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
-import { problemResponses } from '../../lib/http/schemas.js';
+import { problemResponses } from '../../lib/http/schemas/common.js';
 import { readLedgerTx, TX_HASH } from '../../lib/web/ledger-tx-model.js';
 import { LedgerTxPage } from '../../lib/web/ledger-tx-view.js';
 import { prefersJson, renderHtmlError, sendPage } from '../../lib/web/respond.js';

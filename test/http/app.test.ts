@@ -4,7 +4,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { createApp, MAX_BODY_BYTES } from '../../lib/http/app.js';
 import { conflict } from '../../lib/http/errors.js';
 import { setLogLevel } from '../../lib/log.js';
-import { jsonBody, Sha256Hex } from '../../lib/http/schemas.js';
+import { jsonBody, Sha256Hex } from '../../lib/http/schemas/common.js';
 
 setLogLevel('error');
 

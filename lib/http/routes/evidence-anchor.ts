@@ -1,12 +1,12 @@
 import { createRoute } from '@hono/zod-openapi';
-import { getAnchorDeps } from '../deps/anchoring.js';
-import { getConfig } from '../deps/core.js';
-import { createApp } from '../http/app.js';
-import { apiKeyAuth, apiKeyCaller } from '../http/auth.js';
-import { jsonBody, problemResponses } from '../http/schemas.js';
-import { explorerUrl } from '../ledger/anchor-data.js';
-import { anchorEvidence } from './anchor.js';
-import { AnchorRequest, AnchorResult } from './http-schemas.js';
+import { getAnchorDeps } from '../../deps/anchoring.js';
+import { getConfig } from '../../deps/core.js';
+import { createApp } from '../app.js';
+import { apiKeyAuth, apiKeyCaller } from '../auth.js';
+import { jsonBody, problemResponses } from '../schemas/common.js';
+import { explorerUrl } from '../../ledger/anchor-data.js';
+import { anchorEvidence } from '../../evidence/anchor.js';
+import { AnchorRequest, AnchorResult } from '../schemas/evidence.js';
 
 /**
  * POST /api/v2/evidence/anchor and POST /api/v2/evidence/full: one implementation, two routes,

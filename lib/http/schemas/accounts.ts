@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
-import { TIER_NAMES } from '../config.js';
-import { MIN_PASSWORD_LENGTH } from './passwords.js';
-import { FEATURE_MIN_TIER } from './tiers.js';
+import { TIER_NAMES } from '../../config.js';
+import { MIN_PASSWORD_LENGTH } from '../../accounts/passwords.js';
+import { FEATURE_MIN_TIER } from '../../accounts/tiers.js';
 
 /**
  * Request and response schemas of the account endpoints (CONTRACT "Accounts"): they validate at

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { IsoTime, Sha256Hex } from '../http/schemas.js';
+import { IsoTime, Sha256Hex } from './common.js';
 
 const Hex = (bytes: number, what: string) =>
   z

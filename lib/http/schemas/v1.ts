@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { IsoTime, Sha256Hex } from '../http/schemas.js';
+import { IsoTime, Sha256Hex } from './common.js';
 
 /**
  * Request and response schemas of API v1 (api-v1.md). The same objects validate requests and
