@@ -22,7 +22,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { Hono } from 'hono';
-import { getAccountDeps } from '../lib/accounts/deps.js';
+import { getAccountDeps } from '../lib/deps/accounts.js';
 import { CounterRepository } from '../lib/accounts/counter-repository.js';
 import { createScryptHasher } from '../lib/accounts/passwords.js';
 import { verifyDeviceSignature } from '../lib/crypto/ed25519.js';

@@ -1,5 +1,5 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Config } from './config.js';
-import { getDb } from './deps/core.js';
 import { describeError, log } from './log.js';
 import { describeTables } from './store/tables.js';
 
@@ -43,10 +43,13 @@ export function setKnownPartState(part: string, reason: DownReason | undefined):
   else known.delete(part);
 }
 
-/** Probes every part: tables reachable, chain reachable (chain id, latest block), signing keys loaded. */
-export async function checkHealth(config: Config, extraProbes: Record<string, () => Promise<Record<string, unknown>>> = {}) {
+/**
+ * Probes every part: tables reachable, chain reachable (chain id, latest block), signing keys loaded.
+ * `db` is asked for the client inside the database probe, so that a failure to build it is that part's.
+ */
+export async function checkHealth(config: Config, db: () => DynamoDBDocumentClient, extraProbes: Record<string, () => Promise<Record<string, unknown>>> = {}) {
   const probes: Record<string, () => Promise<Record<string, unknown>>> = {
-    database: async () => ({ tables: await describeTables(getDb(), config.tables) }),
+    database: async () => ({ tables: await describeTables(db(), config.tables) }),
     ledger: async () => {
       const [chainId, block] = await Promise.all([rpc(config.ledger.rpcUrl, 'eth_chainId'), rpc(config.ledger.rpcUrl, 'eth_blockNumber')]);
       const id = Number(BigInt(chainId as string));

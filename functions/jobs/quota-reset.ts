@@ -1,4 +1,4 @@
-import { type AccountDeps, getAccountDeps } from '../../lib/accounts/deps.js';
+import { type AccountDeps, getAccountDeps } from '../../lib/deps/accounts.js';
 import { log } from '../../lib/log.js';
 
 /**

@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { createApp } from '../../lib/http/app.js';
 import { getSigner, getTsa } from '../../lib/deps/anchoring.js';
-import { getConfig } from '../../lib/deps/core.js';
+import { getConfig, getDb } from '../../lib/deps/core.js';
 import { checkHealth } from '../../lib/health.js';
 
 const PartState = z
@@ -49,7 +49,7 @@ const keys = async () => {
 };
 
 app.openapi(route, async (c) => {
-  const result = await checkHealth(getConfig(), { keys });
+  const result = await checkHealth(getConfig(), getDb, { keys });
   c.header('Cache-Control', 'no-store');
   return c.json({ ...result, time: new Date().toISOString() }, result.status === 'ok' ? 200 : 503);
 });

@@ -1,9 +1,8 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { ID_ML_DSA_65, ML_DSA_65_PUBLIC_KEY_BYTES, ML_DSA_65_SIGNATURE_BYTES, mlDsaKeyId, mlDsaPublicKeyFingerprint } from '../../lib/crypto/ml-dsa.js';
-import { getConfig } from '../../lib/deps/core.js';
 import { loadPqFingerprints } from '../../lib/deps/verification.js';
-import { loadPqPublicKey } from '../../lib/evidence/pq-registration.js';
+import { loadServicePqPublicKey } from '../../lib/deps/pq-key.js';
 import { PqInfoResponse } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
 import { serviceUnavailable } from '../../lib/http/errors.js';
@@ -32,7 +31,7 @@ app.openapi(route, async (c) => {
   let publicKey: Uint8Array;
   let trusted: string[];
   try {
-    [publicKey, trusted] = await Promise.all([loadPqPublicKey(getConfig()), loadPqFingerprints()]);
+    [publicKey, trusted] = await Promise.all([loadServicePqPublicKey(), loadPqFingerprints()]);
   } catch (error) {
     log.warn('ML-DSA-65 public key not available', describeError(error));
     throw serviceUnavailable('signer_unavailable', 'The post-quantum public key is not available right now.');

@@ -3,7 +3,8 @@ import { handle } from 'hono/aws-lambda';
 import { mlDsaKeyId, mlDsaPublicKeyFingerprint } from '../../lib/crypto/ml-dsa.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { getRpcReader } from '../../lib/deps/evidence.js';
-import { checkPqRegistrationOnChain, loadPqPublicKey, readPqRegistration } from '../../lib/evidence/pq-registration.js';
+import { loadServicePqPublicKey } from '../../lib/deps/pq-key.js';
+import { checkPqRegistrationOnChain, readPqRegistration } from '../../lib/evidence/pq-registration.js';
 import { PqRegistrationResponse } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
 import { serviceUnavailable } from '../../lib/http/errors.js';
@@ -36,7 +37,7 @@ app.openapi(route, async (c) => {
   const config = getConfig();
   let publicKey: Uint8Array;
   try {
-    publicKey = await loadPqPublicKey(config);
+    publicKey = await loadServicePqPublicKey();
   } catch (error) {
     log.warn('ML-DSA-65 public key not available', describeError(error));
     throw serviceUnavailable('signer_unavailable', 'The post-quantum public key is not available right now.');

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { type AccountDepsProvider, getAccountDeps } from '../../lib/accounts/deps.js';
+import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
 import { ApiKeyRecordSchema } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
 import { jwtAuth } from '../../lib/http/account-auth.js';

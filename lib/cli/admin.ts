@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import { runQuotaReset, UnknownAccountError } from '../../functions/jobs/quota-reset.js';
-import { type AccountDeps, getAccountDeps } from '../accounts/deps.js';
+import { type AccountDeps, getAccountDeps } from '../deps/accounts.js';
 import { isTierName } from '../accounts/tiers.js';
 import { ConfigError, TIER_NAMES } from '../config.js';
 import { resetCoreDeps } from '../deps/core.js';
@@ -92,8 +92,11 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
       case 'register-pq-key': {
         if (args.length > 0) return usageError('register-pq-key takes no arguments.');
         // Loaded on demand: it brings the signer and the ledger sender (ethers) with it.
-        const { ensurePqKeyRegistered } = await import('../evidence/pq-registration.js');
-        io.out(JSON.stringify(await ensurePqKeyRegistered(), null, 2));
+        const [{ ensurePqKeyRegistered }, { getPqRegistrationDeps }] = await Promise.all([
+          import('../evidence/pq-registration.js'),
+          import('../deps/anchoring.js'),
+        ]);
+        io.out(JSON.stringify(await ensurePqKeyRegistered(await getPqRegistrationDeps()), null, 2));
         return 0;
       }
       default:

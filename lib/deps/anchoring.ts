@@ -7,118 +7,97 @@ import type { PqSigner, TimestampAuthority } from '../crypto/ports.js';
 import { EmbeddedTsa } from '../crypto/tsa/embedded.js';
 import { KmsTsaKeySigner } from '../crypto/tsa/key-signer.js';
 import { RemoteTsa } from '../crypto/tsa/remote.js';
-import { getKeyAuthDeps } from '../accounts/key-auth-deps.js';
 import { reconcileQuotaHolds } from '../accounts/quota-holds.js';
 import type { AnchorDeps } from '../evidence/anchor.js';
+import type { PqRegistrationDeps } from '../evidence/pq-registration.js';
 import type { ReconcileDeps } from '../evidence/reconcile.js';
 import { tsaFiles } from '../crypto/tsa/files.js';
 import { encodeAnchorData } from '../ledger/anchor-data.js';
 import { KmsLedgerSigner } from '../ledger/kms-signer.js';
 import { createLedgerProvider, LedgerSender } from '../ledger/sender.js';
 import { log } from '../log.js';
-import { getConfig, getDb, onDepsReset } from './core.js';
+import { getConfig, getDb } from './core.js';
 import { getEvidenceRepo, getStats } from './evidence.js';
+import { getKeyAuthDeps } from './key-auth.js';
+import { lazy } from './lazy.js';
 
 /**
- * The composition root of the anchoring functions: the ML-DSA-65 signer, the time-stamping
- * authority and the ledger sender, each chosen by its configured scheme. Built once per process
- * on first use; only the functions that anchor or time-stamp import this module.
+ * The anchoring part of the composition root: the ML-DSA-65 signer, the time-stamping authority
+ * and the ledger sender, each chosen by its configured scheme. Built once per process on first use
+ * (lib/deps/lazy.ts); only the functions that anchor, time-stamp or register the key import this module.
  */
-let signer: Promise<PqSigner> | undefined;
-let tsa: Promise<TimestampAuthority> | undefined;
-let sender: Promise<LedgerSender> | undefined;
-let kms: KMSClient | undefined;
+const kmsClient = /* @__PURE__ */ lazy(
+  () => new KMSClient({ region: getConfig().aws.region }),
+  (kms) => kms.destroy(),
+);
 
-function kmsClient(): KMSClient {
-  kms ??= new KMSClient({ region: getConfig().aws.region });
-  return kms;
-}
+export const getSigner: () => Promise<PqSigner> = /* @__PURE__ */ lazy(async () => {
+  const { signer: cfg } = getConfig();
+  if (cfg.scheme === 'kms') return KmsMlDsaSigner.connect(kmsClient(), cfg.kmsKeyId ?? '');
+  const seedHex = cfg.seedHex ?? (await readFile(cfg.seedFile, 'utf8')).trim();
+  return LocalMlDsaSigner.fromSeed(Buffer.from(seedHex, 'hex'));
+});
 
-/** Retries a failed build on the next call instead of caching the failure. */
-function memo<T>(get: () => Promise<T> | undefined, set: (p: Promise<T> | undefined) => void, build: () => Promise<T>): Promise<T> {
-  const existing = get();
-  if (existing) return existing;
-  const p = build().catch((error: unknown) => {
-    set(undefined);
-    throw error;
-  });
-  set(p);
-  return p;
-}
-
-export function getSigner(): Promise<PqSigner> {
-  return memo(() => signer, (p) => (signer = p), async () => {
-    const { signer: cfg } = getConfig();
-    if (cfg.scheme === 'kms') return KmsMlDsaSigner.connect(kmsClient(), cfg.kmsKeyId ?? '');
-    const seedHex = cfg.seedHex ?? (await readFile(cfg.seedFile, 'utf8')).trim();
-    return LocalMlDsaSigner.fromSeed(Buffer.from(seedHex, 'hex'));
-  });
-}
-
-export function getTsa(): Promise<TimestampAuthority> {
-  return memo(() => tsa, (p) => (tsa = p), async () => {
-    const config = getConfig();
-    if (config.tsa.scheme === 'remote') {
-      return new RemoteTsa({
-        url: config.tsa.url ?? '',
-        rootsPem: [await readFile(config.tsa.rootsFile ?? '', 'utf8')],
-        policyOid: config.tsa.policyOid,
-        timeoutMs: config.tsa.timeoutMs,
-      });
-    }
-    if (config.tsa.kmsKeyId) {
-      // Production: the key stays in KMS (ECC_NIST_P256); its certificate chain ships with the functions.
-      const [rootCertPem, tsaCertPem] = await Promise.all([
-        readFile(config.tsa.rootFile ?? '', 'utf8'),
-        readFile(config.tsa.certFile ?? '', 'utf8'),
-      ]);
-      const keySigner = new KmsTsaKeySigner(kmsClient(), config.tsa.kmsKeyId);
-      return EmbeddedTsa.create({ rootCertPem, tsaCertPem, keySigner, policyOid: config.tsa.policyOid });
-    }
-    const files = tsaFiles(config.tsa.dir);
-    const [rootCertPem, tsaCertPem, tsaKeyPkcs8Pem] = await Promise.all([
-      readFile(files.rootCert, 'utf8'),
-      readFile(files.tsaCert, 'utf8'),
-      readFile(files.tsaKey, 'utf8'),
-    ]);
-    // create() checks the chain, the EKU and that key and certificate belong together.
-    return EmbeddedTsa.create({ rootCertPem, tsaCertPem, tsaKeyPkcs8Pem, policyOid: config.tsa.policyOid });
-  });
-}
-
-export function getLedgerSender(): Promise<LedgerSender> {
-  return memo(() => sender, (p) => (sender = p), async () => {
-    const config = getConfig();
-    const { ledger } = config;
-    const provider = createLedgerProvider({ rpcUrl: ledger.rpcUrl, chainId: ledger.chainId, pollingIntervalMs: ledger.pollingIntervalMs });
-    let wallet: KmsLedgerSigner | Wallet;
-    if (ledger.walletScheme === 'kms') {
-      wallet = new KmsLedgerSigner(kmsClient(), ledger.walletKmsKeyId ?? '', provider);
-    } else {
-      const key = ledger.walletPrivateKey ?? (await readFile(ledger.walletKeyFile, 'utf8')).trim();
-      wallet = new Wallet(key.startsWith('0x') ? key : `0x${key}`, provider);
-    }
-    return new LedgerSender({
-      provider,
-      signer: wallet,
-      db: getDb(),
-      table: config.tables.ledger,
-      chainId: ledger.chainId,
-      priorityFeeGwei: ledger.priorityFeeGwei,
-      maxFeeGwei: ledger.maxFeeGwei,
-      pollingIntervalMs: ledger.pollingIntervalMs,
-      confirmationTag: ledger.confirmationTag,
-      lowBalanceWei: ledger.lowBalanceWei,
-      replaceAfterMs: ledger.replaceAfterMinutes > 0 ? ledger.replaceAfterMinutes * 60_000 : undefined,
-      // The evidence item names its transaction: it follows a replacement of a stuck one.
-      // (pq-key registrations do not yet; their receipt is looked up by the hash they name.)
-      onReplaced: async (r) => {
-        if (r.kind === 'anchor') await getEvidenceRepo().replaceTxHash(r.ref, r.previousTxHash, r.txHash, r.txHashes);
-      },
-      log: (level, message, fields) => log[level](message, fields),
+export const getTsa: () => Promise<TimestampAuthority> = /* @__PURE__ */ lazy(async () => {
+  const config = getConfig();
+  if (config.tsa.scheme === 'remote') {
+    return new RemoteTsa({
+      url: config.tsa.url ?? '',
+      rootsPem: [await readFile(config.tsa.rootsFile ?? '', 'utf8')],
+      policyOid: config.tsa.policyOid,
+      timeoutMs: config.tsa.timeoutMs,
     });
+  }
+  if (config.tsa.kmsKeyId) {
+    // Production: the key stays in KMS (ECC_NIST_P256); its certificate chain ships with the functions.
+    const [rootCertPem, tsaCertPem] = await Promise.all([
+      readFile(config.tsa.rootFile ?? '', 'utf8'),
+      readFile(config.tsa.certFile ?? '', 'utf8'),
+    ]);
+    const keySigner = new KmsTsaKeySigner(kmsClient(), config.tsa.kmsKeyId);
+    return EmbeddedTsa.create({ rootCertPem, tsaCertPem, keySigner, policyOid: config.tsa.policyOid });
+  }
+  const files = tsaFiles(config.tsa.dir);
+  const [rootCertPem, tsaCertPem, tsaKeyPkcs8Pem] = await Promise.all([
+    readFile(files.rootCert, 'utf8'),
+    readFile(files.tsaCert, 'utf8'),
+    readFile(files.tsaKey, 'utf8'),
+  ]);
+  // create() checks the chain, the EKU and that key and certificate belong together.
+  return EmbeddedTsa.create({ rootCertPem, tsaCertPem, tsaKeyPkcs8Pem, policyOid: config.tsa.policyOid });
+});
+
+export const getLedgerSender: () => Promise<LedgerSender> = /* @__PURE__ */ lazy(async () => {
+  const config = getConfig();
+  const { ledger } = config;
+  const provider = createLedgerProvider({ rpcUrl: ledger.rpcUrl, chainId: ledger.chainId, pollingIntervalMs: ledger.pollingIntervalMs });
+  let wallet: KmsLedgerSigner | Wallet;
+  if (ledger.walletScheme === 'kms') {
+    wallet = new KmsLedgerSigner(kmsClient(), ledger.walletKmsKeyId ?? '', provider);
+  } else {
+    const key = ledger.walletPrivateKey ?? (await readFile(ledger.walletKeyFile, 'utf8')).trim();
+    wallet = new Wallet(key.startsWith('0x') ? key : `0x${key}`, provider);
+  }
+  return new LedgerSender({
+    provider,
+    signer: wallet,
+    db: getDb(),
+    table: config.tables.ledger,
+    chainId: ledger.chainId,
+    priorityFeeGwei: ledger.priorityFeeGwei,
+    maxFeeGwei: ledger.maxFeeGwei,
+    pollingIntervalMs: ledger.pollingIntervalMs,
+    confirmationTag: ledger.confirmationTag,
+    lowBalanceWei: ledger.lowBalanceWei,
+    replaceAfterMs: ledger.replaceAfterMinutes > 0 ? ledger.replaceAfterMinutes * 60_000 : undefined,
+    // The evidence item names its transaction: it follows a replacement of a stuck one.
+    // (pq-key registrations do not yet; their receipt is looked up by the hash they name.)
+    onReplaced: async (r) => {
+      if (r.kind === 'anchor') await getEvidenceRepo().replaceTxHash(r.ref, r.previousTxHash, r.txHash, r.txHashes);
+    },
+    log: (level, message, fields) => log[level](message, fields),
   });
-}
+});
 
 /** Everything anchorEvidence needs: direct mode (one transaction per anchor) behind the LedgerPublisher port. */
 export async function getAnchorDeps(): Promise<AnchorDeps> {
@@ -163,10 +142,22 @@ export async function getReconcileDeps(): Promise<ReconcileDeps> {
 /** No API request runs longer than this (API Gateway ends them at 29 s): an older open hold is abandoned. */
 const REQUEST_MAX_MS = 120_000;
 
-onDepsReset(() => {
-  signer = undefined;
-  tsa = undefined;
-  sender = undefined;
-  kms?.destroy();
-  kms = undefined;
-});
+/** What registering the ML-DSA-65 public key on the ledger needs (npm start, npm run admin -- register-pq-key). */
+export async function getPqRegistrationDeps(): Promise<PqRegistrationDeps> {
+  const config = getConfig();
+  const [signer, sender] = await Promise.all([getSigner(), getLedgerSender()]);
+  return {
+    db: getDb(),
+    table: config.tables.ledger,
+    signer,
+    ledger: {
+      chainId: config.ledger.chainId,
+      address: () => sender.address(),
+      submit: (data, meta) => sender.submit(data, meta),
+      waitForReceipt: (txHash, timeoutMs) => sender.waitForReceipt(txHash, timeoutMs),
+      listSlots: (fromNonce) => sender.listSlots(fromNonce),
+    },
+    receiptTimeoutMs: config.ledger.receiptTimeoutMs,
+    stats: getStats(),
+  };
+}

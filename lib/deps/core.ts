@@ -1,37 +1,22 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type Config, loadConfig } from '../config.js';
 import { createDocumentClient } from '../store/dynamo.js';
+import { lazy, resetDeps } from './lazy.js';
 
 /**
- * The composition root for what every function needs: the validated configuration and the
- * DynamoDB client. Built once per process (per Lambda container) on first use. Heavier
- * adapters (ML-DSA, TSA, ledger) live in lib/deps/anchoring.ts so that functions which do not
- * anchor never load them.
+ * What every function needs: the validated configuration and the DynamoDB client. The other
+ * files of lib/deps build on these; each Lambda imports only the ones it uses, so that functions
+ * which do not anchor never load the signers, the TSA or ethers (lib/deps/anchoring.ts), and
+ * functions behind an API key never load jose or scrypt (lib/deps/accounts.ts).
  */
-let config: Config | undefined;
-let db: DynamoDBDocumentClient | undefined;
+export const getConfig: () => Config = /* @__PURE__ */ lazy(loadConfig);
 
-export function getConfig(): Config {
-  config ??= loadConfig();
-  return config;
-}
+export const getDb: () => DynamoDBDocumentClient = /* @__PURE__ */ lazy(
+  () => createDocumentClient({ region: getConfig().aws.region, endpoint: getConfig().aws.dynamoEndpoint }),
+  (db) => db.destroy(),
+);
 
-export function getDb(): DynamoDBDocumentClient {
-  db ??= createDocumentClient({ region: getConfig().aws.region, endpoint: getConfig().aws.dynamoEndpoint });
-  return db;
-}
-
-const resetHooks: (() => void)[] = [];
-
-/** Lets another composition module forget what it built from the old configuration. */
-export function onDepsReset(hook: () => void): void {
-  resetHooks.push(hook);
-}
-
-/** Forgets the cached configuration and clients (tests that change the environment). */
+/** Forgets the configuration and every client and service built from it (tests that change the environment). */
 export function resetCoreDeps(): void {
-  db?.destroy();
-  config = undefined;
-  db = undefined;
-  for (const hook of resetHooks) hook();
+  resetDeps();
 }

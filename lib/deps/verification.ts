@@ -2,8 +2,9 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sha256Hex } from '../crypto/hash.js';
 import type { VerifyDeps } from '../evidence/verify.js';
-import { getConfig, onDepsReset } from './core.js';
+import { getConfig } from './core.js';
 import { getEvidenceRepo, getRpcReader } from './evidence.js';
+import { lazy } from './lazy.js';
 
 /**
  * What the public verification paths need: trust anchors only. No private key, no signing code,
@@ -11,16 +12,11 @@ import { getEvidenceRepo, getRpcReader } from './evidence.js';
  * key fingerprints from the public key file written next to the seed (local), PQ_PUBLIC_KEY_FILE,
  * and PQ_TRUSTED_KEY_FINGERPRINTS for keys rotated out.
  */
-let roots: Promise<string[]> | undefined;
-let pqKeys: Promise<string[]> | undefined;
+const tsaRoots = /* @__PURE__ */ lazy(() => loadTsaRoots());
+const trustedPqKeys = /* @__PURE__ */ lazy(() => loadPqFingerprints());
 
 export function getVerifyDeps(): VerifyDeps {
-  return {
-    repo: getEvidenceRepo(),
-    rpc: getRpcReader(),
-    tsaRoots: () => (roots ??= loadTsaRoots().catch((e: unknown) => ((roots = undefined), Promise.reject(e)))),
-    trustedPqKeys: () => (pqKeys ??= loadPqFingerprints().catch((e: unknown) => ((pqKeys = undefined), Promise.reject(e)))),
-  };
+  return { repo: getEvidenceRepo(), rpc: getRpcReader(), tsaRoots, trustedPqKeys };
 }
 
 /** PEM roots the RFC 3161 tokens must chain to. */
@@ -42,8 +38,3 @@ export async function loadPqFingerprints(): Promise<string[]> {
   }
   return [...out];
 }
-
-onDepsReset(() => {
-  roots = undefined;
-  pqKeys = undefined;
-});

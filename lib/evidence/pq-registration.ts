@@ -111,15 +111,14 @@ export function pqRegistrationKey(fingerprint: string): { pk: string; sk: 0 } {
  *   among the wallet's persisted transactions) is adopted rather than sent again;
  * - a `failed` (reverted) transaction is replaced by a new one.
  *
- * Without `deps`, uses the process-wide configuration: the configured signer, ledger sender
- * (DynamoDB nonces) and tables — what `npm run admin -- register-pq-key` and `npm start` call.
+ * `npm run admin -- register-pq-key` and `npm start` pass the process-wide configuration's signer,
+ * ledger sender (DynamoDB nonces) and tables (lib/deps/anchoring.ts getPqRegistrationDeps).
  *
  * @returns the registration and whether this call sent its transaction.
  * @throws LedgerUnavailableError when the transaction could not be sent (the claim is released);
  *   PqRegistrationInProgressError when another run holds the claim for longer than the wait.
  */
-export async function ensurePqKeyRegistered(deps?: PqRegistrationDeps): Promise<{ registration: PqKeyRegistration; sentNow: boolean }> {
-  const d = deps ?? (await defaultPqRegistrationDeps());
+export async function ensurePqKeyRegistered(d: PqRegistrationDeps): Promise<{ registration: PqKeyRegistration; sentNow: boolean }> {
   const clock = d.clock ?? (() => new Date());
   const publicKey = await d.signer.publicKey();
   const fingerprint = pqKeyFingerprint(publicKey);
@@ -322,42 +321,15 @@ export async function checkPqRegistrationOnChain(
 /**
  * The service's current ML-DSA-65 public key (raw, 1952 bytes) without loading the private key:
  * the public key file (written next to the seed locally, shipped with the functions in AWS), or,
- * when there is none and the signer is in KMS, KMS GetPublicKey.
+ * when there is none and the signer is in KMS, `fromSigner` (KMS GetPublicKey; lib/deps wires it).
  */
-export async function loadPqPublicKey(config: Config): Promise<Uint8Array> {
+export async function loadPqPublicKey(config: Config, fromSigner: () => Promise<Uint8Array>): Promise<Uint8Array> {
   try {
     const key = new Uint8Array(await readFile(config.signer.publicKeyFile));
     if (key.length !== ML_DSA_65_PUBLIC_KEY_BYTES) throw new Error(`the ML-DSA-65 public key file holds ${key.length} bytes, not ${ML_DSA_65_PUBLIC_KEY_BYTES}`);
     return key;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || config.signer.scheme !== 'kms') throw error;
-    const { getSigner } = await import('../deps/anchoring.js');
-    return (await getSigner()).publicKey();
+    return fromSigner();
   }
-}
-
-/** The process-wide dependencies (configured signer, ledger sender, tables, statistics). */
-async function defaultPqRegistrationDeps(): Promise<PqRegistrationDeps> {
-  // Loaded here only: the read paths of this module must not pull in ethers and the signers.
-  const [{ getConfig, getDb }, { getSigner, getLedgerSender }, { getStats }] = await Promise.all([
-    import('../deps/core.js'),
-    import('../deps/anchoring.js'),
-    import('../deps/evidence.js'),
-  ]);
-  const config = getConfig();
-  const [signer, sender] = await Promise.all([getSigner(), getLedgerSender()]);
-  return {
-    db: getDb(),
-    table: config.tables.ledger,
-    signer,
-    ledger: {
-      chainId: config.ledger.chainId,
-      address: () => sender.address(),
-      submit: (data, meta) => sender.submit(data, meta),
-      waitForReceipt: (txHash, timeoutMs) => sender.waitForReceipt(txHash, timeoutMs),
-      listSlots: (fromNonce) => sender.listSlots(fromNonce),
-    },
-    receiptTimeoutMs: config.ledger.receiptTimeoutMs,
-    stats: getStats(),
-  };
 }

@@ -6,7 +6,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { API_KEY_PATTERN } from '../accounts/api-key-format.js';
-import { type AccountDepsProvider, getAccountDeps } from '../accounts/deps.js';
+import { type AccountDepsProvider, getAccountDeps } from '../deps/accounts.js';
 import { InvalidTokenError } from '../accounts/jwt.js';
 import type { AppContext, AppEnv } from './app.js';
 import { notFound, unauthorized } from './errors.js';

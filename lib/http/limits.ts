@@ -1,6 +1,6 @@
 import type { MiddlewareHandler, Next } from 'hono';
 import type { TierName } from '../config.js';
-import { getKeyAuthDeps, type KeyAuthDepsProvider } from '../accounts/key-auth-deps.js';
+import { getKeyAuthDeps, type KeyAuthDepsProvider } from '../deps/key-auth.js';
 import type { IpScope, LimitService, QuotaReservation, RateDecision } from '../accounts/limits.js';
 import { quotaExceeded } from '../accounts/quota-holds.js';
 import { describeError, log } from '../log.js';

@@ -15,7 +15,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { ConfigError, loadConfig, type Config } from '../config.js';
-import { getLedgerSender, getReconcileDeps } from '../deps/anchoring.js';
+import { getLedgerSender, getPqRegistrationDeps, getReconcileDeps } from '../deps/anchoring.js';
 import { getDb } from '../deps/core.js';
 import { reconcileAnchors } from '../evidence/reconcile.js';
 import { ensurePqKeyRegistered } from '../evidence/pq-registration.js';
@@ -140,7 +140,7 @@ try {
   }
 
   // Publish the ML-DSA-65 key's fingerprint on the ledger once (idempotent: nothing is sent when it is there).
-  const pq = await ensurePqKeyRegistered();
+  const pq = await ensurePqKeyRegistered(await getPqRegistrationDeps());
   say(`pq key     ${pq.registration.fingerprint.slice(0, 16)}… on the ledger in ${pq.registration.tx_hash} (${pq.sentNow ? 'registered now' : 'already registered'})`);
 
   say(`tsa        ${config.tsa.scheme === 'embedded' ? `embedded RFC 3161 TSA, root ${path.join(config.tsa.dir, 'root.pem')}` : 'remote RFC 3161 TSA'}`);

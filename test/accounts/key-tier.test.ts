@@ -7,7 +7,7 @@ import { AccountRepository, type AccountRecord } from '../../lib/accounts/accoun
 import { generateApiKey, hashApiKey } from '../../lib/accounts/api-key-format.js';
 import { type ApiKeyRecord, ApiKeyRepository } from '../../lib/accounts/api-key-repository.js';
 import { ApiKeyService, newApiKeyRecord } from '../../lib/accounts/api-keys.js';
-import { createAccountDeps } from '../../lib/accounts/deps.js';
+import { createAccountDeps } from '../../lib/deps/accounts.js';
 import { ApiKeyAuthenticator } from '../../lib/accounts/key-auth.js';
 import { randomId } from '../../lib/accounts/random.js';
 import type { TierName } from '../../lib/config.js';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createAccountDeps, type AccountDeps, type AccountDepsProvider } from '../../lib/accounts/deps.js';
+import { createAccountDeps, type AccountDeps, type AccountDepsProvider } from '../../lib/deps/accounts.js';
 import type { Clock } from '../../lib/accounts/clock.js';
 import { createScryptHasher, type PasswordHasher } from '../../lib/accounts/passwords.js';
 import type { Config, Feature, TierLimits, TierName } from '../../lib/config.js';

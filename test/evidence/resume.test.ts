@@ -4,7 +4,7 @@ import { before, describe, it } from 'node:test';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { Wallet } from 'ethers';
 import { reconcileQuotaHolds } from '../../lib/accounts/quota-holds.js';
-import { getKeyAuthDeps } from '../../lib/accounts/key-auth-deps.js';
+import { getKeyAuthDeps } from '../../lib/deps/key-auth.js';
 import { getAnchorDeps } from '../../lib/deps/anchoring.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';

@@ -7,7 +7,7 @@ import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
 import { useStack } from '../support/stack.js';
 import { bearer, body, evidenceTestApp, fromRandomIp, frozenClock, provider, registerDirect, testDeps, withKey } from '../accounts/support.js';
-import type { AccountDeps } from '../../lib/accounts/deps.js';
+import type { AccountDeps } from '../../lib/deps/accounts.js';
 
 // At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
 await useStack();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createKeyAuthDeps, type KeyAuthDeps } from '../../lib/accounts/key-auth-deps.js';
+import { createKeyAuthDeps, type KeyAuthDeps } from '../../lib/deps/key-auth.js';
 import type { TierName } from '../../lib/config.js';
 import { getDb } from '../../lib/deps/core.js';
 import { createApp } from '../../lib/http/app.js';

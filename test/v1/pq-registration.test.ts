@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { before, describe, it } from 'node:test';
 import { useStack } from '../support/stack.js';
 import { LocalMlDsaSigner } from '../../lib/crypto/ml-dsa.js';
-import { getLedgerSender } from '../../lib/deps/anchoring.js';
+import { getLedgerSender, getPqRegistrationDeps } from '../../lib/deps/anchoring.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { ensurePqKeyRegistered, type PqRegistrationDeps } from '../../lib/evidence/pq-registration.js';
 import { decodePqKeyData } from '../../lib/ledger/anchor-data.js';
@@ -76,7 +76,7 @@ describe('ML-DSA-65 key registration on the ledger', () => {
   });
 
   it('registers the key once: a transaction whose input carries the fingerprint, read back from the chain', async () => {
-    const { registration, sentNow } = await ensurePqKeyRegistered();
+    const { registration, sentNow } = await ensurePqKeyRegistered(await getPqRegistrationDeps());
     assert.equal(sentNow, true);
     assert.equal(registration.state, 'confirmed');
     const { status, body } = await readRegistration();
@@ -94,7 +94,7 @@ describe('ML-DSA-65 key registration on the ledger', () => {
 
   it('sends no second transaction when the registration runs again', async () => {
     const first = await readRegistration();
-    const { registration, sentNow } = await ensurePqKeyRegistered();
+    const { registration, sentNow } = await ensurePqKeyRegistered(await getPqRegistrationDeps());
     assert.equal(sentNow, false);
     assert.equal(registration.tx_hash, first.body.tx_hash);
   });

@@ -1,20 +1,21 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { AccountRepository } from '../accounts/account-repository.js';
+import { AccountService } from '../accounts/accounts.js';
+import { ApiKeyRepository } from '../accounts/api-key-repository.js';
+import { ApiKeyService } from '../accounts/api-keys.js';
+import { type Clock, systemClock } from '../accounts/clock.js';
+import { TokenService } from '../accounts/jwt.js';
+import { type KmsDecrypt, cachedJwtSecret } from '../accounts/jwt-secret.js';
+import type { LimitService } from '../accounts/limits.js';
+import { type PasswordHasher, createScryptHasher } from '../accounts/passwords.js';
 import type { Config } from '../config.js';
-import { getConfig, getDb } from '../deps/core.js';
-import { AccountRepository } from './account-repository.js';
-import { AccountService } from './accounts.js';
-import { ApiKeyRepository } from './api-key-repository.js';
-import { ApiKeyService } from './api-keys.js';
-import { type Clock, systemClock } from './clock.js';
-import { TokenService } from './jwt.js';
-import { type KmsDecrypt, cachedJwtSecret } from './jwt-secret.js';
-import { createLimitService, type KeyAuthDeps } from './key-auth-deps.js';
-import type { LimitService } from './limits.js';
-import { type PasswordHasher, createScryptHasher } from './passwords.js';
+import { getConfig, getDb } from './core.js';
+import { createLimitService, type KeyAuthDeps } from './key-auth.js';
+import { lazy } from './lazy.js';
 
 /**
  * Everything the account endpoints and the auth/limit middleware use. A superset of KeyAuthDeps
- * (lib/accounts/key-auth-deps.ts), which is all that functions behind an API key resolve.
+ * (lib/deps/key-auth.ts), which is all that functions behind an API key resolve.
  */
 export interface AccountDeps extends KeyAuthDeps {
   config: Config;
@@ -40,7 +41,8 @@ export interface AccountDepsOptions {
   kmsDecrypt?: KmsDecrypt;
 }
 
-let productionHasher: PasswordHasher | undefined;
+/** Production hashing (N = 2^15), shared by every build of the account dependencies. */
+const productionHasher = /* @__PURE__ */ lazy(createScryptHasher);
 
 /** Wires repositories and services (the composition root of the accounts domain). */
 export function createAccountDeps(options: AccountDepsOptions): AccountDeps {
@@ -50,7 +52,7 @@ export function createAccountDeps(options: AccountDepsOptions): AccountDeps {
   const keyRepo = new ApiKeyRepository(db, config.tables.apiKeys);
   const secret = options.jwtSecret ?? (() => cachedJwtSecret(config.jwt, config.aws.region, options.kmsDecrypt));
   const tokens = new TokenService(secret, { issuer: config.jwt.issuer, audience: config.jwt.audience, ttlSeconds: config.jwt.ttlSeconds }, clock);
-  const passwords = options.passwords ?? (productionHasher ??= createScryptHasher());
+  const passwords = options.passwords ?? productionHasher();
   return {
     config,
     clock,
@@ -61,12 +63,5 @@ export function createAccountDeps(options: AccountDepsOptions): AccountDeps {
   };
 }
 
-let cached: { config: Config; db: DynamoDBDocumentClient; deps: AccountDeps } | undefined;
-
-/** The process-wide dependencies over getConfig()/getDb(), rebuilt if those were reset (tests). */
-export const getAccountDeps: AccountDepsProvider = () => {
-  const config = getConfig();
-  const db = getDb();
-  if (!cached || cached.config !== config || cached.db !== db) cached = { config, db, deps: createAccountDeps({ config, db }) };
-  return cached.deps;
-};
+/** The process-wide dependencies over getConfig()/getDb() (rebuilt after resetCoreDeps()). */
+export const getAccountDeps: AccountDepsProvider = /* @__PURE__ */ lazy(() => createAccountDeps({ config: getConfig(), db: getDb() }));

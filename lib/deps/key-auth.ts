@@ -1,17 +1,18 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { AccountRepository } from '../accounts/account-repository.js';
+import { ApiKeyRepository } from '../accounts/api-key-repository.js';
+import { type Clock, systemClock } from '../accounts/clock.js';
+import { CounterRepository } from '../accounts/counter-repository.js';
+import { ApiKeyAuthenticator, type KeyAuthenticator } from '../accounts/key-auth.js';
+import { LimitService } from '../accounts/limits.js';
 import type { Config } from '../config.js';
-import { getConfig, getDb } from '../deps/core.js';
-import { AccountRepository } from './account-repository.js';
-import { ApiKeyRepository } from './api-key-repository.js';
-import { type Clock, systemClock } from './clock.js';
-import { CounterRepository } from './counter-repository.js';
-import { ApiKeyAuthenticator, type KeyAuthenticator } from './key-auth.js';
-import { LimitService } from './limits.js';
+import { getConfig, getDb } from './core.js';
+import { lazy } from './lazy.js';
 
 /**
  * What the API-key middleware and the limit middleware use: key authentication and the limit
  * counters, nothing else. Evidence and public functions resolve only this, so their bundles carry
- * neither the JWT code (jose) nor password hashing nor the account service (lib/accounts/deps.ts,
+ * neither the JWT code (jose) nor password hashing nor the account service (lib/deps/accounts.ts,
  * whose AccountDeps is a superset and can be passed wherever this is expected).
  */
 export interface KeyAuthDeps {
@@ -41,12 +42,5 @@ export function createKeyAuthDeps(options: { config: Config; db: DynamoDBDocumen
   };
 }
 
-let cached: { config: Config; db: DynamoDBDocumentClient; deps: KeyAuthDeps } | undefined;
-
-/** The process-wide dependencies over getConfig()/getDb(), rebuilt if those were reset (tests). */
-export const getKeyAuthDeps: KeyAuthDepsProvider = () => {
-  const config = getConfig();
-  const db = getDb();
-  if (!cached || cached.config !== config || cached.db !== db) cached = { config, db, deps: createKeyAuthDeps({ config, db }) };
-  return cached.deps;
-};
+/** The process-wide dependencies over getConfig()/getDb() (rebuilt after resetCoreDeps()). */
+export const getKeyAuthDeps: KeyAuthDepsProvider = /* @__PURE__ */ lazy(() => createKeyAuthDeps({ config: getConfig(), db: getDb() }));
