@@ -19,7 +19,7 @@ export interface ApiKeyAuthOptions {
   quota?: boolean;
   /**
    * Dependencies (tests inject a clock or a config); by default the process-wide key
-   * authenticator and limits only (lib/accounts/key-auth-deps.ts), not the account service.
+   * authenticator and limits only (lib/deps/key-auth.ts), not the account service.
    */
   deps?: KeyAuthDepsProvider;
 }

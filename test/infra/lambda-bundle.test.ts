@@ -21,6 +21,7 @@ import { resetCoreDeps } from '../../lib/deps/core.js';
 import { app as anchorApp } from '../../functions/v2/evidence-anchor.js';
 import { app as receiptApp } from '../../functions/v2/evidence-receipt.js';
 import { createAccount, Device, randomHash } from '../support/client.js';
+import registry from '../../infra/functions.json' with { type: 'json' };
 import { BANNER, SERVERLESS_ESBUILD } from '../support/serverless-esbuild.js';
 import { useStack } from '../support/stack.js';
 
@@ -33,6 +34,53 @@ const LIBOQS_DIST = /node_modules\/@oqs\/liboqs-js\/dist\//;
 const ZOD_LOCALE = /node_modules\/zod\/v4\/locales\//;
 
 const without = (name: string) => plugins.filter((p) => p.name !== name);
+
+/**
+ * What each function's bundle may weigh and which heavy packages it carries: the sizes of
+ * 2026-11-24 plus 3 %, and exactly today's heavy packages. A bundle that gains ethers, pkijs,
+ * ML-DSA or jose (the verify, hash and account functions must not load them), or grows past its
+ * budget, fails here rather than only in the bench. A bundle that sheds one: update the table.
+ */
+const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
+  v2EvidenceHash: { maxKiB: 309, heavy: [] },
+  v2EvidenceAnchor: { maxKiB: 1314, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
+  v2EvidenceFull: { maxKiB: 1314, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
+  v2EvidenceVerify: { maxKiB: 383, heavy: ['@noble/post-quantum'] },
+  v2EvidenceReceipt: { maxKiB: 310, heavy: [] },
+  v2AccountRegister: { maxKiB: 322, heavy: ['jose'] },
+  v2AccountLogin: { maxKiB: 322, heavy: ['jose'] },
+  v2AccountKeysCreate: { maxKiB: 322, heavy: ['jose'] },
+  v2AccountKeysList: { maxKiB: 321, heavy: ['jose'] },
+  v2AccountKeysDelete: { maxKiB: 322, heavy: ['jose'] },
+  v2AccountUsage: { maxKiB: 322, heavy: ['jose'] },
+  v2AccountInfo: { maxKiB: 321, heavy: ['jose'] },
+  v2AdminSetTier: { maxKiB: 322, heavy: ['jose'] },
+  v1ChainAnchor: { maxKiB: 1325, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
+  v1ChainVerify: { maxKiB: 394, heavy: ['@noble/post-quantum'] },
+  v1Timestamp: { maxKiB: 773, heavy: ['pkijs'] },
+  v1ChainAll: { maxKiB: 324, heavy: [] },
+  v1PqInfo: { maxKiB: 1321, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
+  v1PqVerify: { maxKiB: 351, heavy: ['@noble/post-quantum'] },
+  v1PqRegistration: { maxKiB: 1327, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
+  v1LedgerStatus: { maxKiB: 738, heavy: ['ethers'] },
+  v1LedgerVerify: { maxKiB: 330, heavy: [] },
+  v1Stats: { maxKiB: 308, heavy: [] },
+  v1Health: { maxKiB: 868, heavy: ['pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
+  openapi: { maxKiB: 1477, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js', 'jose'] },
+  ledgerTxPage: { maxKiB: 342, heavy: [] },
+  verifyPage: { maxKiB: 428, heavy: ['@noble/post-quantum'] },
+  quotaReset: { maxKiB: 54, heavy: ['jose'] },
+  reconcile: { maxKiB: 1034, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
+};
+
+/** Heavy packages by the path of their files in esbuild's metafile (as bench/cold-start.ts names them). */
+const HEAVY: Record<string, RegExp> = {
+  ethers: /node_modules\/(ethers|@adraffy|aes-js)\//,
+  pkijs: /node_modules\/(pkijs|asn1js|pvtsutils|pvutils|bytestreamjs|@peculiar)\//,
+  '@noble/post-quantum': /node_modules\/@noble\/post-quantum\//,
+  '@oqs/liboqs-js': /node_modules\/@oqs\//,
+  jose: /node_modules\/jose\//,
+};
 
 async function bundle(entry: string, pluginList: Plugin[], outfile?: string): Promise<{ inputs: string[]; bytes: number }> {
   const result = await build({
@@ -225,5 +273,19 @@ describe('the bundles osls package builds', () => {
     assert.equal(withoutPlugin.inputs.filter((i) => ZOD_LOCALE.test(i) && !/index\.js$/.test(i)).length, locales.length);
     assert.ok(withoutPlugin.bytes - withPlugin.bytes > 200 * 1024, `saved only ${withoutPlugin.bytes - withPlugin.bytes} bytes`);
     t.diagnostic(`v2EvidenceHash bundle: ${(withoutPlugin.bytes / 1024).toFixed(0)} KB → ${(withPlugin.bytes / 1024).toFixed(0)} KB`);
+  });
+
+  test('every function stays within its size budget and carries only today’s heavy packages', async (t) => {
+    const functions = [...registry.http, ...registry.scheduled];
+    assert.deepEqual(functions.map((f) => f.name).sort(), Object.keys(BUNDLE_BUDGETS).sort(), 'one budget per function of infra/functions.json');
+    for (const f of functions) {
+      const budget = BUNDLE_BUDGETS[f.name];
+      assert.ok(budget);
+      const { inputs, bytes } = await bundle(f.file, plugins);
+      const heavy = Object.keys(HEAVY).filter((pkg) => inputs.some((i) => HEAVY[pkg]?.test(i)));
+      assert.deepEqual(heavy, budget.heavy, `${f.name} carries ${heavy.join(', ') || 'no heavy package'}`);
+      assert.ok(bytes <= budget.maxKiB * 1024, `${f.name}: ${(bytes / 1024).toFixed(1)} KiB, budget ${budget.maxKiB} KiB`);
+      t.diagnostic(`${f.name}: ${(bytes / 1024).toFixed(0)} KiB of ${budget.maxKiB}`);
+    }
   });
 });
