@@ -115,14 +115,13 @@ export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Prom
       return finishPublishing(deps, current, deps.receiptTimeoutMs);
     }
     if (identical && lapsed) {
-      const next = { ...claim, fingerprint };
-      const taken = await stored503(() => deps.repo.takeOver(input.imageHash, current.claim_id as string, next, clock().getTime()));
+      const taken = await stored503(() => deps.repo.takeOver(input.imageHash, current.claim_id as string, claim, clock().getTime()));
       if (!taken) {
         await refund();
         continue;
       }
       // The hold of the interrupted request is no longer named by the item: the reconciler refunds it.
-      return acceptAndPublish(deps, { ...claim, chain_index: current.chain_index ?? claim.chain_index }, reservation);
+      return acceptAndPublish(deps, claim, reservation);
     }
     if (lapsed) {
       // Another request's claim lapsed without being released: release it (as the reconciler
