@@ -68,20 +68,18 @@ export interface StoredTx {
   ledger_chain_id: number;
 }
 
+/** The request's side of an anchor: who asks, for which device-chain entry. */
+type AnchorRequestFields = Pick<
+  AnchorProofs,
+  'account_id' | 'api_version' | 'device_id' | 'public_key_hex' | 'signature_hex' | 'chain_index' | 'chain_hash' | 'previous_hash'
+>;
+
 /** What a request claims with the hash (state `accepting`). */
-export interface AnchorClaim {
+export interface AnchorClaim extends AnchorRequestFields {
   image_hash: string;
   claim_id: string;
   /** SHA-256 of the canonical request (anchor.ts requestFingerprint): an identical retry has the same. */
   fingerprint: string;
-  account_id: string;
-  api_version: 'v1' | 'v2';
-  device_id?: string | undefined;
-  public_key_hex: string;
-  signature_hex: string;
-  chain_index: number;
-  chain_hash: string;
-  previous_hash: string | null;
   /** The time the statement will carry (reset by a take-over). */
   anchored_at: string;
   /** Epoch ms after which the claim may be released or taken over. */

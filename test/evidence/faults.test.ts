@@ -16,7 +16,7 @@ import { DomainError } from '../../lib/errors.js';
 import { createLedgerProvider, LedgerSender } from '../../lib/ledger/sender.js';
 import { startLocalChain, type LocalChain } from '../../lib/local/chain.js';
 import { useStack, freePort } from '../support/stack.js';
-import { Device } from '../support/client.js';
+import { anchorInputFor, Device } from '../support/client.js';
 
 let baseDeps: AnchorDeps;
 
@@ -26,18 +26,7 @@ before(async () => {
 });
 
 function inputFor(device: Device): AnchorInput {
-  const b = device.next();
-  return {
-    imageHash: b.sha256_hash,
-    chainIndex: b.chain_index,
-    chainHash: b.chain_hash,
-    previousHash: b.previous_hash,
-    signatureHex: b.signature_hex,
-    publicKeyHex: b.public_key_hex,
-    accountId: 'acc_fault_test',
-    tier: 'pro',
-    apiVersion: 'v2',
-  };
+  return anchorInputFor(device, 'acc_fault_test');
 }
 
 async function assertNothingHalfMade(input: AnchorInput) {

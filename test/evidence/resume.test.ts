@@ -14,7 +14,7 @@ import { reconcileAnchors } from '../../lib/evidence/reconcile.js';
 import type { EvidenceItem } from '../../lib/evidence/repository.js';
 import { decodeLedgerData } from '../../lib/ledger/anchor-data.js';
 import { createLedgerProvider, LedgerSender } from '../../lib/ledger/sender.js';
-import { Device } from '../support/client.js';
+import { anchorInputFor, Device } from '../support/client.js';
 import { useStack } from '../support/stack.js';
 
 /**
@@ -81,18 +81,7 @@ function live(overrides: Partial<AnchorDeps> = {}): AnchorDeps {
 }
 
 function inputFor(device: Device, accountId: string): AnchorInput {
-  const b = device.next();
-  return {
-    imageHash: b.sha256_hash,
-    chainIndex: b.chain_index,
-    chainHash: b.chain_hash,
-    previousHash: b.previous_hash,
-    signatureHex: b.signature_hex,
-    publicKeyHex: b.public_key_hex,
-    accountId,
-    tier: 'pro',
-    apiVersion: 'v2',
-  };
+  return anchorInputFor(device, accountId);
 }
 
 async function waitFor(imageHash: string, state: EvidenceItem['anchor_state']): Promise<EvidenceItem> {

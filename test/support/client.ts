@@ -53,6 +53,22 @@ export class Device {
   }
 }
 
+/** The next link of `device` as the anchoring domain takes it (lib/evidence/anchor.ts AnchorInput). */
+export function anchorInputFor(device: Device, accountId: string, tier: 'starter' | 'pro' | 'enterprise' = 'pro') {
+  const b = device.next();
+  return {
+    imageHash: b.sha256_hash,
+    chainIndex: b.chain_index,
+    chainHash: b.chain_hash,
+    previousHash: b.previous_hash,
+    signatureHex: b.signature_hex,
+    publicKeyHex: b.public_key_hex,
+    accountId,
+    tier,
+    apiVersion: 'v2' as const,
+  };
+}
+
 export function randomHash(): string {
   return randomBytes(32).toString('hex');
 }
