@@ -7,6 +7,10 @@ import { app as v2EvidenceAnchor } from './v2/evidence-anchor.js';
 import { app as v2EvidenceFull } from './v2/evidence-full.js';
 import { app as v2EvidenceVerify } from './v2/evidence-verify.js';
 import { app as v2EvidenceReceipt } from './v2/evidence-receipt.js';
+import { app as v2EvidenceTimestamp } from './v2/evidence-timestamp.js';
+import { app as v2Tsa } from './v2/tsa.js';
+import { app as v2TsaCertificates } from './v2/tsa-certificates.js';
+import { app as v2EvidenceSign } from './v2/evidence-sign.js';
 import { app as v2AccountRegister } from './v2/account-register.js';
 import { app as v2AccountLogin } from './v2/account-login.js';
 import { app as v2AccountKeysCreate } from './v2/account-keys-create.js';
@@ -26,6 +30,8 @@ import { app as v1LedgerStatus } from './v1/ledger-status.js';
 import { app as v1LedgerVerify } from './v1/ledger-verify.js';
 import { app as v1Stats } from './v1/stats.js';
 import { app as v1Health } from './v1/health.js';
+import { app as wellKnownJwks } from './web/jwks.js';
+import { app as wellKnownTrust } from './web/trust-anchors.js';
 import { app as ledgerTxPage } from './web/ledger-tx.js';
 import { app as verifyPage } from './web/verify-page.js';
 
@@ -36,6 +42,10 @@ export const DOCUMENTED_APPS = {
   v2EvidenceFull,
   v2EvidenceVerify,
   v2EvidenceReceipt,
+  v2EvidenceTimestamp,
+  v2Tsa,
+  v2TsaCertificates,
+  v2EvidenceSign,
   v2AccountRegister,
   v2AccountLogin,
   v2AccountKeysCreate,
@@ -55,6 +65,8 @@ export const DOCUMENTED_APPS = {
   v1LedgerVerify,
   v1Stats,
   v1Health,
+  wellKnownJwks,
+  wellKnownTrust,
   ledgerTxPage,
   verifyPage,
 };

@@ -51,6 +51,7 @@ const KMS_KEYS = {
   tsa: { custom: 'tsaKeyArn', envVar: 'TSA_KMS_KEY_ID', spec: 'ECC_NIST_P256' },
   ledgerWallet: { custom: 'ledgerWalletKeyArn', envVar: 'LEDGER_KMS_KEY_ID', spec: 'ECC_SECG_P256K1' },
   jwtSecret: { custom: 'jwtSecretKeyArn', envVar: 'JWT_SECRET_KMS_CIPHERTEXT', spec: 'SYMMETRIC_DEFAULT' },
+  ed25519Signer: { custom: 'ed25519SignerKeyArn', envVar: 'ED25519_SIGNER_KMS_KEY_ID', spec: 'ECC_NIST_EDWARDS25519' },
 };
 
 /** What a function may do with a key: sign (and read the public key), only read the public key, or decrypt. */
@@ -71,10 +72,19 @@ const JWT = { jwtSecret: 'decrypt' };
  *   with the proofs already made) and replaces stuck transactions, so it signs with the wallet;
  * - account endpoints issue (register, login) or verify (the rest) HS256 JWTs whose secret is
  *   KMS-encrypted configuration; admin-set-tier authenticates with ADMIN_TOKEN instead;
- * - public reads that show a key, an address or "keys loaded" only read public keys.
+ * - public reads that show a key, an address or "keys loaded" only read public keys;
+ * - the Starter endpoints: the stand-alone timestamps sign with the TSA key, /evidence/sign with
+ *   the Ed25519 key; the JWK set and the trust-anchor document only read public keys (the ML-DSA
+ *   public key and the TSA chain ship as files, so those need no KMS at all).
  */
 const KMS_NEEDS = {
   v1Timestamp: { tsa: 'sign' },
+  v2EvidenceTimestamp: { tsa: 'sign' },
+  v2Tsa: { tsa: 'sign' },
+  v2TsaCertificates: { tsa: 'public' },
+  v2EvidenceSign: { ed25519Signer: 'sign' },
+  wellKnownJwks: { pqSigner: 'public', ed25519Signer: 'public' },
+  wellKnownTrust: { pqSigner: 'public', ed25519Signer: 'public', tsa: 'public', ledgerWallet: 'public' },
   reconcile: { ledgerWallet: 'sign', pqSigner: 'public', tsa: 'public' },
   v2AccountRegister: JWT,
   v2AccountLogin: JWT,

@@ -29,6 +29,13 @@ export const DEFAULT_TIERS: TierTable = {
   enterprise: { monthly_quota: 5000, rate_per_minute: 500, price_eur_per_month: 299 },
 };
 
+/**
+ * The default TSA policy OID (RFC 3161 §2.4.2 `policy`): ours, under the `2.25` arc of ITU-T X.667
+ * (an OID made of a UUID, 186da57b-1956-4e76-96ec-0cae0e7ce736, as a 128-bit integer), which needs
+ * no registration. Operators with a registered policy set TSA_POLICY_OID.
+ */
+export const DEFAULT_TSA_POLICY_OID = '2.25.32470788606908332339531699348079175478';
+
 /** Network presets: what a real chain needs besides an RPC URL (issue: real networks). */
 export const NETWORK_PRESETS = {
   local: { chainId: 31337, explorerTxUrl: '', priorityFeeGwei: 1, maxFeeGwei: 100, confirmationTag: 'latest' },
@@ -84,6 +91,18 @@ export interface Config {
     /** Fingerprints (SHA-256 hex) of earlier keys whose signatures still verify after a rotation. */
     trustedFingerprints: string[];
   };
+  /** The service's Ed25519 key (POST /api/v2/evidence/sign): a seed in DATA_DIR, or a KMS key (`ECC_NIST_EDWARDS25519`). */
+  ed25519: {
+    scheme: 'local' | 'kms';
+    seedFile: string;
+    kmsKeyId: string | undefined;
+  };
+  /**
+   * A JWK set (RFC 7517) of the service's earlier public keys (Ed25519, ML-DSA-65): they no longer
+   * sign, but GET /.well-known/jwks.json keeps them, marked retired, so old statements still verify.
+   * A missing file means no retired keys.
+   */
+  retiredKeysFile: string;
   tsa: {
     scheme: 'embedded' | 'remote';
     dir: string;
@@ -163,6 +182,10 @@ export function loadConfig(env: Env = process.env): Config {
   const signerKms = r.optional('PQ_SIGNER_KMS_KEY_ID');
   if (signerScheme === 'kms' && !signerKms) problems.push('PQ_SIGNER_KMS_KEY_ID is required when PQ_SIGNER=kms');
 
+  const ed25519Scheme = r.oneOf('ED25519_SIGNER', ['local', 'kms'] as const, local ? 'local' : 'kms');
+  const ed25519Kms = r.optional('ED25519_SIGNER_KMS_KEY_ID');
+  if (ed25519Scheme === 'kms' && !ed25519Kms) problems.push('ED25519_SIGNER_KMS_KEY_ID is required when ED25519_SIGNER=kms');
+
   const tsaScheme = r.oneOf('TSA_SCHEME', ['embedded', 'remote'] as const, 'embedded');
   const tsaUrl = r.optionalUrl('TSA_URL');
   const tsaRoots = r.optional('TSA_ROOTS_FILE');
@@ -174,7 +197,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (tsaScheme === 'embedded' && tsaKms && (!tsaCertFile || !tsaRootFile)) {
     problems.push('TSA_CERT_FILE and TSA_ROOT_FILE (the PEM certificate of the TSA_KMS_KEY_ID key and its root) are required with TSA_KMS_KEY_ID');
   }
-  const policyOid = r.string('TSA_POLICY_OID', '1.3.6.1.4.1.57264.3161.1');
+  const policyOid = r.string('TSA_POLICY_OID', DEFAULT_TSA_POLICY_OID);
   if (!/^[0-2](\.\d+)+$/.test(policyOid)) problems.push(`TSA_POLICY_OID must be a dotted OID, got "${policyOid}"`);
 
   const network = r.oneOf('LEDGER_NETWORK', ['local', 'polygon-amoy', 'polygon', 'custom'] as const, 'local');
@@ -227,6 +250,12 @@ export function loadConfig(env: Env = process.env): Config {
       publicKeyFile: r.string('PQ_PUBLIC_KEY_FILE', path.join(dataDir, 'keys', 'ml-dsa-65.pub')),
       trustedFingerprints: r.list('PQ_TRUSTED_KEY_FINGERPRINTS', /^[0-9a-f]{64}$/, 'a SHA-256 fingerprint (64 lower-case hex)'),
     },
+    ed25519: {
+      scheme: ed25519Scheme,
+      seedFile: path.join(dataDir, 'keys', 'ed25519.seed'),
+      kmsKeyId: ed25519Kms,
+    },
+    retiredKeysFile: r.string('RETIRED_KEYS_FILE', path.join(dataDir, 'keys', 'retired-keys.json')),
     tsa: {
       scheme: tsaScheme,
       dir: path.join(dataDir, 'tsa'),

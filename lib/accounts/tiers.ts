@@ -33,9 +33,16 @@ export function tierAllows(tier: TierName, feature: Feature): boolean {
   return TIER_NAMES.indexOf(tier) >= TIER_NAMES.indexOf(FEATURE_MIN_TIER[feature]);
 }
 
-/** Every feature `tier` includes, in a stable order. */
+/**
+ * Features an endpoint delivers today. A feature the tier table sells but no endpoint provides
+ * yet (the PDF certificate) is left out of what /account/info lists, so that the list only names
+ * what works.
+ */
+const DELIVERED: ReadonlySet<Feature> = new Set<Feature>(['hash', 'verify', 'timestamp', 'ed25519_signing', 'anchor', 'full']);
+
+/** Every feature `tier` includes that an endpoint delivers, in a stable order. */
 export function featuresOf(tier: TierName): Feature[] {
-  return (Object.keys(FEATURE_MIN_TIER) as Feature[]).filter((f) => tierAllows(tier, f));
+  return (Object.keys(FEATURE_MIN_TIER) as Feature[]).filter((f) => tierAllows(tier, f) && DELIVERED.has(f));
 }
 
 /** The limits of `tier` from the configured table (api-v2.md figures, overridable by TIER_LIMITS). */

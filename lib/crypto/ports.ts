@@ -3,16 +3,25 @@
  * the scheme behind each (local key, KMS, remote TSA) is a configuration value.
  */
 
-/** A post-quantum signer: ML-DSA-65 (FIPS 204), pure, empty context. */
-export interface PqSigner {
-  readonly algorithm: 'ML-DSA-65';
-  /** Stable identifier of the key: `mldsa65:` + first 16 hex chars of SHA-256(public key). */
+/**
+ * A service signing key, whatever the algorithm (sigstore's one signer shape): the scheme behind
+ * it (a local key in DATA_DIR, a KMS key) is a configuration value.
+ */
+export interface Signer<A extends string> {
+  readonly algorithm: A;
+  /** Stable identifier of the key: algorithm prefix + first 16 hex chars of SHA-256(public key). */
   readonly keyId: string;
-  /** Raw public key, 1952 bytes (FIPS 204 pkEncode). */
+  /** The raw public key. */
   publicKey(): Promise<Uint8Array>;
-  /** Signature over `message`, 3309 bytes. */
+  /** A signature over `message`. */
   sign(message: Uint8Array): Promise<Uint8Array>;
 }
+
+/** A post-quantum signer: ML-DSA-65 (FIPS 204), pure, empty context; keyId `mldsa65:…`, public key 1952 bytes, signature 3309 bytes. */
+export type PqSigner = Signer<'ML-DSA-65'>;
+
+/** The service's Ed25519 signer (RFC 8032 §5.1, pure Ed25519); keyId `ed25519:…`, public key 32 bytes, signature 64 bytes. */
+export type Ed25519Signer = Signer<'Ed25519'>;
 
 /** What a time-stamping authority returns for one request. */
 export interface IssuedTimestamp {

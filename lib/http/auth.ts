@@ -5,7 +5,7 @@ import { getKeyAuthDeps, type KeyAuthDepsProvider } from '../deps/key-auth.js';
 import type { QuotaReservation, RateDecision } from '../accounts/limits.js';
 import { assertFeature, isTierName, tierAllows, tierLabel } from '../accounts/tiers.js';
 import type { AppContext, AppEnv } from './app.js';
-import { tooManyRequests, unauthorized } from './errors.js';
+import { HttpError, tooManyRequests, unauthorized } from './errors.js';
 import { refundQuota, runWithQuota, setRateLimitHeaders } from './limits.js';
 
 /** Options of {@link apiKeyAuth}. */
@@ -22,6 +22,12 @@ export interface ApiKeyAuthOptions {
    * authenticator and limits only (lib/deps/key-auth.ts), not the account service.
    */
   deps?: KeyAuthDepsProvider;
+  /**
+   * Also take the key as the password of HTTP Basic credentials (RFC 7617; any user name), as
+   * standard RFC 3161 clients and PDF signers send them for a `tsaUrl`. A 401 then carries a
+   * `WWW-Authenticate: Basic` challenge with this realm, which clients that wait for one need.
+   */
+  basicRealm?: string;
 }
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
@@ -47,9 +53,19 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
  */
 export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler<AppEnv> {
   const resolve = options.deps ?? getKeyAuthDeps;
+  const refuse = (detail: string) =>
+    options.basicRealm === undefined
+      ? unauthorized('invalid_api_key', detail)
+      : new HttpError(401, 'invalid_api_key', 'Unauthorized', detail, {}, { 'WWW-Authenticate': `Basic realm="${options.basicRealm}", charset="UTF-8"` });
   return async (c, next) => {
-    const key = c.req.header('x-api-key')?.trim();
-    if (!key) throw unauthorized('invalid_api_key', 'Missing API key: send it in the X-API-Key header.');
+    const key = c.req.header('x-api-key')?.trim() || (options.basicRealm !== undefined ? basicPassword(c.req.header('authorization')) : undefined);
+    if (!key) {
+      throw refuse(
+        options.basicRealm === undefined
+          ? 'Missing API key: send it in the X-API-Key header.'
+          : 'Missing API key: send it in the X-API-Key header, or as the password of HTTP Basic credentials (any user name).',
+      );
+    }
     if (JWT_SHAPE.test(key)) {
       throw unauthorized(
         'invalid_api_key',
@@ -58,7 +74,7 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler<AppEnv
     }
     const deps = resolve();
     const caller = await deps.apiKeys.authenticate(key);
-    if (!caller) throw unauthorized('invalid_api_key', 'The API key is malformed, unknown or deactivated.');
+    if (!caller) throw refuse('The API key is malformed, unknown or deactivated.');
     c.set('accountId', caller.accountId);
     c.set('tier', caller.tier);
     c.set('keyId', caller.keyId);
@@ -91,6 +107,16 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler<AppEnv
     if (!reservation) throw new Error('apiKeyAuth: no quota reservation');
     await runWithQuota(c, next, limits, reservation, caller.accountId, caller.tier);
   };
+}
+
+/** The password of `Authorization: Basic base64(user:password)` (RFC 7617 §2), or undefined. */
+function basicPassword(header: string | undefined): string | undefined {
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '');
+  if (!match?.[1]) return undefined;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  const password = colon === -1 ? '' : decoded.slice(colon + 1).trim();
+  return password || undefined;
 }
 
 /** The caller that {@link apiKeyAuth} authenticated (throws if it did not run). */

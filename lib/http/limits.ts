@@ -45,7 +45,9 @@ export async function runWithQuota(
   try {
     await next();
     // Errors thrown below were already turned into the response by onError: the status tells.
-    succeeded = c.res.status < 400;
+    // A handler that answers 2xx for a refused request (an RFC 3161 rejection is a 200 reply
+    // with status `rejection`) marks it with {@link markNotCompleted}: it consumes nothing either.
+    succeeded = c.res.status < 400 && c.get(NOT_COMPLETED) !== true;
   } finally {
     if (!succeeded) await refundQuota(limits, reservation, accountId);
   }
@@ -54,6 +56,16 @@ export async function runWithQuota(
   await limits.settleQuota(reservation).catch((error: unknown) =>
     log.warn('quota settle failed; the reconciler ends the hold', { account_id: accountId, counter: reservation.counterKey, ...describeError(error) }),
   );
+}
+
+const NOT_COMPLETED = 'quotaNotCompleted';
+
+/**
+ * Marks the request as not completed although its HTTP status is a success (CONTRACT "Limits": a
+ * request that fails consumes nothing), so that {@link runWithQuota} refunds its unit.
+ */
+export function markNotCompleted(c: AppContext): void {
+  c.set(NOT_COMPLETED, true);
 }
 
 /** Gives a reserved unit back (no-op for a refused one); a failure is logged, never thrown. */

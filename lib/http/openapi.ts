@@ -39,6 +39,7 @@ export function buildOpenApiDocument(apps: DocumentedApp[], serverUrl: string) {
       securitySchemes: {
         ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
         Bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+        Basic: { type: 'http', scheme: 'basic', description: 'POST /api/v2/tsa only: the API key as the password, any user name (what RFC 3161 clients send for a tsaUrl).' },
       },
     },
   };

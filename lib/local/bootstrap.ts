@@ -16,7 +16,7 @@ export interface LocalSecrets {
 
 /**
  * Local secrets live in DATA_DIR, generated on first start and reused after: the JWT secret,
- * the ML-DSA-65 seed (and its public key, which verification reads), the ledger wallet key and
+ * the ML-DSA-65 seed (and its public key, which verification reads), the Ed25519 signing seed, the ledger wallet key and
  * the embedded TSA's root and certificate. Files are owner-only (0600) and never logged.
  * Production takes keys from KMS instead (config schemes `kms`).
  */
@@ -35,6 +35,10 @@ export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> 
     // Rewritten every start: a changed seed must never leave a stale trusted public key behind.
     await mkdir(path.dirname(config.signer.publicKeyFile), { recursive: true, mode: 0o700 });
     await writeFile(config.signer.publicKeyFile, publicKey, { mode: 0o644 });
+  }
+  // The service's Ed25519 key (POST /api/v2/evidence/sign): a 32-byte seed, hex, mode 0600.
+  if (config.ed25519.scheme === 'local' && (await writeIfMissing(config.ed25519.seedFile, () => randomBytes(32).toString('hex')))) {
+    created.push('Ed25519 signing key');
   }
   if (config.tsa.scheme === 'embedded') {
     const files = tsaFiles(config.tsa.dir);

@@ -14,14 +14,19 @@ describe('tier feature gates', () => {
 
   it('offer timestamp, Ed25519 signing and PDF certificates from Starter', () => {
     assert.deepEqual(featuresOf('free'), ['hash', 'verify']);
-    assert.deepEqual(featuresOf('starter'), ['hash', 'verify', 'timestamp', 'ed25519_signing', 'pdf_certificate']);
+    assert.equal(tierAllows('starter', 'pdf_certificate'), true);
+    assert.equal(tierAllows('free', 'pdf_certificate'), false);
+  });
+
+  it('list only the features an endpoint delivers (no PDF certificate until it exists)', () => {
+    assert.deepEqual(featuresOf('starter'), ['hash', 'verify', 'timestamp', 'ed25519_signing']);
   });
 
   it('offer anchor and full from Pro, and everything on Enterprise', () => {
     assert.equal(tierAllows('starter', 'anchor'), false);
     assert.equal(tierAllows('pro', 'anchor'), true);
     assert.equal(tierAllows('pro', 'full'), true);
-    assert.equal(featuresOf('enterprise').length, 7);
+    assert.deepEqual(featuresOf('enterprise'), ['hash', 'verify', 'timestamp', 'ed25519_signing', 'anchor', 'full']);
   });
 
   it('answer 403 tier_insufficient naming the tier needed', async () => {

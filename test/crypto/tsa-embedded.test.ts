@@ -228,16 +228,27 @@ describe('EmbeddedTsa token contents', () => {
 });
 
 describe('EmbeddedTsa.respond', () => {
-  it('rejects a SHA-512 query with badAlg', async () => {
-    const dataPath = tempFile('sha512.bin', 'x');
-    const tsqPath = path.join(dir, `${fileCounter++}-sha512.tsq`);
-    assert.ok(openssl(['ts', '-query', '-sha512', '-cert', '-data', dataPath, '-out', tsqPath]).ok);
+  it('grants SHA-384 and SHA-512 queries in tokens that openssl ts -verify -queryfile accepts', async () => {
+    for (const alg of ['sha384', 'sha512']) {
+      const dataPath = tempFile(`${alg}.bin`, randomBytes(40));
+      const tsqPath = path.join(dir, `${fileCounter++}-${alg}.tsq`);
+      assert.ok(openssl(['ts', '-query', `-${alg}`, '-cert', '-data', dataPath, '-out', tsqPath]).ok);
+      const response = await tsa.respond(new Uint8Array(readFileSync(tsqPath)));
+      assertOpensslVerifies(['-queryfile', tsqPath, '-in', tempFile(`${alg}.tsr`, response), '-CAfile', rootPath]);
+      assertOpensslVerifies(['-data', dataPath, '-in', tempFile(`${alg}-2.tsr`, response), '-CAfile', rootPath]);
+    }
+  });
+
+  it('rejects a SHA-1 query with badAlg', async () => {
+    const dataPath = tempFile('sha1.bin', 'x');
+    const tsqPath = path.join(dir, `${fileCounter++}-sha1.tsq`);
+    assert.ok(openssl(['ts', '-query', '-sha1', '-cert', '-data', dataPath, '-out', tsqPath]).ok);
     const response = await tsa.respond(new Uint8Array(readFileSync(tsqPath)));
-    const v = await verifyTimestampResponse(response, { imprint: new Uint8Array(64), roots: [bundle.rootCertPem] });
+    const v = await verifyTimestampResponse(response, { imprint: new Uint8Array(20), roots: [bundle.rootCertPem] });
     assert.equal(v.ok, false);
     assert.equal(v.pkiStatus?.name, 'rejection');
     assert.deepEqual(v.pkiStatus?.failInfo, ['badAlg']);
-    const text = openssl(['ts', '-reply', '-in', tempFile('sha512.tsr', response), '-text']);
+    const text = openssl(['ts', '-reply', '-in', tempFile('sha1.tsr', response), '-text']);
     assert.match(text.output, /Status: Rejected/);
   });
 

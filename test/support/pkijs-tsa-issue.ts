@@ -15,6 +15,9 @@ import { derToPem } from '../../lib/crypto/tsa/pem.js';
 import { verifyTimestampResponse } from '../../lib/crypto/tsa/verify.js';
 import { type EmbeddedIssuedTimestamp, type EmbeddedTimestampRequest, type EmbeddedTsaOptions, PkiFailureInfo } from '../../lib/crypto/tsa/embedded.js';
 
+
+/** Imprint lengths of the hash algorithms accepted in requests (RFC 3161 §2.4.1), as lib/crypto/tsa/embedded.ts. */
+const IMPRINT_LENGTHS: Readonly<Record<string, number>> = { [OID.sha256]: 32, [OID.sha384]: 48, [OID.sha512]: 64 };
 /** PKIStatus values (RFC 3161 §2.4.2). */
 const STATUS_GRANTED = 0;
 const STATUS_REJECTION = 2;
@@ -130,21 +133,22 @@ export class PkijsEmbeddedTsa implements TimestampAuthority {
     if (req.version !== 1) return rejection(PkiFailureInfo.badRequest, 'only version 1 requests are supported');
     const alg = req.messageImprint.hashAlgorithm;
     const params = (alg as { algorithmParams?: unknown }).algorithmParams;
-    if (alg.algorithmId !== OID.sha256 || (params !== undefined && !(params instanceof asn1js.Null))) {
-      return rejection(PkiFailureInfo.badAlg, 'only SHA-256 message imprints are accepted');
+    const length = IMPRINT_LENGTHS[alg.algorithmId];
+    if (length === undefined || (params !== undefined && !(params instanceof asn1js.Null))) {
+      return rejection(PkiFailureInfo.badAlg, 'only SHA-256, SHA-384 and SHA-512 message imprints are accepted');
     }
     const imprint = new Uint8Array(req.messageImprint.hashedMessage.valueBlock.valueHexView);
-    if (imprint.byteLength !== 32) return rejection(PkiFailureInfo.badDataFormat, 'a SHA-256 imprint has 32 bytes');
+    if (imprint.byteLength !== length) return rejection(PkiFailureInfo.badDataFormat, `the imprint's length does not match its hash algorithm (${length} bytes)`);
     // RFC 3161 §2.4.2: a requested policy we do not apply is refused with unacceptedPolicy.
     if (req.reqPolicy !== undefined && req.reqPolicy !== this.policyOid) {
-      return rejection(PkiFailureInfo.unacceptedPolicy, 'the requested policy is not supported');
+      return rejection(PkiFailureInfo.unacceptedPolicy, `the requested policy is not supported; this TSA's policy is ${this.policyOid}`);
     }
     // RFC 3161 §2.4.1: unknown extensions, critical or not, make the TSA refuse.
     if (req.extensions && req.extensions.length > 0) {
       return rejection(PkiFailureInfo.unacceptedExtension, 'request extensions are not supported');
     }
     try {
-      const issued = await this.sign(imprint, req.nonce?.toBigInt(), req.certReq ?? false, params !== undefined);
+      const issued = await this.sign(imprint, req.nonce?.toBigInt(), req.certReq ?? false, params !== undefined, alg.algorithmId);
       return issued.response;
     } catch {
       return rejection(PkiFailureInfo.systemFailure, 'the time-stamp could not be produced');
@@ -178,7 +182,7 @@ export class PkijsEmbeddedTsa implements TimestampAuthority {
     return serial;
   }
 
-  private async sign(imprint: Uint8Array, nonce: bigint | undefined, certReq: boolean, nullParams = true): Promise<EmbeddedIssuedTimestamp> {
+  private async sign(imprint: Uint8Array, nonce: bigint | undefined, certReq: boolean, nullParams = true, hashOid: string = OID.sha256): Promise<EmbeddedIssuedTimestamp> {
     const loaded = await this.ready;
     const genTime = this.clock();
     const serial = this.nextSerial();
@@ -200,7 +204,7 @@ export class PkijsEmbeddedTsa implements TimestampAuthority {
         // and OpenSSL's -queryfile check compares the whole AlgorithmIdentifier; a request that
         // leaves them out gets the same form back (RFC 3161 §2.4.2: the same messageImprint).
         hashAlgorithm: new pkijs.AlgorithmIdentifier(
-          nullParams ? { algorithmId: OID.sha256, algorithmParams: new asn1js.Null() } : { algorithmId: OID.sha256 },
+          nullParams ? { algorithmId: hashOid, algorithmParams: new asn1js.Null() } : { algorithmId: hashOid },
         ),
         hashedMessage: new asn1js.OctetString({ valueHex: toArrayBuffer(imprint) }),
       }),

@@ -115,6 +115,17 @@ export const PkiFailureInfo = {
   systemFailure: 25,
 } as const;
 
+/** The name of a PKIFailureInfo bit. */
+export type PkiFailure = keyof typeof PkiFailureInfo;
+
+/** What {@link EmbeddedTsa.answer} made of a request: the DER TimeStampResp and whether it grants a token. */
+export type TimeStampAnswer =
+  | { granted: true; response: Uint8Array; issued: EmbeddedIssuedTimestamp }
+  | { granted: false; response: Uint8Array; failure: PkiFailure; text: string };
+
+/** Message imprint lengths of the hash algorithms this TSA accepts in requests (RFC 3161 §2.4.1). */
+const IMPRINT_LENGTHS: Readonly<Record<string, number>> = { [OID.sha256]: 32, [OID.sha384]: 48, [OID.sha512]: 64 };
+
 const OID_PATTERN = /^[0-2](\.(0|[1-9][0-9]*))+$/;
 
 // Encodings that are the same in every token and every TSA.
@@ -258,34 +269,45 @@ export class EmbeddedTsa implements TimestampAuthority {
   /**
    * Answers a DER TimeStampReq with a DER TimeStampResp, as an RFC 3161 HTTP TSA would (§3.4).
    * Requests this TSA cannot honour get a `rejection` with the PKIFailureInfo bit RFC 3161 §2.4.2
-   * names (badAlg for a non-SHA-256 imprint, unacceptedPolicy, unacceptedExtension, …). Never throws.
+   * names (badAlg for an imprint other than SHA-256/384/512, unacceptedPolicy, unacceptedExtension,
+   * …). Never throws.
    */
   async respond(tsqDer: Uint8Array): Promise<Uint8Array> {
+    return (await this.answer(tsqDer)).response;
+  }
+
+  /**
+   * {@link respond} with the outcome spelled out: granted (with the token's fields) or rejected
+   * (with the PKIFailureInfo bit's name), so that an HTTP front end can count only granted tokens.
+   * Never throws.
+   */
+  async answer(tsqDer: Uint8Array): Promise<TimeStampAnswer> {
     let req: TimeStampRequest;
     try {
-      req = readTimeStampReq(tsqDer);
+      req = parseTimeStampRequest(tsqDer);
     } catch {
-      return rejection(PkiFailureInfo.badDataFormat, 'the request is not a DER TimeStampReq');
+      return rejected('badDataFormat', 'the request is not a DER TimeStampReq');
     }
-    if (req.version !== 1n) return rejection(PkiFailureInfo.badRequest, 'only version 1 requests are supported');
+    if (req.version !== 1n) return rejected('badRequest', 'only version 1 requests are supported');
     const alg = req.hashAlgorithm;
-    if (alg.oid !== OID.sha256 || !alg.nullOrAbsent) {
-      return rejection(PkiFailureInfo.badAlg, 'only SHA-256 message imprints are accepted');
+    const length = IMPRINT_LENGTHS[alg.oid];
+    if (length === undefined || !alg.nullOrAbsent) {
+      return rejected('badAlg', 'only SHA-256, SHA-384 and SHA-512 message imprints are accepted');
     }
-    if (req.hashedMessage.byteLength !== 32) return rejection(PkiFailureInfo.badDataFormat, 'a SHA-256 imprint has 32 bytes');
+    if (req.hashedMessage.byteLength !== length) return rejected('badDataFormat', `the imprint's length does not match its hash algorithm (${length} bytes)`);
     // RFC 3161 §2.4.2: a requested policy we do not apply is refused with unacceptedPolicy.
     if (req.reqPolicy !== undefined && req.reqPolicy !== this.policyOid) {
-      return rejection(PkiFailureInfo.unacceptedPolicy, 'the requested policy is not supported');
+      return rejected('unacceptedPolicy', `the requested policy is not supported; this TSA's policy is ${this.policyOid}`);
     }
     // RFC 3161 §2.4.1: unknown extensions, critical or not, make the TSA refuse.
     if (req.extensionCount > 0) {
-      return rejection(PkiFailureInfo.unacceptedExtension, 'request extensions are not supported');
+      return rejected('unacceptedExtension', 'request extensions are not supported');
     }
     try {
-      const issued = await this.sign(req.hashedMessage, req.nonce, req.certReq, alg.params);
-      return issued.response;
+      const issued = await this.sign(req.hashedMessage, req.nonce, req.certReq, alg.params, alg.oid);
+      return { granted: true, response: issued.response, issued };
     } catch {
-      return rejection(PkiFailureInfo.systemFailure, 'the time-stamp could not be produced');
+      return rejected('systemFailure', 'the time-stamp could not be produced');
     }
   }
 
@@ -311,7 +333,13 @@ export class EmbeddedTsa implements TimestampAuthority {
     return serial;
   }
 
-  private async sign(imprint: Uint8Array, nonce: bigint | undefined, certReq: boolean, nullParams = true): Promise<EmbeddedIssuedTimestamp> {
+  private async sign(
+    imprint: Uint8Array,
+    nonce: bigint | undefined,
+    certReq: boolean,
+    nullParams = true,
+    hashOid: string = OID.sha256,
+  ): Promise<EmbeddedIssuedTimestamp> {
     const loaded = await this.ready;
     const genTime = this.clock();
     const serial = this.nextSerial();
@@ -330,7 +358,7 @@ export class EmbeddedTsa implements TimestampAuthority {
       // MessageImprint. RFC 5754 §2 allows absent or NULL parameters. NULL is what `openssl ts
       // -query` writes, and OpenSSL's -queryfile check compares the whole AlgorithmIdentifier; a
       // request that leaves them out gets the same form back (RFC 3161 §2.4.2: the same messageImprint).
-      sequence(nullParams ? SHA256_NULL : SHA256_ABSENT, octetString(imprint)),
+      sequence(imprintAlgorithm(hashOid, nullParams), octetString(imprint)),
       integer(serial),
       // YYYYMMDDhhmmss[.s...]Z, the fraction without trailing zeros (RFC 3161 §2.4.2, X.690 §11.7).
       generalizedTime(genTime),
@@ -378,7 +406,7 @@ export class EmbeddedTsa implements TimestampAuthority {
     // TimeStampResp ::= SEQUENCE { status PKIStatusInfo, timeStampToken OPTIONAL } (RFC 3161 §2.4.2).
     const response = sequence(STATUS_GRANTED_INFO, tokenDer);
 
-    if (this.options.verifyIssued === true) {
+    if (this.options.verifyIssued === true && hashOid === OID.sha256) {
       const check = await verifyTimestampResponse(response, {
         imprint,
         roots: [this.certificatesPem[1] ?? ''],
@@ -404,6 +432,16 @@ export class EmbeddedTsa implements TimestampAuthority {
       ...(nonce !== undefined ? { nonce } : {}),
     };
   }
+}
+
+/** The imprint's AlgorithmIdentifier as the request wrote it: NULL parameters or none (RFC 5754 §2). */
+function imprintAlgorithm(hashOid: string, nullParams: boolean): Uint8Array {
+  if (hashOid === OID.sha256) return nullParams ? SHA256_NULL : SHA256_ABSENT;
+  return nullParams ? sequence(oid(hashOid), nullValue()) : sequence(oid(hashOid));
+}
+
+function rejected(failure: PkiFailure, text: string): TimeStampAnswer {
+  return { granted: false, response: rejection(PkiFailureInfo[failure], text), failure, text };
 }
 
 /**
@@ -467,7 +505,7 @@ function certificateSerialDer(tbsDer: Uint8Array): Uint8Array {
 }
 
 /** The fields of a TimeStampReq that the TSA acts on (RFC 3161 §2.4.1). */
-interface TimeStampRequest {
+export interface TimeStampRequest {
   version: bigint;
   hashAlgorithm: { oid: string; params: boolean; nullOrAbsent: boolean };
   hashedMessage: Uint8Array;
@@ -488,7 +526,7 @@ interface TimeStampRequest {
  * Only the shape is checked here; what the values may be is the caller's (badRequest, badAlg, …).
  * @throws DerError when the bytes are not one DER TimeStampReq.
  */
-function readTimeStampReq(der: Uint8Array): TimeStampRequest {
+export function parseTimeStampRequest(der: Uint8Array): TimeStampRequest {
   const top = decodeDer(der, 'TimeStampReq');
   checkStructure(top);
   const c = new DerCursor(readSequence(top, 'TimeStampReq'), 'TimeStampReq');

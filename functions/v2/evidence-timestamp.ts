@@ -1,0 +1,36 @@
+import { createRoute } from '@hono/zod-openapi';
+import { handle } from 'hono/aws-lambda';
+import { getTsa } from '../../lib/deps/anchoring.js';
+import { timestampHash } from '../../lib/evidence/timestamp.js';
+import { createApp } from '../../lib/http/app.js';
+import { apiKeyAuth } from '../../lib/http/auth.js';
+import { jsonBody, problemResponses } from '../../lib/http/schemas.js';
+import { TimestampHashRequest, TimestampHashResponse } from '../../lib/http/starter-schemas.js';
+
+export const route = createRoute({
+  method: 'post',
+  path: '/api/v2/evidence/timestamp',
+  tags: ['v2 evidence'],
+  summary: 'Time-stamp a SHA-256 hash: a stand-alone RFC 3161 token',
+  description:
+    'A granted RFC 3161 TimeStampResp (DER, base64) whose message imprint is SHA-256 = `sha256_hash`, from the same time-stamping authority and with the same checks as anchoring. ' +
+    'Check it with `openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem` against the root of GET /api/v2/tsa/certificates. ' +
+    'Starter tier and above (Free: 403 tier_insufficient); counts one unit of the monthly quota when it succeeds, none when it fails. Nothing is stored. ' +
+    '503 tsa_unavailable when the authority does not answer.',
+  security: [{ ApiKey: [] }],
+  middleware: [apiKeyAuth({ feature: 'timestamp', quota: true })] as const,
+  request: jsonBody(TimestampHashRequest),
+  responses: {
+    200: { description: 'The token.', content: { 'application/json': { schema: TimestampHashResponse } } },
+    ...problemResponses(400, 401, 403, 413, 429, 503),
+  },
+});
+
+export const app = createApp();
+
+app.openapi(route, async (c) => {
+  const { sha256_hash } = c.req.valid('json');
+  return c.json(await timestampHash(getTsa, sha256_hash), 200);
+});
+
+export const handler = handle(app);

@@ -1,0 +1,69 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { handle } from 'hono/aws-lambda';
+import { EmbeddedTsa, parseTimeStampRequest } from '../../lib/crypto/tsa/embedded.js';
+import { getTsa } from '../../lib/deps/anchoring.js';
+import { tsaUnavailable } from '../../lib/evidence/timestamp.js';
+import { createApp } from '../../lib/http/app.js';
+import { apiKeyAuth } from '../../lib/http/auth.js';
+import { badRequest } from '../../lib/http/errors.js';
+import { markNotCompleted } from '../../lib/http/limits.js';
+import { problemResponses } from '../../lib/http/schemas.js';
+import { describeError, log } from '../../lib/log.js';
+
+/** RFC 3161 §3.4: the MIME types of a time-stamp request and reply over HTTP. */
+const QUERY_TYPE = 'application/timestamp-query';
+const REPLY_TYPE = 'application/timestamp-reply';
+const Binary = z.string().openapi({ type: 'string', format: 'binary' });
+
+export const route = createRoute({
+  method: 'post',
+  path: '/api/v2/tsa',
+  tags: ['v2 evidence'],
+  summary: 'RFC 3161 time-stamping over HTTP: a TimeStampReq in, a TimeStampResp out',
+  description:
+    'The service\'s time-stamping authority for any standard RFC 3161 client (`openssl ts -query … | curl --data-binary @- -H "Content-Type: application/timestamp-query"`, the `tsaUrl` of PDF signers and C2PA tools). ' +
+    'Body: a DER TimeStampReq (RFC 3161 §2.4.1), `Content-Type: application/timestamp-query`. Answer: a DER TimeStampResp (§2.4.2), `Content-Type: application/timestamp-reply`, HTTP 200. ' +
+    'The request\'s nonce is echoed, `certReq` decides whether the certificates are in the token, SHA-256, SHA-384 and SHA-512 imprints are accepted (NULL or absent parameters, answered as sent). ' +
+    'A request the TSA cannot honour is answered, as RFC 3161 says, with a TimeStampResp of status `rejection` (2) and the PKIFailureInfo bit: `unacceptedPolicy` for a reqPolicy other than this TSA\'s policy, `badAlg` for another hash, `unacceptedExtension` for any extension; a rejection consumes no quota. ' +
+    'A body that is not a DER TimeStampReq: 400 problem+json `invalid_timestamp_request`. ' +
+    'Credentials: `X-API-Key`, or HTTP Basic with the API key as the password and any user name (a 401 carries `WWW-Authenticate: Basic`). Starter tier and above; each granted token counts one unit of the monthly quota. ' +
+    'Only with the embedded TSA (TSA_SCHEME=embedded); with a remote TSA this endpoint answers 503 tsa_unavailable.',
+  security: [{ ApiKey: [] }, { Basic: [] }],
+  middleware: [apiKeyAuth({ feature: 'timestamp', quota: true, basicRealm: 'evidence-tsa' })] as const,
+  request: { body: { required: true, description: 'A DER TimeStampReq.', content: { [QUERY_TYPE]: { schema: Binary } } } },
+  responses: {
+    200: { description: 'A DER TimeStampResp: granted, or a rejection with its PKIFailureInfo.', content: { [REPLY_TYPE]: { schema: Binary } } },
+    ...problemResponses(400, 401, 403, 413, 429, 503),
+  },
+});
+
+export const app = createApp();
+
+app.openapi(route, async (c) => {
+  const body = new Uint8Array(await c.req.arrayBuffer());
+  try {
+    parseTimeStampRequest(body);
+  } catch {
+    throw badRequest('invalid_timestamp_request', `The body is not a DER TimeStampReq (RFC 3161 §2.4.1); send one with Content-Type: ${QUERY_TYPE}.`);
+  }
+  let tsa;
+  try {
+    tsa = await getTsa();
+  } catch (error) {
+    log.warn('time-stamping authority failed', describeError(error));
+    throw tsaUnavailable();
+  }
+  if (!(tsa instanceof EmbeddedTsa)) throw tsaUnavailable();
+  const answer = await tsa.answer(body);
+  if (!answer.granted) {
+    // RFC 3161: the refusal is a TimeStampResp like any other, but no token was issued.
+    markNotCompleted(c);
+    log.info('time-stamp request rejected', { request_id: c.get('requestId'), failure: answer.failure });
+  }
+  return c.body(answer.response.buffer.slice(answer.response.byteOffset, answer.response.byteOffset + answer.response.byteLength) as ArrayBuffer, 200, {
+    'Content-Type': REPLY_TYPE,
+    'Cache-Control': 'no-store',
+  });
+});
+
+export const handler = handle(app);

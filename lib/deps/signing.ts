@@ -1,0 +1,162 @@
+/**
+ * Composition of the Starter features' keys and of what the service publishes about them: the
+ * Ed25519 signer (scheme `local` or `kms`), the JWK set, the TSA chain and the ledger wallet
+ * address, and the trust-anchor document that lists them in one place.
+ *
+ * Apart from lib/deps/anchoring.ts on purpose: nothing here loads ethers, the ledger sender or an
+ * ML-DSA implementation, so the functions that only publish keys stay small. The ML-DSA public key
+ * and the TSA certificates are read from the files the service ships (DATA_DIR locally,
+ * infra/keys/<stage>/ in AWS), which needs no KMS call.
+ */
+import { readFile } from 'node:fs/promises';
+import { GetPublicKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import { KmsEd25519Signer, LocalEd25519Signer } from '../crypto/ed25519-signer.js';
+import { addressFromPrivateKey, addressFromSecp256k1Spki } from '../crypto/eth-address.js';
+import { sha256Hex } from '../crypto/hash.js';
+import { ed25519Jwk, mlDsa65Jwk, rawPublicKeyOf, type ServiceJwk } from '../crypto/jwk.js';
+import type { Ed25519Signer } from '../crypto/ports.js';
+import { tsaFiles } from '../crypto/tsa/files.js';
+import { pemBlocks, derToPem } from '../crypto/tsa/pem.js';
+import { getConfig, onDepsReset } from './core.js';
+
+let ed25519: Promise<Ed25519Signer> | undefined;
+let kms: KMSClient | undefined;
+
+function kmsClient(): KMSClient {
+  kms ??= new KMSClient({ region: getConfig().aws.region });
+  return kms;
+}
+
+/** Caches a build; a failed build is retried on the next call instead of being cached. */
+function memo<T>(get: () => Promise<T> | undefined, set: (p: Promise<T> | undefined) => void, build: () => Promise<T>): Promise<T> {
+  const existing = get();
+  if (existing) return existing;
+  const p = build().catch((error: unknown) => {
+    set(undefined);
+    throw error;
+  });
+  set(p);
+  return p;
+}
+
+/** The service's Ed25519 signer: the seed in DATA_DIR (`local`) or the KMS key (`kms`). */
+export function getEd25519Signer(): Promise<Ed25519Signer> {
+  return memo(() => ed25519, (p) => (ed25519 = p), async () => {
+    const { ed25519: cfg } = getConfig();
+    if (cfg.scheme === 'kms') return KmsEd25519Signer.connect(kmsClient(), cfg.kmsKeyId ?? '');
+    const seedHex = (await readFile(cfg.seedFile, 'utf8')).trim();
+    if (!/^[0-9a-fA-F]{64}$/.test(seedHex)) throw new Error('the Ed25519 seed file does not hold 32 bytes of hex');
+    return LocalEd25519Signer.fromSeed(Buffer.from(seedHex, 'hex'));
+  });
+}
+
+/**
+ * Every public key the service signs with, as JWKs: the active Ed25519 and ML-DSA-65 keys, then
+ * the retired ones of RETIRED_KEYS_FILE (kept so that old statements still verify).
+ */
+export async function getPublishedKeys(): Promise<ServiceJwk[]> {
+  const config = getConfig();
+  const [signer, pqPublicKey, retired] = await Promise.all([
+    getEd25519Signer(),
+    readFile(config.signer.publicKeyFile),
+    readRetiredKeys(config.retiredKeysFile),
+  ]);
+  const active: ServiceJwk[] = [ed25519Jwk(await signer.publicKey(), 'active'), mlDsa65Jwk(Uint8Array.from(pqPublicKey), 'active')];
+  const activeKids = new Set(active.map((k) => k.kid));
+  return [...active, ...retired.filter((k) => !activeKids.has(k.kid))];
+}
+
+/** The retired keys of a JWK set file; a missing file is none, an unreadable one is an error. */
+export async function readRetiredKeys(file: string): Promise<ServiceJwk[]> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  const set = JSON.parse(text) as { keys?: unknown };
+  if (!Array.isArray(set.keys)) throw new Error('the retired-keys file is not a JWK set ({"keys": [...]})');
+  return set.keys.map((jwk, i) => {
+    const raw = rawPublicKeyOf(jwk);
+    if (!raw) throw new Error(`the retired-keys file: keys[${i}] is neither an Ed25519 (OKP) nor an ML-DSA-65 (AKP) public key`);
+    return raw.algorithm === 'Ed25519' ? ed25519Jwk(raw.publicKey, 'retired') : mlDsa65Jwk(raw.publicKey, 'retired');
+  });
+}
+
+/**
+ * The TSA certificate chain the service publishes, PEM, leaf first and root last: the embedded
+ * TSA's certificate and root (DATA_DIR/tsa locally, TSA_CERT_FILE and TSA_ROOT_FILE with a KMS
+ * key); with a remote TSA, the roots its replies must chain to (TSA_ROOTS_FILE).
+ */
+export async function getTsaCertificates(): Promise<string[]> {
+  const { tsa } = getConfig();
+  let files: string[];
+  if (tsa.scheme === 'remote') files = [tsa.rootsFile ?? ''];
+  else if (tsa.kmsKeyId) files = [tsa.certFile ?? '', tsa.rootFile ?? ''];
+  else files = [tsaFiles(tsa.dir).tsaCert, tsaFiles(tsa.dir).rootCert];
+  const texts = await Promise.all(files.map((f) => readFile(f, 'utf8')));
+  return texts.flatMap((text) => pemBlocks(text, 'CERTIFICATE').map(({ der }) => derToPem(der)));
+}
+
+let walletAddress: Promise<string> | undefined;
+
+/** The ledger wallet's address (EIP-55), without ethers: from the local key, or from the KMS key's public key. */
+export function getWalletAddress(): Promise<string> {
+  return memo(() => walletAddress, (p) => (walletAddress = p), async () => {
+    const { ledger } = getConfig();
+    if (ledger.walletScheme === 'kms') {
+      const response = await kmsClient().send(new GetPublicKeyCommand({ KeyId: ledger.walletKmsKeyId ?? '' }));
+      if (!response.PublicKey) throw new Error('KMS GetPublicKey returned no public key for the ledger wallet');
+      return addressFromSecp256k1Spki(response.PublicKey);
+    }
+    const key = ledger.walletPrivateKey ?? (await readFile(ledger.walletKeyFile, 'utf8')).trim();
+    return addressFromPrivateKey(key);
+  });
+}
+
+/** Path of the trust-anchor document. */
+export const TRUST_ANCHORS_PATH = '/.well-known/evidence-trust-anchors.json';
+/** Path of the JWK set. */
+export const JWKS_PATH = '/.well-known/jwks.json';
+
+/** The trust anchors of the service in one document (GET /.well-known/evidence-trust-anchors.json). */
+export interface TrustAnchors {
+  service: string;
+  base_url: string;
+  tsa: { root_pem: string; root_sha256: string; certificates_url: string; policy_oid: string };
+  jwks_url: string;
+  signing_keys: { kid: string; alg: string; status: string; sha256: string }[];
+  ledger: { network: string; chain_id: number; wallet_address: string };
+}
+
+/** Builds the trust-anchor document from the configuration and the published keys. */
+export async function getTrustAnchors(): Promise<TrustAnchors> {
+  const config = getConfig();
+  const base = config.publicBaseUrl;
+  const [chain, keys, wallet] = await Promise.all([getTsaCertificates(), getPublishedKeys(), getWalletAddress()]);
+  const root = chain.at(-1);
+  if (!root) throw new Error('no TSA root certificate to publish');
+  const rootDer = pemBlocks(root, 'CERTIFICATE')[0]?.der ?? new Uint8Array();
+  return {
+    service: 'evidence-anchoring-service',
+    base_url: base,
+    tsa: { root_pem: root, root_sha256: sha256Hex(rootDer), certificates_url: `${base}/api/v2/tsa/certificates`, policy_oid: config.tsa.policyOid },
+    jwks_url: `${base}${JWKS_PATH}`,
+    signing_keys: keys.map((k) => ({
+      kid: k.kid,
+      alg: k.alg,
+      status: k.status,
+      // SHA-256 of the raw public key: what `evidence verify --pq-key` pins for ML-DSA-65.
+      sha256: sha256Hex(Buffer.from(k.kty === 'OKP' ? k.x : k.pub, 'base64url')),
+    })),
+    ledger: { network: config.ledger.network, chain_id: config.ledger.chainId, wallet_address: wallet },
+  };
+}
+
+onDepsReset(() => {
+  ed25519 = undefined;
+  walletAddress = undefined;
+  kms?.destroy();
+  kms = undefined;
+});

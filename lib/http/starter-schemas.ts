@@ -1,0 +1,88 @@
+/**
+ * Request and response schemas of the Starter features (CONTRACT "Starter features"): the
+ * stand-alone timestamp, the RFC 3161 HTTP endpoint, the Ed25519 signature, the JWK set and the
+ * trust-anchor document. The same schemas validate and document (OpenAPI).
+ */
+import { z } from '@hono/zod-openapi';
+import { IsoTime, Sha256Hex } from './schemas.js';
+
+export const TimestampHashRequest = z.strictObject({ sha256_hash: Sha256Hex }).openapi('TimestampHashRequest');
+
+export const TimestampHashResponse = z
+  .object({
+    sha256_hash: z.string(),
+    timestamp_token: z.string().openapi({
+      description:
+        'The RFC 3161 TimeStampResp (§2.4.2), DER, base64. Its message imprint is SHA-256 = sha256_hash, so `openssl ts -verify -data <file> -in token.tsr -CAfile root.pem` checks it against the file itself.',
+    }),
+    gen_time: IsoTime.describe('genTime of the token.'),
+    serial_number: z.string().openapi({ description: 'serialNumber of the token (decimal).' }),
+    policy: z.string().openapi({ description: 'The TSA policy OID of the token.' }),
+    tsa_certificates: z.array(z.string()).openapi({ description: 'The TSA chain as PEM, leaf first, root last (also at GET /api/v2/tsa/certificates). Pin the root you got from us once, not this copy.' }),
+  })
+  .openapi('TimestampHashResponse');
+
+const HexKey = z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hexadecimal characters (a 32-byte Ed25519 public key)');
+const HexSignature = z.string().regex(/^[0-9a-fA-F]{128}$/, 'must be 128 hexadecimal characters (a 64-byte Ed25519 signature)');
+
+export const SignRequest = z
+  .strictObject({
+    sha256_hash: Sha256Hex,
+    public_key_hex: HexKey.optional().openapi({ description: "The device's Ed25519 public key (with signature_hex)." }),
+    signature_hex: HexSignature.optional().openapi({ description: "The device's Ed25519 signature over the 32 raw bytes of sha256_hash (or over its 64-character hex string), as for anchors." }),
+  })
+  .openapi('SignRequest');
+
+export const SignatureStatementSchema = z
+  .object({
+    statement_type: z.literal('evidence-signature-v1'),
+    sha256_hash: z.string(),
+    hash_algorithm: z.literal('SHA-256'),
+    signed_at: IsoTime,
+    algorithm: z.literal('Ed25519'),
+    key_id: z.string(),
+    issuer: z.string().openapi({ description: 'The signing service (its PUBLIC_BASE_URL); its JWK set is at {issuer}/.well-known/jwks.json.' }),
+    device: z.object({ public_key_hex: z.string(), signature_hex: z.string() }).optional().openapi({ description: "Only when the request carried the device's key and signature (verified before signing)." }),
+  })
+  .openapi('SignatureStatement');
+
+export const SignResponse = z
+  .object({
+    algorithm: z.literal('Ed25519'),
+    key_id: z.string().openapi({ description: 'The kid of the signing key in GET /.well-known/jwks.json.', example: 'ed25519:3f1c0a9d2b7e4c51' }),
+    statement: SignatureStatementSchema,
+    signature: z.string().openapi({ description: 'Ed25519 (RFC 8032, pure) over the UTF-8 bytes of the RFC 8785 canonical form of `statement`, base64url (64 bytes).' }),
+  })
+  .openapi('SignResponse');
+
+const Jwk = z
+  .object({
+    kty: z.enum(['OKP', 'AKP']),
+    crv: z.literal('Ed25519').optional(),
+    alg: z.enum(['Ed25519', 'ML-DSA-65']),
+    use: z.literal('sig'),
+    key_ops: z.array(z.literal('verify')),
+    kid: z.string(),
+    x: z.string().optional().openapi({ description: 'OKP (RFC 8037): the raw 32-byte Ed25519 public key, base64url.' }),
+    pub: z.string().optional().openapi({ description: 'AKP (draft-ietf-cose-dilithium): the raw 1952-byte ML-DSA-65 public key, base64url.' }),
+    status: z.enum(['active', 'retired']).openapi({ description: '`active`: signs now. `retired`: no longer signs; kept so that earlier statements and receipts still verify.' }),
+  })
+  .openapi('Jwk');
+
+export const JwkSet = z.object({ keys: z.array(Jwk) }).openapi('JwkSet');
+
+export const TrustAnchorsSchema = z
+  .object({
+    service: z.string(),
+    base_url: z.string(),
+    tsa: z.object({
+      root_pem: z.string().openapi({ description: 'The TSA root certificate: the CAfile of `openssl ts -verify`.' }),
+      root_sha256: z.string().openapi({ description: 'SHA-256 of the root certificate (DER), hex: compare it with what the operator tells you.' }),
+      certificates_url: z.string(),
+      policy_oid: z.string(),
+    }),
+    jwks_url: z.string(),
+    signing_keys: z.array(z.object({ kid: z.string(), alg: z.string(), status: z.string(), sha256: z.string().openapi({ description: 'SHA-256 of the raw public key (for ML-DSA-65: what `evidence verify --pq-key` pins).' }) })),
+    ledger: z.object({ network: z.string(), chain_id: z.number().int(), wallet_address: z.string().openapi({ description: 'The only address that sends anchoring transactions (`evidence verify --wallet`).' }) }),
+  })
+  .openapi('TrustAnchors');
