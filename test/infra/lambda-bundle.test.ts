@@ -264,6 +264,27 @@ describe('the bundles osls package builds', () => {
     });
   });
 
+  test('the Starter functions load neither ethers nor the ledger sender unless they time-stamp through the anchoring deps', async (t) => {
+    const entries = [
+      'functions/v2/evidence-timestamp.ts',
+      'functions/v2/tsa.ts',
+      'functions/v2/tsa-certificates.ts',
+      'functions/v2/evidence-sign.ts',
+      'functions/web/jwks.ts',
+      'functions/web/trust-anchors.ts',
+    ];
+    for (const entry of entries) {
+      const { inputs, bytes } = await bundle(entry, plugins);
+      assert.deepEqual(inputs.filter((i) => i.includes('node_modules/ethers/')), [], `${entry} bundles ethers`);
+      assert.deepEqual(inputs.filter((i) => LIBOQS_DIST.test(i)), [], `${entry} bundles liboqs`);
+      if (!/timestamp|tsa\.ts$/.test(entry)) {
+        // Publishing keys and signing with Ed25519 need no ledger code beyond its error types.
+        assert.deepEqual(inputs.filter((i) => /^lib\/ledger\/(sender|nonces|kms-signer)\.ts$/.test(i)), [], `${entry} bundles the ledger sender`);
+      }
+      t.diagnostic(`${entry}: ${(bytes / 1024).toFixed(0)} KB`);
+    }
+  });
+
   test('zod-english-locale-only keeps English alone of zod’s locales (v2EvidenceHash)', async (t) => {
     const withPlugin = await bundle(HASH_ENTRY, plugins);
     const withoutPlugin = await bundle(HASH_ENTRY, without('zod-english-locale-only'));

@@ -5,10 +5,10 @@
  * Request signatures (SigV4) are not checked.
  *
  * Keys are pluggable ({@link KmsTestKey}): {@link mlDsa65TestKey} (ML_DSA_65),
- * {@link ecdsaTestKey} (ECC_NIST_P256, ECC_SECG_P256K1) and {@link symmetricTestKey}
+ * {@link ecdsaTestKey} (ECC_NIST_P256, ECC_SECG_P256K1), {@link ed25519TestKey} (ECC_NIST_EDWARDS25519) and {@link symmetricTestKey}
  * (SYMMETRIC_DEFAULT).
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createPrivateKey, createPublicKey, randomBytes, sign as nodeSign } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KMSClient } from '@aws-sdk/client-kms';
@@ -435,4 +435,31 @@ function decodeCiphertextBlob(blob: Buffer): { keyId: string; iv: Uint8Array; ci
   }
   const keyId = blob.subarray(5, 5 + idLength).toString('utf8');
   return { keyId, iv: blob.subarray(5 + idLength, 17 + idLength), ciphertext: blob.subarray(17 + idLength) };
+}
+
+// --- Ed25519 keys (ECC_NIST_EDWARDS25519) ----------------------------------------------------
+
+/**
+ * An Ed25519 key (key spec `ECC_NIST_EDWARDS25519`) from a 32-byte seed. KMS signs with
+ * `ED25519_SHA_512` (pure Ed25519, RFC 8032 §5.1, `MessageType: RAW`) or `ED25519_PH_SHA_512`
+ * (Ed25519ph over a SHA-512 digest, `MessageType: DIGEST`); GetPublicKey answers the RFC 8410 SPKI.
+ */
+export function ed25519TestKey(keyId: string, seed: Uint8Array): KmsTestKey & { readonly publicKey: Uint8Array } {
+  const privateKey = createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]), format: 'der', type: 'pkcs8' });
+  const spki = createPublicKey(privateKey).export({ format: 'der', type: 'spki' });
+  const publicKey = Uint8Array.from(spki.subarray(12));
+  return {
+    keyId,
+    keySpec: 'ECC_NIST_EDWARDS25519',
+    signingAlgorithms: ['ED25519_SHA_512', 'ED25519_PH_SHA_512'],
+    publicKey,
+    publicKeyDer: () => Uint8Array.from(spki),
+    sign(message, messageType, algorithm) {
+      if (algorithm === 'ED25519_SHA_512') {
+        if (messageType !== 'RAW') throw new KmsTestError('ValidationException', 'ED25519_SHA_512 signs RAW messages only');
+        return Uint8Array.from(nodeSign(null, message, privateKey));
+      }
+      throw new KmsTestError('ValidationException', `${algorithm} is not implemented by the test server`);
+    },
+  };
 }
