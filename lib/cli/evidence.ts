@@ -4,6 +4,8 @@
  *     evidence keygen [--out device-key.json]
  *     evidence anchor photo.jpg [--url http://127.0.0.1:3000] [--key device-key.json]
  *     evidence verify <photo.jpg|hash> [--receipt photo.jpg.receipt.json] [--rpc URL] [--root tsa-root.pem]
+ *                     [--wallet 0x…] [--timestamp t.json] [--signature s.json] [--jwks jwks.json]
+ *     evidence trust add|list|remove [<base-url>]
  *
  * keygen and anchor use only the public REST API; verify needs no service at all.
  * Exit codes: 0 done (verify: every check that ran passed), 1 failed, 2 usage error.
@@ -14,7 +16,9 @@ import { parseArgs } from 'node:util';
 import { isSha256Hex } from '../crypto/hash.js';
 import { RpcReader } from '../ledger/rpc-reader.js';
 import { CliError, anchorFile, chainStatePath, generateDeviceKey, hashWithProgress, writeKeyFile } from './client.js';
+import { addTrustedService, describeService, pinnedAnchors, readTrustFile, removeTrustedService, trustFilePath } from './trust.js';
 import { type VerifySubject, formatReport, verifyReceipt } from './verify-receipt.js';
+import { formatStandalone, verifySignatureFile, verifyTimestampFile } from './verify-standalone.js';
 
 export const USAGE = `Usage: evidence <command> [options]
 
@@ -29,12 +33,25 @@ Commands:
       The API key comes from the EVIDENCE_API_KEY environment variable. Only the hash is sent.
 
   verify <file|sha256> [--receipt <file>.receipt.json] [--root tsa-root.pem] [--rpc URL]
-         [--pq-key FINGERPRINT] [--min-confirmations N] [--json]
+         [--pq-key FINGERPRINT] [--wallet 0xADDRESS] [--min-confirmations N]
+         [--timestamp t.json] [--signature s.json] [--jwks jwks.json] [--trust-file F] [--json]
       Check a receipt without the service: the file's SHA-256, the device's Ed25519 signature, the
       chain hash rule, server_hash (RFC 8785), the ML-DSA-65 signature, the RFC 3161 token
       (signature, imprint, ESSCertIDv2, EKU, chain to the root) and, with --rpc, the ledger
-      transaction's input data and confirmations. Without --root the TSA root inside the receipt
-      is used, which proves internal consistency only: pin the TSA's published root with --root.
+      transaction's input data, confirmations and sender.
+      --timestamp checks a stand-alone timestamp (POST /api/v2/evidence/timestamp) and
+      --signature an Ed25519 signature (POST /api/v2/evidence/sign) against the file; with either,
+      the receipt is checked only when --receipt names it.
+      Trust anchors: the TSA root (--root), the ML-DSA-65 key (--pq-key), the ledger wallet
+      (--wallet) and the Ed25519 keys (--jwks) are pinned by those flags or, without them, by the
+      trust file (evidence trust add). An anchor that is not pinned is taken from the receipt and
+      reported as "not pinned": that proves internal consistency only.
+
+  trust add <base-url> | trust list | trust remove <base-url>   [--trust-file F]
+      Fetch a service's trust anchors once (its TSA root, JWK set, chain id and wallet address,
+      from /.well-known/evidence-trust-anchors.json and /.well-known/jwks.json) into the trust
+      file (EVIDENCE_TRUST_FILE, else ~/.config/evidence/trust.json). Compare the fingerprints it
+      prints with the ones the operator publishes. Later verify runs use them with no flags.
 
 Exit codes: 0 done (verify: every check that ran passed), 1 failed, 2 usage error.`;
 
@@ -68,7 +85,9 @@ export async function main(argv: readonly string[], io: EvidenceIo = consoleIo, 
       case 'anchor':
         return await anchor(rest, io, env);
       case 'verify':
-        return await verify(rest, io);
+        return await verify(rest, io, env);
+      case 'trust':
+        return await trust(rest, io, env);
       default:
         throw new UsageError(`Unknown command "${command}".`);
     }
@@ -124,7 +143,45 @@ async function anchor(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   return 0;
 }
 
-async function verify(args: string[], io: EvidenceIo): Promise<number> {
+async function trust(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options: { 'trust-file': { type: 'string' } }, allowPositionals: true });
+  const file = trustFilePath(values['trust-file'], env);
+  const [sub, url] = positionals;
+  if (sub === 'add' && url && positionals.length === 2) {
+    try {
+      new URL(url);
+    } catch {
+      throw new UsageError(`${url} is not a URL.`);
+    }
+    const service = await addTrustedService(file, url);
+    io.out(`Trusted ${service.base_url}; its anchors are in ${file}. Compare these with what the operator publishes:`);
+    for (const line of describeService(service)) io.out(line);
+    return 0;
+  }
+  if (sub === 'list' && positionals.length === 1) {
+    const t = await readTrustFile(file);
+    if (t.services.length === 0) io.out(`No trusted service in ${file}. Add one: evidence trust add <base-url>`);
+    for (const s of t.services) for (const line of describeService(s)) io.out(line);
+    return 0;
+  }
+  if (sub === 'remove' && url && positionals.length === 2) {
+    if (!(await removeTrustedService(file, url))) throw new CliError(`${url} is not in ${file}.`);
+    io.out(`Removed ${url} from ${file}.`);
+    return 0;
+  }
+  throw new UsageError('trust takes: add <base-url>, list, or remove <base-url>.');
+}
+
+async function readJsonFile(file: string, what: string): Promise<unknown> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as unknown;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new CliError(`No ${what} at ${file}.`);
+    throw new CliError(`${file} is not a JSON ${what}.`);
+  }
+}
+
+async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     options: {
@@ -132,6 +189,11 @@ async function verify(args: string[], io: EvidenceIo): Promise<number> {
       rpc: { type: 'string' },
       root: { type: 'string' },
       'pq-key': { type: 'string' },
+      wallet: { type: 'string' },
+      timestamp: { type: 'string' },
+      signature: { type: 'string' },
+      jwks: { type: 'string' },
+      'trust-file': { type: 'string' },
       'min-confirmations': { type: 'string' },
       json: { type: 'boolean' },
     },
@@ -141,30 +203,24 @@ async function verify(args: string[], io: EvidenceIo): Promise<number> {
   if (positionals.length !== 1 || !target) throw new UsageError('verify needs exactly one file or SHA-256 hash.');
   const progress = values.json ? () => {} : (line: string) => io.err(line);
 
+  const standalone = values.timestamp !== undefined || values.signature !== undefined;
   let subject: VerifySubject;
   let receiptFile = values.receipt;
   const isFile = await stat(target).then((s) => s.isFile(), () => false);
   if (isFile) {
     const { hash } = await hashWithProgress(target, progress);
     subject = { kind: 'file', name: path.basename(target), sha256: hash };
-    receiptFile ??= `${target}.receipt.json`;
+    if (!standalone) receiptFile ??= `${target}.receipt.json`;
   } else if (isSha256Hex(target)) {
     subject = { kind: 'hash', hash: target.toLowerCase() };
-    if (!receiptFile) throw new UsageError('verify <hash> needs --receipt receipt.json.');
+    if (!receiptFile && !standalone) throw new UsageError('verify <hash> needs --receipt receipt.json (or --timestamp / --signature).');
   } else {
     throw new CliError(`No such file: ${target} (nor is it a SHA-256 hash).`);
   }
 
-  let receipt: unknown;
-  try {
-    receipt = JSON.parse(await readFile(receiptFile, 'utf8')) as unknown;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new CliError(`No receipt at ${receiptFile}. Download it from GET /api/v2/evidence/receipt/<sha256> or pass --receipt.`);
-    }
-    throw new CliError(`${receiptFile} is not a JSON receipt.`);
-  }
-
+  // Trust anchors: the flags, else the trust file.
+  const trustFile = trustFilePath(values['trust-file'], env);
+  const trusted = pinnedAnchors(await readTrustFile(trustFile), trustFile);
   let rootPem: string | undefined;
   if (values.root !== undefined) {
     try {
@@ -174,6 +230,8 @@ async function verify(args: string[], io: EvidenceIo): Promise<number> {
     }
     if (!rootPem.includes('-----BEGIN CERTIFICATE-----')) throw new CliError(`${values.root} is not a PEM certificate.`);
   }
+  const roots = rootPem !== undefined ? [rootPem] : (trusted?.roots ?? []);
+  const rootSource = rootPem !== undefined ? values.root : trusted?.source;
   let minConfirmations = 1;
   if (values['min-confirmations'] !== undefined) {
     minConfirmations = Number(values['min-confirmations']);
@@ -181,6 +239,16 @@ async function verify(args: string[], io: EvidenceIo): Promise<number> {
   }
   const pqKey = values['pq-key'];
   if (pqKey !== undefined && !isSha256Hex(pqKey)) throw new UsageError('--pq-key must be the 64-hex SHA-256 fingerprint of the ML-DSA-65 public key.');
+  const wallet = values.wallet;
+  if (wallet !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(wallet)) throw new UsageError('--wallet must be an address: 0x followed by 40 hex characters.');
+  let jwksKeys: unknown[] = trusted?.jwks ?? [];
+  let jwksSource = trusted?.source;
+  if (values.jwks !== undefined) {
+    const set = (await readJsonFile(values.jwks, 'JWK set')) as { keys?: unknown };
+    if (!Array.isArray(set.keys)) throw new CliError(`${values.jwks} is not a JWK set ({"keys": [...]}).`);
+    jwksKeys = set.keys;
+    jwksSource = values.jwks;
+  }
   let ledger: RpcReader | undefined;
   if (values.rpc !== undefined) {
     try {
@@ -191,20 +259,51 @@ async function verify(args: string[], io: EvidenceIo): Promise<number> {
     progress(`Reading the ledger transaction from ${new URL(values.rpc).host}…`);
   }
 
-  progress(`Verifying against ${receiptFile}…`);
-  const report = await verifyReceipt({
-    receipt,
-    subject,
-    ...(rootPem !== undefined ? { rootPem, rootSource: values.root } : {}),
-    ...(ledger ? { ledger } : {}),
-    minConfirmations,
-    ...(pqKey ? { pqKeyFingerprint: pqKey } : {}),
-  });
-  if (values.json) {
-    io.out(JSON.stringify(report, null, 2));
-  } else {
-    io.out(`${subject.kind === 'file' ? subject.name : subject.hash} — receipt ${receiptFile}`);
-    for (const line of formatReport(report)) io.out(line);
+  const name = subject.kind === 'file' ? subject.name : subject.hash;
+  const reports: { ok: boolean; kind: string; file: string; report: unknown; lines: string[] }[] = [];
+  if (receiptFile !== undefined) {
+    let receipt: unknown;
+    try {
+      receipt = JSON.parse(await readFile(receiptFile, 'utf8')) as unknown;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw new CliError(`No receipt at ${receiptFile}. Download it from GET /api/v2/evidence/receipt/<sha256> or pass --receipt.`);
+      }
+      throw new CliError(`${receiptFile} is not a JSON receipt.`);
+    }
+    progress(`Verifying against ${receiptFile}…`);
+    const report = await verifyReceipt({
+      receipt,
+      subject,
+      ...(roots.length > 0 ? { rootsPem: roots, ...(rootSource ? { rootSource } : {}) } : {}),
+      ...(ledger ? { ledger } : {}),
+      minConfirmations,
+      ...(pqKey ? { pqKeyFingerprint: pqKey, pqKeySource: '--pq-key' } : trusted ? { pqKeyFingerprints: trusted.pqFingerprints, pqKeySource: trusted.source } : {}),
+      ...(wallet ? { wallets: [wallet], walletSource: '--wallet' } : trusted ? { wallets: trusted.wallets, walletSource: trusted.source } : {}),
+    });
+    reports.push({ ok: report.ok, kind: 'receipt', file: receiptFile, report, lines: formatReport(report) });
   }
-  return report.ok ? 0 : 1;
+  if (values.timestamp !== undefined) {
+    const response = await readJsonFile(values.timestamp, 'timestamp answer');
+    const report = await verifyTimestampFile({ response, subject, rootsPem: roots, ...(rootSource ? { rootSource } : {}) });
+    reports.push({ ok: report.ok, kind: 'timestamp', file: values.timestamp, report, lines: formatStandalone(report) });
+  }
+  if (values.signature !== undefined) {
+    const response = await readJsonFile(values.signature, 'signature answer');
+    const report = verifySignatureFile({ response, subject, jwks: jwksKeys, ...(jwksSource ? { jwksSource } : {}) });
+    reports.push({ ok: report.ok, kind: 'signature', file: values.signature, report, lines: formatStandalone(report) });
+  }
+  const ok = reports.every((r) => r.ok);
+  if (values.json) {
+    // One receipt alone prints its report as before; several print an object keyed by kind.
+    const only = reports.length === 1 && reports[0]?.kind === 'receipt' ? reports[0].report : undefined;
+    io.out(JSON.stringify(only ?? { ok, ...Object.fromEntries(reports.map((r) => [r.kind, r.report])) }, null, 2));
+  } else {
+    reports.forEach((r, i) => {
+      if (i > 0) io.out('');
+      io.out(`${name} — ${r.kind} ${r.file}`);
+      for (const line of r.lines) io.out(line);
+    });
+  }
+  return ok ? 0 : 1;
 }

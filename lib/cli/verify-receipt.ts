@@ -90,6 +90,20 @@ export interface VerifyReceiptOptions {
   minConfirmations?: number;
   /** A pinned SHA-256 fingerprint of the service's ML-DSA-65 public key. */
   pqKeyFingerprint?: string;
+  /** More pinned fingerprints (the trust file: every ML-DSA-65 key of the trusted services, retired ones too). */
+  pqKeyFingerprints?: string[];
+  /** More pinned TSA roots (PEM), e.g. from the trust file; any of them may anchor the token. */
+  rootsPem?: string[];
+  /**
+   * Pinned ledger wallet addresses: the transaction must come from one of them. Without a pin the
+   * sender is compared with the receipt's own `ledger.from` (which proves nothing by itself), and a
+   * receipt without `ledger.from` fails the ledger check.
+   */
+  wallets?: string[];
+  /** Where the pinned wallet(s) came from, for the report. */
+  walletSource?: string;
+  /** Where the pinned ML-DSA-65 key(s) came from, for the report. */
+  pqKeySource?: string;
 }
 
 /** The whole report. */
@@ -99,6 +113,10 @@ export interface ReceiptVerification {
   checks: ReceiptCheck[];
   /** Where the trust anchor of the timestamp came from. */
   root: { source: 'pinned' | 'receipt' | 'none'; detail: string };
+  /** Where the expected sender of the ledger transaction came from. */
+  wallet: { source: 'pinned' | 'receipt' | 'none'; detail: string };
+  /** Whether the ML-DSA-65 key was pinned. */
+  pq_key: { source: 'pinned' | 'receipt'; detail: string };
   image_hash: string | null;
   anchored_at: string | null;
   timestamp: { gen_time: string | null; tsa: string | null };
@@ -219,6 +237,7 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
 
   const imageHash = safe(() => f.hash('image_hash'));
   const anchoredAt = safe(() => f.string('anchored_at'));
+  const pinnedPq = [...(options.pqKeyFingerprint ? [options.pqKeyFingerprint] : []), ...(options.pqKeyFingerprints ?? [])].map((x) => x.toLowerCase());
 
   // file ─▶ image_hash
   set(
@@ -321,18 +340,19 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
       const publicKey = f.base64('pq_signature.public_key');
       if (publicKey.length !== ML_DSA_65_PUBLIC_KEY_BYTES) return fail('the receipt carries no ML-DSA-65 public key');
       const fingerprint = mlDsaPublicKeyFingerprint(publicKey);
-      if (!options.pqKeyFingerprint) return skip(`key from receipt (not pinned), fingerprint ${fingerprint}; pin it with --pq-key`);
-      return checkPqKey(publicKey, [options.pqKeyFingerprint]).ok
-        ? pass(`the key's SHA-256 fingerprint is the pinned ${short(fingerprint)}`)
-        : fail(`the key's fingerprint ${fingerprint} is not the pinned ${options.pqKeyFingerprint}`);
+      if (pinnedPq.length === 0) return skip(`key from receipt (not pinned), fingerprint ${fingerprint}; pin it with --pq-key or evidence trust add <url>`);
+      return checkPqKey(publicKey, pinnedPq).ok
+        ? pass(`the key's SHA-256 fingerprint is the pinned ${short(fingerprint)}${options.pqKeySource ? ` (${options.pqKeySource})` : ''}`)
+        : fail(`the key's fingerprint ${fingerprint} is not ${pinnedPq.length === 1 ? `the pinned ${pinnedPq[0]}` : `one of the ${pinnedPq.length} pinned keys`}`);
     }),
   );
 
   // RFC 3161 token: against the pinned root, or the receipt's own root (internal consistency only).
   const certificates = safe(() => f.strings('timestamp.tsa_certificates')) ?? [];
   let root: ReceiptVerification['root'];
-  let rootPem: string | undefined = options.rootPem;
-  if (rootPem !== undefined) {
+  const pinnedRoots = [...(options.rootPem !== undefined ? [options.rootPem] : []), ...(options.rootsPem ?? [])];
+  let rootPem: string | undefined;
+  if (pinnedRoots.length > 0) {
     root = { source: 'pinned', detail: `pinned${options.rootSource ? ` (${options.rootSource})` : ''}` };
   } else {
     rootPem = certificates[certificates.length - 1];
@@ -348,7 +368,7 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
     const policy = safe(() => f.string('timestamp.policy'));
     tsaResult = await verifyTimestampResponse(token, {
       imprint: Buffer.from(image, 'hex'),
-      roots: rootPem !== undefined ? [rootPem] : [],
+      roots: pinnedRoots.length > 0 ? pinnedRoots : rootPem !== undefined ? [rootPem] : [],
       untrusted: certificates,
       hashAlgorithm: 'SHA-256',
       ...(policy ? { policy } : {}),
@@ -381,7 +401,7 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
     set('ledger_tx', skip('no --rpc given: the ledger transaction was not read'));
     set('ledger_data', skip('no --rpc given: the ledger transaction was not read'));
   } else {
-    const [txOutcome, dataOutcome] = await checkLedger(f, options.ledger, statementHash, options.minConfirmations ?? 1, ledgerInfo);
+    const [txOutcome, dataOutcome] = await checkLedger(f, options.ledger, statementHash, options.minConfirmations ?? 1, ledgerInfo, options.wallets ?? []);
     set('ledger_tx', txOutcome);
     set('ledger_data', dataOutcome);
   }
@@ -390,10 +410,23 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
     const outcome = results.get(id) ?? skip('not checked');
     return { id, label: LABELS[id], result: outcome.result, reason: outcome.reason };
   });
+  const receiptFrom = safe(() => f.string('ledger.from'));
+  const wallet: ReceiptVerification['wallet'] =
+    (options.wallets ?? []).length > 0
+      ? { source: 'pinned', detail: `pinned ${options.wallets?.join(', ')}${options.walletSource ? ` (${options.walletSource})` : ''}` }
+      : receiptFrom
+        ? { source: 'receipt', detail: `from receipt (not pinned): ${receiptFrom}; pin the service wallet with --wallet or evidence trust add <url>` }
+        : { source: 'none', detail: 'none: the receipt names no sender and no wallet is pinned (--wallet)' };
+  const pqKey: ReceiptVerification['pq_key'] =
+    pinnedPq.length > 0
+      ? { source: 'pinned', detail: `pinned${options.pqKeySource ? ` (${options.pqKeySource})` : ''}` }
+      : { source: 'receipt', detail: 'from receipt (not pinned): pin it with --pq-key or evidence trust add <url>' };
   return {
     ok: checks.every((c) => c.result !== 'fail'),
     checks,
     root,
+    wallet,
+    pq_key: pqKey,
     image_hash: imageHash,
     anchored_at: anchoredAt,
     timestamp: {
@@ -410,6 +443,7 @@ async function checkLedger(
   statementHash: string | null,
   minConfirmations: number,
   info: ReceiptVerification['ledger'],
+  wallets: string[],
 ): Promise<[Outcome, Outcome]> {
   let txHash: string;
   let chainId: number;
@@ -429,9 +463,14 @@ async function checkLedger(
     const [receipt, latest] = tx.blockNumber === null ? [null, undefined] : await Promise.all([rpc.getTransactionReceipt(txHash), rpc.blockNumber()]);
     const image = safe(() => f.hash('image_hash'));
     const from = safe(() => f.string('ledger.from'));
+    // The sender: one of the pinned wallets; without a pin, the receipt's own ledger.from (a claim
+    // of the receipt about itself). A receipt that names no sender, with nothing pinned, cannot
+    // show that the service sent the transaction: that fails, it does not pass silently.
+    const pinned = wallets.find((w) => w.toLowerCase() === tx.from.toLowerCase()) ?? wallets[0];
+    const expectedFrom = pinned ?? from ?? undefined;
     const verdict = checkLedgerTransaction(
       { tx, receipt, ...(latest !== undefined ? { latestBlock: latest } : {}) },
-      { image_hash: image ?? '', server_hash: statementHash, from: from ?? undefined, minConfirmations },
+      { image_hash: image ?? '', server_hash: statementHash, from: expectedFrom, minConfirmations },
     );
     const data = image === null ? fail('the receipt has no image_hash') : verdict.data.ok ? pass(verdict.data.reason) : fail(verdict.data.reason);
     if (tx.blockNumber !== null) {
@@ -439,8 +478,13 @@ async function checkLedger(
       info.block_number = tx.blockNumber;
     }
     if (!verdict.transaction.ok) return [fail(`transaction ${short(txHash)} on chain ${chainId}: ${verdict.transaction.reason}`), data];
+    if (expectedFrom === undefined) return [fail(`the receipt names no sender (ledger.from) and no wallet is pinned: transaction ${short(txHash)} was sent by ${tx.from}, not shown to be the service's`), data];
+    if (pinned !== undefined && from !== null && from.toLowerCase() !== tx.from.toLowerCase()) {
+      return [fail(`the receipt says the transaction came from ${from}, the chain says ${tx.from}`), data];
+    }
     const n = verdict.confirmations;
-    return [pass(`mined in block ${tx.blockNumber} of chain ${chainId}, ${n} confirmation${n === 1 ? '' : 's'}, from ${tx.from}`), data];
+    const who = pinned !== undefined ? `from the pinned wallet ${tx.from}` : `from ${tx.from} (the receipt's ledger.from; wallet not pinned)`;
+    return [pass(`mined in block ${tx.blockNumber} of chain ${chainId}, ${n} confirmation${n === 1 ? '' : 's'}, ${who}`), data];
   } catch (error) {
     const reason = `the node could not be read: ${error instanceof Error ? error.message : String(error)}`;
     return [fail(reason), skip('the node could not be read')];
@@ -483,6 +527,8 @@ export function formatReport(report: ReceiptVerification): string[] {
   const lines = report.checks.map((c) => `  ${c.result.padEnd(7)}  ${c.label.padEnd(width)}  ${c.reason}`);
   lines.push('');
   lines.push(`root: ${report.root.detail}`);
+  lines.push(`ML-DSA-65 key: ${report.pq_key.detail}`);
+  if (report.checks.some((c) => c.id === 'ledger_tx' && c.result !== 'skipped')) lines.push(`wallet: ${report.wallet.detail}`);
   if (report.timestamp.gen_time) lines.push(`time-stamped: ${report.timestamp.gen_time}${report.timestamp.tsa ? ` by ${report.timestamp.tsa}` : ''}`);
   if (report.ledger.tx_hash) {
     const n = report.ledger.confirmations;
@@ -493,7 +539,12 @@ export function formatReport(report: ReceiptVerification): string[] {
   const failed = report.checks.filter((c) => c.result === 'fail');
   const skipped = report.checks.filter((c) => c.result === 'skipped').length;
   if (failed.length === 0) {
-    const unpinned = report.root.source === 'receipt' ? ' The TSA root was not pinned (--root).' : '';
+    const notPinned = [
+      ...(report.root.source === 'receipt' ? ['the TSA root (--root)'] : []),
+      ...(report.pq_key.source === 'receipt' ? ['the ML-DSA-65 key (--pq-key)'] : []),
+      ...(report.wallet.source !== 'pinned' && report.checks.some((c) => c.id === 'ledger_tx' && c.result !== 'skipped') ? ['the ledger wallet (--wallet)'] : []),
+    ];
+    const unpinned = notPinned.length > 0 ? ` WARNING: not pinned: ${notPinned.join(', ')}; evidence trust add <url> pins them all.` : '';
     lines.push(`VERIFIED: ${passed} checks passed, ${skipped} skipped, none failed.${unpinned}`);
   } else {
     lines.push(`NOT VERIFIED: ${failed.length} check${failed.length === 1 ? '' : 's'} failed (${failed.map((c) => c.id).join(', ')}); ${passed} passed, ${skipped} skipped.`);

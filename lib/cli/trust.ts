@@ -1,0 +1,168 @@
+/**
+ * The verifier's trust file: the trust anchors of the services a user decided to trust, fetched
+ * once (`evidence trust add <base-url>`) and used by every later `evidence verify` with no flags,
+ * like a CA bundle. Trust on first use: `add` prints the fingerprints so that they can be compared
+ * with what the operator publishes elsewhere; later runs never contact the service.
+ *
+ * Location: --trust-file, else EVIDENCE_TRUST_FILE, else $XDG_CONFIG_HOME/evidence/trust.json
+ * (~/.config/evidence/trust.json).
+ */
+import { createHash, X509Certificate } from 'node:crypto';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { rawPublicKeyOf } from '../crypto/jwk.js';
+import { CliError } from './client.js';
+
+/** One trusted service. */
+export interface TrustedService {
+  base_url: string;
+  added_at: string;
+  tsa_root_pem: string;
+  tsa_root_sha256: string;
+  tsa_policy_oid: string;
+  /** The JWK set as fetched (Ed25519 and ML-DSA-65 keys, retired ones included). */
+  jwks: { keys: Record<string, unknown>[] };
+  ledger: { network: string; chain_id: number; wallet_address: string };
+}
+
+export interface TrustFile {
+  version: 1;
+  services: TrustedService[];
+}
+
+/** What a verify run pins, from every trusted service together. */
+export interface PinnedAnchors {
+  roots: string[];
+  pqFingerprints: string[];
+  wallets: string[];
+  jwks: Record<string, unknown>[];
+  source: string;
+}
+
+export function trustFilePath(explicit: string | undefined, env: NodeJS.ProcessEnv): string {
+  if (explicit) return explicit;
+  if (env.EVIDENCE_TRUST_FILE) return env.EVIDENCE_TRUST_FILE;
+  const base = env.XDG_CONFIG_HOME || path.join(env.HOME || os.homedir(), '.config');
+  return path.join(base, 'evidence', 'trust.json');
+}
+
+export async function readTrustFile(file: string): Promise<TrustFile> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, services: [] };
+    throw new CliError(`Cannot read the trust file ${file}.`);
+  }
+  const parsed = JSON.parse(text) as Partial<TrustFile>;
+  if (parsed.version !== 1 || !Array.isArray(parsed.services)) throw new CliError(`${file} is not an evidence trust file.`);
+  return parsed as TrustFile;
+}
+
+async function writeTrustFile(file: string, trust: TrustFile): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const tmp = `${file}.${process.pid}.tmp`;
+  await writeFile(tmp, `${JSON.stringify(trust, null, 2)}\n`, { mode: 0o644 });
+  await rename(tmp, file);
+}
+
+/** The anchors of every trusted service, for a verify run; undefined when the file holds none. */
+export function pinnedAnchors(trust: TrustFile, file: string): PinnedAnchors | undefined {
+  if (trust.services.length === 0) return undefined;
+  const pq: string[] = [];
+  for (const s of trust.services) {
+    for (const k of s.jwks.keys) {
+      const raw = rawPublicKeyOf(k);
+      if (raw?.algorithm === 'ML-DSA-65') pq.push(createHash('sha256').update(raw.publicKey).digest('hex'));
+    }
+  }
+  return {
+    roots: trust.services.map((s) => s.tsa_root_pem),
+    pqFingerprints: pq,
+    wallets: trust.services.map((s) => s.ledger.wallet_address),
+    jwks: trust.services.flatMap((s) => s.jwks.keys),
+    source: `trust file ${file}: ${trust.services.map((s) => s.base_url).join(', ')}`,
+  };
+}
+
+type Fetch = (url: string) => Promise<Response>;
+
+async function getJson(fetchImpl: Fetch, url: string): Promise<unknown> {
+  let res: Response;
+  try {
+    res = await fetchImpl(url);
+  } catch (error) {
+    throw new CliError(`Cannot reach ${url}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (!res.ok) throw new CliError(`${url} answered ${res.status}.`);
+  return res.json();
+}
+
+/**
+ * Fetches a service's trust anchors (its /.well-known documents) and stores them, replacing an
+ * earlier entry for the same base URL. The root is checked to be a certificate whose SHA-256 is
+ * the one the document states; every signing key of the document must be in the JWK set.
+ */
+export async function addTrustedService(file: string, baseUrl: string, fetchImpl: Fetch = fetch, now = new Date()): Promise<TrustedService> {
+  const base = baseUrl.replace(/\/+$/, '');
+  const doc = (await getJson(fetchImpl, `${base}/.well-known/evidence-trust-anchors.json`)) as {
+    tsa?: { root_pem?: string; root_sha256?: string; policy_oid?: string };
+    jwks_url?: string;
+    signing_keys?: { kid: string }[];
+    ledger?: { network?: string; chain_id?: number; wallet_address?: string };
+  };
+  const rootPem = doc.tsa?.root_pem;
+  if (!rootPem || !doc.ledger?.wallet_address || typeof doc.ledger.chain_id !== 'number') throw new CliError(`${base} published no usable trust-anchor document.`);
+  let root: X509Certificate;
+  try {
+    root = new X509Certificate(rootPem);
+  } catch {
+    throw new CliError(`${base}: the TSA root is not a PEM certificate.`);
+  }
+  const rootSha256 = createHash('sha256').update(root.raw).digest('hex');
+  if (doc.tsa?.root_sha256 && doc.tsa.root_sha256 !== rootSha256) throw new CliError(`${base}: the TSA root's SHA-256 is not the one the document states.`);
+  const jwks = (await getJson(fetchImpl, doc.jwks_url ?? `${base}/.well-known/jwks.json`)) as { keys?: Record<string, unknown>[] };
+  if (!Array.isArray(jwks.keys)) throw new CliError(`${base}: the JWK set has no keys.`);
+  const kids = new Set(jwks.keys.map((k) => k.kid));
+  for (const k of doc.signing_keys ?? []) if (!kids.has(k.kid)) throw new CliError(`${base}: signing key ${k.kid} is not in the JWK set.`);
+  const service: TrustedService = {
+    base_url: base,
+    added_at: now.toISOString(),
+    tsa_root_pem: rootPem,
+    tsa_root_sha256: rootSha256,
+    tsa_policy_oid: doc.tsa?.policy_oid ?? '',
+    jwks: { keys: jwks.keys },
+    ledger: { network: doc.ledger.network ?? '', chain_id: doc.ledger.chain_id, wallet_address: doc.ledger.wallet_address },
+  };
+  const trust = await readTrustFile(file);
+  trust.services = [...trust.services.filter((s) => s.base_url !== base), service];
+  await writeTrustFile(file, trust);
+  return service;
+}
+
+export async function removeTrustedService(file: string, baseUrl: string): Promise<boolean> {
+  const base = baseUrl.replace(/\/+$/, '');
+  const trust = await readTrustFile(file);
+  const before = trust.services.length;
+  trust.services = trust.services.filter((s) => s.base_url !== base);
+  if (trust.services.length === before) return false;
+  await writeTrustFile(file, trust);
+  return true;
+}
+
+/** Lines describing one trusted service: what to compare with the operator's published values. */
+export function describeService(s: TrustedService): string[] {
+  const lines = [
+    `${s.base_url} (added ${s.added_at})`,
+    `  TSA root SHA-256   ${s.tsa_root_sha256}`,
+    `  TSA policy         ${s.tsa_policy_oid}`,
+    `  ledger             chain ${s.ledger.chain_id} (${s.ledger.network}), wallet ${s.ledger.wallet_address}`,
+  ];
+  for (const k of s.jwks.keys) {
+    const raw = rawPublicKeyOf(k);
+    const fp = raw ? createHash('sha256').update(raw.publicKey).digest('hex') : '?';
+    lines.push(`  key ${String(k.kid).padEnd(25)} ${String(k.alg).padEnd(9)} ${String(k.status ?? '')} sha256 ${fp}`);
+  }
+  return lines;
+}

@@ -1,0 +1,154 @@
+/**
+ * The offline verifier with pinned trust anchors (issue 14): `evidence trust add` stores a
+ * service's anchors once; `evidence verify` then pins the TSA root, the ML-DSA-65 key and the
+ * ledger wallet with no flags, and checks stand-alone timestamps and signatures too. A receipt
+ * whose `ledger.from` was deleted, or a wrong pinned wallet, fails.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { sha256Hex } from '../../lib/crypto/hash.js';
+import { main } from '../../lib/cli/evidence.js';
+import { createAccount, Device, json, randomHash } from '../support/client.js';
+import { startHttpService, type HttpService } from '../support/http-server.js';
+import { useStack } from '../support/stack.js';
+
+let service: HttpService;
+let dir: string;
+let env: NodeJS.ProcessEnv;
+let rpcUrl: string;
+let photoPath: string;
+let receipt: Record<string, unknown> & { ledger: Record<string, unknown> };
+
+async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(argv, { out: (l) => out.push(l), err: (l) => err.push(l) }, env);
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+async function post(pathName: string, body: unknown, apiKey: string): Promise<unknown> {
+  const res = await fetch(`${service.url}${pathName}`, json(body, { 'x-api-key': apiKey }));
+  assert.equal(res.status, 200, await res.clone().text());
+  return res.json();
+}
+
+before(async () => {
+  const stackEnv = await useStack();
+  rpcUrl = stackEnv.LEDGER_RPC_URL ?? '';
+  service = await startHttpService();
+  dir = await mkdtemp(path.join(os.tmpdir(), 'trust-'));
+  env = { ...process.env, EVIDENCE_TRUST_FILE: path.join(dir, 'trust.json') };
+  const pro = await createAccount('pro');
+  const photo = Buffer.from(`a photo ${randomHash()}`);
+  photoPath = path.join(dir, 'photo.jpg');
+  await writeFile(photoPath, photo);
+  const hash = sha256Hex(photo);
+  await post('/api/v2/evidence/anchor', new Device().next(hash), pro.apiKey);
+  receipt = (await (await fetch(`${service.url}/api/v2/evidence/receipt/${hash}`)).json()) as typeof receipt;
+  await writeFile(`${photoPath}.receipt.json`, JSON.stringify(receipt));
+  await writeFile(path.join(dir, 't.json'), JSON.stringify(await post('/api/v2/evidence/timestamp', { sha256_hash: hash }, pro.apiKey)));
+  await writeFile(path.join(dir, 's.json'), JSON.stringify(await post('/api/v2/evidence/sign', { sha256_hash: hash }, pro.apiKey)));
+});
+after(() => service.close());
+
+describe('evidence verify without a trust file', () => {
+  it('warns that the root, the ML-DSA-65 key and the wallet are not pinned', async () => {
+    const r = await run('verify', photoPath, '--rpc', rpcUrl);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /root: from receipt \(not pinned\)/);
+    assert.match(r.out, /ML-DSA-65 key: from receipt \(not pinned\)/);
+    assert.match(r.out, /wallet: from receipt \(not pinned\)/);
+    assert.match(r.out, /WARNING: not pinned: the TSA root \(--root\), the ML-DSA-65 key \(--pq-key\), the ledger wallet \(--wallet\)/);
+  });
+
+  it('fails a receipt whose ledger.from was deleted when no wallet is pinned', async () => {
+    const file = path.join(dir, 'no-from.receipt.json');
+    const copy = structuredClone(receipt);
+    delete copy.ledger.from;
+    await writeFile(file, JSON.stringify(copy));
+    const r = await run('verify', photoPath, '--receipt', file, '--rpc', rpcUrl);
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /fail\s+ledger transaction\s+the receipt names no sender/);
+  });
+
+  it('passes a receipt without ledger.from against the right --wallet, and fails a wrong --wallet', async () => {
+    const file = path.join(dir, 'no-from-2.receipt.json');
+    const copy = structuredClone(receipt);
+    delete copy.ledger.from;
+    await writeFile(file, JSON.stringify(copy));
+    const right = await run('verify', photoPath, '--receipt', file, '--rpc', rpcUrl, '--wallet', String(receipt.ledger.from));
+    assert.equal(right.code, 0, right.out);
+    assert.match(right.out, /from the pinned wallet/);
+    const wrong = await run('verify', photoPath, '--rpc', rpcUrl, '--wallet', `0x${'12'.repeat(20)}`);
+    assert.equal(wrong.code, 1, wrong.out);
+    assert.match(wrong.out, /fail\s+ledger transaction\s+.*expected 0x1212/);
+  });
+
+  it('fails a signature when no JWK set is pinned', async () => {
+    const r = await run('verify', photoPath, '--signature', path.join(dir, 's.json'));
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /signing key: none pinned/);
+  });
+});
+
+describe('evidence trust add, then evidence verify with no flags', () => {
+  before(async () => {
+    const r = await run('trust', 'add', service.url);
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /TSA root SHA-256\s+[0-9a-f]{64}/);
+    assert.match(r.out, /wallet 0x[0-9a-fA-F]{40}/);
+  });
+
+  it('stores the root, the JWK set, the chain id and the wallet in the trust file', async () => {
+    const trust = JSON.parse(await readFile(env.EVIDENCE_TRUST_FILE ?? '', 'utf8')) as { services: { base_url: string; ledger: { wallet_address: string; chain_id: number } }[] };
+    assert.equal(trust.services.length, 1);
+    assert.equal(trust.services[0]?.base_url, service.url);
+    assert.equal(trust.services[0]?.ledger.wallet_address.toLowerCase(), String(receipt.ledger.from).toLowerCase());
+    assert.equal(trust.services[0]?.ledger.chain_id, 31337);
+  });
+
+  it('pins the root, the ML-DSA-65 key and the wallet: a receipt verifies with no warnings', async () => {
+    const r = await run('verify', photoPath, '--rpc', rpcUrl);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /root: pinned \(trust file/);
+    assert.match(r.out, /pass\s+ML-DSA-65 key pinned/);
+    assert.match(r.out, /from the pinned wallet/);
+    assert.doesNotMatch(r.out, /not pinned/);
+  });
+
+  it('fails a pinned wallet that is not the sender, even when the receipt agrees with the chain', async () => {
+    const r = await run('verify', photoPath, '--rpc', rpcUrl, '--wallet', `0x${'ab'.repeat(20)}`);
+    assert.equal(r.code, 1);
+  });
+
+  it('verifies the stand-alone timestamp and the signature against the file with the pinned anchors', async () => {
+    const r = await run('verify', photoPath, '--timestamp', path.join(dir, 't.json'), '--signature', path.join(dir, 's.json'));
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /timestamp .*t\.json/);
+    assert.match(r.out, /pass\s+timestamp chain to root/);
+    assert.match(r.out, /pass\s+Ed25519 signature\s+Ed25519 over JCS\(statement\) verifies/);
+    assert.match(r.out, /pass\s+Ed25519 key pinned/);
+  });
+
+  it('fails the timestamp and the signature for another file', async () => {
+    const other = path.join(dir, 'other.jpg');
+    await writeFile(other, 'another photo');
+    const r = await run('verify', other, '--timestamp', path.join(dir, 't.json'), '--signature', path.join(dir, 's.json'));
+    assert.equal(r.code, 1);
+    assert.match(r.out, /fail\s+timestamp imprint/);
+    assert.match(r.out, /fail\s+signed statement/);
+  });
+
+  it('fails a signature whose statement was changed', async () => {
+    const s = JSON.parse(await readFile(path.join(dir, 's.json'), 'utf8')) as { statement: { signed_at: string } };
+    s.statement.signed_at = '2020-01-01T00:00:00.000Z';
+    const file = path.join(dir, 's-changed.json');
+    await writeFile(file, JSON.stringify(s));
+    const r = await run('verify', photoPath, '--signature', file);
+    assert.equal(r.code, 1);
+    assert.match(r.out, /fail\s+Ed25519 signature/);
+  });
+});
