@@ -76,4 +76,35 @@ describe('the README walk-through, over real HTTP', () => {
     });
     assert.match(verdict, /Verification: OK/);
   });
+
+  it('runs the Starter block as written: timestamps over JSON and RFC 3161, a signature, trust add and verify', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'readme-starter-'));
+    const register = await fetch(`${base}/api/v2/account/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `readme-starter-${Date.now()}@example.com`, password: 'a long enough password' }),
+    });
+    const account = (await register.json()) as { account_id: string; api_key: string };
+    const upgrade = await fetch(`${base}/api/v2/admin/accounts/${account.account_id}/tier`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${process.env.ADMIN_TOKEN}` },
+      body: JSON.stringify({ tier: 'starter' }),
+    });
+    assert.equal(upgrade.status, 200);
+    writeFileSync(path.join(dir, 'photo.jpg'), `a photo of a scratched door ${Date.now()}`);
+    // Only the base URL and the key are the reader's own; `evidence` is this repository's bin.
+    const block = readmeBlock('## Starter: stand-alone', 'sh')
+      .replace(/^B=.*$/m, `B=${base}`)
+      .replace(/^KEY=.*$/m, `KEY=${account.api_key}`);
+    writeFileSync(path.join(dir, 'evidence'), `#!/bin/sh\nexec "${process.execPath}" "${path.join(root, 'bin', 'evidence.mjs')}" "$@"\n`, { mode: 0o755 });
+    const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}`, EVIDENCE_TRUST_FILE: path.join(dir, 'trust.json') };
+    delete env.NODE_OPTIONS;
+    // Asynchronously: the block talks to the server this very process runs.
+    const { stdout, stderr } = await promisify(execFile)('bash', ['-e', '-c', block], { cwd: dir, env, encoding: 'utf8' });
+    const out = `${stdout}${stderr}`;
+    assert.equal(out.match(/Verification: OK/g)?.length, 3, out);
+    assert.match(out, /Ed25519: OK \(ed25519:[0-9a-f]{16}\)/);
+    assert.match(out, /Trusted http/);
+    assert.equal(out.match(/VERIFIED: \d+ checks passed, \d+ skipped, none failed\./g)?.length, 2, out);
+  });
 });
