@@ -6,8 +6,8 @@ import { unavailable } from '../../lib/errors.js';
 import { signHash } from '../../lib/evidence/signature.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
-import { jsonBody, problemResponses } from '../../lib/http/schemas.js';
-import { SignRequest, SignResponse } from '../../lib/http/starter-schemas.js';
+import { jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
+import { SignRequest, SignResponse } from '../../lib/http/schemas/starter.js';
 import { describeError, log } from '../../lib/log.js';
 
 export const route = createRoute({

@@ -4,8 +4,8 @@ import { getTsa } from '../../lib/deps/anchoring.js';
 import { timestampHash } from '../../lib/evidence/timestamp.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
-import { jsonBody, problemResponses } from '../../lib/http/schemas.js';
-import { TimestampHashRequest, TimestampHashResponse } from '../../lib/http/starter-schemas.js';
+import { jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
+import { TimestampHashRequest, TimestampHashResponse } from '../../lib/http/schemas/starter.js';
 
 export const route = createRoute({
   method: 'post',

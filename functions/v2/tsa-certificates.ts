@@ -3,7 +3,7 @@ import { handle } from 'hono/aws-lambda';
 import { getTsaCertificates } from '../../lib/deps/signing.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
-import { problemResponses } from '../../lib/http/schemas.js';
+import { problemResponses } from '../../lib/http/schemas/common.js';
 
 export const route = createRoute({
   method: 'get',

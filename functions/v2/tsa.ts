@@ -7,7 +7,7 @@ import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
 import { badRequest } from '../../lib/http/errors.js';
 import { markNotCompleted } from '../../lib/http/limits.js';
-import { problemResponses } from '../../lib/http/schemas.js';
+import { problemResponses } from '../../lib/http/schemas/common.js';
 import { describeError, log } from '../../lib/log.js';
 
 /** RFC 3161 §3.4: the MIME types of a time-stamp request and reply over HTTP. */

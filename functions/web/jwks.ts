@@ -3,8 +3,8 @@ import { handle } from 'hono/aws-lambda';
 import { getPublishedKeys } from '../../lib/deps/signing.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
-import { problemResponses } from '../../lib/http/schemas.js';
-import { JwkSet } from '../../lib/http/starter-schemas.js';
+import { problemResponses } from '../../lib/http/schemas/common.js';
+import { JwkSet } from '../../lib/http/schemas/starter.js';
 
 export const route = createRoute({
   method: 'get',

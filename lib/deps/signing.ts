@@ -17,38 +17,22 @@ import { ed25519Jwk, mlDsa65Jwk, rawPublicKeyOf, type ServiceJwk } from '../cryp
 import type { Ed25519Signer } from '../crypto/ports.js';
 import { tsaFiles } from '../crypto/tsa/files.js';
 import { pemBlocks, derToPem } from '../crypto/tsa/pem.js';
-import { getConfig, onDepsReset } from './core.js';
+import { getConfig } from './core.js';
+import { lazy } from './lazy.js';
 
-let ed25519: Promise<Ed25519Signer> | undefined;
-let kms: KMSClient | undefined;
-
-function kmsClient(): KMSClient {
-  kms ??= new KMSClient({ region: getConfig().aws.region });
-  return kms;
-}
-
-/** Caches a build; a failed build is retried on the next call instead of being cached. */
-function memo<T>(get: () => Promise<T> | undefined, set: (p: Promise<T> | undefined) => void, build: () => Promise<T>): Promise<T> {
-  const existing = get();
-  if (existing) return existing;
-  const p = build().catch((error: unknown) => {
-    set(undefined);
-    throw error;
-  });
-  set(p);
-  return p;
-}
+const kmsClient = /* @__PURE__ */ lazy(
+  () => new KMSClient({ region: getConfig().aws.region }),
+  (client) => client.destroy(),
+);
 
 /** The service's Ed25519 signer: the seed in DATA_DIR (`local`) or the KMS key (`kms`). */
-export function getEd25519Signer(): Promise<Ed25519Signer> {
-  return memo(() => ed25519, (p) => (ed25519 = p), async () => {
-    const { ed25519: cfg } = getConfig();
-    if (cfg.scheme === 'kms') return KmsEd25519Signer.connect(kmsClient(), cfg.kmsKeyId ?? '');
-    const seedHex = (await readFile(cfg.seedFile, 'utf8')).trim();
-    if (!/^[0-9a-fA-F]{64}$/.test(seedHex)) throw new Error('the Ed25519 seed file does not hold 32 bytes of hex');
-    return LocalEd25519Signer.fromSeed(Buffer.from(seedHex, 'hex'));
-  });
-}
+export const getEd25519Signer: () => Promise<Ed25519Signer> = /* @__PURE__ */ lazy(async () => {
+  const { ed25519: cfg } = getConfig();
+  if (cfg.scheme === 'kms') return KmsEd25519Signer.connect(kmsClient(), cfg.kmsKeyId ?? '');
+  const seedHex = (await readFile(cfg.seedFile, 'utf8')).trim();
+  if (!/^[0-9a-fA-F]{64}$/.test(seedHex)) throw new Error('the Ed25519 seed file does not hold 32 bytes of hex');
+  return LocalEd25519Signer.fromSeed(Buffer.from(seedHex, 'hex'));
+});
 
 /**
  * Every public key the service signs with, as JWKs: the active Ed25519 and ML-DSA-65 keys, then
@@ -99,21 +83,17 @@ export async function getTsaCertificates(): Promise<string[]> {
   return texts.flatMap((text) => pemBlocks(text, 'CERTIFICATE').map(({ der }) => derToPem(der)));
 }
 
-let walletAddress: Promise<string> | undefined;
-
 /** The ledger wallet's address (EIP-55), without ethers: from the local key, or from the KMS key's public key. */
-export function getWalletAddress(): Promise<string> {
-  return memo(() => walletAddress, (p) => (walletAddress = p), async () => {
-    const { ledger } = getConfig();
-    if (ledger.walletScheme === 'kms') {
-      const response = await kmsClient().send(new GetPublicKeyCommand({ KeyId: ledger.walletKmsKeyId ?? '' }));
-      if (!response.PublicKey) throw new Error('KMS GetPublicKey returned no public key for the ledger wallet');
-      return addressFromSecp256k1Spki(response.PublicKey);
-    }
-    const key = ledger.walletPrivateKey ?? (await readFile(ledger.walletKeyFile, 'utf8')).trim();
-    return addressFromPrivateKey(key);
-  });
-}
+export const getWalletAddress: () => Promise<string> = /* @__PURE__ */ lazy(async () => {
+  const { ledger } = getConfig();
+  if (ledger.walletScheme === 'kms') {
+    const response = await kmsClient().send(new GetPublicKeyCommand({ KeyId: ledger.walletKmsKeyId ?? '' }));
+    if (!response.PublicKey) throw new Error('KMS GetPublicKey returned no public key for the ledger wallet');
+    return addressFromSecp256k1Spki(response.PublicKey);
+  }
+  const key = ledger.walletPrivateKey ?? (await readFile(ledger.walletKeyFile, 'utf8')).trim();
+  return addressFromPrivateKey(key);
+});
 
 /** Path of the trust-anchor document. */
 export const TRUST_ANCHORS_PATH = '/.well-known/evidence-trust-anchors.json';
@@ -153,10 +133,3 @@ export async function getTrustAnchors(): Promise<TrustAnchors> {
     ledger: { network: config.ledger.network, chain_id: config.ledger.chainId, wallet_address: wallet },
   };
 }
-
-onDepsReset(() => {
-  ed25519 = undefined;
-  walletAddress = undefined;
-  kms?.destroy();
-  kms = undefined;
-});

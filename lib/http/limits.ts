@@ -51,6 +51,7 @@ export async function runWithQuota(
   } finally {
     if (!succeeded) await refundQuota(limits, reservation, accountId);
   }
+  if (!succeeded) return;
   // Completed: the unit stays counted. A settle lost to an outage leaves the hold open; the
   // reconciler then refunds it (the customer is never charged twice; at worst not at all).
   await limits.settleQuota(reservation).catch((error: unknown) =>

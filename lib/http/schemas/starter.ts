@@ -4,7 +4,7 @@
  * trust-anchor document. The same schemas validate and document (OpenAPI).
  */
 import { z } from '@hono/zod-openapi';
-import { IsoTime, Sha256Hex } from './schemas.js';
+import { IsoTime, Sha256Hex } from './common.js';
 
 export const TimestampHashRequest = z.strictObject({ sha256_hash: Sha256Hex }).openapi('TimestampHashRequest');
 
