@@ -71,6 +71,12 @@ const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   verifyPage: { maxKiB: 428, heavy: ['@noble/post-quantum'] },
   quotaReset: { maxKiB: 54, heavy: ['jose'] },
   reconcile: { maxKiB: 1034, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
+  v2EvidenceTimestamp: { maxKiB: 766, heavy: ['pkijs'] },
+  v2EvidenceSign: { maxKiB: 309, heavy: [] },
+  v2Tsa: { maxKiB: 764, heavy: ['pkijs'] },
+  v2TsaCertificates: { maxKiB: 296, heavy: [] },
+  wellKnownJwks: { maxKiB: 304, heavy: [] },
+  wellKnownTrust: { maxKiB: 354, heavy: [] },
 };
 
 /** Heavy packages by the path of their files in esbuild's metafile (as bench/cold-start.ts names them). */
