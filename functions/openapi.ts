@@ -11,6 +11,7 @@ import { app as v2EvidenceTimestamp } from './v2/evidence-timestamp.js';
 import { app as v2Tsa } from './v2/tsa.js';
 import { app as v2TsaCertificates } from './v2/tsa-certificates.js';
 import { app as v2EvidenceSign } from './v2/evidence-sign.js';
+import { certificateRouteDocumentation } from '../lib/http/routes/evidence-certificate.js';
 import { app as v2AccountRegister } from './v2/account-register.js';
 import { app as v2AccountLogin } from './v2/account-login.js';
 import { app as v2AccountKeysCreate } from './v2/account-keys-create.js';
@@ -46,6 +47,8 @@ export const DOCUMENTED_APPS = {
   v2Tsa,
   v2TsaCertificates,
   v2EvidenceSign,
+  // Documented from its route alone: its app would bring pdf-lib and the fonts into this bundle.
+  v2EvidenceCertificate: certificateRouteDocumentation(),
   v2AccountRegister,
   v2AccountLogin,
   v2AccountKeysCreate,

@@ -26,6 +26,11 @@
  * each cold start. The bundle's banner defines `require` (createRequire) and esbuild's __toESM
  * gives the same named bindings. The plugin resolves `@aws-sdk/*` before the `external` option
  * would and leaves only the inner require() external.
+ *
+ * `inline-font-files`: lib/pdf/font-files.ts reads the certificate's TrueType fonts from
+ * node_modules, which a Lambda does not have. In a bundle the module is replaced by one that
+ * imports the files named in its FONT_FILES with esbuild's binary loader (the bytes inside the
+ * bundle), exporting the same loadFontFiles(). Only the certificate function imports it.
  */
 const { readFile } = require('node:fs/promises');
 const path = require('node:path');
@@ -103,7 +108,28 @@ const awsSdkRequire = {
   },
 };
 
-module.exports = [forbidLocalStack, liboqsWasmImport, zodEnglishLocaleOnly, awsSdkRequire];
+const FONT_FILES_MODULE = /[\\/]lib[\\/]pdf[\\/]font-files\.ts$/;
+const FONT_ENTRY = /(\w+): '([^']+\.ttf)'/g;
+
+const inlineFontFiles = {
+  name: 'inline-font-files',
+  setup(build) {
+    build.onLoad({ filter: FONT_FILES_MODULE }, async (args) => {
+      const source = await readFile(args.path, 'utf8');
+      const fonts = [...source.matchAll(FONT_ENTRY)];
+      if (fonts.length === 0) return { errors: [{ text: `no FONT_FILES entries found in ${path.relative(process.cwd(), args.path)}: update the inline-font-files plugin` }] };
+      const lines = fonts.map(([, , file], i) => `import font${i} from ${JSON.stringify(require.resolve(file))};`);
+      lines.push(`const fonts = { ${fonts.map(([, name], i) => `${name}: font${i}`).join(', ')} };`);
+      lines.push('export const FONT_FILES = {};');
+      lines.push('export function loadFontFiles() { return Promise.resolve(fonts); }');
+      return { contents: lines.join('\n'), loader: 'js', resolveDir: path.dirname(args.path) };
+    });
+    build.onLoad({ filter: /\.ttf$/ }, async (args) => ({ contents: await readFile(args.path), loader: 'binary' }));
+  },
+};
+
+module.exports = [forbidLocalStack, liboqsWasmImport, zodEnglishLocaleOnly, awsSdkRequire, inlineFontFiles];
+module.exports.inlineFontFiles = inlineFontFiles;
 module.exports.forbidLocalStack = forbidLocalStack;
 module.exports.liboqsWasmImport = liboqsWasmImport;
 module.exports.zodEnglishLocaleOnly = zodEnglishLocaleOnly;

@@ -115,6 +115,14 @@ export interface Config {
     certFile: string | undefined;
     rootFile: string | undefined;
   };
+  /** The key that signs the PDF evidence certificates (PAdES), issued under the TSA's root. */
+  pdfSigner: {
+    /** Local: the key (0600) and its certificate, generated at first start (lib/local/bootstrap.ts). */
+    dir: string;
+    /** Production: an AWS KMS key of key spec ECC_NIST_P256; its certificate ships in `certFile`. */
+    kmsKeyId: string | undefined;
+    certFile: string | undefined;
+  };
   ledger: {
     network: NetworkName;
     rpcUrl: string;
@@ -197,6 +205,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (tsaScheme === 'embedded' && tsaKms && (!tsaCertFile || !tsaRootFile)) {
     problems.push('TSA_CERT_FILE and TSA_ROOT_FILE (the PEM certificate of the TSA_KMS_KEY_ID key and its root) are required with TSA_KMS_KEY_ID');
   }
+  const pdfSignerKms = r.optional('PDF_SIGNER_KMS_KEY_ID');
+  const pdfSignerCertFile = r.optional('PDF_SIGNER_CERT_FILE');
+  if (pdfSignerKms && !pdfSignerCertFile) problems.push('PDF_SIGNER_CERT_FILE (the PEM certificate of the PDF_SIGNER_KMS_KEY_ID key) is required with PDF_SIGNER_KMS_KEY_ID');
   const policyOid = r.string('TSA_POLICY_OID', DEFAULT_TSA_POLICY_OID);
   if (!/^[0-2](\.\d+)+$/.test(policyOid)) problems.push(`TSA_POLICY_OID must be a dotted OID, got "${policyOid}"`);
 
@@ -267,6 +278,7 @@ export function loadConfig(env: Env = process.env): Config {
       certFile: tsaCertFile,
       rootFile: tsaRootFile,
     },
+    pdfSigner: { dir: path.join(dataDir, 'pdf-signer'), kmsKeyId: pdfSignerKms, certFile: pdfSignerCertFile },
     ledger: {
       network,
       rpcUrl: rpcUrl ?? '',

@@ -17,7 +17,7 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 
 const DOMAIN = ['lib/evidence', 'lib/accounts'];
 const ADAPTERS = ['lib/crypto', 'lib/ledger', 'lib/store'];
-const WIRING_AND_HTTP = ['lib/deps', 'lib/http', 'lib/local', 'lib/cli', 'lib/web', 'functions'];
+const WIRING_AND_HTTP = ['lib/deps', 'lib/http', 'lib/local', 'lib/cli', 'lib/web', 'lib/pdf', 'functions'];
 
 /** Who may not import what: [importer folders, forbidden target folders, why]. */
 const RULES: [string[], string[], string][] = [

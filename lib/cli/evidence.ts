@@ -3,7 +3,7 @@
  *
  *     evidence keygen [--out device-key.json]
  *     evidence anchor photo.jpg [--url http://127.0.0.1:3000] [--key device-key.json]
- *     evidence verify <photo.jpg|hash> [--receipt photo.jpg.receipt.json] [--rpc URL] [--root tsa-root.pem]
+ *     evidence verify <photo.jpg|hash> [--receipt photo.jpg.receipt.json | --certificate cert.pdf] [--rpc URL] [--root tsa-root.pem]
  *                     [--wallet 0x…] [--timestamp t.json] [--signature s.json] [--jwks jwks.json]
  *     evidence trust add|list|remove [<base-url>]
  *
@@ -15,6 +15,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { isSha256Hex } from '../crypto/hash.js';
 import { RpcReader } from '../ledger/rpc-reader.js';
+import { readAttachments } from '../pdf/attachments.js';
 import { CliError, anchorFile, chainStatePath, generateDeviceKey, hashWithProgress, writeKeyFile } from './client.js';
 import { addTrustedService, describeService, pinnedAnchors, readTrustFile, removeTrustedService, trustFilePath } from './trust.js';
 import { type VerifySubject, formatReport, verifyReceipt } from './verify-receipt.js';
@@ -39,6 +40,8 @@ Commands:
       chain hash rule, server_hash (RFC 8785), the ML-DSA-65 signature, the RFC 3161 token
       (signature, imprint, ESSCertIDv2, EKU, chain to the root) and, with --rpc, the ledger
       transaction's input data, confirmations and sender.
+      --certificate cert.pdf takes the receipt attached to a PDF evidence certificate instead
+      (check the PDF's own signature with pdfsig).
       --timestamp checks a stand-alone timestamp (POST /api/v2/evidence/timestamp) and
       --signature an Ed25519 signature (POST /api/v2/evidence/sign) against the file; with either,
       the receipt is checked only when --receipt names it.
@@ -186,6 +189,7 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
     args,
     options: {
       receipt: { type: 'string', short: 'r' },
+      certificate: { type: 'string' },
       rpc: { type: 'string' },
       root: { type: 'string' },
       'pq-key': { type: 'string' },
@@ -205,7 +209,8 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
 
   const standalone = values.timestamp !== undefined || values.signature !== undefined;
   let subject: VerifySubject;
-  let receiptFile = values.receipt;
+  if (values.receipt !== undefined && values.certificate !== undefined) throw new UsageError('verify takes --receipt or --certificate, not both.');
+  let receiptFile = values.receipt ?? values.certificate;
   const isFile = await stat(target).then((s) => s.isFile(), () => false);
   if (isFile) {
     const { hash } = await hashWithProgress(target, progress);
@@ -213,7 +218,7 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
     if (!standalone) receiptFile ??= `${target}.receipt.json`;
   } else if (isSha256Hex(target)) {
     subject = { kind: 'hash', hash: target.toLowerCase() };
-    if (!receiptFile && !standalone) throw new UsageError('verify <hash> needs --receipt receipt.json (or --timestamp / --signature).');
+    if (!receiptFile && !standalone) throw new UsageError('verify <hash> needs --receipt receipt.json or --certificate cert.pdf (or --timestamp / --signature).');
   } else {
     throw new CliError(`No such file: ${target} (nor is it a SHA-256 hash).`);
   }
@@ -263,13 +268,18 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   const reports: { ok: boolean; kind: string; file: string; report: unknown; lines: string[] }[] = [];
   if (receiptFile !== undefined) {
     let receipt: unknown;
-    try {
-      receipt = JSON.parse(await readFile(receiptFile, 'utf8')) as unknown;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-        throw new CliError(`No receipt at ${receiptFile}. Download it from GET /api/v2/evidence/receipt/<sha256> or pass --receipt.`);
+    if (values.certificate !== undefined) {
+      receipt = await receiptFromCertificate(values.certificate);
+      if (isRegistrationOnly(receipt)) return reportRegistration(receipt, subject, values.certificate, io);
+    } else {
+      try {
+        receipt = JSON.parse(await readFile(receiptFile, 'utf8')) as unknown;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+          throw new CliError(`No receipt at ${receiptFile}. Download it from GET /api/v2/evidence/receipt/<sha256> or pass --receipt.`);
+        }
+        throw new CliError(`${receiptFile} is not a JSON receipt.`);
       }
-      throw new CliError(`${receiptFile} is not a JSON receipt.`);
     }
     progress(`Verifying against ${receiptFile}…`);
     const report = await verifyReceipt({
@@ -281,7 +291,8 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       ...(pqKey ? { pqKeyFingerprint: pqKey, pqKeySource: '--pq-key' } : trusted ? { pqKeyFingerprints: trusted.pqFingerprints, pqKeySource: trusted.source } : {}),
       ...(wallet ? { wallets: [wallet], walletSource: '--wallet' } : trusted ? { wallets: trusted.wallets, walletSource: trusted.source } : {}),
     });
-    reports.push({ ok: report.ok, kind: 'receipt', file: receiptFile, report, lines: formatReport(report) });
+    const kind = values.certificate !== undefined ? 'receipt attached to the certificate' : 'receipt';
+    reports.push({ ok: report.ok, kind, file: receiptFile, report, lines: formatReport(report) });
   }
   if (values.timestamp !== undefined) {
     const response = await readJsonFile(values.timestamp, 'timestamp answer');
@@ -306,4 +317,41 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
     });
   }
   return ok ? 0 : 1;
+}
+
+/** The receipt.json attached to a PDF evidence certificate (GET /api/v2/evidence/certificate/{hash}). */
+async function receiptFromCertificate(file: string): Promise<unknown> {
+  let pdf: Buffer;
+  try {
+    pdf = await readFile(file);
+  } catch {
+    throw new CliError(`Cannot read the certificate ${file}.`);
+  }
+  let attachments;
+  try {
+    attachments = await readAttachments(pdf);
+  } catch {
+    throw new CliError(`${file} is not a PDF.`);
+  }
+  const attached = attachments.find((a) => a.name === 'receipt.json');
+  if (!attached) throw new CliError(`${file} has no attached receipt.json: is it an evidence certificate?`);
+  try {
+    return JSON.parse(Buffer.from(attached.bytes).toString('utf8')) as unknown;
+  } catch {
+    throw new CliError(`The receipt.json attached to ${file} is not JSON.`);
+  }
+}
+
+/** A certificate of a hash that was only registered carries no proof to check, only the hash. */
+function isRegistrationOnly(receipt: unknown): receipt is { image_hash: string; registered_at: string | null } {
+  return typeof receipt === 'object' && receipt !== null && (receipt as { anchored?: unknown }).anchored === false;
+}
+
+function reportRegistration(receipt: { image_hash: string; registered_at: string | null }, subject: VerifySubject, file: string, io: EvidenceIo): number {
+  const actual = subject.kind === 'file' ? subject.sha256 : subject.hash;
+  const same = actual === receipt.image_hash;
+  io.out(`${subject.kind === 'file' ? subject.name : subject.hash} — certificate ${file}`);
+  io.out(`  ${same ? 'pass' : 'FAIL'}  file SHA-256 ${same ? 'is' : 'is not'} the registered hash ${receipt.image_hash}`);
+  io.out(`  The hash was registered at ${receipt.registered_at ?? 'an unknown time'}; it has no timestamp, signature or ledger proof to check.`);
+  return same ? 0 : 1;
 }

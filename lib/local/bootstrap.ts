@@ -3,7 +3,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { LocalMlDsaSigner } from '../crypto/ml-dsa.js';
-import { generateTsaCertificates } from '../crypto/tsa/certificates.js';
+import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
+import { generateTsaCertificates, issueDocumentSigningCertificate } from '../crypto/tsa/certificates.js';
 import { tsaFiles } from '../crypto/tsa/files.js';
 import { loadOrCreateLocalWallet } from '../ledger/local-wallet.js';
 
@@ -53,6 +54,20 @@ export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> 
       await writeFile(files.tsaKey, (await make()).tsaKeyPkcs8Pem, { mode: 0o600 });
       created.push('TSA root and certificate');
     }
+    if (!config.pdfSigner.kmsKeyId) {
+      // The PDF signing key (PAdES) gets its certificate from the same root; a new root needs a new one.
+      const pdf = pdfSignerFiles(config.pdfSigner.dir);
+      if (wrote || !(await exists(pdf.key)) || !(await exists(pdf.cert))) {
+        const issued = await issueDocumentSigningCertificate({
+          rootCertPem: await readFile(files.rootCert, 'utf8'),
+          rootKeyPkcs8Pem: await readFile(files.rootKey, 'utf8'),
+        });
+        await mkdir(config.pdfSigner.dir, { recursive: true, mode: 0o700 });
+        await writeFile(pdf.key, issued.keyPkcs8Pem, { mode: 0o600 });
+        await writeFile(pdf.cert, issued.certPem, { mode: 0o644 });
+        created.push('PDF signing key and certificate');
+      }
+    }
   }
   let wallet = { address: '', privateKey: '' };
   if (config.ledger.walletScheme === 'local') {
@@ -67,6 +82,16 @@ export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> 
     }
   }
   return { created, walletAddress: wallet.address, walletPrivateKey: wallet.privateKey };
+}
+
+async function exists(file: string): Promise<boolean> {
+  return readFile(file).then(
+    () => true,
+    (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return false;
+      throw error;
+    },
+  );
 }
 
 /** Writes `make()` to `file` (0600) unless it exists; true when it wrote. */

@@ -186,6 +186,53 @@ async function issueLeaf(
   };
 }
 
+/** Options of {@link issueDocumentSigningCertificate}. */
+export interface IssueDocumentSigningCertificateOptions {
+  rootCertPem: string;
+  rootKeyPkcs8Pem: string;
+  /** Subject (default `O=Evidence Anchoring Service, CN=Evidence Anchoring Document Signing`). */
+  name?: DistinguishedName;
+  now?: Date;
+  /** Validity in years (default 10, never past the root's). */
+  validityYears?: number;
+}
+
+/**
+ * Issues a certificate for the key that signs the PDF evidence certificates (PAdES), under the
+ * same root as the TSA: a fresh P-256 key, an end-entity certificate with KeyUsage
+ * digitalSignature and nonRepudiation (RFC 5280 §4.2.1.3: content commitment) and no
+ * ExtendedKeyUsage (PDF readers accept any document signing key without one).
+ */
+export async function issueDocumentSigningCertificate(options: IssueDocumentSigningCertificateOptions): Promise<{ certPem: string; keyPkcs8Pem: string }> {
+  const root = parseCertificate(options.rootCertPem);
+  const rootKey = await importPrivateKey(options.rootKeyPkcs8Pem);
+  const now = options.now ?? new Date();
+  const keys = (await subtle.generateKey(P256, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const rootSki = subjectKeyIdentifier(root) ?? keyIdentifier(root);
+  const leaf = await buildCertificate({
+    subject: buildName(options.name ?? { organization: DEFAULT_ORG, commonName: 'Evidence Anchoring Document Signing' }),
+    issuer: root.subject,
+    publicKey: keys.publicKey,
+    signingKey: rootKey,
+    notBefore: backdate(now),
+    notAfter: minDate(addYears(now, options.validityYears ?? 10), root.notAfter.value),
+    extensions: (ski) => [
+      extension(OID.basicConstraints, true, new asn1js.Sequence({ value: [] })),
+      extension(OID.keyUsage, true, namedBitString([0, 1])),
+      extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: toArrayBuffer(ski) })),
+      extension(
+        OID.authorityKeyIdentifier,
+        false,
+        new asn1js.Sequence({ value: [new asn1js.Primitive({ idBlock: { tagClass: 3, tagNumber: 0 }, valueHex: toArrayBuffer(rootSki) })] }),
+      ),
+    ],
+  });
+  return {
+    certPem: derToPem(certificateDer(leaf)),
+    keyPkcs8Pem: derToPem(new Uint8Array(await subtle.exportKey('pkcs8', keys.privateKey)), 'PRIVATE KEY'),
+  };
+}
+
 interface CertificateSpec {
   subject: pkijs.RelativeDistinguishedNames;
   issuer: pkijs.RelativeDistinguishedNames;

@@ -1,0 +1,86 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { KMSClient } from '@aws-sdk/client-kms';
+import { type PdfSigningIdentity, buildCadesDetached } from '../crypto/pdf-sign/cades.js';
+import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
+import { KmsTsaKeySigner, WebCryptoTsaKeySigner } from '../crypto/tsa/key-signer.js';
+import { importPrivateKey } from '../crypto/tsa/certificates.js';
+import { pemToDer } from '../crypto/tsa/pem.js';
+import { extractTimestampToken } from '../crypto/tsa/verify.js';
+import { parseCertificateDer, nameStrings } from '../crypto/tsa/x509-verify.js';
+import type { CertificateDeps } from '../evidence/certificate.js';
+import { buildReceipt } from '../evidence/receipt.js';
+import { verifyEvidence } from '../evidence/verify.js';
+import { renderCertificate } from '../pdf/certificate-pdf.js';
+import { signPdf } from '../pdf/sign.js';
+import { getTsa } from './anchoring.js';
+import { getConfig } from './core.js';
+import { getEvidenceRepo } from './evidence.js';
+import { lazy } from './lazy.js';
+import { getVerifyDeps } from './verification.js';
+
+/**
+ * The PDF certificate's part of the composition root: the PDF signing key behind the signer port
+ * (a P-256 key in DATA_DIR locally, an ECC_NIST_P256 key in KMS in production; the same port and
+ * adapters as the TSA key), its certificate and root, and the TSA that stamps the signature.
+ * Only functions/v2/evidence-certificate.ts imports this module (pdf-lib stays out of the others).
+ */
+const kmsClient = /* @__PURE__ */ lazy(
+  () => new KMSClient({ region: getConfig().aws.region }),
+  (kms) => kms.destroy(),
+);
+
+export const getPdfSigningIdentity: () => Promise<PdfSigningIdentity> = /* @__PURE__ */ lazy(async () => {
+  const { pdfSigner, tsa } = getConfig();
+  const rootFile = tsa.rootFile ?? path.join(tsa.dir, 'root.pem');
+  const local = pdfSignerFiles(pdfSigner.dir);
+  const [certPem, rootPem] = await Promise.all([readFile(pdfSigner.certFile ?? local.cert, 'utf8'), readFile(rootFile, 'utf8')]);
+  const signer = pdfSigner.kmsKeyId
+    ? new KmsTsaKeySigner(kmsClient(), pdfSigner.kmsKeyId)
+    : new WebCryptoTsaKeySigner(await importPrivateKey(await readFile(local.key, 'utf8')));
+  const identity: PdfSigningIdentity = { signer, certificateDer: pemToDer(certPem, 'CERTIFICATE'), chainDer: [pemToDer(rootPem, 'CERTIFICATE')] };
+  // Fails here, at first use, when the key and the certificate do not belong together.
+  await buildCadesDetached(new Uint8Array(0), identity);
+  return identity;
+});
+
+const NETWORK_LABEL: Record<string, string> = {
+  local: 'local development chain',
+  'polygon-amoy': 'Polygon Amoy testnet',
+  polygon: 'Polygon PoS mainnet',
+};
+
+/** The TSA's subject as "CN, O" from a receipt's leaf certificate. */
+function tsaNameOf(pems: string[]): string | null {
+  const leaf = pems[0];
+  if (!leaf) return null;
+  try {
+    const names = nameStrings(parseCertificateDer(pemToDer(leaf, 'CERTIFICATE')).subject);
+    return [names.get('2.5.4.3'), names.get('2.5.4.10')].filter(Boolean).join(', ') || null;
+  } catch {
+    return null;
+  }
+}
+
+export function getCertificateDeps(): CertificateDeps {
+  const config = getConfig();
+  const issuer = { name: 'Evidence Anchoring Service', url: config.publicBaseUrl };
+  return {
+    getItem: (hash) => getEvidenceRepo().get(hash),
+    verify: (hash) => verifyEvidence(getVerifyDeps(), hash),
+    receiptOf: (item) => buildReceipt(item, config.ledger.explorerTxUrl),
+    tsaNameOf: (receipt) => tsaNameOf(receipt.timestamp.tsa_certificates),
+    render: async (model) => {
+      const [doc, identity, tsa] = await Promise.all([renderCertificate(model, issuer), getPdfSigningIdentity(), getTsa()]);
+      return signPdf(
+        doc,
+        { name: issuer.name, reason: `Evidence certificate for SHA-256 ${model.image_hash}`, location: issuer.url, contactInfo: issuer.url, signingTime: new Date(model.issued_at) },
+        identity,
+        async (imprint) => extractTimestampToken((await tsa.timestamp(imprint)).response),
+      );
+    },
+    clock: () => new Date(),
+    publicBaseUrl: config.publicBaseUrl,
+    chainLabel: `${NETWORK_LABEL[config.ledger.network] ?? config.ledger.network} (chain id ${config.ledger.chainId})`,
+  };
+}

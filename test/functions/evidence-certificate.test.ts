@@ -1,0 +1,183 @@
+/**
+ * GET /api/v2/evidence/certificate/{image_hash}: the signed PDF certificate, checked with the tools a
+ * reader has (poppler's pdftotext, pdfsig, pdftoppm and pdfdetach, zbarimg, qpdf) and with the
+ * evidence CLI, plus who may have one (404/403) and what it costs (one unit of quota).
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, it } from 'node:test';
+import { sha256Hex } from '../../lib/crypto/hash.js';
+import { resetCoreDeps } from '../../lib/deps/core.js';
+import { main as evidenceCli } from '../../lib/cli/evidence.js';
+import { createAccount, Device, json, randomHash } from '../support/client.js';
+import { useStack } from '../support/stack.js';
+
+const run = promisify(execFile);
+const RESULTS = path.resolve(import.meta.dirname, '..', '..', 'test-results');
+
+let app: typeof import('../../functions/v2/evidence-certificate.js').app;
+let anchorApp: typeof import('../../functions/v2/evidence-anchor.js').app;
+let hashApp: typeof import('../../functions/v2/evidence-hash.js').app;
+let usageApp: typeof import('../../functions/v2/account-usage.js').app;
+let dir: string;
+let pro: Awaited<ReturnType<typeof createAccount>>;
+let photo: Buffer;
+let imageHash: string;
+let txHash: string;
+let pdfFile: string;
+
+async function getCertificate(hash: string, apiKey: string): Promise<Response> {
+  return app.request(`/api/v2/evidence/certificate/${hash}`, { headers: { 'x-api-key': apiKey } });
+}
+
+before(async () => {
+  await useStack();
+  ({ app } = await import('../../functions/v2/evidence-certificate.js'));
+  ({ app: anchorApp } = await import('../../functions/v2/evidence-anchor.js'));
+  ({ app: hashApp } = await import('../../functions/v2/evidence-hash.js'));
+  ({ app: usageApp } = await import('../../functions/v2/account-usage.js'));
+  dir = await mkdtemp(path.join(os.tmpdir(), 'evidence-certificate-'));
+  pro = await createAccount('pro');
+  photo = Buffer.from(`JPEG bytes of a photo ${randomHash()}`);
+  imageHash = sha256Hex(photo);
+  const res = await anchorApp.request('/api/v2/evidence/anchor', json(new Device().next(imageHash), { 'x-api-key': pro.apiKey }));
+  assert.equal(res.status, 200, await res.clone().text());
+  txHash = ((await res.json()) as { tx_hash: string }).tx_hash;
+  const cert = await getCertificate(imageHash, pro.apiKey);
+  assert.equal(cert.status, 200, await cert.clone().text());
+  assert.equal(cert.headers.get('content-type'), 'application/pdf');
+  pdfFile = path.join(dir, 'certificate.pdf');
+  await writeFile(pdfFile, Buffer.from(await cert.arrayBuffer()));
+  // Kept for a person to look at (test-results/ is ignored by git).
+  mkdirSync(RESULTS, { recursive: true });
+  await writeFile(path.join(RESULTS, 'certificate.pdf'), await readFile(pdfFile));
+  await writeFile(path.join(dir, 'photo.jpg'), photo);
+});
+
+after(async () => {
+  resetCoreDeps();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('the certificate of an anchored photo', () => {
+  it('reads as text with the hash, the transaction and ML-DSA-65 (pdftotext)', async () => {
+    const { stdout } = await run('pdftotext', ['-layout', pdfFile, '-']);
+    assert.ok(stdout.includes(imageHash), 'the SHA-256');
+    assert.ok(stdout.replace(/\s+/g, '').includes(txHash), 'the ledger transaction');
+    assert.ok(stdout.includes('ML-DSA-65'));
+    assert.match(stdout, /VERIFIED/);
+    assert.match(stdout, /openssl ts -verify -data photo\.jpg/);
+  });
+
+  it('is one or two A4 pages whose structure qpdf --check accepts', async () => {
+    const { stdout } = await run('qpdf', ['--check', pdfFile]);
+    assert.match(stdout, /No syntax or stream encoding errors found/);
+    const info = (await run('pdfinfo', [pdfFile])).stdout;
+    const pages = Number(/Pages:\s+(\d+)/.exec(info)?.[1]);
+    assert.ok(pages === 1 || pages === 2, `${pages} pages`);
+    assert.match(info, /Page size:\s+595\.28 x 841\.89 pts \(A4\)/);
+  });
+
+  it('carries a PAdES signature with a timestamp that pdfsig reports valid', async () => {
+    const { stdout } = await run('pdfsig', [pdfFile]);
+    assert.match(stdout, /Signature Validation: Signature is Valid\./);
+    assert.match(stdout, /Signature Type: ETSI\.CAdES\.detached/);
+    assert.match(stdout, /Total document signed/);
+  });
+
+  it('is invalid after one byte of its content changed (pdfsig)', async () => {
+    const bytes = await readFile(pdfFile);
+    const text = bytes.toString('latin1');
+    // A byte inside the signed range: a digit of the page's content stream length is left alone;
+    // the document's /Title string changes one character.
+    const at = text.indexOf('Evidence certificate ');
+    assert.ok(at > 0);
+    const tampered = Buffer.from(bytes);
+    tampered[at] = 'e'.charCodeAt(0);
+    const file = path.join(dir, 'tampered.pdf');
+    await writeFile(file, tampered);
+    const out = await run('pdfsig', [file]).then((r) => r.stdout, (e: { stdout: string }) => e.stdout);
+    assert.doesNotMatch(out, /Signature is Valid/);
+    assert.match(out, /Signature Validation: (Digest Mismatch|Signature is Invalid)/);
+  });
+
+  it('shows a QR code that zbarimg reads as PUBLIC_BASE_URL/verify/{image_hash} (pdftoppm rendering)', async () => {
+    mkdirSync(RESULTS, { recursive: true });
+    const prefix = path.join(RESULTS, 'certificate');
+    await run('pdftoppm', ['-png', '-r', '150', '-f', '1', '-l', '1', pdfFile, prefix]);
+    const png = (await run('sh', ['-c', `ls ${prefix}-*1.png`])).stdout.trim();
+    const { stdout } = await run('zbarimg', ['--quiet', '--raw', png]);
+    const base = process.env.PUBLIC_BASE_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`;
+    assert.equal(stdout.trim(), `${base.replace(/\/+$/, '')}/verify/${imageHash}`);
+  });
+
+  it('embeds the receipt, which `evidence verify photo.jpg --certificate` checks', async () => {
+    const lines: string[] = [];
+    const args = ['verify', path.join(dir, 'photo.jpg'), '--certificate', pdfFile, '--rpc', process.env.LEDGER_RPC_URL ?? '', '--root', path.join(process.env.DATA_DIR ?? '', 'tsa', 'root.pem')];
+    const code = await evidenceCli(args, { out: (l) => lines.push(l), err: () => {} });
+    const report = lines.join('\n');
+    assert.equal(code, 0, report);
+    for (const check of ['ML-DSA-65 signature', 'timestamp chain to root', 'ledger input data', 'device signature']) assert.match(report, new RegExp(`pass\\s+${check}`), report);
+    assert.doesNotMatch(report, /skipped\s+ledger/);
+    const { stdout } = await run('pdfdetach', ['-list', pdfFile]);
+    assert.match(stdout, /receipt\.json/);
+  });
+
+  it('fails the CLI check for another photo', async () => {
+    const other = path.join(dir, 'other.jpg');
+    await writeFile(other, 'another photo');
+    const code = await evidenceCli(['verify', other, '--certificate', pdfFile], { out: () => {}, err: () => {} });
+    assert.equal(code, 1);
+  });
+});
+
+describe('who gets a certificate', () => {
+  it('a Starter account gets one for a hash it registered, saying plainly what is not there', async () => {
+    const starter = await createAccount('starter');
+    const hash = randomHash();
+    const reg = await hashApp.request('/api/v2/evidence/hash', json({ sha256_hash: hash }, { 'x-api-key': starter.apiKey }));
+    assert.equal(reg.status, 200);
+    const res = await getCertificate(hash, starter.apiKey);
+    assert.equal(res.status, 200, await res.clone().text());
+    const file = path.join(dir, 'registered.pdf');
+    await writeFile(file, Buffer.from(await res.arrayBuffer()));
+    const text = (await run('pdftotext', [file, '-'])).stdout;
+    assert.ok(text.includes(hash));
+    assert.match(text, /Not anchored on a public ledger/);
+    assert.match((await run('pdfsig', [file])).stdout, /Signature is Valid/);
+  });
+
+  it('another account’s hash and an unknown hash are both 404', async () => {
+    const other = await createAccount('pro');
+    const res = await getCertificate(imageHash, other.apiKey);
+    assert.equal(res.status, 404);
+    const unknown = await getCertificate(randomHash(), pro.apiKey);
+    assert.equal(unknown.status, 404);
+    for (const r of [res, unknown]) assert.equal(((await r.json()) as { code: string }).code, 'evidence_not_found');
+  });
+
+  it('a Free account gets 403', async () => {
+    const free = await createAccount('free');
+    const res = await getCertificate(randomHash(), free.apiKey);
+    assert.equal(res.status, 403);
+    assert.equal(((await res.json()) as { code: string }).code, 'tier_insufficient');
+  });
+
+  it('counts one unit of quota for a certificate and none for a 404', async () => {
+    const account = await createAccount('starter');
+    const hash = randomHash();
+    await hashApp.request('/api/v2/evidence/hash', json({ sha256_hash: hash }, { 'x-api-key': account.apiKey }));
+    const used = async () =>
+      ((await (await usageApp.request('/api/v2/account/usage', { headers: { authorization: `Bearer ${account.token}` } })).json()) as { used: number }).used;
+    const before = await used();
+    assert.equal((await getCertificate(hash, account.apiKey)).status, 200);
+    assert.equal(await used(), before + 1);
+    assert.equal((await getCertificate(randomHash(), account.apiKey)).status, 404);
+    assert.equal(await used(), before + 1);
+  });
+});
