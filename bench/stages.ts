@@ -34,6 +34,8 @@ import { apiKeyAuth } from '../lib/http/auth.js';
 import { getAnchorDeps, getLedgerSender, getTsa } from '../lib/deps/anchoring.js';
 import { getConfig, getDb, resetCoreDeps } from '../lib/deps/core.js';
 import { getVerifyDeps } from '../lib/deps/verification.js';
+import { getCertificateDeps } from '../lib/deps/certificate.js';
+import { issueCertificate } from '../lib/evidence/certificate.js';
 import { anchorEvidence, type AnchorDeps, type AnchorInput } from '../lib/evidence/anchor.js';
 import { buildStatement, computeServerHash } from '../lib/evidence/statement.js';
 import { verifyEvidence } from '../lib/evidence/verify.js';
@@ -270,6 +272,23 @@ try {
     if (res.status !== 204) throw new Error(`apiKeyAuth answered ${res.status}`);
   });
 
+  // The PDF certificate (GET /api/v2/evidence/certificate): the hash's verification (first time,
+  // as for a certificate of a new anchor), the layout with the subset fonts and the QR code, the
+  // attached receipt, the PAdES signature (P-256 from DATA_DIR) and the signature's RFC 3161 token.
+  const certificateDeps = getCertificateDeps();
+  const certHashes: string[] = [];
+  const certDevice = new BenchDevice();
+  for (let i = 0; i < N(40) + 3; i++) {
+    const b = certDevice.next();
+    await anchorEvidence(anchorDeps, { imageHash: b.sha256_hash, chainIndex: b.chain_index, chainHash: b.chain_hash, previousHash: b.previous_hash, signatureHex: b.signature_hex, publicKeyHex: b.public_key_hex, accountId: 'acc_bench', tier: 'pro', apiVersion: 'v2' });
+    certHashes.push(b.sha256_hash);
+  }
+  for (let i = 0; i < 3; i++) await issueCertificate(certificateDeps, certHashes.pop()!, 'acc_bench'); // warm-up (fonts, signer, TSA)
+  await stage('PDF certificate, issueCertificate: verify (first time) + pdf-lib layout + PAdES sign + TSA token (production)', N(40), async (i) => {
+    const { pdf } = await issueCertificate(certificateDeps, certHashes[Math.max(0, i) % certHashes.length]!, 'acc_bench');
+    if (pdf.byteLength < 10_000) throw new Error('no PDF');
+  });
+
   // ---------------------------------------------------------------- ledger
   const sender = await getLedgerSender();
   const senderInternals = sender as unknown as { db: { send: (...a: unknown[]) => Promise<unknown> }; provider: { send: (m: string, p: unknown[]) => Promise<unknown> } };
@@ -464,6 +483,7 @@ try {
     const v = await verifyEvidence(verifyDeps, fresh[Math.max(0, i) % Math.min(8, fresh.length)]!);
     if (!v.verified) throw new Error('not verified');
   });
+
 } finally {
   await stack.stop();
   await stopBenchDynamo();

@@ -52,6 +52,7 @@ const KMS_KEYS = {
   ledgerWallet: { custom: 'ledgerWalletKeyArn', envVar: 'LEDGER_KMS_KEY_ID', spec: 'ECC_SECG_P256K1' },
   jwtSecret: { custom: 'jwtSecretKeyArn', envVar: 'JWT_SECRET_KMS_CIPHERTEXT', spec: 'SYMMETRIC_DEFAULT' },
   ed25519Signer: { custom: 'ed25519SignerKeyArn', envVar: 'ED25519_SIGNER_KMS_KEY_ID', spec: 'ECC_NIST_EDWARDS25519' },
+  pdfSigner: { custom: 'pdfSignerKeyArn', envVar: 'PDF_SIGNER_KMS_KEY_ID', spec: 'ECC_NIST_P256' },
 };
 
 /** What a function may do with a key: sign (and read the public key), only read the public key, or decrypt. */
@@ -85,6 +86,8 @@ const KMS_NEEDS = {
   v2EvidenceSign: { ed25519Signer: 'sign' },
   wellKnownJwks: { pqSigner: 'public', ed25519Signer: 'public' },
   wellKnownTrust: { pqSigner: 'public', ed25519Signer: 'public', tsa: 'public', ledgerWallet: 'public' },
+  // The PDF certificate: its PAdES signature (PDF key) and the signature's timestamp (TSA key).
+  v2EvidenceCertificate: { pdfSigner: 'sign', tsa: 'sign' },
   reconcile: { ledgerWallet: 'sign', pqSigner: 'public', tsa: 'public' },
   v2AccountRegister: JWT,
   v2AccountLogin: JWT,

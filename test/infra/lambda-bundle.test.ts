@@ -20,6 +20,7 @@ import { getSigner } from '../../lib/deps/anchoring.js';
 import { resetCoreDeps } from '../../lib/deps/core.js';
 import { app as anchorApp } from '../../functions/v2/evidence-anchor.js';
 import { app as receiptApp } from '../../functions/v2/evidence-receipt.js';
+import { app as hashApp } from '../../functions/v2/evidence-hash.js';
 import { createAccount, Device, randomHash } from '../support/client.js';
 import registry from '../../infra/functions.json' with { type: 'json' };
 import { BANNER, SERVERLESS_ESBUILD } from '../support/serverless-esbuild.js';
@@ -47,6 +48,8 @@ const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   v2EvidenceFull: { maxKiB: 1314, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
   v2EvidenceVerify: { maxKiB: 383, heavy: ['@noble/post-quantum'] },
   v2EvidenceReceipt: { maxKiB: 310, heavy: [] },
+  // pdf-lib, fontkit, @signpdf, qrcode and the three DejaVu fonts (binary, ~1.8 MB) are this function's alone.
+  v2EvidenceCertificate: { maxKiB: 4721, heavy: ['pkijs', '@noble/post-quantum', 'pdf-lib'] },
   v2AccountRegister: { maxKiB: 322, heavy: ['jose'] },
   v2AccountLogin: { maxKiB: 322, heavy: ['jose'] },
   v2AccountKeysCreate: { maxKiB: 322, heavy: ['jose'] },
@@ -86,6 +89,7 @@ const HEAVY: Record<string, RegExp> = {
   '@noble/post-quantum': /node_modules\/@noble\/post-quantum\//,
   '@oqs/liboqs-js': /node_modules\/@oqs\//,
   jose: /node_modules\/jose\//,
+  'pdf-lib': /node_modules\/(pdf-lib|@pdf-lib|@signpdf|qrcode|dejavu-fonts-ttf)\//,
 };
 
 async function bundle(entry: string, pluginList: Plugin[], outfile?: string): Promise<{ inputs: string[]; bytes: number }> {
@@ -289,6 +293,19 @@ describe('the bundles osls package builds', () => {
       }
       t.diagnostic(`${entry}: ${(bytes / 1024).toFixed(0)} KB`);
     }
+  });
+
+  test('v2EvidenceCertificate signs a PDF in a fresh Node process: its fonts are inside the bundle (inline-font-files)', async () => {
+    const file = path.join(dir, 'v2EvidenceCertificate.mjs');
+    const { inputs } = await bundle('functions/v2/evidence-certificate.ts', plugins, file);
+    assert.ok(inputs.some((i) => /dejavu-fonts-ttf\/ttf\/DejaVuSans\.ttf$/.test(i)), 'the font files are bundled');
+    const account = await createAccount('starter');
+    const hash = randomHash();
+    const reg = await hashApp.request('/api/v2/evidence/hash', { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': account.apiKey }, body: JSON.stringify({ sha256_hash: hash }) });
+    assert.equal(reg.status, 200);
+    const [answer] = await invokeBundle(dir, file, [{ ...apiGatewayEvent('GET', `/api/v2/evidence/certificate/${hash}`, { 'x-api-key': account.apiKey }, null), body: undefined }]);
+    assert.equal(answer?.statusCode, 200, answer?.body);
+    assert.ok(answer?.body.startsWith('%PDF-'), 'a PDF');
   });
 
   test('zod-english-locale-only keeps English alone of zod’s locales (v2EvidenceHash)', async (t) => {
