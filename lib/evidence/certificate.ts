@@ -217,7 +217,7 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
       description: receipt ? 'Evidence receipt: every proof of this certificate, machine-readable' : 'Registration record of this hash',
       json: attachmentJson,
     },
-    extract: [`pdfdetach -savefile ${ATTACHMENT} certificate.pdf`],
+    extract: [`pdfdetach -save 1 -o ${ATTACHMENT} certificate.pdf`],
   };
 }
 

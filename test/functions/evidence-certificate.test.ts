@@ -124,8 +124,13 @@ describe('the certificate of an anchored photo', () => {
     assert.equal(code, 0, report);
     for (const check of ['ML-DSA-65 signature', 'timestamp chain to root', 'ledger input data', 'device signature']) assert.match(report, new RegExp(`pass\\s+${check}`), report);
     assert.doesNotMatch(report, /skipped\s+ledger/);
-    const { stdout } = await run('pdfdetach', ['-list', pdfFile]);
-    assert.match(stdout, /receipt\.json/);
+    // The extraction command the certificate prints gives the receipt the CLI checked.
+    const text = (await run('pdftotext', [pdfFile, '-'])).stdout;
+    assert.match(text, /pdfdetach -save 1 -o receipt\.json certificate\.pdf/);
+    await run('pdfdetach', ['-save', '1', '-o', path.join(dir, 'receipt.json'), pdfFile]);
+    const receipt = JSON.parse(await readFile(path.join(dir, 'receipt.json'), 'utf8')) as { image_hash: string; ledger: { tx_hash: string } };
+    assert.equal(receipt.image_hash, imageHash);
+    assert.equal(receipt.ledger.tx_hash, txHash);
   });
 
   it('fails the CLI check for another photo', async () => {
