@@ -291,7 +291,7 @@ try {
 
   // ---------------------------------------------------------------- ledger
   const sender = await getLedgerSender();
-  const senderInternals = sender as unknown as { db: { send: (...a: unknown[]) => Promise<unknown> }; provider: { send: (m: string, p: unknown[]) => Promise<unknown> } };
+  const senderInternals = sender as unknown as { records: { db: { send: (...a: unknown[]) => Promise<unknown> } }; provider: { send: (m: string, p: unknown[]) => Promise<unknown> } };
   const inner: Record<string, number[]> = {};
   const wrapTimed = <T extends object>(obj: T, key: keyof T, label: (args: unknown[]) => string) => {
     const original = (obj[key] as (...a: unknown[]) => Promise<unknown>).bind(obj);
@@ -304,7 +304,7 @@ try {
       }
     };
   };
-  wrapTimed(senderInternals.db, 'send', (a) => `ledger DynamoDB ${(a[0] as { constructor: { name: string } }).constructor.name.replace('Command', '')}`);
+  wrapTimed(senderInternals.records.db, 'send', (a) => `ledger DynamoDB ${(a[0] as { constructor: { name: string } }).constructor.name.replace('Command', '')}`);
   wrapTimed(senderInternals.provider, 'send', (a) => `ledger JSON-RPC ${String(a[0])}`);
   const data = () => Buffer.from(encodeAnchorData(randomBytes(32), randomBytes(32)).slice(2), 'hex');
   const txs: string[] = [];

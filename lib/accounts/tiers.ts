@@ -33,16 +33,9 @@ export function tierAllows(tier: TierName, feature: Feature): boolean {
   return TIER_NAMES.indexOf(tier) >= TIER_NAMES.indexOf(FEATURE_MIN_TIER[feature]);
 }
 
-/**
- * Features an endpoint delivers today. A feature the tier table sells but no endpoint provides
- * yet (the PDF certificate) is left out of what /account/info lists, so that the list only names
- * what works.
- */
-const DELIVERED: ReadonlySet<Feature> = new Set<Feature>(['hash', 'verify', 'timestamp', 'ed25519_signing', 'anchor', 'full']);
-
-/** Every feature `tier` includes that an endpoint delivers, in a stable order. */
+/** Every feature `tier` includes, in a stable order (each has its endpoint: /account/info names only what works). */
 export function featuresOf(tier: TierName): Feature[] {
-  return (Object.keys(FEATURE_MIN_TIER) as Feature[]).filter((f) => tierAllows(tier, f) && DELIVERED.has(f));
+  return (Object.keys(FEATURE_MIN_TIER) as Feature[]).filter((f) => tierAllows(tier, f));
 }
 
 /** The limits of `tier` from the configured table (api-v2.md figures, overridable by TIER_LIMITS). */

@@ -35,7 +35,7 @@ describe('GET /api/v2/account/info', () => {
     const info = await body(await app.request(PATH, { headers: bearer(account.token) }));
     assert.equal(info.tier, 'pro');
     assert.deepEqual(info.limits, { monthly_quota: 2000, rate_per_minute: 200, price_eur_per_month: 99 });
-    assert.deepEqual(info.features, ['hash', 'verify', 'timestamp', 'ed25519_signing', 'anchor', 'full']);
+    assert.deepEqual(info.features, ['hash', 'verify', 'timestamp', 'ed25519_signing', 'pdf_certificate', 'anchor', 'full']);
   });
 
   it('answers 404 account_not_found for a valid token whose account does not exist', async () => {

@@ -349,9 +349,9 @@ describe('GET /.well-known/evidence-trust-anchors.json', () => {
 });
 
 describe('GET /api/v2/account/info', () => {
-  it('lists the Starter features that work: timestamp and Ed25519 signing, no PDF certificate yet', async () => {
+  it('lists the Starter features, each with its endpoint: timestamp, Ed25519 signing and the PDF certificate', async () => {
     const res = await infoApp.request('/api/v2/account/info', { headers: { authorization: `Bearer ${starter.token}` } });
-    assert.deepEqual(((await res.json()) as { features: string[] }).features, ['hash', 'verify', 'timestamp', 'ed25519_signing']);
+    assert.deepEqual(((await res.json()) as { features: string[] }).features, ['hash', 'verify', 'timestamp', 'ed25519_signing', 'pdf_certificate']);
   });
 });
 
