@@ -18,15 +18,15 @@ describe('tier feature gates', () => {
     assert.equal(tierAllows('free', 'pdf_certificate'), false);
   });
 
-  it('list only the features an endpoint delivers (no PDF certificate until it exists)', () => {
-    assert.deepEqual(featuresOf('starter'), ['hash', 'verify', 'timestamp', 'ed25519_signing']);
+  it('list the features of a tier, each of which has its endpoint', () => {
+    assert.deepEqual(featuresOf('starter'), ['hash', 'verify', 'timestamp', 'ed25519_signing', 'pdf_certificate']);
   });
 
   it('offer anchor and full from Pro, and everything on Enterprise', () => {
     assert.equal(tierAllows('starter', 'anchor'), false);
     assert.equal(tierAllows('pro', 'anchor'), true);
     assert.equal(tierAllows('pro', 'full'), true);
-    assert.deepEqual(featuresOf('enterprise'), ['hash', 'verify', 'timestamp', 'ed25519_signing', 'anchor', 'full']);
+    assert.deepEqual(featuresOf('enterprise'), ['hash', 'verify', 'timestamp', 'ed25519_signing', 'pdf_certificate', 'anchor', 'full']);
   });
 
   it('answer 403 tier_insufficient naming the tier needed', async () => {
