@@ -206,31 +206,14 @@ export interface IssueDocumentSigningCertificateOptions {
 export async function issueDocumentSigningCertificate(options: IssueDocumentSigningCertificateOptions): Promise<{ certPem: string; keyPkcs8Pem: string }> {
   const root = parseCertificate(options.rootCertPem);
   const rootKey = await importPrivateKey(options.rootKeyPkcs8Pem);
-  const now = options.now ?? new Date();
-  const keys = (await subtle.generateKey(P256, true, ['sign', 'verify'])) as CryptoKeyPair;
-  const rootSki = subjectKeyIdentifier(root) ?? keyIdentifier(root);
-  const leaf = await buildCertificate({
-    subject: buildName(options.name ?? { organization: DEFAULT_ORG, commonName: 'Evidence Anchoring Document Signing' }),
-    issuer: root.subject,
-    publicKey: keys.publicKey,
-    signingKey: rootKey,
-    notBefore: backdate(now),
-    notAfter: minDate(addYears(now, options.validityYears ?? 10), root.notAfter.value),
-    extensions: (ski) => [
-      extension(OID.basicConstraints, true, new asn1js.Sequence({ value: [] })),
-      extension(OID.keyUsage, true, namedBitString([0, 1])),
-      extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: toArrayBuffer(ski) })),
-      extension(
-        OID.authorityKeyIdentifier,
-        false,
-        new asn1js.Sequence({ value: [new asn1js.Primitive({ idBlock: { tagClass: 3, tagNumber: 0 }, valueHex: toArrayBuffer(rootSki) })] }),
-      ),
-    ],
+  // The same end-entity profile as the TSA's leaf, without an ExtendedKeyUsage (tsaKeyPurposes null).
+  const { tsaCertPem, tsaKeyPkcs8Pem } = await issueLeaf(root, rootKey, {
+    tsaName: options.name ?? { organization: DEFAULT_ORG, commonName: 'Evidence Anchoring Document Signing' },
+    ...(options.now ? { now: options.now } : {}),
+    tsaValidityYears: options.validityYears ?? 10,
+    tsaKeyPurposes: null,
   });
-  return {
-    certPem: derToPem(certificateDer(leaf)),
-    keyPkcs8Pem: derToPem(new Uint8Array(await subtle.exportKey('pkcs8', keys.privateKey)), 'PRIVATE KEY'),
-  };
+  return { certPem: tsaCertPem, keyPkcs8Pem: tsaKeyPkcs8Pem };
 }
 
 interface CertificateSpec {
