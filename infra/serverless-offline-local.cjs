@@ -9,7 +9,8 @@
  * DEPLOYMENT=aws, KMS key ids, the Amoy RPC, and `!Ref`/`!GetAtt` table names and base URL that
  * only CloudFormation can resolve. Before serverless-offline builds its functions, this plugin
  * rewrites that environment for the local deployment:
- *  - DEPLOYMENT=local, PQ_SIGNER=local, LEDGER_WALLET=local, and no KMS variable at all: keys
+ *  - DEPLOYMENT=local, PQ_SIGNER=local, ED25519_SIGNER=local, LEDGER_WALLET=local, and no KMS
+ *    variable (nor a certificate of a KMS key) at all: keys
  *    come from DATA_DIR (lib/local/bootstrap.ts generates them), never from KMS;
  *  - variables that name AWS things (table refs, the API's URL, the real network) are dropped,
  *    so lib/config.ts falls back to its local defaults (TABLE_PREFIX, 127.0.0.1 ports);
@@ -42,11 +43,11 @@
  */
 const AWS_ONLY = /^(TABLE_[A-Z_]+|PUBLIC_BASE_URL|LEDGER_NETWORK|LEDGER_RPC_URL|DATA_DIR|PQ_PUBLIC_KEY_FILE)$/;
 /** Key material held in KMS on AWS (and the TSA certificate that goes with the KMS key): never offline. */
-const KMS_ONLY = /KMS|^TSA_(CERT|ROOT)_FILE$/;
+const KMS_ONLY = /KMS|^TSA_(CERT|ROOT)_FILE$|^PDF_SIGNER_CERT_FILE$/;
 /** The variables lib/config.ts reads that the shell may set for the local deployment. */
 const FROM_SHELL = /^(DATA_DIR|DYNAMODB_[A-Z_]+|TABLE_[A-Z_]+|PUBLIC_[A-Z_]+|JWT_[A-Z_]+|PQ_[A-Z_]+|TSA_[A-Z_]+|LEDGER_[A-Z_]+|TIER_LIMITS|LOG_LEVEL)$/;
 /** Forced last: whatever the shell or serverless.yml says, offline signs with the keys in DATA_DIR. */
-const LOCAL = { DEPLOYMENT: 'local', PQ_SIGNER: 'local', LEDGER_WALLET: 'local' };
+const LOCAL = { DEPLOYMENT: 'local', PQ_SIGNER: 'local', ED25519_SIGNER: 'local', LEDGER_WALLET: 'local' };
 
 /**
  * The environment of one function offline. `declared`: provider.environment merged with the
