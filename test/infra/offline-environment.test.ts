@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../../lib/config.js';
@@ -34,6 +35,11 @@ const AWS_ENVIRONMENT: Record<string, unknown> = {
   LEDGER_RPC_URL: 'https://rpc-amoy.polygon.technology',
   LEDGER_WALLET: 'kms',
   LEDGER_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/3',
+  ED25519_SIGNER: 'kms',
+  ED25519_SIGNER_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/5',
+  RETIRED_KEYS_FILE: 'infra/keys/dev/retired-keys.json',
+  PDF_SIGNER_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/6',
+  PDF_SIGNER_CERT_FILE: 'infra/keys/dev/pdf-signer.pem',
 };
 /** What test/offline/run.ts hands osls: the test stack's environment (and a stray KMS setting). */
 const SHELL = {
@@ -50,6 +56,15 @@ const SHELL = {
 
 describe('osls offline environment (infra/serverless-offline-local.cjs)', () => {
   const functions = buildFunctions();
+
+  test('covers every key and signer setting serverless.yml declares for AWS (a new one must be tried offline too)', () => {
+    const yml = readFileSync(new URL('../../serverless.yml', import.meta.url), 'utf8');
+    const declared = [...yml.matchAll(/^ {4}([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1] as string);
+    const signerSettings = declared.filter((n) => /KMS|SIGNER|WALLET|_FILE$/.test(n));
+    assert.ok(signerSettings.length >= 10, `${signerSettings.length} settings found`);
+    const missing = signerSettings.filter((n) => !(n in AWS_ENVIRONMENT) && n !== 'PQ_TRUSTED_KEY_FINGERPRINTS');
+    assert.deepEqual(missing, [], 'add them to AWS_ENVIRONMENT above');
+  });
 
   test('every function gets the local deployment on the stack, with no KMS setting and only strings', () => {
     for (const [name, fn] of Object.entries(functions)) {
