@@ -1,11 +1,12 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getConfig } from '../../lib/deps/core.js';
+import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { getEd25519Signer } from '../../lib/deps/signing.js';
 import { unavailable } from '../../lib/errors.js';
 import { signHash } from '../../lib/evidence/signature.js';
 import { createApp } from '../../lib/http/app.js';
-import { apiKeyAuth } from '../../lib/http/auth.js';
+import { apiKeyAuth, apiKeyCaller } from '../../lib/http/auth.js';
 import { jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
 import { SignRequest, SignResponse } from '../../lib/http/schemas/starter.js';
 import { describeError, log } from '../../lib/log.js';
@@ -19,7 +20,9 @@ export const route = createRoute({
     'The service signs, with Ed25519 (RFC 8032, pure), the UTF-8 bytes of the RFC 8785 canonical form of `statement`, which names the hash, `signed_at`, the key (`key_id`) and the issuer. ' +
     "Optionally send the device's `public_key_hex` and `signature_hex` (Ed25519 over the hash, as for anchors): they are verified (a bad one: 400 invalid_signature) and named in the statement, " +
     "so the answer attests both the device's signature and the service's time. Check it with the key whose `kid` is `key_id` in GET /.well-known/jwks.json, with any Ed25519 implementation. " +
-    'Starter tier and above (Free: 403 tier_insufficient); one unit of the monthly quota when it succeeds. Nothing is stored.',
+    'Starter tier and above (Free: 403 tier_insufficient); one unit of the monthly quota when it succeeds, none when it fails. ' +
+    'The answer is recorded for your account on the hash (the latest one wins) so that GET /api/v2/evidence/certificate/{image_hash} shows and attaches it; ' +
+    'it is only given out once recorded: if that write fails the request fails with 503 evidence_store_unavailable and the unit is refunded.',
   security: [{ ApiKey: [] }],
   middleware: [apiKeyAuth({ feature: 'ed25519_signing', quota: true })] as const,
   request: jsonBody(SignRequest),
@@ -40,7 +43,8 @@ app.openapi(route, async (c) => {
     log.warn('Ed25519 signer unavailable', describeError(error));
     throw unavailable('signer_unavailable', 'The signing key is unavailable; nothing was signed. Retry the request.');
   }
-  return c.json(await signHash({ signer, issuer: getConfig().publicBaseUrl }, input), 200);
+  const recorder = { store: getEvidenceRepo(), accountId: apiKeyCaller(c).accountId };
+  return c.json(await signHash({ signer, issuer: getConfig().publicBaseUrl, recorder }, input), 200);
 });
 
 export const handler = handle(app);

@@ -1,9 +1,10 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getTsa } from '../../lib/deps/anchoring.js';
+import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { timestampHash } from '../../lib/evidence/timestamp.js';
 import { createApp } from '../../lib/http/app.js';
-import { apiKeyAuth } from '../../lib/http/auth.js';
+import { apiKeyAuth, apiKeyCaller } from '../../lib/http/auth.js';
 import { jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
 import { TimestampHashRequest, TimestampHashResponse } from '../../lib/http/schemas/starter.js';
 
@@ -15,7 +16,9 @@ export const route = createRoute({
   description:
     'A granted RFC 3161 TimeStampResp (DER, base64) whose message imprint is SHA-256 = `sha256_hash`, from the same time-stamping authority and with the same checks as anchoring. ' +
     'Check it with `openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem` against the root of GET /api/v2/tsa/certificates. ' +
-    'Starter tier and above (Free: 403 tier_insufficient); counts one unit of the monthly quota when it succeeds, none when it fails. Nothing is stored. ' +
+    'Starter tier and above (Free: 403 tier_insufficient); counts one unit of the monthly quota when it succeeds, none when it fails. ' +
+    'The answer is recorded for your account on the hash (the latest one wins) so that GET /api/v2/evidence/certificate/{image_hash} shows and attaches it; ' +
+    'it is only given out once recorded: if that write fails the request fails with 503 evidence_store_unavailable and the unit is refunded. ' +
     '503 tsa_unavailable when the authority does not answer.',
   security: [{ ApiKey: [] }],
   middleware: [apiKeyAuth({ feature: 'timestamp', quota: true })] as const,
@@ -30,7 +33,8 @@ export const app = createApp();
 
 app.openapi(route, async (c) => {
   const { sha256_hash } = c.req.valid('json');
-  return c.json(await timestampHash(getTsa, sha256_hash), 200);
+  const recorder = { store: getEvidenceRepo(), accountId: apiKeyCaller(c).accountId };
+  return c.json(await timestampHash(getTsa, sha256_hash, recorder), 200);
 });
 
 export const handler = handle(app);

@@ -143,3 +143,30 @@ export interface ChainLink {
   anchored_at?: string;
   tx_hash?: string;
 }
+
+/**
+ * The stand-alone proofs an account asked for (POST /api/v2/evidence/timestamp and /sign), kept
+ * on the evidence item of the hash as one top-level attribute per account and kind:
+ * `ts#<account_id>` holds the timestamp answer, `sig#<account_id>` the signature answer, each
+ * exactly as the endpoint returned it; the latest one wins.
+ */
+export type StandaloneKind = 'ts' | 'sig';
+
+/** The attribute that holds an account's stand-alone proof of one kind. */
+export function standaloneAttribute(kind: StandaloneKind, accountId: string): string {
+  return `${kind}#${accountId}`;
+}
+
+/** The account's stand-alone answers on an item (as stored, not checked). */
+export function standaloneAnswers(item: EvidenceItem | undefined, accountId: string): { timestamp?: unknown; signature?: unknown } {
+  if (!item) return {};
+  const fields = item as unknown as Record<string, unknown>;
+  const timestamp = fields[standaloneAttribute('ts', accountId)];
+  const signature = fields[standaloneAttribute('sig', accountId)];
+  return { ...(timestamp !== undefined ? { timestamp } : {}), ...(signature !== undefined ? { signature } : {}) };
+}
+
+/** Where the stand-alone endpoints record their answers (EvidenceRepository.recordStandalone). */
+export interface StandaloneProofStore {
+  recordStandalone(imageHash: string, accountId: string, kind: StandaloneKind, answer: object): Promise<void>;
+}

@@ -3,7 +3,19 @@ import { describeError, log } from '../log.js';
 import { setClause, tryWrite, type WriteOutcome } from '../store/conditional.js';
 import type { StatsPort } from './stats.js';
 
-import { type AnchorClaim, type AnchoredEvidence, type ChainLink, type EvidenceItem, isAnchored, type SignedProofs, type StoredTx, type TxStatus } from './records.js';
+import {
+  type AnchorClaim,
+  type AnchoredEvidence,
+  type ChainLink,
+  type EvidenceItem,
+  isAnchored,
+  type SignedProofs,
+  type StandaloneKind,
+  type StandaloneProofStore,
+  standaloneAttribute,
+  type StoredTx,
+  type TxStatus,
+} from './records.js';
 
 export * from './records.js';
 
@@ -34,7 +46,7 @@ const ANCHOR_FIELDS = [
  * write (no transactions: dynalite has none, and the state machine needs none); each condition
  * is explained where it is written.
  */
-export class EvidenceRepository {
+export class EvidenceRepository implements StandaloneProofStore {
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tables: { evidence: string; chains: string },
@@ -145,6 +157,26 @@ export class EvidenceRepository {
     const before = (r.Attributes as EvidenceItem | undefined)?.registered_at;
     if (before === undefined) await this.stats?.record({ registered: 1 });
     return { registeredAt: before ?? now, first: before === undefined };
+  }
+
+  // ------------------------------------------------------------------ stand-alone proofs
+
+  /**
+   * Records an account's stand-alone timestamp or signature answer on the hash's item: one
+   * unconditional SET of `ts#<account>` / `sig#<account>` (the latest answer wins; the item is
+   * created when the hash had none). It touches no other attribute: a registration or an anchor
+   * on the same item stays as it is, and every anchor write is an UpdateItem of its own fields.
+   */
+  async recordStandalone(imageHash: string, accountId: string, kind: StandaloneKind, answer: object): Promise<void> {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: 'SET #proof = :answer',
+        ExpressionAttributeNames: { '#proof': standaloneAttribute(kind, accountId) },
+        ExpressionAttributeValues: { ':answer': answer },
+      }),
+    );
   }
 
   // ------------------------------------------------------------------ the anchor's states

@@ -13,6 +13,7 @@ import { canonicalize, canonicalizeToBytes } from '../crypto/jcs.js';
 import type { Ed25519Signer } from '../crypto/ports.js';
 import { invalid } from '../errors.js';
 import { checkDeviceSignature, type Verdict } from './proof-check.js';
+import { recordStandaloneProof, type StandaloneRecorder } from './standalone-record.js';
 
 /** The statement type this module signs; a verifier refuses any other. */
 export const SIGNATURE_STATEMENT_TYPE = 'evidence-signature-v1';
@@ -51,6 +52,8 @@ export interface SignHashDeps {
   signer: Ed25519Signer;
   issuer: string;
   clock?: () => Date;
+  /** Where the answer is recorded for the caller's account (`sig#<account>`) before it is given out. */
+  recorder?: StandaloneRecorder;
 }
 
 /**
@@ -79,7 +82,9 @@ export async function signHash(deps: SignHashDeps, input: SignHashInput): Promis
     ...(device ? { device } : {}),
   };
   const signature = await deps.signer.sign(canonicalizeToBytes(statement));
-  return { algorithm: 'Ed25519', key_id: deps.signer.keyId, statement, signature: Buffer.from(signature).toString('base64url') };
+  const answer: SignatureResponse = { algorithm: 'Ed25519', key_id: deps.signer.keyId, statement, signature: Buffer.from(signature).toString('base64url') };
+  if (deps.recorder) await recordStandaloneProof(deps.recorder, sha256_hash, 'sig', answer);
+  return answer;
 }
 
 /** The verdicts on a signature response, each proof on its own. */

@@ -15,6 +15,8 @@ import { Wallet } from 'ethers';
 import { ed25519PublicKeyFromSeed, signEd25519 } from '../../lib/crypto/ed25519.js';
 import { canonicalize } from '../../lib/crypto/jcs.js';
 import { resetCoreDeps } from '../../lib/deps/core.js';
+import { getEvidenceRepo } from '../../lib/deps/evidence.js';
+import { EvidenceRepository } from '../../lib/evidence/repository.js';
 import { createAccount, json, randomHash } from '../support/client.js';
 import { useStack } from '../support/stack.js';
 
@@ -52,6 +54,17 @@ before(async () => {
   infoApp = (await import('../../functions/v2/account-info.js')).app;
   starter = await createAccount('starter');
 });
+
+/** Runs `body` while every recordStandalone write fails (as a DynamoDB outage would). */
+async function withFailingStore(body: () => Promise<void>): Promise<void> {
+  const original = Object.getOwnPropertyDescriptor(EvidenceRepository.prototype, 'recordStandalone');
+  EvidenceRepository.prototype.recordStandalone = () => Promise.reject(new Error('ProvisionedThroughputExceededException'));
+  try {
+    await body();
+  } finally {
+    if (original) Object.defineProperty(EvidenceRepository.prototype, 'recordStandalone', original);
+  }
+}
 
 /** The published chain, leaf first: the root pinned for every openssl check below. */
 async function publishedChain(): Promise<{ rootPath: string; leafPath: string; pems: string[] }> {
@@ -111,6 +124,22 @@ describe('POST /api/v2/evidence/timestamp', () => {
     const r = openssl(['ts', '-verify', '-data', photo, '-in', tsr, '-CAfile', rootPath]);
     assert.ok(r.ok && /Verification: OK/.test(r.output), r.output);
     assert.ok(!openssl(['ts', '-verify', '-data', file('other.jpg', 'other'), '-in', tsr, '-CAfile', rootPath]).ok);
+    // Recorded for this account on the hash's item, exactly as answered (for the PDF certificate).
+    const item = (await getEvidenceRepo().get(hash)) as unknown as Record<string, unknown> | undefined;
+    assert.deepEqual(item?.[`ts#${starter.accountId}`], body);
+    assert.equal(item?.registered_at, undefined, 'a timestamp is not a registration');
+  });
+
+  it('answers 503 evidence_store_unavailable and counts nothing when the answer cannot be recorded', async () => {
+    const account = await createAccount('starter');
+    const hash = randomHash();
+    await withFailingStore(async () => {
+      const res = await timestampApp.request('/api/v2/evidence/timestamp', json({ sha256_hash: hash }, { 'x-api-key': account.apiKey }));
+      assert.equal(res.status, 503);
+      assert.equal(((await res.json()) as { code: string }).code, 'evidence_store_unavailable');
+    });
+    assert.equal(await used(account), 0);
+    assert.equal(await getEvidenceRepo().get(hash), undefined);
   });
 
   it('refuses a Free key with 403 naming Starter, and a bad body with 400; neither consumes quota', async () => {
@@ -254,6 +283,20 @@ describe('POST /api/v2/evidence/sign', () => {
     const set = await jwks();
     assert.equal(verifiesWithJwks(signed, set), true);
     assert.equal(verifiesWithJwks({ ...signed, statement: { ...signed.statement, sha256_hash: randomHash() } }, set), false);
+    const item = (await getEvidenceRepo().get(hash)) as unknown as Record<string, unknown> | undefined;
+    assert.deepEqual(item?.[`sig#${starter.accountId}`], signed, 'recorded for this account, exactly as answered');
+  });
+
+  it('answers 503 evidence_store_unavailable and counts nothing when the answer cannot be recorded', async () => {
+    const account = await createAccount('starter');
+    await withFailingStore(async () => {
+      const res = await sign({ sha256_hash: randomHash() }, account.apiKey);
+      assert.equal(res.status, 503);
+      assert.equal(((await res.json()) as { code: string }).code, 'evidence_store_unavailable');
+    });
+    assert.equal(await used(account), 0);
+    assert.equal((await sign({ sha256_hash: randomHash() }, account.apiKey)).status, 200);
+    assert.equal(await used(account), 1);
   });
 
   it('names a verified device signature in the statement, and refuses a bad one with 400 invalid_signature', async () => {

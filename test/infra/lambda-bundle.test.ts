@@ -75,7 +75,7 @@ const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   quotaReset: { maxKiB: 54, heavy: ['jose'] },
   reconcile: { maxKiB: 1034, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
   v2EvidenceTimestamp: { maxKiB: 766, heavy: ['pkijs'] },
-  v2EvidenceSign: { maxKiB: 309, heavy: [] },
+  v2EvidenceSign: { maxKiB: 323, heavy: [] }, // 314 KiB since it records its answer through the evidence repository (was 300), plus 3 %
   v2Tsa: { maxKiB: 764, heavy: ['pkijs'] },
   v2TsaCertificates: { maxKiB: 296, heavy: [] },
   wellKnownJwks: { maxKiB: 304, heavy: [] },
