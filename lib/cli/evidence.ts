@@ -266,21 +266,27 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
 
   const name = subject.kind === 'file' ? subject.name : subject.hash;
   const reports: { ok: boolean; kind: string; file: string; report: unknown; lines: string[] }[] = [];
-  if (receiptFile !== undefined) {
-    let receipt: unknown;
-    if (values.certificate !== undefined) {
-      receipt = await receiptFromCertificate(values.certificate);
-      if (isRegistrationOnly(receipt)) return reportRegistration(receipt, subject, values.certificate, io);
-    } else {
-      try {
-        receipt = JSON.parse(await readFile(receiptFile, 'utf8')) as unknown;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-          throw new CliError(`No receipt at ${receiptFile}. Download it from GET /api/v2/evidence/receipt/<sha256> or pass --receipt.`);
-        }
-        throw new CliError(`${receiptFile} is not a JSON receipt.`);
+  // A certificate carries the receipt and, when the account made them, its stand-alone answers.
+  const attached = values.certificate !== undefined ? await attachedToCertificate(values.certificate) : undefined;
+  let receipt: unknown;
+  if (attached && values.certificate !== undefined) {
+    if (isRegistrationOnly(attached.receipt)) {
+      if (!attached.timestamp && !attached.signature) return reportRegistration(attached.receipt, subject, values.certificate, io);
+      const { ok, lines } = registrationLines(attached.receipt, subject);
+      const { image_hash, registered_at } = attached.receipt;
+      reports.push({ ok, kind: 'record attached to the certificate', file: values.certificate, report: { ok, image_hash, registered_at }, lines });
+    } else receipt = attached.receipt;
+  } else if (receiptFile !== undefined) {
+    try {
+      receipt = JSON.parse(await readFile(receiptFile, 'utf8')) as unknown;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw new CliError(`No receipt at ${receiptFile}. Download it from GET /api/v2/evidence/receipt/<sha256> or pass --receipt.`);
       }
+      throw new CliError(`${receiptFile} is not a JSON receipt.`);
     }
+  }
+  if (receiptFile !== undefined && receipt !== undefined) {
     progress(`Verifying against ${receiptFile}…`);
     const report = await verifyReceipt({
       receipt,
@@ -294,15 +300,20 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
     const kind = values.certificate !== undefined ? 'receipt attached to the certificate' : 'receipt';
     reports.push({ ok: report.ok, kind, file: receiptFile, report, lines: formatReport(report) });
   }
-  if (values.timestamp !== undefined) {
-    const response = await readJsonFile(values.timestamp, 'timestamp answer');
+  // --timestamp / --signature files, and the answers attached to a certificate (same verifiers).
+  const timestamps: { file: string; response: unknown }[] = [];
+  const signatures: { file: string; response: unknown }[] = [];
+  if (values.timestamp !== undefined) timestamps.push({ file: values.timestamp, response: await readJsonFile(values.timestamp, 'timestamp answer') });
+  if (attached?.timestamp !== undefined) timestamps.push({ file: `${values.certificate ?? ''} (timestamp.json)`, response: attached.timestamp });
+  if (values.signature !== undefined) signatures.push({ file: values.signature, response: await readJsonFile(values.signature, 'signature answer') });
+  if (attached?.signature !== undefined) signatures.push({ file: `${values.certificate ?? ''} (signature.json)`, response: attached.signature });
+  for (const { file, response } of timestamps) {
     const report = await verifyTimestampFile({ response, subject, rootsPem: roots, ...(rootSource ? { rootSource } : {}) });
-    reports.push({ ok: report.ok, kind: 'timestamp', file: values.timestamp, report, lines: formatStandalone(report) });
+    reports.push({ ok: report.ok, kind: 'timestamp', file, report, lines: formatStandalone(report) });
   }
-  if (values.signature !== undefined) {
-    const response = await readJsonFile(values.signature, 'signature answer');
+  for (const { file, response } of signatures) {
     const report = verifySignatureFile({ response, subject, jwks: jwksKeys, ...(jwksSource ? { jwksSource } : {}) });
-    reports.push({ ok: report.ok, kind: 'signature', file: values.signature, report, lines: formatStandalone(report) });
+    reports.push({ ok: report.ok, kind: 'signature', file, report, lines: formatStandalone(report) });
   }
   const ok = reports.every((r) => r.ok);
   if (values.json) {
@@ -319,8 +330,12 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   return ok ? 0 : 1;
 }
 
-/** The receipt.json attached to a PDF evidence certificate (GET /api/v2/evidence/certificate/{hash}). */
-async function receiptFromCertificate(file: string): Promise<unknown> {
+/**
+ * The files attached to a PDF evidence certificate (GET /api/v2/evidence/certificate/{hash}):
+ * receipt.json, and the account's stand-alone answers timestamp.json and signature.json when it
+ * made them (each in the shape the API answered).
+ */
+async function attachedToCertificate(file: string): Promise<{ receipt: unknown; timestamp?: unknown; signature?: unknown }> {
   let pdf: Buffer;
   try {
     pdf = await readFile(file);
@@ -333,13 +348,20 @@ async function receiptFromCertificate(file: string): Promise<unknown> {
   } catch {
     throw new CliError(`${file} is not a PDF.`);
   }
-  const attached = attachments.find((a) => a.name === 'receipt.json');
-  if (!attached) throw new CliError(`${file} has no attached receipt.json: is it an evidence certificate?`);
-  try {
-    return JSON.parse(Buffer.from(attached.bytes).toString('utf8')) as unknown;
-  } catch {
-    throw new CliError(`The receipt.json attached to ${file} is not JSON.`);
-  }
+  const parsed = (name: string): unknown => {
+    const attached = attachments.find((a) => a.name === name);
+    if (!attached) return undefined;
+    try {
+      return JSON.parse(Buffer.from(attached.bytes).toString('utf8')) as unknown;
+    } catch {
+      throw new CliError(`The ${name} attached to ${file} is not JSON.`);
+    }
+  };
+  const receipt = parsed('receipt.json');
+  if (receipt === undefined) throw new CliError(`${file} has no attached receipt.json: is it an evidence certificate?`);
+  const timestamp = parsed('timestamp.json');
+  const signature = parsed('signature.json');
+  return { receipt, ...(timestamp !== undefined ? { timestamp } : {}), ...(signature !== undefined ? { signature } : {}) };
 }
 
 /** A certificate of a hash that was only registered carries no proof to check, only the hash. */
@@ -348,10 +370,16 @@ function isRegistrationOnly(receipt: unknown): receipt is { image_hash: string; 
 }
 
 function reportRegistration(receipt: { image_hash: string; registered_at: string | null }, subject: VerifySubject, file: string, io: EvidenceIo): number {
+  const { ok, lines } = registrationLines(receipt, subject);
+  io.out(`${subject.kind === 'file' ? subject.name : subject.hash} — certificate ${file}`);
+  for (const line of lines) io.out(line);
+  io.out(`  The hash was registered at ${receipt.registered_at ?? 'an unknown time'}; it has no timestamp, signature or ledger proof to check.`);
+  return ok ? 0 : 1;
+}
+
+/** Whether the file is the hash of a certificate's registration record (no anchor receipt). */
+function registrationLines(receipt: { image_hash: string }, subject: VerifySubject): { ok: boolean; lines: string[] } {
   const actual = subject.kind === 'file' ? subject.sha256 : subject.hash;
   const same = actual === receipt.image_hash;
-  io.out(`${subject.kind === 'file' ? subject.name : subject.hash} — certificate ${file}`);
-  io.out(`  ${same ? 'pass' : 'FAIL'}  file SHA-256 ${same ? 'is' : 'is not'} the registered hash ${receipt.image_hash}`);
-  io.out(`  The hash was registered at ${receipt.registered_at ?? 'an unknown time'}; it has no timestamp, signature or ledger proof to check.`);
-  return same ? 0 : 1;
+  return { ok: same, lines: [`  ${same ? 'pass' : 'FAIL'}  file SHA-256 ${same ? 'is' : 'is not'} the certificate's hash ${receipt.image_hash}`] };
 }

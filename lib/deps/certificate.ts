@@ -6,9 +6,13 @@ import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { KmsTsaKeySigner, WebCryptoTsaKeySigner } from '../crypto/tsa/key-signer.js';
 import { importPrivateKey } from '../crypto/tsa/certificates.js';
 import { pemToDer } from '../crypto/tsa/pem.js';
-import { extractTimestampToken } from '../crypto/tsa/verify.js';
+import { extractTimestampToken, verifyTimestampResponse } from '../crypto/tsa/verify.js';
+import { rawPublicKeyOf } from '../crypto/jwk.js';
 import { parseCertificateDer, nameStrings } from '../crypto/tsa/x509-verify.js';
-import type { CertificateDeps } from '../evidence/certificate.js';
+import type { CertificateDeps, StandaloneEvidence } from '../evidence/certificate.js';
+import { checkTimestamp } from '../evidence/proof-check.js';
+import { checkSignatureResponse, type SignatureResponse } from '../evidence/signature.js';
+import type { HashTimestamp } from '../evidence/timestamp.js';
 import { buildReceipt } from '../evidence/receipt.js';
 import { verifyEvidence } from '../evidence/verify.js';
 import { renderCertificate } from '../pdf/certificate-pdf.js';
@@ -17,7 +21,8 @@ import { getTsa } from './anchoring.js';
 import { getConfig } from './core.js';
 import { getEvidenceRepo } from './evidence.js';
 import { lazy } from './lazy.js';
-import { getVerifyDeps } from './verification.js';
+import { getPublishedKeys } from './signing.js';
+import { getVerifyDeps, loadTsaRoots } from './verification.js';
 
 /**
  * The PDF certificate's part of the composition root: the PDF signing key behind the signer port
@@ -62,6 +67,40 @@ function tsaNameOf(pems: string[]): string | null {
   }
 }
 
+/**
+ * The account's stand-alone answers as stored, checked by the same checkers as the offline
+ * verifier: the token against the hash and the TSA roots we vouch for, the statement and its
+ * Ed25519 signature against our published key of its kid. A malformed answer is a failed proof.
+ */
+async function checkStandalone(imageHash: string, answers: { timestamp?: unknown; signature?: unknown }): Promise<StandaloneEvidence> {
+  const out: StandaloneEvidence = {};
+  if (answers.timestamp !== undefined) {
+    const answer = answers.timestamp as HashTimestamp;
+    let ok = false;
+    try {
+      const result = await verifyTimestampResponse(Buffer.from(answer.timestamp_token, 'base64'), {
+        imprint: Buffer.from(imageHash, 'hex'),
+        roots: await loadTsaRoots(),
+        untrusted: answer.tsa_certificates,
+        hashAlgorithm: 'SHA-256',
+        policy: answer.policy,
+      });
+      ok = answer.sha256_hash === imageHash && checkTimestamp(result).ok;
+    } catch {
+      ok = false;
+    }
+    out.timestamp = { answer, ok, tsaName: tsaNameOf(Array.isArray(answer.tsa_certificates) ? answer.tsa_certificates : []) };
+  }
+  if (answers.signature !== undefined) {
+    const answer = answers.signature as SignatureResponse;
+    const jwk = (await getPublishedKeys()).find((k) => k.kid === answer.key_id);
+    const raw = jwk ? rawPublicKeyOf(jwk) : undefined;
+    const verdict = checkSignatureResponse(answer, imageHash, raw?.algorithm === 'Ed25519' ? raw.publicKey : undefined);
+    out.signature = { answer, ok: verdict.statement.ok && verdict.signature.ok && (verdict.device?.ok ?? true) };
+  }
+  return out;
+}
+
 export function getCertificateDeps(): CertificateDeps {
   const config = getConfig();
   const issuer = { name: 'Evidence Anchoring Service', url: config.publicBaseUrl };
@@ -70,6 +109,7 @@ export function getCertificateDeps(): CertificateDeps {
     verify: (hash) => verifyEvidence(getVerifyDeps(), hash),
     receiptOf: (item) => buildReceipt(item, config.ledger.explorerTxUrl),
     tsaNameOf: (receipt) => tsaNameOf(receipt.timestamp.tsa_certificates),
+    checkStandalone,
     render: async (model) => {
       const [doc, identity, tsa] = await Promise.all([renderCertificate(model, issuer), getPdfSigningIdentity(), getTsa()]);
       return signPdf(

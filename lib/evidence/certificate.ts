@@ -9,19 +9,32 @@
 import { notFoundError } from '../errors.js';
 import type { EvidenceReceipt } from './receipt.js';
 import type { AnchoredEvidence, EvidenceItem } from './records.js';
-import { isAnchored } from './records.js';
+import { isAnchored, standaloneAnswers } from './records.js';
+import type { SignatureResponse } from './signature.js';
+import type { HashTimestamp } from './timestamp.js';
 import type { EvidenceVerification } from './verify.js';
 
-/** Whether the caller's account holds evidence for the item: it registered or anchored the hash. */
+/**
+ * Whether the caller's account holds evidence for the item: it registered or anchored the hash, or
+ * time-stamped or signed it on its own (`ts#<account>` / `sig#<account>` on the item).
+ */
 export function accountHoldsEvidence(item: EvidenceItem | undefined, accountId: string): item is EvidenceItem {
   if (!item) return false;
-  return item.registered_by === accountId || (isAnchored(item) && item.account_id === accountId);
+  if (item.registered_by === accountId || (isAnchored(item) && item.account_id === accountId)) return true;
+  const own = standaloneAnswers(item, accountId);
+  return own.timestamp !== undefined || own.signature !== undefined;
+}
+
+/** The account's stand-alone answers on the hash, each with the checker's verdict at issue. */
+export interface StandaloneEvidence {
+  timestamp?: { answer: HashTimestamp; ok: boolean; tsaName: string | null };
+  signature?: { answer: SignatureResponse; ok: boolean };
 }
 
 /** The item when the account holds evidence for it; else 404, the same for another account's hash and an unknown one. */
 export function requireHeldEvidence(item: EvidenceItem | undefined, accountId: string, imageHash: string): EvidenceItem {
   if (!accountHoldsEvidence(item, accountId)) {
-    throw notFoundError('evidence_not_found', `Your account holds no evidence for ${imageHash}: register or anchor it first.`);
+    throw notFoundError('evidence_not_found', `Your account holds no evidence for ${imageHash}: register, time-stamp, sign or anchor it first.`);
   }
   return item;
 }
@@ -30,7 +43,7 @@ export type ProofStatus = 'verified' | 'failed' | 'pending';
 
 /** One proof as the certificate presents it. */
 export interface CertificateProof {
-  id: 'timestamp' | 'pq_signature' | 'ledger' | 'device';
+  id: 'timestamp' | 'pq_signature' | 'ledger' | 'device' | 'standalone_timestamp' | 'ed25519_signature';
   title: string;
   status: ProofStatus;
   /** One line: the checker's verdict at the time of issue, in words. */
@@ -55,7 +68,9 @@ export interface CertificateModel {
   absent: string[];
   /** The attached file: its name and content. */
   attachment: { name: string; description: string; json: string };
-  /** How to take the attached file out of the PDF. */
+  /** The stand-alone answers attached after it (signature.json, timestamp.json), in this order. */
+  more: { name: string; description: string; json: string }[];
+  /** How to take the attached files out of the PDF. */
   extract: string[];
 }
 
@@ -71,9 +86,13 @@ export interface CertificateInputs {
   chainLabel: string;
   /** The TSA's subject, e.g. "CN=Evidence Anchoring TSA, O=…". */
   tsaName: string | null;
+  /** The caller's own stand-alone timestamp and signature of the hash, if any. */
+  standalone?: StandaloneEvidence;
 }
 
 const ATTACHMENT = 'receipt.json';
+const SIGNATURE_ATTACHMENT = 'signature.json';
+const TIMESTAMP_ATTACHMENT = 'timestamp.json';
 
 /** Builds the certificate's content for one hash. */
 export function buildCertificateModel(input: CertificateInputs): CertificateModel {
@@ -182,8 +201,88 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
         ],
       },
     });
-  } else {
-    absent.push('No RFC 3161 timestamp: an independent authority has not vouched for the time.');
+  }
+  // The caller's stand-alone proofs, attached after receipt.json: signature.json, then timestamp.json.
+  const own = input.standalone ?? {};
+  const more: CertificateModel['more'] = [];
+  const extract = [`pdfdetach -save 1 -o ${ATTACHMENT} certificate.pdf`];
+  const attach = (name: string, description: string, answer: object) => {
+    more.push({ name, description, json: JSON.stringify(answer, null, 2) });
+    extract.push(`pdfdetach -save ${more.length + 1} -o ${name} certificate.pdf`);
+    return extract[extract.length - 1] as string;
+  };
+  const signatureExtract = own.signature
+    ? attach(SIGNATURE_ATTACHMENT, 'Ed25519 signature answer of POST /api/v2/evidence/sign', own.signature.answer)
+    : undefined;
+  const timestampExtract = own.timestamp
+    ? attach(TIMESTAMP_ATTACHMENT, 'RFC 3161 timestamp answer of POST /api/v2/evidence/timestamp', own.timestamp.answer)
+    : undefined;
+  if (own.timestamp) times.push(['Time-stamped (RFC 3161, your request)', own.timestamp.answer.gen_time]);
+  if (own.signature) times.push(['Signed by the service (Ed25519, your request)', own.signature.answer.statement.signed_at]);
+  if (own.timestamp && timestampExtract) {
+    const t = own.timestamp;
+    proofs.push({
+      id: 'standalone_timestamp',
+      title: isAnchored(item) ? 'Your own RFC 3161 timestamp (requested separately)' : 'Independent timestamp (RFC 3161)',
+      status: t.ok ? 'verified' : 'failed',
+      statusText: t.ok ? 'Checks out: the token is signed by the time-stamping authority and names this fingerprint.' : 'Does NOT check out: the token does not verify.',
+      proves: 'A time-stamping authority signed that this exact fingerprint existed at the time shown. Nobody, including us, can move that time later.',
+      facts: [
+        ['Time (genTime)', t.answer.gen_time],
+        ['Authority (TSA)', t.tsaName ?? 'named in the token'],
+        ['Serial number', t.answer.serial_number],
+        ['Policy', t.answer.policy],
+      ],
+      check: {
+        intro: `With OpenSSL, from the attached ${TIMESTAMP_ATTACHMENT} and the original file (pin the published TSA root for a real check: GET /api/v2/tsa/certificates):`,
+        commands: [
+          timestampExtract,
+          `jq -r .timestamp_token ${TIMESTAMP_ATTACHMENT} | base64 -d > token.tsr`,
+          `jq -r '.tsa_certificates[-1]' ${TIMESTAMP_ATTACHMENT} > root.pem`,
+          'openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem',
+        ],
+      },
+    });
+  }
+  if (own.signature && signatureExtract) {
+    const sg = own.signature;
+    const st = sg.answer.statement;
+    const facts: [string, string][] = [
+      ['Algorithm', 'Ed25519 (RFC 8032) over the RFC 8785 canonical statement'],
+      ['Key id', sg.answer.key_id],
+      ['Signed at', st.signed_at],
+      ['Statement', `${st.statement_type}, SHA-256 ${st.sha256_hash}`],
+      ['Issuer', st.issuer],
+    ];
+    if (st.device) facts.push(['Device key (Ed25519)', st.device.public_key_hex]);
+    facts.push(['Signature', sg.answer.signature]);
+    proofs.push({
+      id: 'ed25519_signature',
+      title: 'Service signature (Ed25519)',
+      status: sg.ok ? 'verified' : 'failed',
+      statusText: sg.ok
+        ? `Checks out: the Ed25519 signature over the statement verifies with our published key ${sg.answer.key_id}.`
+        : 'Does NOT check out: the statement or its Ed25519 signature does not verify.',
+      proves: st.device
+        ? "The service signed, at the time shown, a statement naming this fingerprint and the device's own verified signature over it."
+        : 'The service signed, at the time shown, a statement naming this fingerprint. It proves what the service saw and when; it is not an independent authority.',
+      facts,
+      check: {
+        intro: `With node:crypto, from the attached ${SIGNATURE_ATTACHMENT} and the published key set (the key whose kid is key_id):`,
+        commands: [
+          signatureExtract,
+          `curl -s ${input.publicBaseUrl}/.well-known/jwks.json > jwks.json`,
+          `node --input-type=module -e 'import { createPublicKey, verify } from "node:crypto"; import { readFileSync } from "node:fs"; ` +
+            `const s = JSON.parse(readFileSync("${SIGNATURE_ATTACHMENT}", "utf8")); const jwk = JSON.parse(readFileSync("jwks.json", "utf8")).keys.find((k) => k.kid === s.key_id); ` +
+            'const canon = (v) => (v && typeof v === "object" ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon(v[k])}`).join(",")}}` : JSON.stringify(v)); ' +
+            `console.log(verify(null, Buffer.from(canon(s.statement)), createPublicKey({ key: jwk, format: "jwk" }), Buffer.from(s.signature, "base64url")) ? "Ed25519: OK" : "Ed25519: FAILED")'`,
+        ],
+      },
+    });
+  }
+  if (!isAnchored(item) || !receipt) {
+    if (!own.timestamp) absent.push('No RFC 3161 timestamp: an independent authority has not vouched for the time.');
+    if (!own.signature) absent.push('No Ed25519 signature by the service.');
     absent.push('No post-quantum (ML-DSA-65) signature by the service.');
     absent.push('Not anchored on a public ledger.');
     absent.push('No device signature and no place in a device chain.');
@@ -217,11 +316,28 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
       description: receipt ? 'Evidence receipt: every proof of this certificate, machine-readable' : 'Registration record of this hash',
       json: attachmentJson,
     },
-    extract: [`pdfdetach -save 1 -o ${ATTACHMENT} certificate.pdf`],
+    more,
+    extract,
   };
 }
 
 function verdictOf(item: EvidenceItem, v: EvidenceVerification, proofs: CertificateProof[]): CertificateModel['verdict'] {
+  if (!isAnchored(item) && proofs.length > 0) {
+    const kinds = proofs.map((p) => (p.id === 'standalone_timestamp' ? 'TIME-STAMPED' : 'SIGNED'));
+    const when = item.registered_at ? ` It was also registered with us on ${item.registered_at}.` : '';
+    if (proofs.every((p) => p.status === 'verified')) {
+      return {
+        tone: 'ok',
+        headline: `${kinds.join(' AND ')}: the proof${proofs.length > 1 ? 's' : ''} below check${proofs.length > 1 ? '' : 's'} out`,
+        text: `A file whose SHA-256 fingerprint equals the one below existed, unchanged, no later than the time${proofs.length > 1 ? 's' : ''} shown.${when} It was not anchored on a public ledger: the proofs not made are listed below.`,
+      };
+    }
+    return {
+      tone: 'bad',
+      headline: 'WARNING: at least one proof does NOT check out',
+      text: 'Read the proofs below: the ones marked as not checking out must not be relied on.',
+    };
+  }
   if (!isAnchored(item)) {
     return {
       tone: 'registered',
@@ -260,6 +376,8 @@ export interface CertificateDeps {
   render(model: CertificateModel): Promise<Uint8Array>;
   /** The TSA's subject name from the receipt's TSA certificate, for the reader. */
   tsaNameOf(receipt: EvidenceReceipt): string | null;
+  /** Checks the account's stored stand-alone answers (as the offline verifier does) for the reader. */
+  checkStandalone(imageHash: string, answers: { timestamp?: unknown; signature?: unknown }): Promise<StandaloneEvidence>;
   clock(): Date;
   publicBaseUrl: string;
   chainLabel: string;
@@ -273,6 +391,7 @@ export async function issueCertificate(deps: CertificateDeps, imageHash: string,
   const item = requireHeldEvidence(await deps.getItem(imageHash), accountId, imageHash);
   const verification = await deps.verify(imageHash);
   const receipt = isAnchored(item) ? deps.receiptOf(item) : null;
+  const standalone = await deps.checkStandalone(imageHash, standaloneAnswers(item, accountId));
   const model = buildCertificateModel({
     item,
     verification,
@@ -281,6 +400,7 @@ export async function issueCertificate(deps: CertificateDeps, imageHash: string,
     publicBaseUrl: deps.publicBaseUrl,
     chainLabel: deps.chainLabel,
     tsaName: receipt ? deps.tsaNameOf(receipt) : null,
+    standalone,
   });
   return { pdf: await deps.render(model), model };
 }

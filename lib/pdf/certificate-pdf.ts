@@ -248,9 +248,10 @@ export async function renderCertificate(model: CertificateModel, issuer: Certifi
   doc.setCreationDate(issued);
   doc.setModificationDate(issued);
 
+  const attachedNames = [model.attachment.name, ...model.more.map((f) => f.name)].join(', ');
   const flow = new Flow(doc, fonts, (page, index, count) => {
     page.drawLine({ start: { x: MARGIN, y: MARGIN + 14 }, end: { x: MARGIN + WIDTH, y: MARGIN + 14 }, thickness: 0.5, color: RULE });
-    const left = `Issued ${model.issued_at} by ${issuer.name} · digitally signed · proofs attached as ${model.attachment.name}`;
+    const left = `Issued ${model.issued_at} by ${issuer.name} · digitally signed · proofs attached as ${attachedNames}`;
     page.drawText(wrap(left, regular, 7, WIDTH - 60)[0] ?? '', { x: MARGIN, y: MARGIN + 3, size: 7, font: regular, color: MUTED });
     const pageText = `Page ${index + 1} of ${count}`;
     page.drawText(pageText, { x: MARGIN + WIDTH - regular.widthOfTextAtSize(pageText, 7), y: MARGIN + 3, size: 7, font: regular, color: MUTED });
@@ -287,7 +288,7 @@ export async function renderCertificate(model: CertificateModel, issuer: Certifi
   if (model.proofs.length > 0) {
     heading(flow, 'The proofs, and how to check each one without us');
     flow.text(
-      `Each proof below is independent of the others. The commands use the attached ${model.attachment.name}; take it out of this PDF with: ${model.extract.join(' ; ')}`,
+      `Each proof below is independent of the others. The commands use the attached ${attachedNames}; take ${model.more.length > 0 ? 'them' : 'it'} out of this PDF with: ${model.extract.join(' ; ')}`,
       { size: 8.8, color: MUTED, gap: 2 },
     );
     model.proofs.forEach((p, i) => proof(flow, p, i + 1));
@@ -298,7 +299,7 @@ export async function renderCertificate(model: CertificateModel, issuer: Certifi
   }
   heading(flow, 'About this document');
   flow.text(
-    `This certificate is signed by ${issuer.name} with a PAdES signature and a signature timestamp from its time-stamping authority: a PDF reader shows whether it was changed after issue (pdfsig certificate.pdf). The attached ${model.attachment.name} holds every value above in machine-readable form; "evidence verify photo.jpg --certificate certificate.pdf" checks them offline.`,
+    `This certificate is signed by ${issuer.name} with a PAdES signature and a signature timestamp from its time-stamping authority: a PDF reader shows whether it was changed after issue (pdfsig certificate.pdf). The attached ${attachedNames} ${model.more.length > 0 ? 'hold' : 'holds'} every value above in machine-readable form; "evidence verify photo.jpg --certificate certificate.pdf" checks them offline.`,
     { size: 8.8, color: MUTED },
   );
   flow.finish();
@@ -310,5 +311,15 @@ export async function renderCertificate(model: CertificateModel, issuer: Certifi
     modificationDate: issued,
     afRelationship: AFRelationship.Data,
   });
+  // Attached in the model's order, after receipt.json: the order its pdfdetach -save N commands name.
+  for (const file of model.more) {
+    await doc.attach(new TextEncoder().encode(file.json), file.name, {
+      mimeType: 'application/json',
+      description: file.description,
+      creationDate: issued,
+      modificationDate: issued,
+      afRelationship: AFRelationship.Data,
+    });
+  }
   return doc;
 }

@@ -24,6 +24,9 @@ let app: typeof import('../../functions/v2/evidence-certificate.js').app;
 let anchorApp: typeof import('../../functions/v2/evidence-anchor.js').app;
 let hashApp: typeof import('../../functions/v2/evidence-hash.js').app;
 let usageApp: typeof import('../../functions/v2/account-usage.js').app;
+let timestampApp: typeof import('../../functions/v2/evidence-timestamp.js').app;
+let signApp: typeof import('../../functions/v2/evidence-sign.js').app;
+let jwksApp: typeof import('../../functions/web/jwks.js').app;
 let dir: string;
 let pro: Awaited<ReturnType<typeof createAccount>>;
 let photo: Buffer;
@@ -41,6 +44,9 @@ before(async () => {
   ({ app: anchorApp } = await import('../../functions/v2/evidence-anchor.js'));
   ({ app: hashApp } = await import('../../functions/v2/evidence-hash.js'));
   ({ app: usageApp } = await import('../../functions/v2/account-usage.js'));
+  ({ app: timestampApp } = await import('../../functions/v2/evidence-timestamp.js'));
+  ({ app: signApp } = await import('../../functions/v2/evidence-sign.js'));
+  ({ app: jwksApp } = await import('../../functions/web/jwks.js'));
   dir = await mkdtemp(path.join(os.tmpdir(), 'evidence-certificate-'));
   pro = await createAccount('pro');
   photo = Buffer.from(`JPEG bytes of a photo ${randomHash()}`);
@@ -184,5 +190,114 @@ describe('who gets a certificate', () => {
     assert.equal(await used(), before + 1);
     assert.equal((await getCertificate(randomHash(), account.apiKey)).status, 404);
     assert.equal(await used(), before + 1);
+  });
+});
+
+describe('the certificate of a hash a Starter account only time-stamped or signed', () => {
+  /** A fresh photo, its stand-alone answer, and its certificate saved as a file. */
+  async function standalone(kind: 'timestamp' | 'sign', account: { apiKey: string }) {
+    const bytes = Buffer.from(`JPEG bytes of a ${kind} photo ${randomHash()}`);
+    const hash = sha256Hex(bytes);
+    const fn = kind === 'timestamp' ? timestampApp : signApp;
+    const res = await fn.request(`/api/v2/evidence/${kind}`, json({ sha256_hash: hash }, { 'x-api-key': account.apiKey }));
+    assert.equal(res.status, 200, await res.clone().text());
+    const answer = (await res.json()) as Record<string, unknown>;
+    const cert = await getCertificate(hash, account.apiKey);
+    assert.equal(cert.status, 200, await cert.clone().text());
+    const file = path.join(dir, `${kind}-only.pdf`);
+    await writeFile(file, Buffer.from(await cert.arrayBuffer()));
+    const photoFile = path.join(dir, `${kind}-photo.jpg`);
+    await writeFile(photoFile, bytes);
+    return { hash, answer, file, photoFile };
+  }
+
+  async function cli(args: string[]): Promise<{ code: number; report: string }> {
+    const lines: string[] = [];
+    const code = await evidenceCli(args, { out: (l) => lines.push(l), err: () => {} });
+    return { code, report: lines.join('\n') };
+  }
+
+  const root = () => path.join(process.env.DATA_DIR ?? '', 'tsa', 'root.pem');
+
+  it('time-stamped only: the RFC 3161 block, the absent proofs, a valid signature, timestamp.json that the CLI checks', async () => {
+    const starter = await createAccount('starter');
+    const { hash, answer, file, photoFile } = await standalone('timestamp', starter);
+    const text = (await run('pdftotext', ['-layout', file, '-'])).stdout;
+    assert.ok(text.includes(hash));
+    assert.match(text, /TIME-STAMPED/);
+    assert.match(text, /Independent timestamp \(RFC 3161\)/);
+    assert.ok(text.includes(String(answer.gen_time)), 'genTime');
+    assert.ok(text.includes(String(answer.serial_number)), 'serial');
+    assert.match(text, /openssl ts -verify -data photo\.jpg -in token\.tsr -CAfile root\.pem/);
+    assert.match(text, /Not anchored on a public ledger/);
+    assert.match(text, /No Ed25519 signature by the service/);
+    assert.doesNotMatch(text, /No RFC 3161 timestamp/);
+    assert.match((await run('pdfsig', [file])).stdout, /Signature is Valid/);
+    assert.match((await run('qpdf', ['--check', file])).stdout, /No syntax or stream encoding errors found/);
+    // The attached answer is the API's, byte for byte as JSON, and the printed command extracts it.
+    assert.match(text, /pdfdetach -save 2 -o timestamp\.json certificate\.pdf/);
+    const out = path.join(dir, 'timestamp.json');
+    await run('pdfdetach', ['-save', '2', '-o', out, file]);
+    assert.deepEqual(JSON.parse(await readFile(out, 'utf8')), answer);
+    const ok = await cli(['verify', photoFile, '--certificate', file, '--root', root()]);
+    assert.equal(ok.code, 0, ok.report);
+    assert.match(ok.report, /pass\s+timestamp chain to root/);
+    const other = path.join(dir, 'not-the-photo.jpg');
+    await writeFile(other, 'another photo');
+    assert.equal((await cli(['verify', other, '--certificate', file, '--root', root()])).code, 1);
+  });
+
+  it('signed only: the Ed25519 block with the statement and the jwks check, signature.json that the CLI checks', async () => {
+    const starter = await createAccount('starter');
+    const { hash, answer, file, photoFile } = await standalone('sign', starter);
+    const text = (await run('pdftotext', ['-layout', file, '-'])).stdout;
+    assert.ok(text.includes(hash));
+    assert.match(text, /SIGNED/);
+    assert.match(text, /Service signature \(Ed25519\)/);
+    assert.ok(text.includes(String(answer.key_id)), 'key id');
+    assert.ok(text.includes(String((answer.statement as { signed_at: string }).signed_at)), 'signed_at');
+    assert.match(text, /jwks\.json/);
+    assert.match(text, /No RFC 3161 timestamp/);
+    assert.match(text, /Not anchored on a public ledger/);
+    assert.match((await run('pdfsig', [file])).stdout, /Signature is Valid/);
+    const out = path.join(dir, 'signature.json');
+    await run('pdfdetach', ['-save', '2', '-o', out, file]);
+    assert.deepEqual(JSON.parse(await readFile(out, 'utf8')), answer);
+    const jwks = path.join(dir, 'jwks.json');
+    await writeFile(jwks, await (await jwksApp.request('/.well-known/jwks.json')).text());
+    const ok = await cli(['verify', photoFile, '--certificate', file, '--jwks', jwks]);
+    assert.equal(ok.code, 0, ok.report);
+    assert.match(ok.report, /pass\s+Ed25519 signature/);
+    // Without a pinned key set the signature cannot be vouched for: the CLI says so and fails.
+    assert.equal((await cli(['verify', photoFile, '--certificate', file, '--trust-file', path.join(dir, 'no-trust.json')])).code, 1);
+  });
+
+  it('both: one certificate shows both blocks and attaches both answers', async () => {
+    const starter = await createAccount('starter');
+    const { hash } = await standalone('timestamp', starter);
+    const res = await signApp.request('/api/v2/evidence/sign', json({ sha256_hash: hash }, { 'x-api-key': starter.apiKey }));
+    assert.equal(res.status, 200);
+    const cert = await getCertificate(hash, starter.apiKey);
+    assert.equal(cert.status, 200);
+    const file = path.join(dir, 'both.pdf');
+    await writeFile(file, Buffer.from(await cert.arrayBuffer()));
+    const text = (await run('pdftotext', ['-layout', file, '-'])).stdout;
+    assert.match(text, /TIME-STAMPED AND SIGNED/);
+    assert.doesNotMatch(text, /No RFC 3161 timestamp|No Ed25519 signature/);
+    const list = (await run('pdfdetach', ['-list', file])).stdout;
+    assert.match(list, /1: receipt\.json[\s\S]*2: signature\.json[\s\S]*3: timestamp\.json/);
+    mkdirSync(RESULTS, { recursive: true });
+    await writeFile(path.join(RESULTS, 'certificate-standalone.pdf'), await readFile(file));
+  });
+
+  it('another account that time-stamped nothing for that hash gets 404, and pays nothing', async () => {
+    const starter = await createAccount('starter');
+    const { hash } = await standalone('timestamp', starter);
+    const other = await createAccount('starter');
+    const res = await getCertificate(hash, other.apiKey);
+    assert.equal(res.status, 404);
+    assert.equal(((await res.json()) as { code: string }).code, 'evidence_not_found');
+    const used = ((await (await usageApp.request('/api/v2/account/usage', { headers: { authorization: `Bearer ${other.token}` } })).json()) as { used: number }).used;
+    assert.equal(used, 0);
   });
 });
