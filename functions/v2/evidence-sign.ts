@@ -22,7 +22,7 @@ export const route = createRoute({
     "so the answer attests both the device's signature and the service's time. Check it with the key whose `kid` is `key_id` in GET /.well-known/jwks.json, with any Ed25519 implementation. " +
     'Starter tier and above (Free: 403 tier_insufficient); one unit of the monthly quota when it succeeds, none when it fails. ' +
     'The answer is recorded for your account on the hash (the latest one wins) so that GET /api/v2/evidence/certificate/{image_hash} shows and attaches it; ' +
-    'it is only given out once recorded: if that write fails the request fails with 503 evidence_store_unavailable and the unit is refunded.',
+    'it is only given out once recorded: if that write fails the request fails with 503 database_unavailable and the unit is refunded.',
   security: [{ ApiKey: [] }],
   middleware: [apiKeyAuth({ feature: 'ed25519_signing', quota: true })] as const,
   request: jsonBody(SignRequest),

@@ -18,7 +18,7 @@ export const route = createRoute({
     'Check it with `openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem` against the root of GET /api/v2/tsa/certificates. ' +
     'Starter tier and above (Free: 403 tier_insufficient); counts one unit of the monthly quota when it succeeds, none when it fails. ' +
     'The answer is recorded for your account on the hash (the latest one wins) so that GET /api/v2/evidence/certificate/{image_hash} shows and attaches it; ' +
-    'it is only given out once recorded: if that write fails the request fails with 503 evidence_store_unavailable and the unit is refunded. ' +
+    'it is only given out once recorded: if that write fails the request fails with 503 database_unavailable and the unit is refunded. ' +
     '503 tsa_unavailable when the authority does not answer.',
   security: [{ ApiKey: [] }],
   middleware: [apiKeyAuth({ feature: 'timestamp', quota: true })] as const,

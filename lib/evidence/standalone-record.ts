@@ -1,7 +1,7 @@
 /**
  * Keeps what the stand-alone endpoints answered (POST /api/v2/evidence/timestamp and /sign) for
  * the account that asked, so that its PDF certificate can show and attach it. The answer is only
- * given once it is stored: a failed write is `unavailable` (503 evidence_store_unavailable) and
+ * given once it is stored: a failed write is `unavailable` (503 database_unavailable) and
  * the quota hold is refunded by the middleware like for any failure.
  */
 import { unavailable } from '../errors.js';
@@ -20,7 +20,7 @@ export async function recordStandaloneProof(recorder: StandaloneRecorder, imageH
   } catch (error) {
     log.warn('stand-alone proof not recorded', { kind, ...describeError(error) });
     throw unavailable(
-      'evidence_store_unavailable',
+      'database_unavailable',
       `The ${kind === 'ts' ? 'timestamp' : 'signature'} could not be recorded for your account; it is not given out and no quota was used. Retry the request.`,
     );
   }

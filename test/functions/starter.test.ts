@@ -130,13 +130,13 @@ describe('POST /api/v2/evidence/timestamp', () => {
     assert.equal(item?.registered_at, undefined, 'a timestamp is not a registration');
   });
 
-  it('answers 503 evidence_store_unavailable and counts nothing when the answer cannot be recorded', async () => {
+  it('answers 503 database_unavailable and counts nothing when the answer cannot be recorded', async () => {
     const account = await createAccount('starter');
     const hash = randomHash();
     await withFailingStore(async () => {
       const res = await timestampApp.request('/api/v2/evidence/timestamp', json({ sha256_hash: hash }, { 'x-api-key': account.apiKey }));
       assert.equal(res.status, 503);
-      assert.equal(((await res.json()) as { code: string }).code, 'evidence_store_unavailable');
+      assert.equal(((await res.json()) as { code: string }).code, 'database_unavailable');
     });
     assert.equal(await used(account), 0);
     assert.equal(await getEvidenceRepo().get(hash), undefined);
@@ -287,12 +287,12 @@ describe('POST /api/v2/evidence/sign', () => {
     assert.deepEqual(item?.[`sig#${starter.accountId}`], signed, 'recorded for this account, exactly as answered');
   });
 
-  it('answers 503 evidence_store_unavailable and counts nothing when the answer cannot be recorded', async () => {
+  it('answers 503 database_unavailable and counts nothing when the answer cannot be recorded', async () => {
     const account = await createAccount('starter');
     await withFailingStore(async () => {
       const res = await sign({ sha256_hash: randomHash() }, account.apiKey);
       assert.equal(res.status, 503);
-      assert.equal(((await res.json()) as { code: string }).code, 'evidence_store_unavailable');
+      assert.equal(((await res.json()) as { code: string }).code, 'database_unavailable');
     });
     assert.equal(await used(account), 0);
     assert.equal((await sign({ sha256_hash: randomHash() }, account.apiKey)).status, 200);
