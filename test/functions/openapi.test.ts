@@ -11,6 +11,16 @@ before(async () => {
 });
 
 describe('GET /api/openapi.json', () => {
+  it('lets the first anchor of a chain send previous_hash: null, as the API requires (v2 and v1)', async () => {
+    const doc = (await (await mod.app.request('/api/openapi.json')).json()) as {
+      components: { schemas: Record<string, { properties?: Record<string, { type?: string | string[] }> }> };
+    };
+    for (const name of ['AnchorRequest', 'V1AnchorRequest']) {
+      const type = doc.components.schemas[name]?.properties?.previous_hash?.type;
+      assert.ok(Array.isArray(type) && type.includes('null') && type.includes('string'), `${name}.previous_hash is documented as ${JSON.stringify(type)}`);
+    }
+  });
+
   it('documents every function of the registry', () => {
     const expected = HTTP_FUNCTIONS.filter((f) => f.name !== 'openapi').map((f) => f.name).sort();
     assert.deepEqual(Object.keys(mod.DOCUMENTED_APPS).sort(), expected);

@@ -7,6 +7,13 @@ export const Sha256Hex = z
   .transform((s) => s.toLowerCase())
   .openapi({ type: 'string', pattern: '^[0-9a-fA-F]{64}$', example: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' });
 
+/**
+ * A SHA-256 hash or null (e.g. previous_hash at chain index 0). Sha256Hex's own `.openapi({ type:
+ * 'string' })` would otherwise win over the null, and the document would say a plain string: typed
+ * clients could then not send the null the API requires at index 0.
+ */
+export const NullableSha256Hex = Sha256Hex.nullable().openapi({ type: ['string', 'null'] });
+
 /** Path parameter carrying a hash. */
 export function HashParam<N extends string>(name: N) {
   const shape = { [name]: Sha256Hex.openapi({ param: { name, in: 'path' } }) } as Record<N, typeof Sha256Hex>;

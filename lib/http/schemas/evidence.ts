@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { IsoTime, Sha256Hex } from './common.js';
+import { IsoTime, NullableSha256Hex, Sha256Hex } from './common.js';
 
 const Hex = (bytes: number, what: string) =>
   z
@@ -13,7 +13,7 @@ export const AnchorRequest = z
     sha256_hash: Sha256Hex.describe('SHA-256 of the file, computed on the device.'),
     chain_index: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).describe("Position in the device's chain; the first entry is 0."),
     chain_hash: Sha256Hex.describe('SHA-256(previous chain_hash, or 32 zero bytes at index 0, || sha256_hash) over raw bytes.'),
-    previous_hash: Sha256Hex.nullable().describe('chain_hash of the previous entry; null at index 0.'),
+    previous_hash: NullableSha256Hex.describe('chain_hash of the previous entry; null at index 0.'),
     signature_hex: Hex(64, 'an Ed25519 signature').describe('Ed25519 signature of the 32 raw bytes of sha256_hash (the 64-character hex string is accepted too).'),
     public_key_hex: Hex(32, 'an Ed25519 public key').describe("The device's Ed25519 public key; it identifies the chain."),
   })

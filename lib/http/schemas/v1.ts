@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { IsoTime, Sha256Hex } from './common.js';
+import { IsoTime, NullableSha256Hex, Sha256Hex } from './common.js';
 
 /**
  * Request and response schemas of API v1 (api-v1.md). The same objects validate requests and
@@ -24,7 +24,7 @@ export const V1AnchorRequest = z
     public_key_hex: Hex(32, 'an Ed25519 public key').describe("The device's Ed25519 public key; it identifies the chain."),
     chain_hash: Sha256Hex.describe('SHA-256(previous chain_hash, or 32 zero bytes at index 0, || image_hash) over raw bytes, lower-case hex.'),
     chain_index: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).describe("Position in the device's chain; the first entry is 0, then each next free index."),
-    previous_hash: Sha256Hex.nullable()
+    previous_hash: NullableSha256Hex
       .optional()
       .describe('chain_hash of the entry before. At index 0: absent, null or 64 zeros. Otherwise required and equal to the stored chain_hash of index - 1.'),
     device_id: z
