@@ -21,6 +21,18 @@ describe('GET /api/openapi.json', () => {
     }
   });
 
+  it('documents the v1 device_id pattern as a plain ECMA-262 pattern that accepts a label and refuses a control character', async () => {
+    const doc = (await (await mod.app.request('/api/openapi.json')).json()) as {
+      components: { schemas: Record<string, { properties?: Record<string, { pattern?: string }> }> };
+    };
+    const pattern = doc.components.schemas.V1AnchorRequest?.properties?.device_id?.pattern;
+    assert.ok(pattern, 'device_id has a pattern');
+    const re = new RegExp(pattern);
+    assert.equal(re.test('Pixel 8 — Claims van #3'), true);
+    assert.equal(re.test('bad\u0007label'), false);
+    assert.equal(re.test('bad\u0085label'), false);
+  });
+
   it('documents every function of the registry', () => {
     const expected = HTTP_FUNCTIONS.filter((f) => f.name !== 'openapi').map((f) => f.name).sort();
     assert.deepEqual(Object.keys(mod.DOCUMENTED_APPS).sort(), expected);

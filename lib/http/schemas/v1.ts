@@ -31,7 +31,9 @@ export const V1AnchorRequest = z
       .string()
       .min(1)
       .max(128)
-      .regex(/^[^\p{Cc}]+$/u, 'must not contain control characters')
+      // The control characters (Unicode category Cc) spelled as ranges: a `u`-flag \p{Cc} leaked
+      // "/u" into the documented pattern, which then matched nothing.
+      .regex(/^[^\u0000-\u001F\u007F-\u009F]+$/, 'must not contain control characters')
       .nullable()
       .optional()
       .describe('Optional device label (not required; kept with the entry and shown by GET /chain/all). Up to 128 characters.'),
