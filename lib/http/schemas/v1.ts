@@ -32,7 +32,8 @@ export const V1AnchorRequest = z
       .min(1)
       .max(128)
       // The control characters (Unicode category Cc) spelled as ranges: a `u`-flag \p{Cc} leaked
-      // "/u" into the documented pattern, which then matched nothing.
+      // "/u" into the documented pattern, which then matched nothing. Control characters are the point here:
+      // eslint-disable-next-line no-control-regex
       .regex(/^[^\u0000-\u001F\u007F-\u009F]+$/, 'must not contain control characters')
       .nullable()
       .optional()
