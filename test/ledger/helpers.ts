@@ -5,7 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Wallet, type JsonRpcProvider } from 'ethers';
-import { LedgerSender, type LedgerSenderOptions, type LedgerSigner } from '../../lib/ledger/sender.js';
+import { RpcReader } from '../../lib/ledger/rpc-reader.js';
+import { createLedgerProvider, LedgerSender, type LedgerSenderOptions, type LedgerSigner } from '../../lib/ledger/sender.js';
+import { startLocalChain, type LocalChain } from '../../lib/local/chain.js';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../lib/local/dynamo-server.js';
 import { createDocumentClient, TABLE_KEYS, type TableKey, type TableNames } from '../../lib/store/dynamo.js';
 import { ensureTables } from '../../lib/store/tables.js';
@@ -74,3 +76,42 @@ export function makeSender(
 }
 
 export const randomHash = (): string => randomBytes(32).toString('hex');
+
+/** What a ledger test file runs against: a store, a Hardhat node funding `wallets`, a provider and a reader. */
+export interface LedgerFixture {
+  store: Store;
+  chain: LocalChain;
+  provider: JsonRpcProvider;
+  reader: RpcReader;
+  /** A further provider on the node, destroyed with the fixture. */
+  track<P extends JsonRpcProvider>(provider: P): P;
+  stop(): Promise<void>;
+}
+
+export async function startLedgerFixture(name: string, wallets: Wallet[]): Promise<LedgerFixture> {
+  const store = await startStore();
+  const chain = await startLocalChain({
+    port: await freePort(),
+    blockTimeMs: 0,
+    chainId: CHAIN_ID,
+    accounts: wallets.map((w) => ({ privateKey: w.privateKey, balanceWei: FUNDS })),
+    logFile: tempLog(name),
+  });
+  const providers: JsonRpcProvider[] = [];
+  const track = <P extends JsonRpcProvider>(p: P): P => {
+    providers.push(p);
+    return p;
+  };
+  return {
+    store,
+    chain,
+    provider: track(createLedgerProvider({ rpcUrl: chain.url, chainId: CHAIN_ID, pollingIntervalMs: 50 })),
+    reader: new RpcReader(chain.url),
+    track,
+    async stop() {
+      for (const p of providers) p.destroy();
+      await chain.stop();
+      await store.stop();
+    },
+  };
+}

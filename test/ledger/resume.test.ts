@@ -4,10 +4,10 @@ import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } fr
 import { JsonRpcProvider, Network, Transaction, type Wallet } from 'ethers';
 import { encodeAnchorData } from '../../lib/ledger/anchor-data.js';
 import { LedgerUnavailableError } from '../../lib/ledger/errors.js';
-import { RpcReader } from '../../lib/ledger/rpc-reader.js';
+import type { RpcReader } from '../../lib/ledger/rpc-reader.js';
 import { createLedgerProvider, gasLimitFor, type LedgerSlot, type SignedLedgerTx } from '../../lib/ledger/sender.js';
-import { startLocalChain, type LocalChain } from '../../lib/local/chain.js';
-import { CHAIN_ID, FUNDS, freePort, makeSender, newWallet, randomHash, startStore, tempLog, type Store } from './helpers.js';
+import type { LocalChain } from '../../lib/local/chain.js';
+import { CHAIN_ID, freePort, makeSender, newWallet, randomHash, type Store, startLedgerFixture, type LedgerFixture } from './helpers.js';
 
 /**
  * submit's `beforePersist` and resume(): a transaction signed before a crash is finished (or
@@ -18,30 +18,17 @@ import { CHAIN_ID, FUNDS, freePort, makeSender, newWallet, randomHash, startStor
 const wallets = Array.from({ length: 9 }, () => newWallet());
 let store: Store;
 let chain: LocalChain;
-let port: number;
 let provider: JsonRpcProvider;
 let reader: RpcReader;
-const providers: JsonRpcProvider[] = [];
+let fixture: LedgerFixture;
 
 before(async () => {
-  store = await startStore();
-  port = await freePort();
-  chain = await startLocalChain({
-    port,
-    blockTimeMs: 0,
-    chainId: CHAIN_ID,
-    accounts: wallets.map((w) => ({ privateKey: w.privateKey, balanceWei: FUNDS })),
-    logFile: tempLog('resume'),
-  });
-  provider = createLedgerProvider({ rpcUrl: chain.url, chainId: CHAIN_ID, pollingIntervalMs: 50 });
-  providers.push(provider);
-  reader = new RpcReader(chain.url);
+  fixture = await startLedgerFixture('resume', wallets);
+  ({ store, chain, provider, reader } = fixture);
 });
 
 after(async () => {
-  for (const p of providers) p.destroy();
-  await chain?.stop();
-  await store?.stop();
+  await fixture?.stop();
 });
 
 const data = () => encodeAnchorData(randomHash(), randomHash());
@@ -159,7 +146,7 @@ describe('resume', () => {
     await warmSender(wallet);
     // The dying process: it signs, hands the transaction to beforePersist, and never comes back.
     const dyingProvider = createLedgerProvider({ rpcUrl: chain.url, chainId: CHAIN_ID, pollingIntervalMs: 50 });
-    providers.push(dyingProvider);
+    fixture.track(dyingProvider);
     const dying = makeSender(store, dyingProvider, wallet);
     let announce!: (signed: SignedLedgerTx) => void;
     const announced = new Promise<SignedLedgerTx>((resolve) => (announce = resolve));
@@ -236,7 +223,7 @@ describe('resume', () => {
     }
     const network = Network.from(CHAIN_ID);
     const lossy = new LosesFirstBroadcast(chain.url, network, { staticNetwork: network, pollingInterval: 50 });
-    providers.push(lossy);
+    fixture.track(lossy);
     let signed: SignedLedgerTx | undefined;
     const first = await makeSender(store, lossy, wallet).submit(data(), { kind: 'anchor', ref: 'lost' }, { beforePersist: async (s) => void (signed = { ...s }) });
     assert.equal(first.broadcast, 'ambiguous');
@@ -320,7 +307,7 @@ describe('resume', () => {
     }
     const network = Network.from(CHAIN_ID);
     const racing = new ForeignFirst(chain.url, network, { staticNetwork: network, pollingInterval: 50 });
-    providers.push(racing);
+    fixture.track(racing);
     const sender = makeSender(store, racing, wallet);
     assert.deepEqual(await sender.resume({ ...ours, kind: 'anchor', ref: 'raced' }), { outcome: 'dead' });
     assert.equal((await slot(wallet, nonce))?.status, 'conflict');
@@ -339,7 +326,7 @@ describe('resume', () => {
     );
     const deadPort = await freePort();
     const down = createLedgerProvider({ rpcUrl: `http://127.0.0.1:${deadPort}`, chainId: CHAIN_ID, pollingIntervalMs: 50 });
-    providers.push(down);
+    fixture.track(down);
     await assert.rejects(
       makeSender(store, down, wallet).resume(resumable),
       (e: unknown) => e instanceof LedgerUnavailableError && e.reason === 'unreachable',

@@ -4,10 +4,9 @@ import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { JsonRpcProvider, Wallet } from 'ethers';
 import { encodeAnchorData } from '../../lib/ledger/anchor-data.js';
 import { LedgerUnavailableError } from '../../lib/ledger/errors.js';
-import { RpcReader } from '../../lib/ledger/rpc-reader.js';
-import { createLedgerProvider, type LedgerSlot, type SubmitResult } from '../../lib/ledger/sender.js';
-import { startLocalChain, type LocalChain } from '../../lib/local/chain.js';
-import { CHAIN_ID, FUNDS, freePort, makeSender, newWallet, randomHash, startStore, tempLog, type Store } from './helpers.js';
+import type { RpcReader } from '../../lib/ledger/rpc-reader.js';
+import type { LedgerSlot, SubmitResult } from '../../lib/ledger/sender.js';
+import { makeSender, newWallet, randomHash, type Store, startLedgerFixture, type LedgerFixture } from './helpers.js';
 
 /**
  * A DynamoDB outage between the nonce allocation and the slot write (CONTRACT "Faults and
@@ -18,29 +17,17 @@ import { CHAIN_ID, FUNDS, freePort, makeSender, newWallet, randomHash, startStor
 
 const wallets = Array.from({ length: 2 }, () => newWallet());
 let store: Store;
-let chain: LocalChain;
-let port: number;
 let provider: JsonRpcProvider;
 let reader: RpcReader;
+let fixture: LedgerFixture;
 
 before(async () => {
-  store = await startStore();
-  port = await freePort();
-  chain = await startLocalChain({
-    port,
-    blockTimeMs: 0,
-    chainId: CHAIN_ID,
-    accounts: wallets.map((w) => ({ privateKey: w.privateKey, balanceWei: FUNDS })),
-    logFile: tempLog('store-outage'),
-  });
-  provider = createLedgerProvider({ rpcUrl: chain.url, chainId: CHAIN_ID, pollingIntervalMs: 50 });
-  reader = new RpcReader(chain.url);
+  fixture = await startLedgerFixture('store-outage', wallets);
+  ({ store, provider, reader } = fixture);
 });
 
 after(async () => {
-  provider.destroy();
-  await chain?.stop();
-  await store?.stop();
+  await fixture?.stop();
 });
 
 /**
