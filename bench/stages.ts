@@ -42,6 +42,7 @@ import { verifyEvidence } from '../lib/evidence/verify.js';
 import { setLogLevel } from '../lib/log.js';
 import { encodeAnchorData } from '../lib/ledger/anchor-data.js';
 import { tsaFiles } from '../lib/crypto/tsa/files.js';
+import { anchorInputOf } from '../test/support/client.js';
 import { PkijsEmbeddedTsa } from '../test/support/pkijs-tsa-issue.js';
 import { verifyTimestampResponse as pkijsVerifyTimestampResponse } from '../test/support/pkijs-tsa-verify.js';
 import { BenchDevice } from './lib/device.js';
@@ -406,17 +407,7 @@ try {
     return covered;
   }
   const pipelineDevice = new BenchDevice();
-  const toInput = (b: ReturnType<BenchDevice['next']>): AnchorInput => ({
-    imageHash: b.sha256_hash,
-    chainIndex: b.chain_index,
-    chainHash: b.chain_hash,
-    previousHash: b.previous_hash,
-    signatureHex: b.signature_hex,
-    publicKeyHex: b.public_key_hex,
-    accountId: 'acc_bench',
-    tier: 'pro',
-    apiVersion: 'v2',
-  });
+  const toInput = (b: ReturnType<BenchDevice['next']>): AnchorInput => anchorInputOf(b, 'acc_bench');
   async function measurePipeline(label: string, deps: AnchorDeps, runs: number) {
     for (let i = -5; i < 0; i++) await anchorEvidence(deps, toInput(pipelineDevice.next())); // warm-up
     const totals: number[] = [];

@@ -55,7 +55,15 @@ export class Device {
 
 /** The next link of `device` as the anchoring domain takes it (lib/evidence/anchor.ts AnchorInput). */
 export function anchorInputFor(device: Device, accountId: string, tier: 'starter' | 'pro' | 'enterprise' = 'pro') {
-  const b = device.next();
+  return anchorInputOf(device.next(), accountId, tier);
+}
+
+/** An anchor request body (as a device sends it) as the anchoring domain takes it. */
+export function anchorInputOf(
+  b: { sha256_hash: string; chain_index: number; chain_hash: string; previous_hash: string | null; signature_hex: string; public_key_hex: string },
+  accountId: string,
+  tier: 'starter' | 'pro' | 'enterprise' = 'pro',
+) {
   return {
     imageHash: b.sha256_hash,
     chainIndex: b.chain_index,
