@@ -67,6 +67,10 @@ export interface Config {
   adminToken: string | undefined;
   tiers: TierTable;
   publicRatePerMinute: number;
+  /** Requests per minute of one account to the JWT account endpoints (keys, usage, info). */
+  accountRatePerMinute: number;
+  /** Failed login or admin-token attempts one client address may make per 15-minute window before 429. */
+  authFailuresPerWindow: number;
   /** `npm start`: how often the reconciler passes over unfinished anchors (the Lambda runs every minute). */
   reconcileIntervalMs: number;
   aws: { region: string; dynamoEndpoint: string | undefined; dynamoPort: number };
@@ -241,6 +245,8 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken: r.optional('ADMIN_TOKEN'),
     tiers,
     publicRatePerMinute: r.integer('PUBLIC_RATE_PER_MINUTE', 600, 1),
+    accountRatePerMinute: r.integer('ACCOUNT_RATE_PER_MINUTE', 120, 1),
+    authFailuresPerWindow: r.integer('AUTH_FAILURES_PER_WINDOW', 10, 1),
     reconcileIntervalMs: r.integer('RECONCILE_INTERVAL_MS', 5000, 100),
     aws: { region: r.string('AWS_REGION', local ? 'local' : 'eu-central-1'), dynamoEndpoint, dynamoPort },
     tables,

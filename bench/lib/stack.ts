@@ -62,6 +62,7 @@ export async function startBenchStack(options: { blockTimeMs: number; extraEnv?:
     LOG_LEVEL: 'warn',
     // Register and login get 1/20 of this per client IP: high enough never to answer 429 here.
     PUBLIC_RATE_PER_MINUTE: '100000000',
+    ACCOUNT_RATE_PER_MINUTE: '100000000',
     TIER_LIMITS: BENCH_TIER_LIMITS,
     LEDGER_RPC_PORT: String(rpcPort),
     LEDGER_RPC_URL: `http://127.0.0.1:${rpcPort}`,

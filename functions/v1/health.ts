@@ -4,6 +4,8 @@ import { createApp } from '../../lib/http/app.js';
 import { getSigner, getTsa } from '../../lib/deps/anchoring.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { checkHealth } from '../../lib/health.js';
+import { publicRateLimit } from '../../lib/http/limits.js';
+import { problemResponses } from '../../lib/http/schemas/common.js';
 
 const PartState = z
   .object({
@@ -36,10 +38,14 @@ export const route = createRoute({
   responses: {
     200: { description: 'Every part is up.', content: { 'application/json': { schema: Health } } },
     503: { description: 'At least one part is down.', content: { 'application/json': { schema: Health } } },
+    ...problemResponses(429),
   },
 });
 
 export const app = createApp({ publicCors: true });
+// Health runs a query per part: limited per client address like every public endpoint, except
+// that a database outage lets it through (it is what health must report, not a 503 of its own).
+app.use('*', publicRateLimit({ failOpen: true }));
 
 /** Signing keys loaded: the ML-DSA-65 signer answers with its key, the TSA with its certificate chain. */
 const keys = async () => {

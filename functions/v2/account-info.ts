@@ -28,7 +28,7 @@ export const route = createRoute({
   security: [{ Bearer: [] }],
   responses: {
     200: { description: 'Account information.', content: { 'application/json': { schema: AccountInfo } } },
-    ...problemResponses(401, 404),
+    ...problemResponses(401, 404, 429),
   },
 });
 

@@ -22,7 +22,7 @@ export const route = createRoute({
   request: { body: { required: false, content: { 'application/json': { schema: CreateKeyRequest } } } },
   responses: {
     200: { description: 'The new key.', content: { 'application/json': { schema: NewApiKey } } },
-    ...problemResponses(400, 401, 409, 413),
+    ...problemResponses(400, 401, 409, 413, 429),
   },
 });
 

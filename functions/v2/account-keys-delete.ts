@@ -26,7 +26,7 @@ export const route = createRoute({
   request: { params: KeyIdParam },
   responses: {
     200: { description: 'The key is deactivated.', content: { 'application/json': { schema: DeactivatedKey } } },
-    ...problemResponses(400, 401, 404),
+    ...problemResponses(400, 401, 404, 429),
   },
 });
 

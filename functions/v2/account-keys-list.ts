@@ -17,7 +17,7 @@ export const route = createRoute({
   security: [{ Bearer: [] }],
   responses: {
     200: { description: 'The keys.', content: { 'application/json': { schema: ApiKeyList } } },
-    ...problemResponses(401),
+    ...problemResponses(401, 429),
   },
 });
 

@@ -3,6 +3,7 @@ import { handle } from 'hono/aws-lambda';
 import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
 import { Email, TokenFields } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
+import { loginLockout } from '../../lib/http/account-auth.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
 import { jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
 
@@ -28,6 +29,7 @@ export const route = createRoute({
 export function createAccountLoginApp(deps: AccountDepsProvider = getAccountDeps) {
   const app = createApp();
   app.use('*', publicRateLimit({ scope: 'auth', deps }));
+  app.use('*', loginLockout({ deps }));
   app.openapi(route, async (c) => {
     const { email, password } = c.req.valid('json');
     const login = await deps().accounts.login(email, password);

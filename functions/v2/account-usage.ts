@@ -26,7 +26,7 @@ export const route = createRoute({
   security: [{ Bearer: [] }],
   responses: {
     200: { description: 'Consumption and quotas.', content: { 'application/json': { schema: Usage } } },
-    ...problemResponses(401, 404),
+    ...problemResponses(401, 404, 429),
   },
 });
 

@@ -25,7 +25,7 @@ export const route = createRoute({
   request: { params: AccountIdParam, ...jsonBody(SetTierRequest) },
   responses: {
     200: { description: 'The tier is set.', content: { 'application/json': { schema: TierAssignment } } },
-    ...problemResponses(400, 401, 404, 413),
+    ...problemResponses(400, 401, 404, 413, 429),
   },
 });
 

@@ -55,6 +55,27 @@ export class CounterRepository {
   }
 
   /**
+   * Takes one off the counter (never below zero): the slot of an attempt that turned out not to
+   * count (a right password after a reserved failure slot). A missing counter stays missing.
+   */
+  async decrement(pk: string): Promise<void> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk },
+          UpdateExpression: 'ADD #count :minus',
+          ConditionExpression: '#count > :zero',
+          ExpressionAttributeNames: { '#count': 'count' },
+          ExpressionAttributeValues: { ':minus': -1, ':zero': 0 },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionalCheckFailed(error)) throw error;
+    }
+  }
+
+  /**
    * Ends the hold `holdId`: `refund` gives its unit back, otherwise the unit stays counted. The
    * condition `contains(inflight, :id)` makes each hold end once: a second settle or refund, or a
    * refund after a settle, changes nothing (false). A counter deleted meanwhile (an operator's

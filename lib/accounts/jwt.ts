@@ -27,6 +27,12 @@ export class InvalidTokenError extends Error {
 const ALGORITHM = 'HS256';
 
 /**
+ * How far a token's `iat` may lie ahead of this server's clock (seconds): the clocks of the
+ * Lambdas that issue and verify tokens may differ a little, never by minutes.
+ */
+export const MAX_CLOCK_SKEW_SECONDS = 60;
+
+/**
  * Issues and verifies the account-management JWT: HS256 only, with `iss`, `aud`, `sub` (the
  * account id), `iat` and `exp`. The algorithm is pinned on verification, so `alg: none`,
  * HS384/HS512 and asymmetric tokens (the RS256/HS256 confusion) are rejected whatever their header says.
@@ -65,6 +71,13 @@ export class TokenService {
         currentDate: this.clock(),
       });
       if (typeof payload.sub !== 'string' || payload.sub === '') throw new InvalidTokenError('the token has no subject');
+      // jose checks that iat is a number, not when it lies: a token "issued" in the future, or one
+      // living longer than this service ever issues, was not made by this service's issue()
+      // (a leaked secret, a forged clock): refuse both.
+      const iat = payload.iat as number;
+      const now = Math.floor(this.clock().getTime() / 1000);
+      if (iat > now + MAX_CLOCK_SKEW_SECONDS) throw new InvalidTokenError('the token was issued in the future');
+      if ((payload.exp as number) - iat > this.settings.ttlSeconds) throw new InvalidTokenError('the token lives longer than the configured lifetime');
       return payload.sub;
     } catch (error) {
       if (error instanceof InvalidTokenError) throw error;

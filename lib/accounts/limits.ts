@@ -10,7 +10,10 @@ import type { CounterRepository } from './counter-repository.js';
  * - `rate#<account_id>#<YYYY-MM-DDTHH:MM>`: requests of one account in one UTC minute;
  * - `quota#<account_id>#<YYYY-MM>`: successful evidence operations of one account in one UTC month;
  * - `ip#<ip>#<YYYY-MM-DDTHH:MM>`: requests to public endpoints from one client IP in one minute;
- * - `ipauth#<ip>#<YYYY-MM-DDTHH:MM>`: register and login attempts from one client IP in one minute.
+ * - `ipauth#<ip>#<YYYY-MM-DDTHH:MM>`: register and login attempts from one client IP in one minute;
+ * - `acct#<account_id>#<YYYY-MM-DDTHH:MM>`: requests of one account to the JWT account endpoints in one minute;
+ * - `authfail#<scope>#<ip>#<YYYY-MM-DDTHH:MM>`: failed login (`login`) or admin-token (`admin`)
+ *   attempts from one client IP in one 15-minute window (the id is the window's first minute).
  * Each is `{ pk, count, expires_at }`, `expires_at` being the end of the window in epoch seconds
  * (the table's TTL attribute). Windows are fixed and named in the key, so a new window starts
  * from zero by itself: nothing has to run for a month to begin.
@@ -29,6 +32,13 @@ export function minuteWindow(now: Date): Window {
   return { id: new Date(start).toISOString().slice(0, 16), start: new Date(start), end: new Date(start + 60_000) };
 }
 
+/** The fixed UTC window of `minutes` minutes containing `now` (id: its first minute). */
+export function minutesWindow(now: Date, minutes: number): Window {
+  const size = minutes * 60_000;
+  const start = Math.floor(now.getTime() / size) * size;
+  return { id: new Date(start).toISOString().slice(0, 16), start: new Date(start), end: new Date(start + size) };
+}
+
 /** The UTC calendar month containing `now` (id `2026-11`). */
 export function monthWindow(now: Date): Window {
   const y = now.getUTCFullYear();
@@ -43,6 +53,8 @@ export const counterKeys = {
   quota: (accountId: string, w: Window) => `quota#${accountId}#${w.id}`,
   ip: (ip: string, w: Window) => `ip#${ip.slice(0, 64)}#${w.id}`,
   ipAuth: (ip: string, w: Window) => `ipauth#${ip.slice(0, 64)}#${w.id}`,
+  account: (accountId: string, w: Window) => `acct#${accountId}#${w.id}`,
+  authFailures: (scope: GuessScope, ip: string, w: Window) => `authfail#${scope}#${ip.slice(0, 64)}#${w.id}`,
 };
 
 /** The quota counter of an account for the month containing `at`. */
@@ -51,10 +63,34 @@ export function quotaCounterKey(accountId: string, at: Date): string {
 }
 
 /** Key prefixes of the counters this module owns (the quota reset touches only these). */
-export const LIMIT_COUNTER_PREFIXES = ['rate#', 'quota#', 'ip#', 'ipauth#'] as const;
+export const LIMIT_COUNTER_PREFIXES = ['rate#', 'quota#', 'ip#', 'ipauth#', 'acct#', 'authfail#'] as const;
 
 /** Which per-IP bucket: public read endpoints, or register/login (brute-force protection). */
 export type IpScope = 'public' | 'auth';
+
+/** Which credential a guess is against: the login password or the operators' admin token. */
+export type GuessScope = 'login' | 'admin';
+
+/** Failed guesses are counted per client address in fixed windows of this many minutes. */
+export const GUESS_WINDOW_MINUTES = 15;
+
+/** The per-minute and per-window numbers {@link LimitService} enforces besides the tier table. */
+export interface LimitRates {
+  /** Public endpoints, per client address and minute (PUBLIC_RATE_PER_MINUTE). */
+  publicPerMinute: number;
+  /** JWT account endpoints, per account and minute (ACCOUNT_RATE_PER_MINUTE). */
+  accountPerMinute: number;
+  /** Failed login or admin-token attempts per client address and 15-minute window (AUTH_FAILURES_PER_WINDOW). */
+  authFailuresPerWindow: number;
+}
+
+/**
+ * A guess attempt admitted by {@link LimitService.admitGuess}: its failure slot is reserved, and
+ * given back by {@link LimitService.forgiveGuess} when the credential was right.
+ */
+export interface GuessAdmission extends RateDecision {
+  counterKey: string;
+}
 
 /** Register and login allow this fraction of the public per-IP rate (30 a minute by default). */
 export const AUTH_RATE_DIVISOR = 20;
@@ -117,9 +153,52 @@ export class LimitService {
   constructor(
     private readonly counters: CounterRepository,
     private readonly tiers: TierTable,
-    private readonly publicRatePerMinute: number,
+    private readonly rates: LimitRates,
     private readonly clock: Clock = systemClock,
   ) {}
+
+  private get publicRatePerMinute(): number {
+    return this.rates.publicPerMinute;
+  }
+
+  /** Counts one request of an account to the JWT account endpoints (keys, usage, info). */
+  async consumeAccount(accountId: string): Promise<RateDecision> {
+    return this.consumeMinute((w) => counterKeys.account(accountId, w), this.rates.accountPerMinute);
+  }
+
+  /**
+   * Admits one guess of a credential from `ip` (login password, admin token) unless that address
+   * already failed `authFailuresPerWindow` times in the current 15-minute window; then
+   * `allowed: false`, and the caller answers 429 until the window ends, even for the right
+   * credential (that is what stops guessing).
+   *
+   * Why reserve a failure slot before checking rather than count failures afterwards: counting
+   * after the check would let N concurrent guesses all pass a count of `limit - 1`; reserving
+   * first makes the conditional increment the gate, so at most `limit` guesses are ever checked
+   * per window. A right credential gives its slot back ({@link forgiveGuess}). Only the address
+   * is counted, never the e-mail address: a per-account lock would let anyone lock a customer
+   * out of their own account, whereas this lock ends with its window and binds only the
+   * guessing address.
+   */
+  async admitGuess(scope: GuessScope, ip: string): Promise<GuessAdmission> {
+    const now = this.clock();
+    const w = minutesWindow(now, GUESS_WINDOW_MINUTES);
+    const limit = this.rates.authFailuresPerWindow;
+    const counterKey = counterKeys.authFailures(scope, ip, w);
+    const count = await this.counters.increment(counterKey, limit, toEpoch(w.end));
+    return {
+      allowed: count !== undefined,
+      limit,
+      remaining: count === undefined ? 0 : Math.max(0, limit - count),
+      resetSeconds: secondsUntil(w.end, now),
+      counterKey,
+    };
+  }
+
+  /** Gives back the failure slot of an admitted guess whose credential was right. */
+  async forgiveGuess(admission: GuessAdmission): Promise<void> {
+    if (admission.allowed) await this.counters.decrement(admission.counterKey);
+  }
 
   /** Counts one API-key request against the account's per-minute rate. */
   async consumeRate(accountId: string, tier: TierName): Promise<RateDecision> {

@@ -27,7 +27,12 @@ export type KeyAuthDepsProvider = () => KeyAuthDeps;
 
 /** The limit service over the configured counters table. */
 export function createLimitService(config: Config, db: DynamoDBDocumentClient, clock: Clock): LimitService {
-  return new LimitService(new CounterRepository(db, config.tables.counters), config.tiers, config.publicRatePerMinute, clock);
+  return new LimitService(
+    new CounterRepository(db, config.tables.counters),
+    config.tiers,
+    { publicPerMinute: config.publicRatePerMinute, accountPerMinute: config.accountRatePerMinute, authFailuresPerWindow: config.authFailuresPerWindow },
+    clock,
+  );
 }
 
 /** Wires the key authenticator and the limits. */

@@ -5,6 +5,7 @@ import type { IpScope, LimitService, QuotaReservation, RateDecision } from '../a
 import { quotaExceeded } from '../accounts/quota-holds.js';
 import { describeError, log } from '../log.js';
 import type { AppContext, AppEnv } from './app.js';
+import { isStoreUnavailable } from '../store/errors.js';
 import { tooManyRequests } from './errors.js';
 
 /** Options shared by the limit middleware. */
@@ -87,6 +88,11 @@ export interface PublicRateLimitOptions extends LimitOptions {
    * (1/20 of the public rate, 30 a minute by default).
    */
   scope?: IpScope;
+  /**
+   * When the counter cannot be written (the database is down), let the request through instead of
+   * answering 503: for health, whose whole point is to say which part is down.
+   */
+  failOpen?: boolean;
 }
 
 /** Per-client-IP fixed-window rate limit (`c.get('clientIp')`); 429 `rate_limit_exceeded`. */
@@ -95,7 +101,13 @@ export function publicRateLimit(options: PublicRateLimitOptions = {}): Middlewar
   const scope = options.scope ?? 'public';
   return async (c, next) => {
     const ip = c.get('clientIp') || 'unknown';
-    const d = await resolve().limits.consumeIp(ip, scope);
+    let d: RateDecision;
+    try {
+      d = await resolve().limits.consumeIp(ip, scope);
+    } catch (error) {
+      if (!options.failOpen || !isStoreUnavailable(error)) throw error;
+      return next();
+    }
     setRateLimitHeaders(c, d);
     if (!d.allowed) {
       const what =

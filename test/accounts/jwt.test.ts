@@ -48,6 +48,20 @@ describe('account JWT', () => {
     await assert.rejects(service(clock).verify(token), InvalidTokenError);
   });
 
+  it('is rejected when issued more than a minute in the future', async () => {
+    const sign = (iat: number) => new SignJWT(claims({ iat, exp: iat + 600 })).setProtectedHeader({ alg: 'HS256' }).sign(SECRET);
+    assert.equal(await service().verify(await sign(nowSeconds + 60)), 'acc_1');
+    await rejects(await sign(nowSeconds + 61));
+    await rejects(await sign(nowSeconds + 365 * 86400));
+  });
+
+  it('is rejected when it lives longer than the configured lifetime', async () => {
+    const sign = (lifetime: number) => new SignJWT(claims({ exp: nowSeconds + lifetime })).setProtectedHeader({ alg: 'HS256' }).sign(SECRET);
+    assert.equal(await service().verify(await sign(SETTINGS.ttlSeconds)), 'acc_1');
+    await rejects(await sign(SETTINGS.ttlSeconds + 1));
+    await rejects(await sign(100 * 365 * 86400));
+  });
+
   it('is rejected with alg none', async () => {
     await rejects(new UnsecuredJWT(claims()).encode());
   });

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { createAdminSetTierApp } from '../../functions/v2/admin-set-tier.js';
 import { getConfig } from '../../lib/deps/core.js';
 import { useStack } from '../support/stack.js';
-import { bearer, body, provider, registerDirect, testDeps } from '../accounts/support.js';
+import { bearer, body, fromRandomIp, provider, registerDirect, testDeps } from '../accounts/support.js';
 
 // At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
 await useStack();
@@ -55,5 +55,21 @@ describe('PUT /api/v2/admin/accounts/{account_id}/tier', () => {
     const res = await withoutAdmin.request(path(account.account_id), put({ tier: 'pro' }));
     assert.equal(res.status, 404);
     assert.equal((await body(res)).code, 'not_found');
+  });
+
+  it('locks an address out after too many wrong admin tokens, the right one included', async () => {
+    const lockable = createAdminSetTierApp(provider(testDeps({ config: { authFailuresPerWindow: 5 } })));
+    const account = await registerDirect(deps);
+    const ip = fromRandomIp();
+    const statuses: number[] = [];
+    for (let i = 0; i < 7; i++) statuses.push((await lockable.request(path(account.account_id), put({ tier: 'pro' }, bearer(`guess-${i}`)), ip)).status);
+    assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429]);
+    const locked = await lockable.request(path(account.account_id), put({ tier: 'pro' }), ip);
+    assert.equal(locked.status, 429);
+    assert.equal((await body(locked)).code, 'too_many_failed_attempts');
+    assert.ok(Number(locked.headers.get('retry-after')) >= 1);
+    assert.equal((await deps.accounts.get(account.account_id)).tier, 'free');
+    // The operator's own address still works.
+    assert.equal((await lockable.request(path(account.account_id), put({ tier: 'pro' }), fromRandomIp())).status, 200);
   });
 });

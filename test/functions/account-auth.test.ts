@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SignJWT, UnsecuredJWT, generateKeyPair } from 'jose';
+import type { Hono } from 'hono';
+import { createAccountInfoApp } from '../../functions/v2/account-info.js';
+import { createAccountKeysCreateApp } from '../../functions/v2/account-keys-create.js';
+import { createAccountKeysDeleteApp } from '../../functions/v2/account-keys-delete.js';
 import { createAccountKeysListApp } from '../../functions/v2/account-keys-list.js';
+import { createAccountUsageApp } from '../../functions/v2/account-usage.js';
 import { generateApiKey } from '../../lib/accounts/api-key-format.js';
 import { loadJwtSecret } from '../../lib/accounts/jwt-secret.js';
 import { getConfig } from '../../lib/deps/core.js';
@@ -92,6 +97,49 @@ describe('JWT authentication of account endpoints', () => {
 
   it('answers 401 invalid_token for an API key sent as a bearer token', async () => {
     await assertInvalidToken(bearer(account.api_key));
+  });
+
+  it('answers 401 invalid_token for a token issued in the future or living longer than configured', async () => {
+    const ttl = getConfig().jwt.ttlSeconds;
+    await assertInvalidToken(bearer(await hs256(claims({ iat: now + 365 * 86400, exp: now + 365 * 86400 + 600 }))));
+    await assertInvalidToken(bearer(await hs256(claims({ exp: now + 100 * 365 * 86400 }))));
+    await assertInvalidToken(bearer(await hs256(claims({ exp: now + ttl + 1 }))));
+  });
+
+  it('answers 401 invalid_token on every account endpoint for a token whose account does not exist', async () => {
+    const token = await hs256(claims({ sub: 'acc_deleted0000000000000' }));
+    const apps: [Hono<never>, string, RequestInit][] = [
+      [keysApp as never, '/api/v2/account/keys', { headers: bearer(token) }],
+      [createAccountKeysCreateApp(provider(deps)) as never, '/api/v2/account/keys', { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: '{}' }],
+      [createAccountKeysDeleteApp(provider(deps)) as never, '/api/v2/account/keys/key_0000000000000000', { method: 'DELETE', headers: bearer(token) }],
+      [createAccountUsageApp(provider(deps)) as never, '/api/v2/account/usage', { headers: bearer(token) }],
+      [createAccountInfoApp(provider(deps)) as never, '/api/v2/account/info', { headers: bearer(token) }],
+    ];
+    for (const [app, path, init] of apps) {
+      const res = await app.request(path, init);
+      assert.equal(res.status, 401, `${init.method ?? 'GET'} ${path}`);
+      assert.equal((await body(res)).code, 'invalid_token');
+    }
+  });
+
+  it('limits the account endpoints per account and minute, with RateLimit headers and Retry-After', async () => {
+    const limited = testDeps({ config: { accountRatePerMinute: 3 } });
+    const own = await registerDirect(limited);
+    const other = await registerDirect(limited);
+    const app = createAccountKeysListApp(provider(limited));
+    const statuses: number[] = [];
+    let last: Response | undefined;
+    for (let i = 0; i < 4; i++) {
+      last = await app.request('/api/v2/account/keys', { headers: bearer(own.token) });
+      statuses.push(last.status);
+    }
+    assert.deepEqual(statuses, [200, 200, 200, 429]);
+    assert.equal(last?.headers.get('ratelimit-limit'), '3');
+    assert.equal(last?.headers.get('ratelimit-remaining'), '0');
+    assert.ok(Number(last?.headers.get('retry-after')) >= 1);
+    assert.equal((await body(last as Response)).code, 'rate_limit_exceeded');
+    // Another account has its own budget.
+    assert.equal((await app.request('/api/v2/account/keys', { headers: bearer(other.token) })).status, 200);
   });
 });
 

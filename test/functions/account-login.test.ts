@@ -77,4 +77,37 @@ describe('POST /api/v2/account/login', () => {
     for (let i = 0; i < 4; i++) statuses.push((await app.request(PATH, post({ email, password: `guess number ${i}` }), ip)).status);
     assert.deepEqual(statuses, [401, 401, 401, 429]);
   });
+
+  it('locks an address out after too many failed log-ins, until the window ends, without counting successes', async () => {
+    const deps = testDeps({ config: { authFailuresPerWindow: 3 } });
+    const { email } = await registerDirect(deps);
+    const app = createAccountLoginApp(provider(deps));
+    const ip = fromRandomIp();
+    // Successful log-ins give their slot back: any number of them locks nothing.
+    for (let i = 0; i < 4; i++) assert.equal((await app.request(PATH, post({ email, password: PASSWORD }), ip)).status, 200);
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await app.request(PATH, post({ email, password: `guess number ${i}` }), ip)).status);
+    assert.deepEqual(statuses, [401, 401, 401]);
+    // Locked: even the right password gets 429 from this address.
+    const locked = await app.request(PATH, post({ email, password: PASSWORD }), ip);
+    assert.equal(locked.status, 429);
+    const problem = await body(locked);
+    assert.equal(problem.code, 'too_many_failed_attempts');
+    const retryAfter = Number(locked.headers.get('retry-after'));
+    assert.ok(retryAfter >= 1 && retryAfter <= 15 * 60, `Retry-After ${retryAfter}`);
+    // Another address is not locked out, and neither is the account.
+    assert.equal((await app.request(PATH, post({ email, password: PASSWORD }), fromRandomIp())).status, 200);
+  });
+
+  it('admits at most the failure limit of concurrent guesses from one address', async () => {
+    const deps = testDeps({ config: { authFailuresPerWindow: 4 } });
+    const { email } = await registerDirect(deps);
+    const app = createAccountLoginApp(provider(deps));
+    const ip = fromRandomIp();
+    const statuses = await Promise.all(
+      Array.from({ length: 12 }, async (_, i) => (await app.request(PATH, post({ email, password: `parallel guess ${i}` }), ip)).status),
+    );
+    assert.equal(statuses.filter((s) => s === 401).length, 4);
+    assert.equal(statuses.filter((s) => s === 429).length, 8);
+  });
 });

@@ -202,6 +202,7 @@ export class Service {
       // The burst must not be throttled: the limits are not under test here (operators change them).
       TIER_LIMITS: JSON.stringify({ pro: { monthly_quota: 1_000_000, rate_per_minute: 1_000_000 } }),
       PUBLIC_RATE_PER_MINUTE: '1000000',
+      ACCOUNT_RATE_PER_MINUTE: '1000000',
       LOG_LEVEL: 'warn',
       ...this.options.env,
     });

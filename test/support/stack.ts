@@ -34,6 +34,10 @@ export async function startTestStack(): Promise<TestStack> {
     ADMIN_TOKEN: randomBytes(24).toString('base64url'),
     LOG_LEVEL: 'warn',
     PUBLIC_RATE_PER_MINUTE: '100000',
+    // Tests share one counters table and most send no client address: the limits that count per
+    // address or per account are tested with their own settings (testDeps), not by accident.
+    ACCOUNT_RATE_PER_MINUTE: '100000',
+    AUTH_FAILURES_PER_WINDOW: '100000',
   };
   const rpcPort = await freePort();
   Object.assign(env, { LEDGER_RPC_PORT: String(rpcPort), LEDGER_RPC_URL: `http://127.0.0.1:${rpcPort}`, LEDGER_RECEIPT_TIMEOUT_MS: '10000' });

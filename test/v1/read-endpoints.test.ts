@@ -188,6 +188,12 @@ describe('GET /api/v1/health', () => {
     assert.equal(status, 200);
     assert.equal(body.status, 'ok');
   });
+
+  it('counts against the per-address limit of the public endpoints', async () => {
+    const res = await v1.health.request('/api/v1/health');
+    assert.equal(res.headers.get('ratelimit-limit'), process.env.PUBLIC_RATE_PER_MINUTE);
+    assert.ok(Number(res.headers.get('ratelimit-remaining')) < Number(process.env.PUBLIC_RATE_PER_MINUTE));
+  });
 });
 
 describe('GET /api/v1/ledger/status', () => {
