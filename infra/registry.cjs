@@ -18,6 +18,13 @@ const TABLES = Object.fromEntries(Object.entries(tablesJson).filter(([key]) => !
 
 const HTTP_FUNCTIONS = functionsJson.http;
 const SCHEDULED_FUNCTIONS = functionsJson.scheduled;
+/** Functions on the gateway's own routes: methodNotAllowed, on `ANY <path>` for every distinct HTTP path. */
+const GATEWAY_FUNCTIONS = functionsJson.gateway ?? [];
+
+/** Every distinct path of the HTTP functions (each gets an `ANY` route to methodNotAllowed). */
+function httpPaths() {
+  return [...new Set(HTTP_FUNCTIONS.map((fn) => fn.path))].sort();
+}
 
 /** The one table every public GET function may write: per-IP rate-limit windows. */
 const PUBLIC_WRITABLE_TABLE = 'counters';
@@ -139,6 +146,7 @@ function allFunctions() {
   return [
     ...HTTP_FUNCTIONS.map((fn) => ({ ...fn, kind: 'http' })),
     ...SCHEDULED_FUNCTIONS.map((fn) => ({ ...fn, kind: 'scheduled' })),
+    ...GATEWAY_FUNCTIONS.map((fn) => ({ ...fn, kind: 'gateway' })),
   ];
 }
 
@@ -187,7 +195,7 @@ function validateRegistry() {
       const route = `${fn.method} ${fn.path}`;
       if (routes.has(route)) problems.push(`${fn.name}: route ${route} is used twice`);
       routes.add(route);
-    } else if (!/^(rate|cron)\(.+\)$/.test(fn.schedule ?? '')) {
+    } else if (fn.kind === 'scheduled' && !/^(rate|cron)\(.+\)$/.test(fn.schedule ?? '')) {
       problems.push(`${fn.name}: schedule must be rate(...) or cron(...), got "${fn.schedule}"`);
     }
     for (const [table, mode] of Object.entries(fn.access ?? {})) {
@@ -237,6 +245,8 @@ module.exports = {
   TABLES,
   HTTP_FUNCTIONS,
   SCHEDULED_FUNCTIONS,
+  GATEWAY_FUNCTIONS,
+  httpPaths,
   PUBLIC_WRITABLE_TABLE,
   DYNAMO_ACTIONS,
   WRITE_ACTIONS,

@@ -16,7 +16,7 @@ export interface TableDefinition {
 export interface RegistryFunction {
   name: string;
   file: string;
-  kind: 'http' | 'scheduled';
+  kind: 'http' | 'scheduled' | 'gateway';
   method?: string;
   path?: string;
   public?: boolean;
@@ -49,6 +49,8 @@ export const naming: {
 };
 export function handlerOf(fn: { name: string; file: string }): string;
 export function allFunctions(): RegistryFunction[];
+/** Every distinct path of the HTTP functions. */
+export function httpPaths(): string[];
 export function isPublicRead(fn: RegistryFunction): boolean;
 export function tableActions(mode: string): string[];
 export function indexActions(mode: string): string[];

@@ -15,14 +15,17 @@ function buildFunctions() {
     const sizing = fn.kind === 'scheduled' ? registry.SIZING.scheduled : fn.anchoring ? registry.SIZING.anchoring : registry.SIZING.http;
     const config = {
       handler: registry.handlerOf(fn),
-      description: fn.kind === 'http' ? `${fn.method} ${fn.path}` : `scheduled ${fn.schedule}`,
+      description:
+        fn.kind === 'http' ? `${fn.method} ${fn.path}` : fn.kind === 'gateway' ? 'ANY <every path>: 405 with Allow' : `scheduled ${fn.schedule}`,
       role: registry.naming.role(fn.name),
       memorySize: sizing.memorySize,
       timeout: sizing.timeout,
       events:
         fn.kind === 'http'
           ? [{ httpApi: { method: fn.method, path: fn.path } }]
-          : [{ schedule: { rate: [fn.schedule], enabled: true } }],
+          : fn.kind === 'gateway'
+            ? registry.httpPaths().map((p) => ({ httpApi: { method: '*', path: p } }))
+            : [{ schedule: { rate: [fn.schedule], enabled: true } }],
     };
     const extraEnv = registry.FUNCTION_ENVIRONMENT[fn.name];
     if (extraEnv) config.environment = { ...extraEnv };

@@ -689,8 +689,18 @@ export function checkRoutes(template: CfnTemplate): RuleResult {
     if (!fnId) problems.push(`${fn.name}: no AWS::ApiGatewayV2::Route "${key}"`);
     else if (fnId !== registry.naming.lambda(fn.name)) problems.push(`${fn.name}: route "${key}" invokes ${fnId}, expected ${registry.naming.lambda(fn.name)}`);
   }
+  // Every path also has `ANY /path` to methodNotAllowed (405 with Allow for the other methods).
+  for (const gateway of registry.allFunctions().filter((fn) => fn.kind === 'gateway')) {
+    for (const p of registry.httpPaths()) {
+      const key = `ANY ${p}`;
+      expected.add(key);
+      const fnId = routes.get(key);
+      if (!fnId) problems.push(`${gateway.name}: no AWS::ApiGatewayV2::Route "${key}"`);
+      else if (fnId !== registry.naming.lambda(gateway.name)) problems.push(`route "${key}" invokes ${fnId}, expected ${registry.naming.lambda(gateway.name)}`);
+    }
+  }
   for (const key of routes.keys()) if (!expected.has(key)) problems.push(`route "${key}" is not in infra/functions.json`);
-  return { name: 'every HTTP function has its route METHOD /path (and no other route exists)', summary: `${http.length} routes`, problems };
+  return { name: 'every HTTP function has its route METHOD /path, every path ANY /path to methodNotAllowed (and no other route exists)', summary: `${http.length} routes`, problems };
 }
 
 /** Every scheduled function has an enabled EventBridge rule with its expression. */

@@ -21,6 +21,8 @@ export interface ScheduledFunctionSpec {
 
 export const HTTP_FUNCTIONS = registry.http as unknown as HttpFunctionSpec[];
 export const SCHEDULED_FUNCTIONS = registry.scheduled as unknown as ScheduledFunctionSpec[];
+/** The gateway's own functions (methodNotAllowed on `ANY <path>`). */
+export const GATEWAY_FUNCTIONS = registry.gateway as unknown as { name: string; file: string }[];
 
 /** API Gateway path syntax (`/a/{id}`) to Hono's (`/a/:id`). */
 export function toHonoPath(apiGatewayPath: string): string {

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Hono } from 'hono';
 import { HttpError } from '../http/errors.js';
-import { HTTP_FUNCTIONS, toHonoPath } from './routes.js';
+import { GATEWAY_FUNCTIONS, HTTP_FUNCTIONS, toHonoPath } from './routes.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 
@@ -25,6 +25,13 @@ export async function buildLocalApi(): Promise<Hono> {
     const methods = spec.public ? [spec.method, 'OPTIONS'] : [spec.method];
     if (spec.method === 'GET') methods.push('HEAD');
     api.on(methods, toHonoPath(spec.path), (c) => app.fetch(c.req.raw, c.env));
+  }
+  // Like API Gateway's `ANY <path>` routes (serverless-functions.cjs): every other method of a
+  // known path reaches methodNotAllowed (405 with Allow). Registered after the exact routes, so
+  // those match first, as API Gateway prefers them.
+  for (const spec of GATEWAY_FUNCTIONS) {
+    const { app } = (await import(pathToFileURL(path.join(ROOT, spec.file)).href)) as FunctionModule;
+    for (const p of new Set(HTTP_FUNCTIONS.map((f) => f.path))) api.all(toHonoPath(p), (c) => app.fetch(c.req.raw, c.env));
   }
   api.notFound((c) => {
     const e = new HttpError(404, 'not_found', 'Not Found', `No endpoint ${c.req.method} ${c.req.path}.`);

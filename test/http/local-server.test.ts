@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { resetCoreDeps } from '../../lib/deps/core.js';
 import { type HttpService, startHttpService } from '../support/http-server.js';
@@ -16,6 +17,57 @@ before(async () => {
 after(() => service?.close());
 
 describe('the local API over real HTTP', () => {
+  it('keeps the client working after a 413: the next request on the same keep-alive pool succeeds', async () => {
+    // One pooled keep-alive socket, as a client library keeps it.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const send = (method: string, route: string, body?: string) =>
+      new Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }>((resolve, reject) => {
+        const req = http.request(`${base}${route}`, { method, agent, headers: body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {} }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (text += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    try {
+      for (const route of ['/api/v2/evidence/hash', '/api/v2/account/register', '/api/v1/chain/anchor']) {
+        const big = await send('POST', route, `{"x":"${'a'.repeat(100 * 1024)}"}`);
+        assert.equal(big.status, 413, route);
+        assert.equal(big.headers.connection, 'close');
+        assert.equal((JSON.parse(big.text) as { code: string }).code, 'payload_too_large');
+        // At once, and again after the ~500 ms the server used to wait before dropping the socket.
+        assert.equal((await send('GET', '/api/v1/pq/info')).status, 200);
+        await new Promise((r) => setTimeout(r, 600));
+        assert.equal((await send('GET', '/api/v1/pq/info')).status, 200);
+      }
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it('answers 405 with Allow for a method a known path does not take, and 404 for an unknown path', async () => {
+    const cases: [string, string, string][] = [
+      ['GET', '/api/v2/evidence/anchor', 'POST'],
+      ['DELETE', '/api/v2/account/keys', 'GET, HEAD, POST'],
+      ['POST', `/api/v2/evidence/verify/${'ab'.repeat(32)}`, 'GET, HEAD, OPTIONS'],
+      ['PUT', '/api/v1/health', 'GET, HEAD, OPTIONS'],
+    ];
+    for (const [method, path, allow] of cases) {
+      const res = await fetch(`${base}${path}`, { method });
+      assert.equal(res.status, 405, `${method} ${path}`);
+      assert.equal(res.headers.get('allow'), allow, `${method} ${path}`);
+      assert.equal(res.headers.get('content-type'), 'application/problem+json');
+      const problem = (await res.json()) as { code: string; allow: string[] };
+      assert.equal(problem.code, 'method_not_allowed');
+      assert.deepEqual(problem.allow, allow.split(', '));
+    }
+    const unknown = await fetch(`${base}/api/v2/nothing-here`, { method: 'DELETE' });
+    assert.equal(unknown.status, 404);
+    assert.equal(((await unknown.json()) as { code: string }).code, 'not_found');
+  });
+
   it('reports every part up on /api/v1/health', async () => {
     const res = await fetch(`${base}/api/v1/health`);
     assert.equal(res.status, 200);

@@ -72,7 +72,7 @@ const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   openapi: { maxKiB: 1477, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js', 'jose'] },
   ledgerTxPage: { maxKiB: 342, heavy: [] },
   verifyPage: { maxKiB: 428, heavy: ['@noble/post-quantum'] },
-  quotaReset: { maxKiB: 54, heavy: ['jose'] },
+  quotaReset: { maxKiB: 56, heavy: ['jose'] }, // 54.3 KiB once the limits gained the account rate and the guessing lockout (was 52.4), plus 3 %
   reconcile: { maxKiB: 1034, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
   v2EvidenceTimestamp: { maxKiB: 766, heavy: ['pkijs'] },
   v2EvidenceSign: { maxKiB: 323, heavy: [] }, // 314 KiB since it records its answer through the evidence repository (was 300), plus 3 %
@@ -80,6 +80,7 @@ const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   v2TsaCertificates: { maxKiB: 296, heavy: [] },
   wellKnownJwks: { maxKiB: 304, heavy: [] },
   wellKnownTrust: { maxKiB: 354, heavy: [] },
+  methodNotAllowed: { maxKiB: 272, heavy: [] }, // the app factory (Hono, zod-openapi) and the route table: 263.8 KiB, plus 3 %
 };
 
 /** Heavy packages by the path of their files in esbuild's metafile (as bench/cold-start.ts names them). */
@@ -320,7 +321,7 @@ describe('the bundles osls package builds', () => {
   });
 
   test('every function stays within its size budget and carries only today’s heavy packages', async (t) => {
-    const functions = [...registry.http, ...registry.scheduled];
+    const functions = [...registry.http, ...registry.scheduled, ...registry.gateway];
     assert.deepEqual(functions.map((f) => f.name).sort(), Object.keys(BUNDLE_BUDGETS).sort(), 'one budget per function of infra/functions.json');
     for (const f of functions) {
       const budget = BUNDLE_BUDGETS[f.name];

@@ -82,7 +82,11 @@ describe('generated functions', () => {
       assert.ok(Resources[f.role], `${fn.name}: role ${f.role} is generated`);
       roles.add(f.role);
       if (fn.kind === 'http') assert.deepEqual(f.events, [{ httpApi: { method: fn.method, path: fn.path } }]);
-      else assert.deepEqual(f.events, [{ schedule: { rate: [fn.schedule], enabled: true } }]);
+      else if (fn.kind === 'gateway') {
+        // methodNotAllowed: `ANY` on every distinct path, so each path answers 405 for the other methods.
+        const paths = [...new Set(registry.allFunctions().filter((h) => h.kind === 'http').map((h) => h.path))].sort();
+        assert.deepEqual(f.events, paths.map((p) => ({ httpApi: { method: '*', path: p } })));
+      } else assert.deepEqual(f.events, [{ schedule: { rate: [fn.schedule], enabled: true } }]);
     }
     assert.equal(roles.size, all.length, 'no two functions share a role');
   });
