@@ -180,6 +180,7 @@ function validateRegistry() {
   const problems = [];
   const names = new Set();
   const routes = new Set();
+  const operationIds = new Set();
   for (const fn of allFunctions()) {
     if (!/^[a-zA-Z][a-zA-Z0-9]*$/.test(fn.name)) problems.push(`function name "${fn.name}" must be alphanumeric`);
     if (names.has(fn.name)) problems.push(`function name "${fn.name}" is used twice`);
@@ -192,6 +193,9 @@ function validateRegistry() {
     if (fn.kind === 'http') {
       if (!['GET', 'POST', 'PUT', 'DELETE', 'PATCH'].includes(fn.method)) problems.push(`${fn.name}: unknown method ${fn.method}`);
       if (!/^\/[A-Za-z0-9_./{}-]*$/.test(fn.path)) problems.push(`${fn.name}: bad path ${fn.path}`);
+      if (!/^[a-z][A-Za-z0-9]*$/.test(fn.operationId ?? '')) problems.push(`${fn.name}: operationId must be camelCase, got "${fn.operationId}"`);
+      else if (operationIds.has(fn.operationId)) problems.push(`${fn.name}: operationId ${fn.operationId} is used twice`);
+      operationIds.add(fn.operationId);
       const route = `${fn.method} ${fn.path}`;
       if (routes.has(route)) problems.push(`${fn.name}: route ${route} is used twice`);
       routes.add(route);

@@ -18,6 +18,8 @@ export interface RegistryFunction {
   file: string;
   kind: 'http' | 'scheduled' | 'gateway';
   method?: string;
+  /** The OpenAPI operationId of an HTTP function (stable, camelCase). */
+  operationId?: string;
   path?: string;
   public?: boolean;
   anchoring?: boolean;

@@ -21,7 +21,7 @@ export const route = createRoute({
   description:
     'Authorization: Bearer $ADMIN_TOKEN. When ADMIN_TOKEN is not configured the admin API does not exist (404). ' +
     'The new tier applies to the next request (limits and feature gates read the account on every request).',
-  security: [{ Bearer: [] }],
+  security: [{ AdminToken: [] }],
   request: { params: AccountIdParam, ...jsonBody(SetTierRequest) },
   responses: {
     200: { description: 'The tier is set.', content: { 'application/json': { schema: TierAssignment } } },

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getConfig } from '../../lib/deps/core.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
@@ -8,12 +8,8 @@ import { createApp } from '../../lib/http/app.js';
 import { notFound } from '../../lib/http/errors.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
 import { HashParam, problemResponses } from '../../lib/http/schemas/common.js';
+import { EvidenceReceiptSchema } from '../../lib/http/schemas/evidence.js';
 
-const Receipt = z.object({}).passthrough().openapi('EvidenceReceipt', {
-  description:
-    'Self-contained bundle: image_hash, server_hash, the statement and its RFC 8785 canonical form, the ML-DSA-65 public key and signature (base64), ' +
-    'the RFC 3161 TimeStampResp (base64 DER) with the TSA certificates (PEM, leaf first), the ledger chain id, transaction and explorer link, and the device key and signature.',
-});
 
 export const route = createRoute({
   method: 'get',
@@ -23,7 +19,7 @@ export const route = createRoute({
   middleware: [publicRateLimit()] as const,
   request: { params: HashParam('image_hash') },
   responses: {
-    200: { description: 'The receipt.', content: { 'application/json': { schema: Receipt } } },
+    200: { description: 'The receipt.', content: { 'application/json': { schema: EvidenceReceiptSchema } } },
     ...problemResponses(400, 404, 429, 503),
   },
 });

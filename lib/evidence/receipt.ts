@@ -1,5 +1,6 @@
 import { explorerUrl } from '../ledger/anchor-data.js';
-import type { AnchoredEvidence } from './records.js';
+import type { AnchoredEvidence, TxStatus } from './records.js';
+import type { EvidenceStatement } from './statement.js';
 
 /**
  * The self-contained receipt (CONTRACT "Evidence"): everything a third party needs to check the
@@ -14,12 +15,12 @@ export interface EvidenceReceipt {
   server_hash: string;
   anchored_at: string;
   /** The statement object; its RFC 8785 canonical form hashes to server_hash. */
-  statement: Record<string, unknown>;
+  statement: EvidenceStatement;
   /** The exact canonical bytes (UTF-8) that were hashed, for implementations without JCS. */
   statement_canonical: string;
   pq_signature: { algorithm: 'ML-DSA-65'; standard: 'FIPS 204'; key_id: string; public_key: string; signature: string; signed_message: 'server_hash (32 raw bytes)' };
   timestamp: { token: string; format: 'RFC 3161 TimeStampResp, DER, base64'; gen_time: string; serial: string; policy: string; tsa_certificates: string[] };
-  ledger: { chain_id: number; tx_hash: string; from: string; block_number: number | null; status: string; explorer_url: string; input_data: string };
+  ledger: { chain_id: number; tx_hash: string; from: string; block_number: number | null; status: TxStatus; explorer_url: string; input_data: string };
   device: { public_key_hex: string; signature_hex: string; chain_index: number; chain_hash: string; previous_hash: string | null; device_id?: string };
   how_to_verify: string[];
 }
@@ -31,7 +32,7 @@ export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string): 
     hash_algorithm: 'SHA-256',
     server_hash: item.server_hash,
     anchored_at: item.anchored_at,
-    statement: JSON.parse(item.statement) as Record<string, unknown>,
+    statement: JSON.parse(item.statement) as EvidenceStatement,
     statement_canonical: item.statement,
     pq_signature: {
       algorithm: 'ML-DSA-65',

@@ -1,12 +1,4 @@
-import registry from '../../infra/functions.json' with { type: 'json' };
-
-interface RouteSpec {
-  method: string;
-  path: string;
-  public: boolean;
-}
-
-const ROUTES = registry.http as RouteSpec[];
+import { ROUTES } from './registry.js';
 
 /** `/api/v2/evidence/verify/{image_hash}` → a RegExp matching one concrete path of it. */
 function pathPattern(template: string): RegExp {

@@ -127,6 +127,9 @@ export function renderError(error: Error, c: AppContext): Response {
       const detail = /json/i.test(error.message) ? 'The request body is not valid JSON.' : error.message || 'Bad request.';
       return problem(c, badRequest(/json/i.test(error.message) ? 'malformed_json' : 'invalid_request', detail));
     }
+    if (status === 415) {
+      return problem(c, new HttpError(415, 'unsupported_media_type', 'Unsupported Media Type', 'Send the body as JSON with Content-Type: application/json.'));
+    }
     return problem(c, new HttpError(status as 400, 'http_error', error.message || 'Error', error.message || 'Error'));
   }
   const unavailable = dependencyUnavailable(error);

@@ -1,24 +1,49 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
+import { ROUTES } from './registry.js';
 
 /** A function module's app, as far as the OpenAPI document needs it. */
 export interface DocumentedApp {
   openAPIRegistry: OpenAPIHono['openAPIRegistry'];
 }
 
+type Json = Record<string, unknown>;
+
+const header = (description: string, schema: Json = { type: 'string' }, required = false) => ({ description, required, schema });
+
+/** Response headers, documented once and referenced from every response that carries them. */
+const HEADERS: Record<string, Json> = {
+  XRequestId: header('The request id (yours, from a sane X-Request-Id, or a new one); quote it when you report a problem.', { type: 'string' }, true),
+  RateLimitLimit: header('Requests allowed in the current window (draft-ietf-httpapi-ratelimit-headers, older field set).', { type: 'integer' }),
+  RateLimitRemaining: header('Requests left in the current window.', { type: 'integer' }),
+  RateLimitReset: header('Seconds until the window ends.', { type: 'integer' }),
+  RetryAfter: header('Seconds to wait before retrying (RFC 9110 §10.2.3): on every 429, on 503 from a dependency, on a 409 while another request holds the hash.', { type: 'integer' }),
+};
+
+/** Operations that count against a rate limit and so carry the RateLimit fields. */
+const UNCOUNTED = new Set(['setAccountTier', 'getOpenApiDocument']);
+
+const PROBLEM = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
+
 /**
  * One OpenAPI 3.1 document for the whole service, merged from the route definitions every
  * function registered with its own schemas: the schemas that validate requests are the ones
- * documented, so the two cannot drift apart.
+ * documented, so the two cannot drift apart. What every operation shares is added here, once:
+ * the operationId (infra/functions.json), `security: []` for public operations, the response
+ * headers, and the statuses any operation can answer (415 for a JSON body sent as another type,
+ * 500, 503).
  */
 export function buildOpenApiDocument(apps: DocumentedApp[], serverUrl: string) {
   // Each app documents its own routes; paths and component schemas are merged here (a registry's
   // `definitions` is a copy, so the documents themselves are combined).
-  const paths: Record<string, Record<string, unknown>> = {};
+  const paths: Record<string, Record<string, Json>> = {};
   const schemas: Record<string, unknown> = {};
   for (const app of apps) {
     const doc = (app as unknown as OpenAPIHono).getOpenAPI31Document({ openapi: '3.1.0', info: { title: '', version: '' } });
-    for (const [p, item] of Object.entries(doc.paths ?? {})) paths[p] = { ...paths[p], ...(item as Record<string, unknown>) };
+    for (const [p, item] of Object.entries(doc.paths ?? {})) paths[p] = { ...paths[p], ...(item as Record<string, Json>) };
     Object.assign(schemas, doc.components?.schemas ?? {});
+  }
+  for (const [p, item] of Object.entries(paths)) {
+    for (const [method, operation] of Object.entries(item)) completeOperation(p, method, operation);
   }
   const base = new OpenAPIHono().getOpenAPI31Document({
     openapi: '3.1.0',
@@ -27,20 +52,50 @@ export function buildOpenApiDocument(apps: DocumentedApp[], serverUrl: string) {
       version: '2.0.0',
       description:
         'Anchors SHA-256 hashes of files with an ML-DSA-65 signature (FIPS 204), an RFC 3161 timestamp and a public-chain transaction. ' +
-        'API v2 (evidence, accounts, tiers) and API v1 (device chains and public read endpoints). Errors are RFC 9457 problem+json with a stable `code`.',
+        'API v2 (evidence, accounts, tiers) and API v1 (device chains and public read endpoints). Errors are RFC 9457 problem+json with a stable `code`. ' +
+        'A method that a documented path does not take is answered 405 `method_not_allowed` with `Allow`; a request body over 64 KiB 413 with `Connection: close`.',
     },
     servers: [{ url: serverUrl }],
   });
   return {
     ...base,
+    // OpenAPI 3.1 takes an SPDX `identifier`; the generator's types know only 3.0's `url`.
+    info: { ...base.info, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
     paths,
     components: {
       schemas,
+      headers: HEADERS,
       securitySchemes: {
-        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
-        Bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An API key of the account (POST /api/v2/account/register or /api/v2/account/keys).' },
+        Bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The account JWT from POST /api/v2/account/login (HS256, 1 h).' },
+        AdminToken: { type: 'http', scheme: 'bearer', description: "The operators' ADMIN_TOKEN (not a JWT); without it configured the admin API answers 404." },
         Basic: { type: 'http', scheme: 'basic', description: 'POST /api/v2/tsa only: the API key as the password, any user name (what RFC 3161 clients send for a tsaUrl).' },
       },
     },
   };
+}
+
+function completeOperation(path: string, method: string, operation: Json): void {
+  const route = ROUTES.find((r) => r.path === path && r.method.toLowerCase() === method);
+  if (route) operation.operationId = route.operationId;
+  const security = operation.security as Json[] | undefined;
+  if (!security || security.length === 0) operation.security = [];
+  const responses = (operation.responses ??= {}) as Record<string, Json>;
+  const hasJsonBody = Boolean(((operation.requestBody as Json | undefined)?.content as Json | undefined)?.['application/json']);
+  if (hasJsonBody) responses['415'] ??= { description: 'The body is not sent as Content-Type: application/json.', content: PROBLEM };
+  responses['500'] ??= { description: 'An unexpected error; the problem names the request id.', content: PROBLEM };
+  if (route?.operationId !== 'getOpenApiDocument') {
+    responses['503'] ??= { description: 'A dependency (database, ledger node, time-stamping authority) is unavailable; nothing was recorded, retry.', content: PROBLEM };
+  }
+  const counted = !UNCOUNTED.has(String(operation.operationId));
+  for (const [status, response] of Object.entries(responses)) {
+    const headers = (response.headers ??= {}) as Json;
+    headers['X-Request-Id'] = { $ref: '#/components/headers/XRequestId' };
+    if (counted) {
+      headers['RateLimit-Limit'] = { $ref: '#/components/headers/RateLimitLimit' };
+      headers['RateLimit-Remaining'] = { $ref: '#/components/headers/RateLimitRemaining' };
+      headers['RateLimit-Reset'] = { $ref: '#/components/headers/RateLimitReset' };
+    }
+    if (status === '409' || status === '429' || status === '503') headers['Retry-After'] = { $ref: '#/components/headers/RetryAfter' };
+  }
 }

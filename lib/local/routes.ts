@@ -5,6 +5,8 @@ export interface HttpFunctionSpec {
   name: string;
   file: string;
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** The OpenAPI operationId (stable, camelCase). */
+  operationId: string;
   path: string;
   public: boolean;
   anchoring?: boolean;

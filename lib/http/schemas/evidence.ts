@@ -53,3 +53,72 @@ export const VerificationResult = z
     confirmations: z.number().int().optional(),
   })
   .openapi('VerificationResult');
+
+const Base64 = z.string().openapi({ format: 'byte' });
+const LowerHex64 = z.string().regex(/^[0-9a-f]{64}$/).openapi({ example: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' });
+
+/** The statement the service vouches for (lib/evidence/statement.ts); its RFC 8785 form hashes to server_hash. */
+export const EvidenceStatementSchema = z
+  .object({
+    statement_type: z.literal('evidence-anchor-v1'),
+    image_hash: LowerHex64,
+    hash_algorithm: z.literal('SHA-256'),
+    chain_index: z.number().int().min(0),
+    chain_hash: LowerHex64,
+    previous_hash: LowerHex64.nullable().openapi({ type: ['string', 'null'] }),
+    device_public_key: z.string().regex(/^[0-9a-f]{64}$/),
+    device_signature: z.string().regex(/^[0-9a-f]{128}$/),
+    anchored_at: IsoTime,
+  })
+  .openapi('EvidenceStatement');
+
+/** GET /api/v2/evidence/receipt/{image_hash}: lib/evidence/receipt.ts `EvidenceReceipt`, field for field. */
+export const EvidenceReceiptSchema = z
+  .object({
+    receipt_version: z.literal(1),
+    image_hash: LowerHex64,
+    hash_algorithm: z.literal('SHA-256'),
+    server_hash: LowerHex64.describe('SHA-256 of statement_canonical (UTF-8).'),
+    anchored_at: IsoTime,
+    statement: EvidenceStatementSchema,
+    statement_canonical: z.string().describe('The exact RFC 8785 canonical form of statement that was hashed, for implementations without JCS.'),
+    pq_signature: z.object({
+      algorithm: z.literal('ML-DSA-65'),
+      standard: z.literal('FIPS 204'),
+      key_id: z.string(),
+      public_key: Base64.describe('The 1952-byte ML-DSA-65 public key.'),
+      signature: Base64.describe('The 3309-byte signature (pure ML-DSA, empty context) over the 32 raw bytes of server_hash.'),
+      signed_message: z.literal('server_hash (32 raw bytes)'),
+    }),
+    timestamp: z.object({
+      token: Base64.describe('The RFC 3161 TimeStampResp (§2.4.2), DER; its message imprint is SHA-256 = image_hash.'),
+      format: z.literal('RFC 3161 TimeStampResp, DER, base64'),
+      gen_time: IsoTime,
+      serial: z.string(),
+      policy: z.string().openapi({ example: '2.25.32470788606908332339531699348079175478' }),
+      tsa_certificates: z.array(z.string()).describe('PEM, leaf first, root last. Pin the root you trust; this copy only shows consistency.'),
+    }),
+    ledger: z.object({
+      chain_id: z.number().int(),
+      tx_hash: z.string().regex(/^0x[0-9a-f]{64}$/),
+      from: z.string().describe('The service wallet that sent the transaction.'),
+      block_number: z.number().int().nullable().openapi({ type: ['integer', 'null'] }),
+      status: z.enum(['pending', 'confirmed', 'failed']).describe('As last recorded by the service; verify asks the chain.'),
+      explorer_url: z.string().url(),
+      input_data: z.string().regex(/^0x[0-9a-f]{128}$/).describe('The transaction input: 0x || image_hash || server_hash.'),
+    }),
+    device: z.object({
+      public_key_hex: z.string(),
+      signature_hex: z.string(),
+      chain_index: z.number().int().min(0),
+      chain_hash: LowerHex64,
+      previous_hash: LowerHex64.nullable().openapi({ type: ['string', 'null'] }),
+      device_id: z.string().optional().describe('v1 only: the optional device label.'),
+    }),
+    how_to_verify: z.array(z.string()),
+  })
+  .openapi('EvidenceReceipt', {
+    description:
+      'Self-contained bundle to check the evidence without this service: the statement and its RFC 8785 canonical form, the ML-DSA-65 public key and signature, ' +
+      'the RFC 3161 TimeStampResp with the TSA certificates, the ledger transaction, and the device key, signature and chain position.',
+  });

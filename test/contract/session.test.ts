@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { type HttpService, startHttpService } from '../support/http-server.js';
+import { useStack } from '../support/stack.js';
+import { Device, randomHash } from '../support/client.js';
+import { ContractValidator, type Exchange } from './validator.js';
+
+// A Free account may register two hashes a month here, so the session meets the quota's 429.
+process.env.TIER_LIMITS = JSON.stringify({ free: { monthly_quota: 2 } });
+await useStack();
+
+let service: HttpService;
+let validator: ContractValidator;
+const exchanges: Exchange[] = [];
+
+before(async () => {
+  service = await startHttpService();
+  const doc = (await (await fetch(`${service.url}/api/openapi.json`)).json()) as Record<string, unknown>;
+  validator = new ContractValidator(doc);
+});
+after(() => service?.close());
+
+/** One request over real HTTP, recorded for the contract check. */
+async function call(method: string, path: string, options: { json?: unknown; headers?: Record<string, string>; raw?: string; contentType?: string } = {}) {
+  const headers: Record<string, string> = { ...options.headers };
+  let body: string | undefined;
+  if (options.json !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(options.json);
+  } else if (options.raw !== undefined) {
+    headers['content-type'] = options.contentType ?? 'text/plain';
+    body = options.raw;
+  }
+  const res = await fetch(`${service.url}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+  const text = await res.text();
+  exchanges.push({ method, path, requestContentType: headers['content-type'], requestBody: options.json, status: res.status, headers: res.headers, body: text });
+  return { status: res.status, headers: res.headers, body: (res.headers.get('content-type') ?? '').includes('json') && text ? (JSON.parse(text) as Record<string, unknown>) : text };
+}
+
+describe('a realistic session, every exchange checked against the served OpenAPI document', () => {
+  it('registers, manages keys, anchors, verifies and reads receipts (v2 and v1) and meets the main errors, with no violation', async () => {
+    const email = `contract-${randomBytes(4).toString('hex')}@example.com`;
+    const password = 'a long enough password';
+    const reg = await call('POST', '/api/v2/account/register', { json: { email, password, name: 'Contract Test' } });
+    assert.equal(reg.status, 200);
+    const { account_id, api_key } = reg.body as { account_id: string; api_key: string };
+    assert.equal((await call('POST', '/api/v2/account/register', { json: { email, password } })).status, 409);
+    assert.equal((await call('POST', '/api/v2/account/register', { json: { email: 'x@example.com', password: 'short' } })).status, 400);
+    const login = await call('POST', '/api/v2/account/login', { json: { email, password } });
+    assert.equal(login.status, 200);
+    const jwt = { authorization: `Bearer ${(login.body as { token: string }).token}` };
+    assert.equal((await call('POST', '/api/v2/account/login', { json: { email, password: 'wrong password here' } })).status, 401);
+
+    const key = await call('POST', '/api/v2/account/keys', { json: { name: 'second' }, headers: jwt });
+    assert.equal(key.status, 200);
+    assert.equal((await call('GET', '/api/v2/account/keys', { headers: jwt })).status, 200);
+    assert.equal((await call('DELETE', `/api/v2/account/keys/${(key.body as { key_id: string }).key_id}`, { headers: jwt })).status, 200);
+    assert.equal((await call('GET', '/api/v2/account/keys')).status, 401);
+    assert.equal((await call('GET', '/api/v2/account/usage', { headers: jwt })).status, 200);
+    assert.equal((await call('GET', '/api/v2/account/info', { headers: jwt })).status, 200);
+
+    const keyed = { 'x-api-key': api_key };
+    // Free: hash works, anchoring is refused (403), the quota of 2 ends in 429.
+    const device = new Device();
+    assert.equal((await call('POST', '/api/v2/evidence/anchor', { json: device.next(), headers: keyed })).status, 403);
+    assert.equal((await call('POST', '/api/v2/evidence/hash', { json: { sha256_hash: 'not-a-hash' }, headers: keyed })).status, 400);
+    assert.equal((await call('POST', '/api/v2/evidence/hash', { raw: 'not json', headers: keyed })).status, 415);
+    assert.equal((await call('POST', '/api/v2/evidence/hash', { json: { sha256_hash: randomHash(), extra: 1 }, headers: keyed })).status, 400);
+    assert.equal((await call('POST', '/api/v2/evidence/hash', { json: { sha256_hash: 'a'.repeat(70 * 1024) }, headers: keyed })).status, 413);
+    assert.equal((await call('GET', '/api/v2/evidence/anchor')).status, 405);
+    const registered = randomHash();
+    assert.equal((await call('POST', '/api/v2/evidence/hash', { json: { sha256_hash: registered }, headers: keyed })).status, 200);
+    assert.equal((await call('POST', '/api/v2/evidence/hash', { json: { sha256_hash: randomHash() }, headers: keyed })).status, 200);
+    assert.equal((await call('POST', '/api/v2/evidence/hash', { json: { sha256_hash: randomHash() }, headers: keyed })).status, 429);
+
+    const up = await call('PUT', `/api/v2/admin/accounts/${account_id}/tier`, { json: { tier: 'pro' }, headers: { authorization: `Bearer ${process.env.ADMIN_TOKEN}` } });
+    assert.equal(up.status, 200);
+    assert.equal((await call('PUT', `/api/v2/admin/accounts/${account_id}/tier`, { json: { tier: 'pro' }, headers: { authorization: 'Bearer wrong' } })).status, 401);
+
+    // Pro: anchor (v2 and v1), verify, receipt, and the conflicts.
+    const first = device.next();
+    const anchored = await call('POST', '/api/v2/evidence/anchor', { json: first, headers: keyed });
+    assert.equal(anchored.status, 200, JSON.stringify(anchored.body));
+    device.advance(first);
+    assert.equal((await call('POST', '/api/v2/evidence/anchor', { json: first, headers: keyed })).status, 409);
+    const full = device.next();
+    assert.equal((await call('POST', '/api/v2/evidence/full', { json: full, headers: keyed })).status, 200);
+    device.advance(full);
+    const v1 = device.next();
+    const v1Body = { image_hash: v1.sha256_hash, signature_hex: v1.signature_hex, public_key_hex: v1.public_key_hex, chain_hash: v1.chain_hash, chain_index: v1.chain_index, previous_hash: v1.previous_hash, device_id: 'contract-phone' };
+    assert.equal((await call('POST', '/api/v1/chain/anchor', { json: v1Body, headers: keyed })).status, 201);
+    const badSignature = { ...device.next(), signature_hex: 'ab'.repeat(64) };
+    assert.equal((await call('POST', '/api/v2/evidence/anchor', { json: badSignature, headers: keyed })).status, 400);
+
+    const h = first.sha256_hash;
+    for (const path of [
+      `/api/v2/evidence/verify/${h}`,
+      `/api/v2/evidence/verify/${registered}`,
+      `/api/v2/evidence/verify/${randomHash()}`,
+      `/api/v2/evidence/receipt/${h}`,
+      `/api/v2/evidence/receipt/${randomHash()}`,
+      `/api/v1/chain/verify/${v1.sha256_hash}`,
+      `/api/v1/chain/verify/${randomHash()}`,
+      `/api/v1/chain/all/${device.publicKeyHex}`,
+      `/api/v1/pq/info`,
+      `/api/v1/pq/verify/${h}`,
+      `/api/v1/pq/registration`,
+      `/api/v1/ledger/status`,
+      `/api/v1/ledger/verify/${h}`,
+      `/api/v1/stats`,
+      `/api/v1/health`,
+      `/api/v2/tsa/certificates`,
+      `/.well-known/jwks.json`,
+      `/.well-known/evidence-trust-anchors.json`,
+    ]) {
+      const res = await call('GET', path);
+      assert.ok(res.status === 200 || res.status === 404, `${path}: ${res.status}`);
+    }
+    assert.equal((await call('POST', '/api/v1/timestamp', { json: { hash: randomHash() }, headers: keyed })).status, 200);
+    assert.equal((await call('POST', '/api/v2/evidence/timestamp', { json: { sha256_hash: h }, headers: keyed })).status, 200);
+    assert.equal((await call('POST', '/api/v2/evidence/sign', { json: { sha256_hash: h }, headers: keyed })).status, 200);
+    assert.equal((await call('GET', `/api/v2/evidence/verify/abc`)).status, 400);
+
+    const violations = exchanges.flatMap((x) => validator.check(x));
+    assert.deepEqual(violations, [], `${violations.length} violations in ${exchanges.length} exchanges`);
+    assert.ok(exchanges.length >= 45, `${exchanges.length} exchanges`);
+  });
+
+  it('finds a drift: a receipt without a field, an undocumented status, a missing request id', () => {
+    const receipt = exchanges.find((x) => x.path.startsWith('/api/v2/evidence/receipt/') && x.status === 200);
+    assert.ok(receipt, 'the session read a receipt');
+    const body = JSON.parse(receipt.body) as Record<string, unknown>;
+    delete body.server_hash;
+    assert.ok(validator.check({ ...receipt, body: JSON.stringify(body) }).some((v) => /server_hash/.test(v)));
+    assert.ok(validator.check({ ...receipt, status: 418 }).some((v) => /not documented/.test(v)));
+    const headers = new Headers(receipt.headers);
+    headers.delete('x-request-id');
+    assert.ok(validator.check({ ...receipt, headers }).some((v) => /X-Request-Id/.test(v)));
+  });
+});
