@@ -35,6 +35,7 @@ import { app as wellKnownJwks } from './web/jwks.js';
 import { app as wellKnownTrust } from './web/trust-anchors.js';
 import { app as ledgerTxPage } from './web/ledger-tx.js';
 import { app as verifyPage } from './web/verify-page.js';
+import { app as problemPage } from './web/problem-page.js';
 
 /** Every documented function, in registry order (test/functions/openapi.test.ts checks it matches infra/functions.json). */
 export const DOCUMENTED_APPS = {
@@ -71,6 +72,7 @@ export const DOCUMENTED_APPS = {
   wellKnownJwks,
   wellKnownTrust,
   ledgerTxPage,
+  problemPage,
   verifyPage,
 };
 

@@ -6,7 +6,8 @@ import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { DomainError, type DomainErrorKind } from '../errors.js';
 import { describeError, log } from '../log.js';
-import { HttpError, badRequest, dependencyUnavailable, payloadTooLarge, problemType } from './errors.js';
+import { getConfig } from '../deps/core.js';
+import { HttpError, badRequest, dependencyUnavailable, payloadTooLarge } from './errors.js';
 
 /** Largest accepted request body (CONTRACT: 64 KiB, else 413). */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -171,11 +172,25 @@ export function dependencyDetail(error: Error): Record<string, unknown> {
   return { ...(typeof reason === 'string' ? { reason } : {}), ...(typeof detail === 'string' ? { detail } : {}) };
 }
 
+/**
+ * Renders a problem: `type` absolute under PUBLIC_BASE_URL (it serves a page explaining the type),
+ * `instance` the path the problem occurred at, and `request_id`, which identifies the occurrence
+ * in our logs (RFC 9457 §3.1.5 leaves `instance` to us; a path is what a client can act on).
+ */
 function problem(c: AppContext, error: HttpError): Response {
   for (const [k, v] of Object.entries(error.headers)) c.header(k, v);
   const body = error.toJSON();
-  if (error.status >= 500 && body.request_id === undefined) body.request_id = c.get('requestId');
+  body.type = `${publicBase()}${String(body.type)}`;
+  body.instance = c.req.path;
+  body.request_id ??= c.get('requestId');
   return c.newResponse(JSON.stringify(body), error.status, { 'Content-Type': 'application/problem+json' });
 }
 
-export { problemType };
+/** PUBLIC_BASE_URL, or nothing (a relative `type`) when the configuration cannot be read. */
+function publicBase(): string {
+  try {
+    return getConfig().publicBaseUrl.replace(/\/$/, '');
+  } catch {
+    return '';
+  }
+}

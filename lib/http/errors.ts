@@ -1,6 +1,7 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isLedgerUnavailable } from '../ledger/errors.js';
 import { isStoreUnavailable } from '../store/errors.js';
+import { PROBLEM_TITLES, problemTypePath } from './problem-titles.js';
 
 /**
  * The one error family of the API. Every error a client sees is one of these, rendered by
@@ -20,11 +21,15 @@ export class HttpError extends Error {
     this.name = 'HttpError';
   }
 
-  /** The problem document (RFC 9457 §3.1). */
+  /**
+   * The problem document (RFC 9457 §3.1): `type` names the problem type's page (relative here;
+   * the app factory makes it absolute under PUBLIC_BASE_URL), `title` summarises the type (the
+   * same for every occurrence: lib/http/problem-titles.ts; the status phrase for a code not in it).
+   */
   toJSON(): Record<string, unknown> {
     return {
-      type: problemType(this.code),
-      title: this.title,
+      type: problemTypePath(this.code),
+      title: PROBLEM_TITLES[this.code] ?? this.title,
       status: this.status,
       detail: this.detail,
       code: this.code,
@@ -33,10 +38,6 @@ export class HttpError extends Error {
   }
 }
 
-/** Problem type URI: a stable URN per code, so clients can switch on either. */
-export function problemType(code: string): string {
-  return `urn:evidence-anchoring:problem:${code}`;
-}
 
 export const badRequest = (code: string, detail: string, extensions?: Record<string, unknown>) =>
   new HttpError(400, code, 'Bad Request', detail, extensions);

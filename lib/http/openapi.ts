@@ -20,7 +20,9 @@ const HEADERS: Record<string, Json> = {
 };
 
 /** Operations that count against a rate limit and so carry the RateLimit fields. */
-const UNCOUNTED = new Set(['setAccountTier', 'getOpenApiDocument']);
+const UNCOUNTED = new Set(['setAccountTier', 'getOpenApiDocument', 'viewProblemType']);
+/** Operations that read no table, node or key: they never answer 503. */
+const STATIC = new Set(['getOpenApiDocument', 'viewProblemType']);
 
 const PROBLEM = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
 
@@ -84,7 +86,7 @@ function completeOperation(path: string, method: string, operation: Json): void 
   const hasJsonBody = Boolean(((operation.requestBody as Json | undefined)?.content as Json | undefined)?.['application/json']);
   if (hasJsonBody) responses['415'] ??= { description: 'The body is not sent as Content-Type: application/json.', content: PROBLEM };
   responses['500'] ??= { description: 'An unexpected error; the problem names the request id.', content: PROBLEM };
-  if (route?.operationId !== 'getOpenApiDocument') {
+  if (!STATIC.has(String(route?.operationId))) {
     responses['503'] ??= { description: 'A dependency (database, ledger node, time-stamping authority) is unavailable; nothing was recorded, retry.', content: PROBLEM };
   }
   const counted = !UNCOUNTED.has(String(operation.operationId));

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { getConfig } from '../../lib/deps/core.js';
 import { describe, it } from 'node:test';
 import { createRoute, z } from '@hono/zod-openapi';
 import { createApp, MAX_BODY_BYTES } from '../../lib/http/app.js';
@@ -80,8 +81,14 @@ describe('the HTTP basics every function shares', () => {
     assert.equal(res.status, 409);
     const p = await problemOf(res);
     assert.deepEqual(
-      { code: p.code, title: p.title, detail: p.detail, type: p.type },
-      { code: 'hash_already_anchored', title: 'Conflict', detail: 'This hash is already anchored.', type: 'urn:evidence-anchoring:problem:hash_already_anchored' },
+      { code: p.code, title: p.title, detail: p.detail, type: p.type, instance: p.instance },
+      {
+        code: 'hash_already_anchored',
+        title: 'Hash already anchored',
+        detail: 'This hash is already anchored.',
+        type: `${getConfig().publicBaseUrl}/problems/hash_already_anchored`,
+        instance: '/conflict',
+      },
     );
   });
 

@@ -69,7 +69,7 @@ const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   v1LedgerVerify: { maxKiB: 330, heavy: [] },
   v1Stats: { maxKiB: 308, heavy: [] },
   v1Health: { maxKiB: 868, heavy: ['pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
-  openapi: { maxKiB: 1477, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js', 'jose'] },
+  openapi: { maxKiB: 1532, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js', 'jose'] }, // 1487 KiB once it documents the problem page (its explanations) and the receipt in full, plus 3 %
   ledgerTxPage: { maxKiB: 342, heavy: [] },
   verifyPage: { maxKiB: 428, heavy: ['@noble/post-quantum'] },
   quotaReset: { maxKiB: 56, heavy: ['jose'] }, // 54.3 KiB once the limits gained the account rate and the guessing lockout (was 52.4), plus 3 %
@@ -80,7 +80,8 @@ const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   v2TsaCertificates: { maxKiB: 296, heavy: [] },
   wellKnownJwks: { maxKiB: 304, heavy: [] },
   wellKnownTrust: { maxKiB: 354, heavy: [] },
-  methodNotAllowed: { maxKiB: 272, heavy: [] }, // the app factory (Hono, zod-openapi) and the route table: 263.8 KiB, plus 3 %
+  problemPage: { maxKiB: 326, heavy: [] }, // the page framework and the explanations of every problem type: 316 KiB, plus 3 %
+  methodNotAllowed: { maxKiB: 288, heavy: [] }, // the app factory (Hono, zod-openapi, the configuration for the problem type URL) and the route table: 279 KiB, plus 3 %
 };
 
 /** Heavy packages by the path of their files in esbuild's metafile (as bench/cold-start.ts names them). */

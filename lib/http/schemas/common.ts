@@ -26,11 +26,13 @@ export const IsoTime = z.string().openapi({ format: 'date-time', example: '2026-
 /** RFC 9457 problem document as the API writes it. */
 export const Problem = z
   .object({
-    type: z.string(),
-    title: z.string(),
+    type: z.string().openapi({ format: 'uri', description: 'The problem type: a page at PUBLIC_BASE_URL/problems/{code} explains it.', example: 'https://evidence.example/problems/hash_already_anchored' }),
+    title: z.string().openapi({ description: 'A summary of the problem type, the same for every occurrence.', example: 'Hash already anchored' }),
     status: z.number().int(),
-    detail: z.string(),
+    detail: z.string().openapi({ description: 'What went wrong this time, in plain words.' }),
+    instance: z.string().openapi({ description: 'The request path the problem occurred at.', example: '/api/v2/evidence/anchor' }),
     code: z.string().openapi({ description: 'Stable machine-readable error code, e.g. hash_already_anchored.' }),
+    request_id: z.string().openapi({ description: 'Identifies this occurrence in the service log; quote it when you report a problem.' }),
   })
   .passthrough()
   .openapi('Problem');

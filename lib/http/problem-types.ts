@@ -1,0 +1,59 @@
+/**
+ * The problem types of the API (RFC 9457 §3.1.1, §4): what each stable `code` means and what to
+ * do about it, served as a page at its `type` URL (`/problems/{code}`, functions/web/problem-page.ts).
+ * The titles live in problem-titles.ts (every function carries those). A code missing here still
+ * works, titled by its status; test/http/problem-types.test.ts keeps both tables complete.
+ */
+export interface ProblemType {
+  status: number;
+  /** What happened, in plain words. */
+  meaning: string;
+  /** What the client can do about it. */
+  remedy: string;
+}
+
+const t = (status: number, meaning: string, remedy: string): ProblemType => ({ status, meaning, remedy });
+
+export const PROBLEM_TYPES: Record<string, ProblemType> = {
+  invalid_request: t(400, 'A field of the request is missing, of the wrong type, or not allowed; `errors` names each one.', 'Correct the named fields; unknown fields are refused too.'),
+  malformed_json: t(400, 'The request body is not valid JSON.', 'Send a JSON object with Content-Type: application/json.'),
+  invalid_signature: t(400, 'The Ed25519 signature does not verify over the 32 raw bytes of the hash with the given public key.', 'Sign the raw hash bytes (or its 64-character hex string) with the device key whose public key you send.'),
+  invalid_public_key: t(400, 'The public key is not a valid Ed25519 key of 32 bytes.', 'Send the 64 hex characters of the raw Ed25519 public key.'),
+  invalid_chain_hash: t(400, 'chain_hash is not SHA-256(previous chain_hash, or 32 zero bytes at index 0, ‖ image hash).', 'Recompute chain_hash over raw bytes as the chain rule says.'),
+  invalid_previous_hash: t(400, 'previous_hash does not fit the chain index (it must be null at index 0).', 'Send null at index 0, otherwise the chain_hash of the entry before.'),
+  previous_hash_mismatch: t(400, 'previous_hash is not the stored chain_hash of the entry before.', "Send the device's last anchored chain_hash; fetch the chain with GET /api/v1/chain/all/{public_key_hex} if it was lost."),
+  invalid_cursor: t(400, 'The paging cursor is not one this service issued.', 'Start again without a cursor, or pass the next_cursor of the previous page unchanged.'),
+  invalid_tx_hash: t(400, 'A transaction hash is 0x followed by 64 hexadecimal characters.', 'Correct the hash.'),
+  invalid_timestamp_request: t(400, 'The body is not a DER RFC 3161 TimeStampReq.', 'Send the output of `openssl ts -query … -out q.tsq` as application/timestamp-query.'),
+  password_too_short: t(400, 'Passwords have at least 12 characters.', 'Choose a longer password (a passphrase of a few words works well).'),
+  unknown_tier: t(400, 'The tier is not free, starter, pro or enterprise.', 'Use one of the four tier names.'),
+  nonce_not_supported: t(400, 'The nonce is not a positive integer this service can echo.', 'Send a positive integer below 10^38, or none.'),
+  invalid_token: t(401, 'The bearer token is missing, malformed, wrongly signed, expired, issued in the future, living too long, or its account no longer exists.', 'Log in again (POST /api/v2/account/login) and send Authorization: Bearer <token>.'),
+  invalid_api_key: t(401, 'The API key is missing, malformed, unknown or deactivated.', 'Send an active key of your account in X-API-Key; create one in the dashboard or with POST /api/v2/account/keys.'),
+  invalid_credentials: t(401, 'The e-mail address or the password is wrong (the two are not told apart).', 'Check both; after too many failures from one address, log-ins pause for up to 15 minutes.'),
+  invalid_admin_token: t(401, "The operators' admin token is missing or wrong.", 'Send Authorization: Bearer $ADMIN_TOKEN; repeated failures lock the address out for up to 15 minutes.'),
+  tier_insufficient: t(403, "The account's tier does not include this operation; `required_tier` names the lowest that does.", 'Upgrade the account, or use an operation of your tier.'),
+  not_found: t(404, 'There is no such endpoint or resource.', 'Check the path against the API reference (/api/openapi.json).'),
+  account_not_found: t(404, 'No account has this id.', 'Check the account id.'),
+  evidence_not_found: t(404, 'No evidence is recorded for this hash (or not for your account).', 'Check the hash: it is the SHA-256 of the file, 64 hex characters.'),
+  key_not_found: t(404, 'Your account has no API key with this id.', 'List your keys with GET /api/v2/account/keys.'),
+  device_not_found: t(404, 'No chain is recorded for this device key.', 'Check the public key (64 hex characters).'),
+  tx_not_found: t(404, 'The chain has no transaction with this hash.', 'Check the hash and the network.'),
+  method_not_allowed: t(405, 'The path exists but does not take this method; `Allow` lists the ones it takes.', 'Use one of the methods in `Allow`.'),
+  hash_already_anchored: t(409, 'This hash is already anchored, or another request is anchoring it right now (then Retry-After says when to retry the identical request).', 'Verify it (GET /api/v2/evidence/verify/{hash}); an identical retry after Retry-After answers as the first request would have.'),
+  chain_index_conflict: t(409, 'The chain index is not the next free one of this device key, or another photo holds it.', "Send the device's next index (GET /api/v1/chain/all/{public_key_hex} shows the chain)."),
+  email_exists: t(409, 'An account with this e-mail address exists.', 'Log in instead, or use another address.'),
+  key_limit_reached: t(409, 'An account holds at most 5 active API keys.', 'Deactivate a key you no longer use, then create the new one.'),
+  payload_too_large: t(413, 'Request bodies are limited to 64 KiB; the body was not read.', 'Send only the hash and its proofs, never the file.'),
+  unsupported_media_type: t(415, 'The body is not sent as JSON.', 'Send Content-Type: application/json (RFC 3161 requests: application/timestamp-query).'),
+  rate_limit_exceeded: t(429, 'Too many requests in the current minute for the account, the key or the client address; `scope` says which.', 'Wait for Retry-After seconds; the RateLimit fields show the budget.'),
+  quota_exceeded: t(429, "The account used its tier's evidence operations for this calendar month (UTC).", 'Wait for the reset (Retry-After, resets_at in GET /api/v2/account/usage) or upgrade the tier.'),
+  too_many_failed_attempts: t(429, 'This client address failed to authenticate too often in the current 15-minute window; every attempt from it waits until the window ends.', 'Wait for Retry-After seconds; check the credential before trying again.'),
+  internal_error: t(500, 'Something unexpected failed; nothing about it is shown here.', 'Retry; if it persists, report the request_id.'),
+  http_error: t(500, 'The request failed at the HTTP layer.', 'Read `detail`.'),
+  not_implemented: t(501, 'This operation is not available in this deployment.', 'Read `detail`.'),
+  database_unavailable: t(503, 'The database could not be reached; nothing was read or changed.', 'Retry after Retry-After seconds.'),
+  ledger_unavailable: t(503, 'The ledger node could not be reached; no verdict was given on a proof that was not checked.', 'Retry after Retry-After seconds.'),
+  tsa_unavailable: t(503, 'The time-stamping authority did not answer; nothing was recorded and nothing was charged.', 'Retry after Retry-After seconds.'),
+  signer_unavailable: t(503, 'A signing key (KMS) could not be used; nothing was recorded.', 'Retry after Retry-After seconds.'),
+};
