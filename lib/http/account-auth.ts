@@ -52,7 +52,7 @@ export function jwtAuth(options: AuthOptions = {}): MiddlewareHandler<AppEnv> {
     }
     const [account, rate] = await Promise.all([deps.accounts.find(accountId), deps.limits.consumeAccount(accountId)]);
     if (!account) throw unauthorized('invalid_token', 'The account of this token no longer exists.');
-    setRateLimitHeaders(c, rate);
+    setRateLimitHeaders(c, rate, 'account-endpoints');
     if (!rate.allowed) {
       throw tooManyRequests(
         'rate_limit_exceeded',

@@ -50,7 +50,7 @@ export function createApp(options: AppOptions = {}): OpenAPIHono<AppEnv> {
       cors({
         origin: '*',
         allowMethods: ['GET', 'HEAD', 'OPTIONS'],
-        exposeHeaders: ['X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'],
+        exposeHeaders: ['X-Request-Id', 'RateLimit-Policy', 'RateLimit', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After', 'ETag'],
         maxAge: 600,
       }),
     );

@@ -91,7 +91,7 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler<AppEnv
       throw rateResult.reason;
     }
     const rate: RateDecision = rateResult.value;
-    setRateLimitHeaders(c, rate);
+    setRateLimitHeaders(c, rate, 'account');
     if (!rate.allowed) {
       if (reservation) await refundQuota(limits, reservation, caller.accountId);
       throw tooManyRequests(

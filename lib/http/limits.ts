@@ -17,12 +17,21 @@ export interface LimitOptions {
   deps?: KeyAuthDepsProvider;
 }
 
+/** Which limit a RateLimit policy names (its name in `RateLimit-Policy` and `RateLimit`). */
+export type RatePolicyName = 'account' | 'account-endpoints' | 'ip' | 'ip-auth';
+
 /**
- * Sets `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds until the window
- * ends, as in draft-ietf-httpapi-ratelimit-headers). Set before `next()`, they stay on the final
- * response, error responses included.
+ * Sets the rate-limit fields, before `next()`, so they stay on the final response, error
+ * responses included. Two generations, because clients read both:
+ * - the current draft-ietf-httpapi-ratelimit-headers fields (Structured Fields, RFC 9651):
+ *   `RateLimit-Policy: "<name>";q=<quota>;w=60` (the policy: quota units per 60-second window)
+ *   and `RateLimit: "<name>";r=<remaining>;t=<seconds until the window ends>`;
+ * - the older draft's `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`, kept for
+ *   the clients written against them.
  */
-export function setRateLimitHeaders(c: AppContext, d: RateDecision): void {
+export function setRateLimitHeaders(c: AppContext, d: RateDecision, policy: RatePolicyName): void {
+  c.header('RateLimit-Policy', `"${policy}";q=${d.limit};w=60`);
+  c.header('RateLimit', `"${policy}";r=${d.remaining};t=${d.resetSeconds}`);
   c.header('RateLimit-Limit', String(d.limit));
   c.header('RateLimit-Remaining', String(d.remaining));
   c.header('RateLimit-Reset', String(d.resetSeconds));
@@ -108,7 +117,7 @@ export function publicRateLimit(options: PublicRateLimitOptions = {}): Middlewar
       if (!options.failOpen || !isStoreUnavailable(error)) throw error;
       return next();
     }
-    setRateLimitHeaders(c, d);
+    setRateLimitHeaders(c, d, scope === 'auth' ? 'ip-auth' : 'ip');
     if (!d.allowed) {
       const what =
         scope === 'auth'

@@ -13,6 +13,8 @@ const header = (description: string, schema: Json = { type: 'string' }, required
 /** Response headers, documented once and referenced from every response that carries them. */
 const HEADERS: Record<string, Json> = {
   XRequestId: header('The request id (yours, from a sane X-Request-Id, or a new one); quote it when you report a problem.', { type: 'string' }, true),
+  RateLimitPolicy: header('The limit that counted this request (draft-ietf-httpapi-ratelimit-headers): `"<name>";q=<requests>;w=60`; names: account (API key), account-endpoints (JWT), ip, ip-auth (register and login).', { type: 'string', example: '"account";q=200;w=60' }),
+  RateLimit: header('What is left of it: `"<name>";r=<remaining>;t=<seconds until the window ends>`.', { type: 'string', example: '"account";r=199;t=42' }),
   RateLimitLimit: header('Requests allowed in the current window (draft-ietf-httpapi-ratelimit-headers, older field set).', { type: 'integer' }),
   RateLimitRemaining: header('Requests left in the current window.', { type: 'integer' }),
   RateLimitReset: header('Seconds until the window ends.', { type: 'integer' }),
@@ -94,6 +96,8 @@ function completeOperation(path: string, method: string, operation: Json): void 
     const headers = (response.headers ??= {}) as Json;
     headers['X-Request-Id'] = { $ref: '#/components/headers/XRequestId' };
     if (counted) {
+      headers['RateLimit-Policy'] = { $ref: '#/components/headers/RateLimitPolicy' };
+      headers.RateLimit = { $ref: '#/components/headers/RateLimit' };
       headers['RateLimit-Limit'] = { $ref: '#/components/headers/RateLimitLimit' };
       headers['RateLimit-Remaining'] = { $ref: '#/components/headers/RateLimitRemaining' };
       headers['RateLimit-Reset'] = { $ref: '#/components/headers/RateLimitReset' };

@@ -30,6 +30,9 @@ describe('per-minute rate limit of API-key requests', () => {
     assert.equal(res.headers.get('ratelimit-limit'), '10');
     assert.equal(res.headers.get('ratelimit-remaining'), '9');
     assert.equal(res.headers.get('ratelimit-reset'), '30');
+    // The current draft's fields name the same budget (Structured Fields).
+    assert.equal(res.headers.get('ratelimit-policy'), '"account";q=10;w=60');
+    assert.equal(res.headers.get('ratelimit'), '"account";r=9;t=30');
   });
 
   it('answers the 11th request within a minute on Free with 429, Retry-After and a detail naming the per-minute limit', async () => {
@@ -43,6 +46,7 @@ describe('per-minute rate limit of API-key requests', () => {
     assert.equal(res.headers.get('ratelimit-limit'), '10');
     assert.equal(res.headers.get('ratelimit-remaining'), '0');
     assert.equal(res.headers.get('ratelimit-reset'), '30');
+    assert.equal(res.headers.get('ratelimit'), '"account";r=0;t=30');
     const problem = await body(res);
     assert.equal(problem.code, 'rate_limit_exceeded');
     assert.match(String(problem.detail), /per-minute limit of the Free tier is 10 requests/);
