@@ -30,7 +30,7 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true });
+export const app = createApp({ publicCors: true, etag: true });
 
 app.openapi(route, async (c) => {
   const { image_hash } = c.req.valid('param');

@@ -3,10 +3,12 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
+import { etag } from 'hono/etag';
 import { HTTPException } from 'hono/http-exception';
 import { DomainError, type DomainErrorKind } from '../errors.js';
 import { describeError, log } from '../log.js';
 import { getConfig } from '../deps/core.js';
+import { compressBody } from './compress.js';
 import { HttpError, badRequest, dependencyUnavailable, payloadTooLarge } from './errors.js';
 
 /** Largest accepted request body (CONTRACT: 64 KiB, else 413). */
@@ -29,6 +31,11 @@ export type AppContext = Context<AppEnv>;
 export interface AppOptions {
   /** Public endpoints answer CORS requests from any origin (they carry no credentials). */
   publicCors?: boolean;
+  /**
+   * An ETag (a digest of the body) on every 2xx GET, and 304 for a matching If-None-Match
+   * (RFC 9110 §13.1.2): for reads whose answer rarely changes (receipts, verify).
+   */
+  etag?: boolean;
 }
 
 /**
@@ -55,6 +62,8 @@ export function createApp(options: AppOptions = {}): OpenAPIHono<AppEnv> {
       }),
     );
   }
+  app.use('*', compressBody());
+  if (options.etag) app.use('*', etag());
   app.use(
     '*',
     bodyLimit({

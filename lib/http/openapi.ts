@@ -13,6 +13,7 @@ const header = (description: string, schema: Json = { type: 'string' }, required
 /** Response headers, documented once and referenced from every response that carries them. */
 const HEADERS: Record<string, Json> = {
   XRequestId: header('The request id (yours, from a sane X-Request-Id, or a new one); quote it when you report a problem.', { type: 'string' }, true),
+  ETag: header('A digest of the body (RFC 9110 §8.8.3); send it back as If-None-Match to get 304 while nothing changed.', { type: 'string' }, true),
   RateLimitPolicy: header('The limit that counted this request (draft-ietf-httpapi-ratelimit-headers): `"<name>";q=<requests>;w=60`; names: account (API key), account-endpoints (JWT), ip, ip-auth (register and login).', { type: 'string', example: '"account";q=200;w=60' }),
   RateLimit: header('What is left of it: `"<name>";r=<remaining>;t=<seconds until the window ends>`.', { type: 'string', example: '"account";r=199;t=42' }),
   RateLimitLimit: header('Requests allowed in the current window (draft-ietf-httpapi-ratelimit-headers, older field set).', { type: 'integer' }),
@@ -20,6 +21,9 @@ const HEADERS: Record<string, Json> = {
   RateLimitReset: header('Seconds until the window ends.', { type: 'integer' }),
   RetryAfter: header('Seconds to wait before retrying (RFC 9110 §10.2.3): on every 429, on 503 from a dependency, on a 409 while another request holds the hash.', { type: 'integer' }),
 };
+
+/** Reads that answer with an ETag and 304 for a matching If-None-Match (createApp `etag`). */
+const CONDITIONAL = new Set(['getEvidenceReceipt', 'verifyEvidence', 'v1VerifyChainEntry', 'v1VerifyLedgerEntry', 'v1VerifyPqSignature']);
 
 /** Operations that count against a rate limit and so carry the RateLimit fields. */
 const UNCOUNTED = new Set(['setAccountTier', 'getOpenApiDocument', 'viewProblemType']);
@@ -90,6 +94,15 @@ function completeOperation(path: string, method: string, operation: Json): void 
   responses['500'] ??= { description: 'An unexpected error; the problem names the request id.', content: PROBLEM };
   if (!STATIC.has(String(route?.operationId))) {
     responses['503'] ??= { description: 'A dependency (database, ledger node, time-stamping authority) is unavailable; nothing was recorded, retry.', content: PROBLEM };
+  }
+  if (CONDITIONAL.has(String(operation.operationId))) {
+    const parameters = (operation.parameters ??= []) as Json[];
+    parameters.push({ name: 'If-None-Match', in: 'header', required: false, description: 'The ETag of an earlier answer: 304 while it is still the same.', schema: { type: 'string' } });
+    responses['304'] = { description: 'Not modified since the ETag sent in If-None-Match; no body.' };
+    for (const status of ['200', '304']) {
+      const r = responses[status];
+      if (r) ((r.headers ??= {}) as Json).ETag = { $ref: '#/components/headers/ETag' };
+    }
   }
   const counted = !UNCOUNTED.has(String(operation.operationId));
   for (const [status, response] of Object.entries(responses)) {

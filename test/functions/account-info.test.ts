@@ -38,10 +38,10 @@ describe('GET /api/v2/account/info', () => {
     assert.deepEqual(info.features, ['hash', 'verify', 'timestamp', 'ed25519_signing', 'pdf_certificate', 'anchor', 'full']);
   });
 
-  it('answers 404 account_not_found for a valid token whose account does not exist', async () => {
+  it('answers 401 invalid_token for a valid token whose account does not exist, as every account endpoint does', async () => {
     const { token } = await deps.tokens.issue('acc_never_registered');
     const res = await app.request(PATH, { headers: bearer(token) });
-    assert.equal(res.status, 404);
-    assert.equal((await body(res)).code, 'account_not_found');
+    assert.equal(res.status, 401);
+    assert.equal((await body(res)).code, 'invalid_token');
   });
 });

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { Device, createAccount, json } from '../support/client.js';
 import { after, before, describe, it } from 'node:test';
 import { resetCoreDeps } from '../../lib/deps/core.js';
 import { type HttpService, startHttpService } from '../support/http-server.js';
@@ -17,6 +19,63 @@ before(async () => {
 after(() => service?.close());
 
 describe('the local API over real HTTP', () => {
+  it('compresses large bodies with br or gzip as the client accepts, and leaves them alone otherwise', async () => {
+    const raw = async (acceptEncoding?: string) =>
+      new Promise<{ headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+        http
+          .get(`${base}/api/openapi.json`, { headers: acceptEncoding ? { 'accept-encoding': acceptEncoding } : {} }, (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (d: Buffer) => chunks.push(d));
+            res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+          })
+          .on('error', reject);
+      });
+    const plain = await raw();
+    assert.equal(plain.headers['content-encoding'], undefined);
+    const doc = JSON.parse(plain.body.toString('utf8')) as { openapi: string };
+    assert.equal(doc.openapi, '3.1.0');
+    const br = await raw('gzip, deflate, br');
+    assert.equal(br.headers['content-encoding'], 'br');
+    assert.match(String(br.headers.vary), /accept-encoding/i);
+    assert.ok(br.body.length < plain.body.length / 5, `${br.body.length} of ${plain.body.length} bytes`);
+    assert.deepEqual(brotliDecompressSync(br.body), plain.body);
+    const gz = await raw('gzip;q=1, br;q=0.5');
+    assert.equal(gz.headers['content-encoding'], 'gzip');
+    assert.deepEqual(gunzipSync(gz.body), plain.body);
+    assert.equal((await raw('identity')).headers['content-encoding'], undefined);
+  });
+
+  it('answers verify and the receipt with an ETag, 304 for If-None-Match, and caches a confirmed receipt for good', async () => {
+    const account = await createAccount('pro');
+    const device = new Device();
+    const link = device.next();
+    const anchored = await fetch(`${base}/api/v2/evidence/anchor`, json(link, { 'x-api-key': account.apiKey }));
+    assert.equal(anchored.status, 200, await anchored.clone().text());
+    for (const path of [`/api/v2/evidence/receipt/${link.sha256_hash}`, `/api/v2/evidence/verify/${link.sha256_hash}`, `/api/v1/chain/verify/${link.sha256_hash}`]) {
+      const first = await fetch(`${base}${path}`);
+      assert.equal(first.status, 200, path);
+      const tag = first.headers.get('etag');
+      assert.match(tag ?? '', /^"[^"]+"$/, path);
+      await first.arrayBuffer();
+      const again = await fetch(`${base}${path}`, { headers: { 'if-none-match': tag as string } });
+      assert.equal(again.status, 304, path);
+      assert.equal(again.headers.get('etag'), tag);
+      assert.equal((await again.arrayBuffer()).byteLength, 0);
+      const other = await fetch(`${base}${path}`, { headers: { 'if-none-match': '"something-else"' } });
+      assert.equal(other.status, 200, path);
+      await other.arrayBuffer();
+    }
+    // The receipt of a confirmed anchor can no longer change.
+    let cache = '';
+    for (let i = 0; i < 100 && !cache.includes('immutable'); i++) {
+      const r = await fetch(`${base}/api/v2/evidence/receipt/${link.sha256_hash}`);
+      cache = r.headers.get('cache-control') ?? '';
+      await r.arrayBuffer();
+      if (!cache.includes('immutable')) await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.equal(cache, 'public, max-age=31536000, immutable');
+  });
+
   it('keeps the client working after a 413: the next request on the same keep-alive pool succeeds', async () => {
     // One pooled keep-alive socket, as a client library keeps it.
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });

@@ -76,11 +76,15 @@ async function assertUnavailable(name: string, res: Response, codes: string[], d
   assert.equal(res.status, 503, `${name}: ${res.status} ${text}`);
   assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/, name);
   assert.ok(res.headers.get('retry-after'), `${name}: Retry-After`);
-  const problem = JSON.parse(text) as { status: number; code: string; detail: string };
+  const problem = JSON.parse(text) as { status: number; code: string; detail: string; type: string };
   assert.equal(problem.status, 503, name);
   assert.ok(codes.includes(problem.code), `${name}: code ${problem.code}`);
+  // `type` is the service's own public address (PUBLIC_BASE_URL, 127.0.0.1 in these tests): the
+  // rest of the answer must name no address at all.
+  assert.equal(problem.type, `${getConfig().publicBaseUrl}/problems/${problem.code}`, name);
+  const rest = JSON.stringify({ ...problem, type: undefined });
   for (const leak of ['127.0.0.1', 'localhost', 'ECONNREFUSED', String(deadPort), 'fetch failed', 'connect ']) {
-    assert.ok(!text.includes(leak), `${name} leaks "${leak}": ${text}`);
+    assert.ok(!rest.includes(leak), `${name} leaks "${leak}": ${text}`);
   }
 }
 
