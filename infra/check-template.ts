@@ -14,6 +14,7 @@ import {
   type CfnTemplate,
   type RuleResult,
   checkFunctions,
+  checkOperations,
   checkLeastPrivilege,
   checkProperties,
   checkReferences,
@@ -131,6 +132,7 @@ async function main(): Promise<number> {
     checkFunctions(template),
     checkRoutes(template),
     checkSchedules(template),
+    checkOperations(template),
     checkTables(template.Resources),
     ...checkLeastPrivilege(templateView(template, kmsArns)),
   );

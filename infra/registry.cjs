@@ -30,24 +30,24 @@ function httpPaths() {
 const PUBLIC_WRITABLE_TABLE = 'counters';
 
 /**
- * DynamoDB actions per access letter. `r` and `w` are what infra/functions.json uses; `s`
- * (Scan) must be asked for explicitly. No transactions: dynalite has none and the code uses
- * single-item conditional writes, so TransactWriteItems/TransactGetItems are never granted.
+ * DynamoDB actions per access letter, each exactly what the code sends (test/infra/template.test.ts
+ * derives the commands from lib/ and fails on an action no code needs):
+ * - `r`: GetItem, Query, BatchGetItem (statistics), DescribeTable (health);
+ * - `w`: PutItem, UpdateItem (every write is a single-item conditional Put or Update);
+ * - `d`: DeleteItem (registration clean-up, releasing a chain link, expired counters);
+ * - `s`: Scan (the reconciler and the quota reset only).
+ * No BatchWriteItem, no ConditionCheckItem, no transactions: dynalite has none and the code
+ * uses none.
  */
 const DYNAMO_ACTIONS = {
   r: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchGetItem', 'dynamodb:DescribeTable'],
-  w: [
-    'dynamodb:PutItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:DeleteItem',
-    'dynamodb:ConditionCheckItem',
-    'dynamodb:BatchWriteItem',
-  ],
+  w: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  d: ['dynamodb:DeleteItem'],
   s: ['dynamodb:Scan'],
 };
 /** Actions that make sense on an index ARN (`<table>/index/<name>`): reads only. */
 const INDEX_ACTIONS = { r: ['dynamodb:Query'], s: ['dynamodb:Scan'] };
-const WRITE_ACTIONS = new Set(DYNAMO_ACTIONS.w);
+const WRITE_ACTIONS = new Set([...DYNAMO_ACTIONS.w, ...DYNAMO_ACTIONS.d]);
 
 /**
  * KMS keys the service uses. Each is a serverless.yml `custom.kms.<key>` value (a key ARN;
@@ -116,6 +116,20 @@ const SIZING = {
   scheduled: { memorySize: 512, timeout: 120 },
 };
 
+/**
+ * Reserved concurrency: the reconciler runs once at a time (every minute; a run that overlaps the
+ * next would only race it for the same leases), and can never starve the API of concurrency.
+ */
+const RESERVED_CONCURRENCY = { reconcile: 1 };
+
+/**
+ * The functions whose errors and throttles are alarmed one by one: every function that makes,
+ * reads or checks evidence (the others are covered by the API's 5xx-rate alarm).
+ */
+function isEvidenceFunction(fn) {
+  return fn.kind === 'scheduled' || (fn.kind === 'http' && /^(v2Evidence|v2Tsa$|v1Chain|v1Timestamp|v1PqVerify|v1LedgerVerify)/.test(fn.name));
+}
+
 /** Environment variables only some functions get (secrets stay off functions that do not need them). */
 const FUNCTION_ENVIRONMENT = {
   v2AdminSetTier: { ADMIN_TOKEN: '${self:custom.adminToken}' },
@@ -132,6 +146,10 @@ const naming = {
   role: (fnName) => `${normalizedFunctionName(fnName)}IamRole`,
   /** Created by osls for every function (merge-iam-templates.js). */
   logGroup: (fnName) => `${normalizedFunctionName(fnName)}LogGroup`,
+  /** The SQS queue that receives scheduled runs that failed after their retries. */
+  failureQueue: 'ScheduledFailureQueue',
+  /** The SNS topic every alarm notifies. */
+  alarmTopic: 'AlarmTopic',
   lambda: (fnName) => `${normalizedFunctionName(fnName)}LambdaFunction`,
 };
 
@@ -157,8 +175,8 @@ function isPublicRead(fn) {
 
 /** `rw` → sorted DynamoDB actions on the table ARN. Throws on an unknown access string. */
 function tableActions(mode) {
-  if (typeof mode !== 'string' || !/^(r|w|rw|rs|rws)$/.test(mode)) {
-    throw new Error(`access mode must be one of r, w, rw, rs, rws; got "${mode}"`);
+  if (typeof mode !== 'string' || !/^(?=.)r?w?d?s?$/.test(mode)) {
+    throw new Error(`access mode must be letters of r, w, d, s in that order; got "${mode}"`);
   }
   return [...new Set([...mode].flatMap((letter) => DYNAMO_ACTIONS[letter]))].sort();
 }
@@ -210,7 +228,7 @@ function validateRegistry() {
         problems.push(`${fn.name}.access.${table}: ${e.message}`);
         continue;
       }
-      if (isPublicRead(fn) && table !== PUBLIC_WRITABLE_TABLE && mode.includes('w')) {
+      if (isPublicRead(fn) && table !== PUBLIC_WRITABLE_TABLE && /[wd]/.test(mode)) {
         problems.push(`${fn.name}: a public GET function may only write the ${PUBLIC_WRITABLE_TABLE} table, not ${table}`);
       }
     }
@@ -258,6 +276,8 @@ module.exports = {
   KMS_ACTIONS,
   SIZING,
   FUNCTION_ENVIRONMENT,
+  RESERVED_CONCURRENCY,
+  isEvidenceFunction,
   naming,
   handlerOf,
   allFunctions,

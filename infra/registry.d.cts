@@ -1,6 +1,7 @@
 /** Types of infra/registry.cjs (the deployment model derived from functions.json and tables.json). */
 
-export type AccessMode = 'r' | 'w' | 'rw' | 'rs' | 'rws';
+/** Letters of r (read), w (put/update), d (delete), s (scan), in that order. */
+export type AccessMode = string;
 export type KmsKey = 'pqSigner' | 'tsa' | 'ledgerWallet' | 'jwtSecret';
 export type KmsUse = 'sign' | 'public' | 'decrypt';
 
@@ -37,17 +38,21 @@ export interface ExpectedGrants {
 
 export const TABLES: Record<string, TableDefinition>;
 export const PUBLIC_WRITABLE_TABLE: string;
-export const DYNAMO_ACTIONS: Record<'r' | 'w' | 's', string[]>;
+export const DYNAMO_ACTIONS: Record<'r' | 'w' | 'd' | 's', string[]>;
 export const WRITE_ACTIONS: Set<string>;
 export const KMS_KEYS: Record<KmsKey, { custom: string; envVar: string; spec: string }>;
 export const KMS_ACTIONS: Record<KmsUse, string[]>;
 export const SIZING: Record<'http' | 'anchoring' | 'scheduled', { memorySize: number; timeout: number }>;
 export const FUNCTION_ENVIRONMENT: Record<string, Record<string, string>>;
+export const RESERVED_CONCURRENCY: Record<string, number>;
+export function isEvidenceFunction(fn: RegistryFunction): boolean;
 export const naming: {
   table(key: string): string;
   role(fnName: string): string;
   logGroup(fnName: string): string;
   lambda(fnName: string): string;
+  failureQueue: string;
+  alarmTopic: string;
 };
 export function handlerOf(fn: { name: string; file: string }): string;
 export function allFunctions(): RegistryFunction[];

@@ -27,6 +27,14 @@ function buildFunctions() {
             ? registry.httpPaths().map((p) => ({ httpApi: { method: '*', path: p } }))
             : [{ schedule: { rate: [fn.schedule], enabled: true } }],
     };
+    if (fn.kind === 'scheduled') {
+      // A run that still fails after Lambda's two retries lands in the failure queue (alarmed),
+      // instead of vanishing: EventBridge invokes scheduled functions asynchronously.
+      config.maximumRetryAttempts = 2;
+      config.destinations = { onFailure: { type: 'sqs', arn: { 'Fn::GetAtt': [registry.naming.failureQueue, 'Arn'] } } };
+    }
+    const reserved = registry.RESERVED_CONCURRENCY[fn.name];
+    if (reserved !== undefined) config.reservedConcurrency = reserved;
     const extraEnv = registry.FUNCTION_ENVIRONMENT[fn.name];
     if (extraEnv) config.environment = { ...extraEnv };
     out[fn.name] = config;

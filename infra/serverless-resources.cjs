@@ -67,6 +67,17 @@ function buildStatements(fn) {
       });
     }
   }
+  // Active X-Ray tracing (provider.tracing.lambda): Lambda sends the function's segments with its
+  // role; X-Ray's write actions take no resource ARN, so this is the one `*` resource.
+  statements.push({ Sid: 'XRayTraces', Effect: 'Allow', Action: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], Resource: ['*'] });
+  if (fn.kind === 'scheduled') {
+    statements.push({
+      Sid: 'FailureQueue',
+      Effect: 'Allow',
+      Action: ['sqs:SendMessage'],
+      Resource: [{ 'Fn::GetAtt': [registry.naming.failureQueue, 'Arn'] }],
+    });
+  }
   for (const [key, actions] of Object.entries(grants.kms)) {
     statements.push({
       Sid: `Kms${key.charAt(0).toUpperCase()}${key.slice(1)}`,
@@ -93,6 +104,130 @@ function buildRole(fn) {
   };
 }
 
+/** The custom metrics the reconciler publishes (EMF, functions/jobs/reconcile.ts). */
+const METRICS_NAMESPACE = 'EvidenceAnchoring';
+
+const alarm = (description, properties) => ({
+  Type: 'AWS::CloudWatch::Alarm',
+  Properties: {
+    AlarmDescription: description,
+    AlarmActions: [{ Ref: registry.naming.alarmTopic }],
+    OKActions: [{ Ref: registry.naming.alarmTopic }],
+    ...properties,
+  },
+});
+
+/**
+ * The alarms an on-call engineer needs (docs/runbook.md "Alarms"), all notifying AlarmTopic:
+ * the API's 5xx rate, errors and throttles of every evidence function, anchors pending too long
+ * and a low wallet balance (custom metrics of the reconciler, so a reconciler that stops
+ * publishing alarms too), and failed scheduled runs in the failure queue.
+ */
+function buildOperations() {
+  const Resources = {};
+  Resources[registry.naming.alarmTopic] = {
+    Type: 'AWS::SNS::Topic',
+    Properties: { DisplayName: 'Evidence anchoring alarms', KmsMasterKeyId: 'alias/aws/sns' },
+  };
+  Resources[registry.naming.failureQueue] = {
+    Type: 'AWS::SQS::Queue',
+    Properties: { MessageRetentionPeriod: 1209600, SqsManagedSseEnabled: true },
+  };
+  Resources.ApiServerErrorRateAlarm = alarm('More than 1 % of API requests answered 5xx over 5 minutes (twice in a row)', {
+    ComparisonOperator: 'GreaterThanThreshold',
+    Threshold: 1,
+    EvaluationPeriods: 2,
+    DatapointsToAlarm: 2,
+    TreatMissingData: 'notBreaching',
+    Metrics: [
+      {
+        Id: 'errors',
+        ReturnData: false,
+        MetricStat: { Metric: { Namespace: 'AWS/ApiGateway', MetricName: '5xx', Dimensions: [{ Name: 'ApiId', Value: { Ref: 'HttpApi' } }] }, Period: 300, Stat: 'Sum' },
+      },
+      {
+        Id: 'requests',
+        ReturnData: false,
+        MetricStat: { Metric: { Namespace: 'AWS/ApiGateway', MetricName: 'Count', Dimensions: [{ Name: 'ApiId', Value: { Ref: 'HttpApi' } }] }, Period: 300, Stat: 'Sum' },
+      },
+      { Id: 'rate', Label: '5xx per 100 requests', ReturnData: true, Expression: 'IF(requests > 0, 100 * errors / requests, 0)' },
+    ],
+  });
+  for (const fn of registry.allFunctions().filter(registry.isEvidenceFunction)) {
+    const lambda = { Ref: registry.naming.lambda(fn.name) };
+    const base = registry.naming.lambda(fn.name).replace(/LambdaFunction$/, '');
+    for (const [metric, threshold] of [
+      ['Errors', 1],
+      ['Throttles', 1],
+    ]) {
+      Resources[`${base}${metric}Alarm`] = alarm(`${fn.name}: ${metric.toLowerCase()} in the last 5 minutes`, {
+        Namespace: 'AWS/Lambda',
+        MetricName: metric,
+        Dimensions: [{ Name: 'FunctionName', Value: lambda }],
+        Statistic: 'Sum',
+        Period: 300,
+        EvaluationPeriods: 1,
+        Threshold: threshold,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      });
+    }
+  }
+  Resources.AnchorsPendingTooLongAlarm = alarm('An anchor has been waiting for its ledger transaction for more than 10 minutes', {
+    Namespace: METRICS_NAMESPACE,
+    MetricName: 'OldestPendingAnchorAgeSeconds',
+    Dimensions: [{ Name: 'service', Value: 'evidence-anchoring' }],
+    Statistic: 'Maximum',
+    Period: 300,
+    EvaluationPeriods: 2,
+    Threshold: 600,
+    ComparisonOperator: 'GreaterThanThreshold',
+    TreatMissingData: 'notBreaching',
+  });
+  Resources.WalletBalanceLowAlarm = alarm('The ledger wallet is below LEDGER_LOW_BALANCE_WEI (or the reconciler stopped reporting it)', {
+    Namespace: METRICS_NAMESPACE,
+    MetricName: 'WalletBalanceBelowLow',
+    Dimensions: [{ Name: 'service', Value: 'evidence-anchoring' }],
+    Statistic: 'Maximum',
+    Period: 300,
+    EvaluationPeriods: 2,
+    Threshold: 1,
+    ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    // Published every minute by the reconciler: silence means it is not running.
+    TreatMissingData: 'breaching',
+  });
+  Resources.ScheduledFailuresAlarm = alarm('A scheduled run (reconcile, quota reset) failed after its retries: see the failure queue', {
+    Namespace: 'AWS/SQS',
+    MetricName: 'ApproximateNumberOfMessagesVisible',
+    Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [registry.naming.failureQueue, 'QueueName'] } }],
+    Statistic: 'Maximum',
+    Period: 300,
+    EvaluationPeriods: 1,
+    Threshold: 1,
+    ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    TreatMissingData: 'notBreaching',
+  });
+  return Resources;
+}
+
+/**
+ * Overrides of resources osls generates itself: the HTTP API's default stage gets route
+ * throttling (`HttpApiStage`, merged by osls' `resources.extensions`).
+ */
+function buildExtensions() {
+  return {
+    HttpApiStage: {
+      Properties: {
+        DefaultRouteSettings: {
+          ThrottlingBurstLimit: '${param:apiBurstLimit, 500}',
+          ThrottlingRateLimit: '${param:apiRateLimit, 1000}',
+          DetailedMetricsEnabled: true,
+        },
+      },
+    },
+  };
+}
+
 /** `{ Resources, Outputs }` for serverless.yml. */
 function buildResources() {
   registry.assertValidRegistry();
@@ -104,7 +239,9 @@ function buildResources() {
     Outputs[`${logicalId}Name`] = { Description: `${def.envVar}`, Value: { Ref: logicalId } };
   }
   for (const fn of registry.allFunctions()) Resources[registry.naming.role(fn.name)] = buildRole(fn);
-  return { Resources, Outputs };
+  Object.assign(Resources, buildOperations());
+  Outputs.AlarmTopicArn = { Description: 'Subscribe the on-call rotation here (every alarm notifies it)', Value: { Ref: registry.naming.alarmTopic } };
+  return { Resources, Outputs, extensions: buildExtensions() };
 }
 
 /** Refuses placeholder KMS key ARNs outside the `dev` stage (osls passes resolveVariable). */
@@ -127,3 +264,4 @@ module.exports = async ({ resolveVariable } = {}) => {
 };
 module.exports.buildResources = buildResources;
 module.exports.buildStatements = buildStatements;
+module.exports.METRICS_NAMESPACE = METRICS_NAMESPACE;

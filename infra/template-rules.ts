@@ -95,7 +95,9 @@ const LAMBDA_RESERVED_ENV = new Set([
 ]);
 
 /** Services a function role may name at all. */
-const ALLOWED_SERVICES = new Set(['logs', 'dynamodb', 'kms']);
+const ALLOWED_SERVICES = new Set(['logs', 'dynamodb', 'kms', 'xray', 'sqs']);
+/** Active tracing: the only X-Ray actions a role needs (they take no resource ARN). */
+const XRAY_WRITE_ACTIONS = new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']);
 const LOG_ACTIONS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
 
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -430,7 +432,12 @@ export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
       if (s.Effect !== 'Allow') continue;
       if (s.NotAction !== undefined || s.NotResource !== undefined) wildcards.push(`${id}: uses NotAction/NotResource`);
       for (const a of asArray(s.Action)) if (typeof a !== 'string' || a.includes('*')) wildcards.push(`${id}: action ${JSON.stringify(a)} has a wildcard`);
-      for (const r of asArray(s.Resource)) if (JSON.stringify(r).includes('*')) wildcards.push(`${id}: resource ${JSON.stringify(r)} has a wildcard`);
+      // X-Ray's write actions take no resource ARN: `*` is allowed for exactly those two, nothing else.
+      const xrayOnly = asArray(s.Action).length > 0 && asArray(s.Action).every((a) => typeof a === 'string' && XRAY_WRITE_ACTIONS.has(a));
+      for (const r of asArray(s.Resource)) {
+        if (xrayOnly && r === '*') continue;
+        if (JSON.stringify(r).includes('*')) wildcards.push(`${id}: resource ${JSON.stringify(r)} has a wildcard`);
+      }
       if (asArray(s.Resource).length === 0) wildcards.push(`${id}: a statement names no resource`);
     }
   }
@@ -460,6 +467,11 @@ export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
       for (const action of actions) {
         const service = action.split(':')[0] ?? '';
         if (!ALLOWED_SERVICES.has(service)) services.push(`${fn.name}: action ${action} (only ${[...ALLOWED_SERVICES].join(', ')} are expected)`);
+        if (service === 'xray' && !XRAY_WRITE_ACTIONS.has(action)) services.push(`${fn.name}: ${action} (tracing needs only ${[...XRAY_WRITE_ACTIONS].join(', ')})`);
+        if (service === 'sqs') {
+          const onQueue = targets.every((t) => t.kind === 'other') && asArray(s.Resource).every((r) => isDeepStrictEqual(r, { 'Fn::GetAtt': [registry.naming.failureQueue, 'Arn'] }));
+          if (fn.kind !== 'scheduled' || action !== 'sqs:SendMessage' || !onQueue) services.push(`${fn.name}: ${action} (only scheduled functions may send to ${registry.naming.failureQueue})`);
+        }
         for (const t of targets) {
           if (service === 'dynamodb') {
             if (t.kind === 'table') (gotTable.get(t.table) ?? gotTable.set(t.table, new Set()).get(t.table))!.add(action);
@@ -520,8 +532,8 @@ export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
   const publicCount = fns.filter((f) => registry.isPublicRead(f)).length;
   return [
     { name: 'every function has its own role, assumable by Lambda only', summary: `${n} functions, ${n} roles`, problems: ownRole },
-    { name: 'no IAM Allow statement has a wildcard action or resource', summary: 'no *, no NotAction/NotResource, no managed policies', problems: wildcards },
-    { name: 'roles name only logs, dynamodb and kms actions', summary: `${n} roles`, problems: services },
+    { name: 'no IAM Allow statement has a wildcard action or resource', summary: 'no * (but X-Ray writes, which take no ARN), no NotAction/NotResource, no managed policies', problems: wildcards },
+    { name: 'roles name only logs, dynamodb and kms actions, X-Ray writes, and (scheduled) the failure queue', summary: `${n} roles`, problems: services },
     { name: 'logs: each function writes only its own log group', summary: `${n} log groups`, problems: logs },
     { name: 'dynamodb: each role grants exactly its registry access map', summary: 'tables and index ARNs match infra/functions.json', problems: dynamo },
     { name: 'kms: each role reaches exactly the keys it needs', summary: 'Sign/GetPublicKey/Decrypt per key as infra/registry.cjs', problems: kms },
@@ -719,4 +731,74 @@ export function checkSchedules(template: CfnTemplate): RuleResult {
     if (!found) problems.push(`${fn.name}: no enabled AWS::Events::Rule "${fn.schedule}" targeting ${lambdaId}`);
   }
   return { name: 'every scheduled function has its enabled schedule rule', summary: `${scheduled.length} schedules`, problems };
+}
+
+/**
+ * The operations an AWS engineer expects of the packaged stack (docs/runbook.md "Alarms"):
+ * alarms on the API's 5xx rate, on errors and throttles of every evidence function, on anchors
+ * pending too long and on a low wallet balance, each notifying the alarm topic; an on-failure
+ * destination for every scheduled function; reserved concurrency 1 for the reconciler; stage
+ * throttling and JSON access logs; active X-Ray tracing on every function.
+ */
+export function checkOperations(template: CfnTemplate): RuleResult {
+  const problems: string[] = [];
+  const resources = template.Resources;
+  const topic = { Ref: registry.naming.alarmTopic };
+  if (resources[registry.naming.alarmTopic]?.Type !== 'AWS::SNS::Topic') problems.push(`no AWS::SNS::Topic ${registry.naming.alarmTopic}`);
+  if (resources[registry.naming.failureQueue]?.Type !== 'AWS::SQS::Queue') problems.push(`no AWS::SQS::Queue ${registry.naming.failureQueue}`);
+  const alarms = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::CloudWatch::Alarm');
+  for (const [id, a] of alarms) {
+    if (!asArray(a.Properties?.AlarmActions).some((x) => isDeepStrictEqual(x, topic))) problems.push(`${id}: does not notify ${registry.naming.alarmTopic}`);
+  }
+  const metricOf = (a: CfnResource) => String(a.Properties?.MetricName ?? '');
+  const dimensionValue = (a: CfnResource) => asArray(a.Properties?.Dimensions).map((d) => (isObject(d) ? d.Value : undefined))[0];
+  const has = (what: string, test: (a: CfnResource) => boolean) => {
+    if (!alarms.some(([, a]) => test(a))) problems.push(`no alarm on ${what}`);
+  };
+  has('the API 5xx rate', (a) =>
+    asArray(a.Properties?.Metrics).some((m) => isObject(m) && isObject(m.MetricStat) && isObject(m.MetricStat.Metric) && m.MetricStat.Metric.MetricName === '5xx'),
+  );
+  for (const fn of registry.allFunctions().filter(registry.isEvidenceFunction)) {
+    const lambda = { Ref: registry.naming.lambda(fn.name) };
+    for (const metric of ['Errors', 'Throttles']) {
+      has(`${metric} of ${fn.name}`, (a) => a.Properties?.Namespace === 'AWS/Lambda' && metricOf(a) === metric && isDeepStrictEqual(dimensionValue(a), lambda));
+    }
+  }
+  has('anchors pending too long', (a) => metricOf(a) === 'OldestPendingAnchorAgeSeconds');
+  has('a low wallet balance', (a) => metricOf(a) === 'WalletBalanceBelowLow' && a.Properties?.TreatMissingData === 'breaching');
+  has('failed scheduled runs', (a) => a.Properties?.Namespace === 'AWS/SQS');
+
+  const invokeConfigs = Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::EventInvokeConfig');
+  for (const fn of registry.allFunctions()) {
+    const lambda = resources[registry.naming.lambda(fn.name)];
+    if (!lambda) continue;
+    const tracing = lambda.Properties?.TracingConfig;
+    if (!isObject(tracing) || tracing.Mode !== 'Active') problems.push(`${fn.name}: X-Ray tracing is not Active`);
+    if (fn.kind === 'scheduled') {
+      const config = invokeConfigs.find((c) => isDeepStrictEqual(c.Properties?.FunctionName, { Ref: registry.naming.lambda(fn.name) }));
+      const destination = config?.Properties?.DestinationConfig;
+      const onFailure = isObject(destination) && isObject(destination.OnFailure) ? destination.OnFailure.Destination : undefined;
+      if (!isDeepStrictEqual(onFailure, { 'Fn::GetAtt': [registry.naming.failureQueue, 'Arn'] })) problems.push(`${fn.name}: no on-failure destination to ${registry.naming.failureQueue}`);
+    }
+    const reserved = registry.RESERVED_CONCURRENCY[fn.name];
+    if (reserved !== undefined && lambda.Properties?.ReservedConcurrentExecutions !== reserved) {
+      problems.push(`${fn.name}: reserved concurrency ${String(lambda.Properties?.ReservedConcurrentExecutions)}, expected ${reserved}`);
+    }
+  }
+  const stage = resources.HttpApiStage?.Properties;
+  const route = isObject(stage?.DefaultRouteSettings) ? stage.DefaultRouteSettings : {};
+  if (route.ThrottlingBurstLimit === undefined || route.ThrottlingRateLimit === undefined) problems.push('HttpApiStage: no default route throttling');
+  const access = isObject(stage?.AccessLogSettings) ? stage.AccessLogSettings : {};
+  let format: unknown;
+  try {
+    format = JSON.parse(String(access.Format ?? ''));
+  } catch {
+    format = undefined;
+  }
+  if (!access.DestinationArn || !isObject(format) || !('requestId' in format) || !('status' in format)) problems.push('HttpApiStage: no JSON access log with requestId and status');
+  return {
+    name: 'operations: alarms to the topic, failure destinations, reconciler concurrency 1, stage throttling and access logs, X-Ray',
+    summary: `${alarms.length} alarms`,
+    problems,
+  };
 }

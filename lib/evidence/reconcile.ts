@@ -35,6 +35,8 @@ export interface ReconcileReport {
   waiting: number;
   /** Items that could not be advanced now (a dependency down); the next pass retries. */
   failed: number;
+  /** How long the oldest anchor still waiting for its ledger transaction has waited (ms); 0 for none. */
+  oldestWaitingMs: number;
   resent: number;
   holds?: HoldReport | undefined;
 }
@@ -49,7 +51,7 @@ export async function reconcileAnchors(
   options: { fullScan?: boolean; limit?: number; concurrency?: number } = {},
 ): Promise<ReconcileReport> {
   const clock = deps.clock ?? (() => new Date());
-  const report: ReconcileReport = { checked: 0, released: 0, finished: 0, confirmed: 0, waiting: 0, failed: 0, resent: 0 };
+  const report: ReconcileReport = { checked: 0, released: 0, finished: 0, confirmed: 0, waiting: 0, failed: 0, resent: 0, oldestWaitingMs: 0 };
   if (deps.rebroadcast) {
     try {
       report.resent = (await deps.rebroadcast()).resent;
@@ -79,6 +81,13 @@ export async function reconcileAnchors(
   return report;
 }
 
+/** Counts an anchor still waiting for its transaction, and how long it has (the pending-too-long alarm's metric). */
+function waited(report: ReconcileReport, nowMs: number, anchoredAt: string | undefined): void {
+  report.waiting++;
+  const since = Date.parse(anchoredAt ?? '');
+  if (Number.isFinite(since)) report.oldestWaitingMs = Math.max(report.oldestWaitingMs, nowMs - since);
+}
+
 async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, report: ReconcileReport): Promise<void> {
   const item = await deps.repo.get(imageHash);
   if (!item?.anchor_state) {
@@ -101,7 +110,7 @@ async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, re
       }
       const done = await finishPublishing(deps, item, 0);
       report.finished++;
-      if (done.tx_status === 'pending') report.waiting++;
+      if (done.tx_status === 'pending') waited(report, nowMs, item.anchored_at);
       return;
     }
     case 'anchored': {
@@ -115,7 +124,7 @@ async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, re
       }
       const receipt = await deps.ledger.waitForReceipt(item.tx_hash, 0, item.tx_nonce);
       if (!receipt) {
-        report.waiting++;
+        waited(report, nowMs, item.anchored_at);
         return;
       }
       const at = (deps.clock ?? (() => new Date()))().toISOString();

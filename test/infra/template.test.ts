@@ -39,14 +39,21 @@ const functions = buildFunctions();
 const { Resources } = buildResources();
 
 /**
- * The generator output as osls will see it: the generated resources plus the log group osls
- * creates for every function (merge-iam-templates.js), and the Lambda → role links from `role:`.
+ * The generator output as osls will see it: the generated resources plus what osls creates
+ * itself and the alarms name: the log group and the function of every registry function
+ * (merge-iam-templates.js; the function only as far as a Ref needs it) and the HTTP API, and the
+ * Lambda → role links from `role:`.
  */
 function generatedView(resources: Record<string, CfnResource> = Resources): DeploymentView {
   const all: Record<string, CfnResource> = { ...resources };
   for (const fn of registry.allFunctions()) {
     all[registry.naming.logGroup(fn.name)] = { Type: 'AWS::Logs::LogGroup', Properties: { LogGroupName: `/aws/lambda/svc-dev-${fn.name}` } };
+    all[registry.naming.lambda(fn.name)] = {
+      Type: 'AWS::Lambda::Function',
+      Properties: { Code: { ZipFile: 'x' }, Role: { 'Fn::GetAtt': [registry.naming.role(fn.name), 'Arn'] }, Handler: registry.handlerOf(fn), Runtime: 'nodejs22.x' },
+    };
   }
+  all.HttpApi = { Type: 'AWS::ApiGatewayV2::Api', Properties: { Name: 'svc-dev', ProtocolType: 'HTTP' } };
   const placeholders = new Map(
     Object.entries(registry.KMS_KEYS).map(([key, { custom }]) => [`\${self:custom.kms.${custom}}`, key as KmsKey]),
   );
@@ -137,10 +144,14 @@ describe('generated least-privilege roles', () => {
     }
   });
 
-  test('grant no Scan, no transactions and no table outside the access map', () => {
+  test('grant no transactions, no table outside the access map, and Scan only to the two jobs that scan', () => {
+    // The reconciler's hourly pass and the quota reset's sweep send Scan (lib/evidence/repository.ts
+    // scanUnfinished, lib/accounts/counter-repository.ts listHolds and removeExpired); nothing else does.
+    const scanners = registry.allFunctions().filter((fn) => JSON.stringify(roleStatements(Resources, registry.naming.role(fn.name))).includes('dynamodb:Scan'));
+    assert.deepEqual(scanners.map((fn) => fn.name).sort(), ['quotaReset', 'reconcile']);
     for (const fn of registry.allFunctions()) {
       const text = JSON.stringify(roleStatements(Resources, registry.naming.role(fn.name)));
-      assert.doesNotMatch(text, /dynamodb:(Scan|Transact|\*)/, fn.name);
+      assert.doesNotMatch(text, /dynamodb:(Transact|BatchWrite|ConditionCheck|\*)/, fn.name);
       for (const key of Object.keys(registry.TABLES)) {
         if (!(key in fn.access)) assert.ok(!text.includes(`"${registry.naming.table(key)}`), `${fn.name} must not reach ${key}`);
       }
