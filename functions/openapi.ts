@@ -12,6 +12,7 @@ import { app as v2Tsa } from './v2/tsa.js';
 import { app as v2TsaCertificates } from './v2/tsa-certificates.js';
 import { app as v2EvidenceSign } from './v2/evidence-sign.js';
 import { certificateRouteDocumentation } from '../lib/http/routes/evidence-certificate.js';
+import { docsAssetsRouteDocumentation } from '../lib/http/routes/docs-assets.js';
 import { app as v2AccountRegister } from './v2/account-register.js';
 import { app as v2AccountLogin } from './v2/account-login.js';
 import { app as v2AccountKeysCreate } from './v2/account-keys-create.js';
@@ -35,6 +36,7 @@ import { app as wellKnownJwks } from './web/jwks.js';
 import { app as wellKnownTrust } from './web/trust-anchors.js';
 import { app as ledgerTxPage } from './web/ledger-tx.js';
 import { app as verifyPage } from './web/verify-page.js';
+import { app as docsPage } from './web/docs-page.js';
 import { app as problemPage } from './web/problem-page.js';
 
 /** Every documented function, in registry order (test/functions/openapi.test.ts checks it matches infra/functions.json). */
@@ -72,6 +74,9 @@ export const DOCUMENTED_APPS = {
   wellKnownJwks,
   wellKnownTrust,
   ledgerTxPage,
+  docsPage,
+  // Documented from its route alone: its app would bring Swagger UI's files into this bundle.
+  docsAssets: docsAssetsRouteDocumentation(),
   problemPage,
   verifyPage,
 };

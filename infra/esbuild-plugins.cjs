@@ -27,7 +27,7 @@
  * gives the same named bindings. The plugin resolves `@aws-sdk/*` before the `external` option
  * would and leaves only the inner require() external.
  *
- * `inline-font-files`: lib/pdf/font-files.ts reads the certificate's TrueType fonts from
+ * `inline-font-files` and `inline-docs-files` (inlinePackageFiles below): lib/pdf/font-files.ts reads the certificate's TrueType fonts from
  * node_modules, which a Lambda does not have. In a bundle the module is replaced by one that
  * imports the files named in its FONT_FILES with esbuild's binary loader (the bytes inside the
  * bundle), exporting the same loadFontFiles(). Only the certificate function imports it.
@@ -108,27 +108,56 @@ const awsSdkRequire = {
   },
 };
 
-const FONT_FILES_MODULE = /[\\/]lib[\\/]pdf[\\/]font-files\.ts$/;
-const FONT_ENTRY = /(\w+): '([^']+\.ttf)'/g;
+/**
+ * A module that reads files of npm packages at run time (a `const <TABLE> = { key: 'pkg/file', … }`
+ * and an async `<load>()`) is replaced in a bundle by one that imports the same files with an
+ * esbuild loader, so the bytes travel inside the bundle and the same `<load>()` answers them.
+ */
+function inlinePackageFiles({ name, module, table, load, extension, files: filesFilter, loader }) {
+  const entry = new RegExp(`(\\w+): '([^']+\\.${extension})'`, 'g');
+  return {
+    name,
+    setup(build) {
+      build.onLoad({ filter: module }, async (args) => {
+        const source = await readFile(args.path, 'utf8');
+        const files = [...source.matchAll(entry)];
+        if (files.length === 0) return { errors: [{ text: `no ${table} entries found in ${path.relative(process.cwd(), args.path)}: update the ${name} plugin` }] };
+        const lines = files.map(([, , file], i) => `import file${i} from ${JSON.stringify(require.resolve(file))};`);
+        lines.push(`const files = { ${files.map(([, key], i) => `${key}: file${i}`).join(', ')} };`);
+        lines.push(`export const ${table} = {};`);
+        lines.push(`export function ${load}() { return Promise.resolve(files); }`);
+        return { contents: lines.join('\n'), loader: 'js', resolveDir: path.dirname(args.path) };
+      });
+      // Only the files of the package named: a filter on the extension alone would take every .js.
+      build.onLoad({ filter: filesFilter }, async (args) => ({ contents: await readFile(args.path), loader }));
+    },
+  };
+}
 
-const inlineFontFiles = {
+/** lib/pdf/font-files.ts: the certificate's TrueType fonts (binary). */
+const inlineFontFiles = inlinePackageFiles({
   name: 'inline-font-files',
-  setup(build) {
-    build.onLoad({ filter: FONT_FILES_MODULE }, async (args) => {
-      const source = await readFile(args.path, 'utf8');
-      const fonts = [...source.matchAll(FONT_ENTRY)];
-      if (fonts.length === 0) return { errors: [{ text: `no FONT_FILES entries found in ${path.relative(process.cwd(), args.path)}: update the inline-font-files plugin` }] };
-      const lines = fonts.map(([, , file], i) => `import font${i} from ${JSON.stringify(require.resolve(file))};`);
-      lines.push(`const fonts = { ${fonts.map(([, name], i) => `${name}: font${i}`).join(', ')} };`);
-      lines.push('export const FONT_FILES = {};');
-      lines.push('export function loadFontFiles() { return Promise.resolve(fonts); }');
-      return { contents: lines.join('\n'), loader: 'js', resolveDir: path.dirname(args.path) };
-    });
-    build.onLoad({ filter: /\.ttf$/ }, async (args) => ({ contents: await readFile(args.path), loader: 'binary' }));
-  },
-};
+  module: /[\\/]lib[\\/]pdf[\\/]font-files\.ts$/,
+  table: 'FONT_FILES',
+  load: 'loadFontFiles',
+  extension: 'ttf',
+  files: /\.ttf$/,
+  loader: 'binary',
+});
 
-module.exports = [forbidLocalStack, liboqsWasmImport, zodEnglishLocaleOnly, awsSdkRequire, inlineFontFiles];
+/** lib/web/docs-files.ts: Swagger UI's script and style sheet for /docs (text). */
+const inlineDocsFiles = inlinePackageFiles({
+  name: 'inline-docs-files',
+  module: /[\\/]lib[\\/]web[\\/]docs-files\.ts$/,
+  table: 'DOCS_FILES',
+  load: 'loadDocsFiles',
+  extension: '(?:js|css)',
+  files: /[\\/]node_modules[\\/]swagger-ui-dist[\\/]swagger-ui(?:-bundle\.js|\.css)$/,
+  loader: 'text',
+});
+
+module.exports = [forbidLocalStack, liboqsWasmImport, zodEnglishLocaleOnly, awsSdkRequire, inlineFontFiles, inlineDocsFiles];
+module.exports.inlineDocsFiles = inlineDocsFiles;
 module.exports.inlineFontFiles = inlineFontFiles;
 module.exports.forbidLocalStack = forbidLocalStack;
 module.exports.liboqsWasmImport = liboqsWasmImport;

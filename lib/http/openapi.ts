@@ -23,12 +23,12 @@ const HEADERS: Record<string, Json> = {
 };
 
 /** Reads that answer with an ETag and 304 for a matching If-None-Match (createApp `etag`). */
-const CONDITIONAL = new Set(['getEvidenceReceipt', 'verifyEvidence', 'v1VerifyChainEntry', 'v1VerifyLedgerEntry', 'v1VerifyPqSignature']);
+const CONDITIONAL = new Set(['getApiReferenceFile', 'getEvidenceReceipt', 'verifyEvidence', 'v1VerifyChainEntry', 'v1VerifyLedgerEntry', 'v1VerifyPqSignature']);
 
 /** Operations that count against a rate limit and so carry the RateLimit fields. */
-const UNCOUNTED = new Set(['setAccountTier', 'getOpenApiDocument', 'viewProblemType']);
+const UNCOUNTED = new Set(['setAccountTier', 'getOpenApiDocument', 'viewProblemType', 'viewApiReference', 'getApiReferenceFile']);
 /** Operations that read no table, node or key: they never answer 503. */
-const STATIC = new Set(['getOpenApiDocument', 'viewProblemType']);
+const STATIC = new Set(['getOpenApiDocument', 'viewProblemType', 'viewApiReference', 'getApiReferenceFile']);
 
 const PROBLEM = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
 

@@ -2,27 +2,14 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../support/browser.js';
 import { useStack } from '../support/stack.js';
 import { createAccount, Device, randomHash } from '../support/client.js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
 import { resetCoreDeps } from '../../lib/deps/core.js';
 import { type HttpService, startHttpService } from '../support/http-server.js';
 
-/** Debian's chromium package (.ci/run installs it); CHROMIUM_PATH overrides. */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-// As .library/env/machines/node.md prescribes; Playwright itself gives every launch a new, empty
-// --user-data-dir (it refuses that flag in launch()).
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const SCREENSHOT = path.resolve(import.meta.dirname, '..', '..', 'test-results', 'verify-page.png');
 
 let service: HttpService;
@@ -33,10 +20,6 @@ let anchored: { tx_hash: string; ledgerscan_url: string };
 let publicKeyHex: string;
 
 before(async () => {
-  // Never skip: a missing browser is a failure that says what to install.
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`Headless Chromium not found at ${CHROMIUM}. Install it: apt-get update && apt-get install -y chromium (or set CHROMIUM_PATH).`);
-  }
   await useStack();
   service = await startHttpService();
   const account = await createAccount('pro');
@@ -51,7 +34,7 @@ before(async () => {
   });
   assert.equal(res.status, 200, await res.clone().text());
   anchored = (await res.json()) as typeof anchored;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 
 after(async () => {

@@ -1,0 +1,29 @@
+/**
+ * Swagger UI (npm swagger-ui-dist), which renders the OpenAPI document at /docs: its script and
+ * style sheet, served from this service's own origin (no CDN: the page works offline and under
+ * our CSP). Read from node_modules here; in a Lambda bundle the esbuild plugin
+ * `inline-docs-files` (infra/esbuild-plugins.cjs) replaces this module with one that carries the
+ * files inside the bundle. Keep DOCS_FILES a plain object of string literals.
+ */
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+
+export const DOCS_FILES = {
+  script: 'swagger-ui-dist/swagger-ui-bundle.js',
+  style: 'swagger-ui-dist/swagger-ui.css',
+} as const;
+
+export type DocsFiles = Record<keyof typeof DOCS_FILES, string>;
+
+let loaded: Promise<DocsFiles> | undefined;
+
+/** The files' text (read once per process). */
+export function loadDocsFiles(): Promise<DocsFiles> {
+  loaded ??= (async () => {
+    const require = createRequire(import.meta.url);
+    const entries = await Promise.all(Object.entries(DOCS_FILES).map(async ([name, file]) => [name, await readFile(require.resolve(file), 'utf8')] as const));
+    return Object.fromEntries(entries) as DocsFiles;
+  })();
+  loaded.catch(() => (loaded = undefined));
+  return loaded;
+}
