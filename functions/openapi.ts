@@ -36,6 +36,7 @@ import { app as wellKnownJwks } from './web/jwks.js';
 import { app as wellKnownTrust } from './web/trust-anchors.js';
 import { app as ledgerTxPage } from './web/ledger-tx.js';
 import { app as verifyPage } from './web/verify-page.js';
+import { app as landingPage } from './web/landing-page.js';
 import { app as docsPage } from './web/docs-page.js';
 import { app as problemPage } from './web/problem-page.js';
 
@@ -74,6 +75,7 @@ export const DOCUMENTED_APPS = {
   wellKnownJwks,
   wellKnownTrust,
   ledgerTxPage,
+  landingPage,
   docsPage,
   // Documented from its route alone: its app would bring Swagger UI's files into this bundle.
   docsAssets: docsAssetsRouteDocumentation(),

@@ -48,6 +48,12 @@ dl.facts dd{margin:0;min-width:0}
 .status{min-height:1.5em;color:var(--muted)}
 .muted{color:var(--muted)}
 pre{background:#f4f4f4;border:1px solid var(--line);border-radius:.25rem;padding:.5rem;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}
+table.tiers{border-collapse:collapse;width:100%;min-width:30rem;margin:.5rem 0}
+table.tiers th,table.tiers td{border:1px solid var(--line);padding:.4rem .6rem;text-align:left;vertical-align:top}
+table.tiers th[scope=col]{background:#f4f4f4}
+.table-scroll{overflow-x:auto}
+.check input[type=text]{font:inherit;width:100%;max-width:40rem;padding:.35rem .5rem;border:1px solid var(--muted);border-radius:.25rem}
+.check button{font:inherit;margin-top:.5rem;padding:.35rem .9rem;border:1px solid var(--focus);border-radius:.25rem;background:#fff;color:var(--focus);cursor:pointer}
 footer.site{border-top:1px solid var(--line);margin-top:2rem;color:var(--muted);font-size:.875rem}
 @media (max-width:36rem){dl.facts{grid-template-columns:1fr}dl.facts dd{margin-bottom:.5rem}h1{font-size:1.4rem}}
 @media (prefers-reduced-motion:no-preference){.check{transition:background-color .15s}}
@@ -60,6 +66,18 @@ footer.site{border-top:1px solid var(--line);margin-top:2rem;color:var(--muted);
  */
 export const SCRIPT = `
 (function () {
+  // "Check a hash": a SHA-256 typed or pasted opens its verification page.
+  var hashForm = document.getElementById('check-hash');
+  if (hashForm) {
+    hashForm.addEventListener('submit', function (event) {
+      event.preventDefault();
+      var field = document.getElementById('check-hash-input');
+      var note = document.getElementById('check-hash-status');
+      var hex = field.value.trim().toLowerCase();
+      if (!/^[0-9a-f]{64}$/.test(hex)) { note.textContent = 'A SHA-256 hash is 64 hexadecimal characters (0-9, a-f).'; field.focus(); return; }
+      window.location.assign(new URL((hashForm.getAttribute('data-verify-base') || './') + hex, window.location.href).href);
+    });
+  }
   var form = document.getElementById('check-file');
   if (!form) return;
   var input = document.getElementById('check-file-input');

@@ -43,7 +43,7 @@ export const DOCS_HTML = `<!DOCTYPE html>
 <link rel="stylesheet" href="/docs/swagger-ui.css">
 </head>
 <body>
-<nav aria-label="Site" style="font:600 1rem/1.5 system-ui,sans-serif;padding:.75rem 1.25rem;border-bottom:1px solid #c8c8c8;display:flex;flex-wrap:wrap;gap:1rem"><a href="/">Evidence anchoring service</a><a href="/dashboard">Dashboard</a><a href="/verify">Check a file</a><a href="/api/openapi.json">OpenAPI document (JSON)</a></nav>
+<nav aria-label="Site" style="font:600 1rem/1.5 system-ui,sans-serif;padding:.75rem 1.25rem;border-bottom:1px solid #c8c8c8;display:flex;flex-wrap:wrap;gap:1rem"><a href="/">Evidence anchoring service</a><a href="/#check-file-heading">Check a file or a hash</a><a href="/api/openapi.json">OpenAPI document (JSON)</a></nav>
 <main id="swagger-ui" aria-label="API reference"><noscript>The interactive reference needs JavaScript; the document itself is at <a href="/api/openapi.json">/api/openapi.json</a>.</noscript></main>
 <script src="/docs/swagger-ui-bundle.js"></script>
 <script src="/docs/init.js"></script>

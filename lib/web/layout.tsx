@@ -28,7 +28,9 @@ export const Page: FC<PageProps> = ({ title, description, script, children }) =>
     <body>
       <header class="site">
         <div class="wrap">
-          <p class="brand">Evidence verification</p>
+          <p class="brand">
+            <a href="/">Evidence verification</a> <span class="muted">·</span> <a href="/docs">API reference</a>
+          </p>
         </div>
       </header>
       <main class="wrap" id="main">

@@ -80,6 +80,7 @@ const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   v2TsaCertificates: { maxKiB: 296, heavy: [] },
   wellKnownJwks: { maxKiB: 304, heavy: [] },
   wellKnownTrust: { maxKiB: 354, heavy: [] },
+  landingPage: { maxKiB: 330, heavy: [] }, // the page framework, the tier table and the configuration: 320 KiB, plus 3 %
   docsPage: { maxKiB: 286, heavy: [] }, // the app factory and the page: 277 KiB, plus 3 %
   docsAssets: { maxKiB: 2225, heavy: [] }, // Swagger UI's script (1.7 MB) and style sheet inside the bundle (inline-docs-files): 2160 KiB, plus 3 %
   problemPage: { maxKiB: 326, heavy: [] }, // the page framework and the explanations of every problem type: 316 KiB, plus 3 %
