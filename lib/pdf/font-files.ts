@@ -7,8 +7,7 @@
  * same files with esbuild's binary loader. It reads FONT_FILES below: keep it a plain object of
  * string literals.
  */
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { packageFilesLoader } from '../package-files.js';
 
 export const FONT_FILES = {
   regular: 'dejavu-fonts-ttf/ttf/DejaVuSans.ttf',
@@ -18,17 +17,5 @@ export const FONT_FILES = {
 
 export type FontBytes = Record<keyof typeof FONT_FILES, Uint8Array>;
 
-let loaded: Promise<FontBytes> | undefined;
-
 /** The font files' bytes (read once per process). */
-export function loadFontFiles(): Promise<FontBytes> {
-  loaded ??= (async () => {
-    const require = createRequire(import.meta.url);
-    const entries = await Promise.all(
-      Object.entries(FONT_FILES).map(async ([name, file]) => [name, new Uint8Array(await readFile(require.resolve(file)))] as const),
-    );
-    return Object.fromEntries(entries) as FontBytes;
-  })();
-  loaded.catch(() => (loaded = undefined));
-  return loaded;
-}
+export const loadFontFiles: () => Promise<FontBytes> = packageFilesLoader(FONT_FILES, (bytes) => new Uint8Array(bytes));

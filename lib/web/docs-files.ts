@@ -5,8 +5,7 @@
  * `inline-docs-files` (infra/esbuild-plugins.cjs) replaces this module with one that carries the
  * files inside the bundle. Keep DOCS_FILES a plain object of string literals.
  */
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { packageFilesLoader } from '../package-files.js';
 
 export const DOCS_FILES = {
   script: 'swagger-ui-dist/swagger-ui-bundle.js',
@@ -15,15 +14,5 @@ export const DOCS_FILES = {
 
 export type DocsFiles = Record<keyof typeof DOCS_FILES, string>;
 
-let loaded: Promise<DocsFiles> | undefined;
-
 /** The files' text (read once per process). */
-export function loadDocsFiles(): Promise<DocsFiles> {
-  loaded ??= (async () => {
-    const require = createRequire(import.meta.url);
-    const entries = await Promise.all(Object.entries(DOCS_FILES).map(async ([name, file]) => [name, await readFile(require.resolve(file), 'utf8')] as const));
-    return Object.fromEntries(entries) as DocsFiles;
-  })();
-  loaded.catch(() => (loaded = undefined));
-  return loaded;
-}
+export const loadDocsFiles: () => Promise<DocsFiles> = packageFilesLoader(DOCS_FILES, (bytes) => bytes.toString('utf8'));

@@ -1,5 +1,8 @@
 import { existsSync } from 'node:fs';
+import { after, before } from 'node:test';
 import { chromium, type Browser } from 'playwright-core';
+import { type HttpService, startHttpService } from './http-server.js';
+import { useStack } from './stack.js';
 
 /** Debian's chromium package (.ci/run installs it); CHROMIUM_PATH overrides. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -22,4 +25,22 @@ export async function launchChromium(): Promise<Browser> {
     throw new Error(`Headless Chromium not found at ${CHROMIUM}. Install it: apt-get update && apt-get install -y chromium (or set CHROMIUM_PATH).`);
   }
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}
+
+/**
+ * For a page test file: the stack, the service over real HTTP and a browser, started in before()
+ * and stopped in after(). The returned object is filled in by the time the tests run.
+ */
+export function useServiceAndBrowser(): { service: HttpService; browser: Browser } {
+  const parts = {} as { service: HttpService; browser: Browser };
+  before(async () => {
+    await useStack();
+    parts.service = await startHttpService();
+    parts.browser = await launchChromium();
+  });
+  after(async () => {
+    await parts.browser?.close();
+    await parts.service?.close();
+  });
+  return parts;
 }

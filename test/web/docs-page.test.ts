@@ -1,28 +1,14 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { after, before, describe, it } from 'node:test';
-import type { Browser } from 'playwright-core';
-import { launchChromium } from '../support/browser.js';
-import { type HttpService, startHttpService } from '../support/http-server.js';
-import { useStack } from '../support/stack.js';
+import { describe, it } from 'node:test';
+import { useServiceAndBrowser } from '../support/browser.js';
 
-let service: HttpService;
-let browser: Browser;
-
-before(async () => {
-  await useStack();
-  service = await startHttpService();
-  browser = await launchChromium();
-});
-after(async () => {
-  await browser?.close();
-  await service?.close();
-});
+const parts = useServiceAndBrowser();
 
 describe('/docs, the API reference', () => {
   it('loads only same-origin files: no inline script, no third-party origin in the CSP', async () => {
-    const res = await fetch(`${service.url}/docs`);
+    const res = await fetch(`${parts.service.url}/docs`);
     assert.equal(res.status, 200);
     const csp = res.headers.get('content-security-policy') ?? '';
     assert.match(csp, /script-src 'self'(;|$)/);
@@ -34,25 +20,25 @@ describe('/docs, the API reference', () => {
       assert.match(attrs ?? '', /src="\/docs\//);
       assert.equal(body, '', 'no inline script');
     }
-    const bundle = await fetch(`${service.url}/docs/swagger-ui-bundle.js`);
+    const bundle = await fetch(`${parts.service.url}/docs/swagger-ui-bundle.js`);
     assert.equal(bundle.status, 200);
     assert.match(bundle.headers.get('content-type') ?? '', /^text\/javascript/);
     const packaged = readFileSync(createRequire(import.meta.url).resolve('swagger-ui-dist/swagger-ui-bundle.js'), 'utf8');
     assert.equal((await bundle.text()).length, packaged.length, 'the package’s own file');
-    assert.equal((await fetch(`${service.url}/docs/../../etc/passwd`)).status, 404);
-    assert.equal((await fetch(`${service.url}/docs/index.html`)).status, 404);
+    assert.equal((await fetch(`${parts.service.url}/docs/../../etc/passwd`)).status, 404);
+    assert.equal((await fetch(`${parts.service.url}/docs/index.html`)).status, 404);
   });
 
   it('renders every operation of the served document in a real browser, with no CSP violation and no script error', async () => {
-    const doc = (await (await fetch(`${service.url}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+    const doc = (await (await fetch(`${parts.service.url}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
     const operations = Object.values(doc.paths).reduce((n, item) => n + Object.keys(item).length, 0);
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const page = await parts.browser.newPage({ viewport: { width: 1280, height: 900 } });
     const problems: string[] = [];
     page.on('console', (m) => {
       if (m.type() === 'error') problems.push(m.text());
     });
     page.on('pageerror', (e) => problems.push(e.message));
-    await page.goto(`${service.url}/docs`);
+    await page.goto(`${parts.service.url}/docs`);
     await page.waitForFunction((n) => document.querySelectorAll('.opblock').length === n, operations, { timeout: 60_000 });
     assert.deepEqual(problems, []);
     await page.close();

@@ -1,27 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { Browser } from 'playwright-core';
+import { describe, it } from 'node:test';
 import { getConfig } from '../../lib/deps/core.js';
-import { launchChromium } from '../support/browser.js';
-import { type HttpService, startHttpService } from '../support/http-server.js';
-import { useStack } from '../support/stack.js';
+import { useServiceAndBrowser } from '../support/browser.js';
 
-let service: HttpService;
-let browser: Browser;
-
-before(async () => {
-  await useStack();
-  service = await startHttpService();
-  browser = await launchChromium();
-});
-after(async () => {
-  await browser?.close();
-  await service?.close();
-});
+const parts = useServiceAndBrowser();
 
 describe('/, the landing page', () => {
   it('says what the service does and shows the tiers with the limits in force, under the hash-only CSP', async () => {
-    const res = await fetch(`${service.url}/`);
+    const res = await fetch(`${parts.service.url}/`);
     assert.equal(res.status, 200);
     const csp = res.headers.get('content-security-policy') ?? '';
     assert.match(csp, /default-src 'none'/);
@@ -36,19 +22,19 @@ describe('/, the landing page', () => {
   });
 
   it('opens the verify page of a pasted hash, refuses a malformed one with a message, and runs with no console error', async () => {
-    const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    const page = await parts.browser.newPage({ viewport: { width: 390, height: 844 } });
     const problems: string[] = [];
     page.on('console', (m) => {
       if (m.type() === 'error') problems.push(m.text());
     });
-    await page.goto(`${service.url}/`);
+    await page.goto(`${parts.service.url}/`);
     await page.getByLabel('SHA-256 hash').fill('not a hash');
     await page.getByRole('button', { name: 'Check hash' }).click();
     await page.getByText('A SHA-256 hash is 64 hexadecimal characters').waitFor();
     const hash = 'AB'.repeat(32);
     await page.getByLabel('SHA-256 hash').fill(hash);
     await page.getByRole('button', { name: 'Check hash' }).click();
-    await page.waitForURL(`${service.url}/verify/${hash.toLowerCase()}`);
+    await page.waitForURL(`${parts.service.url}/verify/${hash.toLowerCase()}`);
     // An unknown hash: the verify page's 404 answers for itself; what matters here is where we landed.
     assert.equal(new URL(page.url()).pathname, `/verify/${hash.toLowerCase()}`);
     assert.deepEqual(problems.filter((p) => !/404/.test(p)), []);
