@@ -20,6 +20,7 @@ import { app as v2AccountKeysList } from './v2/account-keys-list.js';
 import { app as v2AccountKeysDelete } from './v2/account-keys-delete.js';
 import { app as v2AccountUsage } from './v2/account-usage.js';
 import { app as v2AccountInfo } from './v2/account-info.js';
+import { app as v2AccountEvidence } from './v2/account-evidence.js';
 import { app as v2AdminSetTier } from './v2/admin-set-tier.js';
 import { app as v1ChainAnchor } from './v1/chain-anchor.js';
 import { app as v1ChainVerify } from './v1/chain-verify.js';
@@ -37,6 +38,7 @@ import { app as wellKnownTrust } from './web/trust-anchors.js';
 import { app as ledgerTxPage } from './web/ledger-tx.js';
 import { app as verifyPage } from './web/verify-page.js';
 import { app as landingPage } from './web/landing-page.js';
+import { app as dashboardPage } from './web/dashboard-page.js';
 import { app as docsPage } from './web/docs-page.js';
 import { app as problemPage } from './web/problem-page.js';
 
@@ -60,6 +62,7 @@ export const DOCUMENTED_APPS = {
   v2AccountKeysDelete,
   v2AccountUsage,
   v2AccountInfo,
+  v2AccountEvidence,
   v2AdminSetTier,
   v1ChainAnchor,
   v1ChainVerify,
@@ -76,6 +79,7 @@ export const DOCUMENTED_APPS = {
   wellKnownTrust,
   ledgerTxPage,
   landingPage,
+  dashboardPage,
   docsPage,
   // Documented from its route alone: its app would bring Swagger UI's files into this bundle.
   docsAssets: docsAssetsRouteDocumentation(),

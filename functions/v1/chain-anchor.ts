@@ -1,5 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
+import { noteActivity } from '../../lib/accounts/activity.js';
+import { getActivityRepo } from '../../lib/deps/activity.js';
 import { getAnchorDeps } from '../../lib/deps/anchoring.js';
 import { anchorEvidence } from '../../lib/evidence/anchor.js';
 import { V1AnchorRequest, V1AnchorResponse } from '../../lib/http/schemas/v1.js';
@@ -52,6 +54,7 @@ app.openapi(route, async (c) => {
     tier: caller.tier,
     apiVersion: 'v1',
   });
+  await noteActivity(getActivityRepo(), caller.accountId, result.image_hash, 'anchored');
   c.header('Location', `/api/v1/chain/verify/${result.image_hash}`);
   return c.json(
     {

@@ -1,5 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
+import { noteActivity } from '../../lib/accounts/activity.js';
+import { getActivityRepo } from '../../lib/deps/activity.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
@@ -27,7 +29,9 @@ export const app = createApp();
 
 app.openapi(route, async (c) => {
   const { sha256_hash } = c.req.valid('json');
-  const { registeredAt } = await getEvidenceRepo().register(sha256_hash, c.get('accountId') ?? '', new Date().toISOString());
+  const accountId = c.get('accountId') ?? '';
+  const { registeredAt } = await getEvidenceRepo().register(sha256_hash, accountId, new Date().toISOString());
+  await noteActivity(getActivityRepo(), accountId, sha256_hash, 'registered');
   return c.json({ sha256_hash, algorithm: 'SHA-256' as const, timestamp: registeredAt }, 200);
 });
 

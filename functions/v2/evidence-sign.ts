@@ -1,5 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
+import { noteActivity } from '../../lib/accounts/activity.js';
+import { getActivityRepo } from '../../lib/deps/activity.js';
 import { getConfig } from '../../lib/deps/core.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { getEd25519Signer } from '../../lib/deps/signing.js';
@@ -44,7 +46,9 @@ app.openapi(route, async (c) => {
     throw unavailable('signer_unavailable', 'The signing key is unavailable; nothing was signed. Retry the request.');
   }
   const recorder = { store: getEvidenceRepo(), accountId: apiKeyCaller(c).accountId };
-  return c.json(await signHash({ signer, issuer: getConfig().publicBaseUrl, recorder }, input), 200);
+  const answer = await signHash({ signer, issuer: getConfig().publicBaseUrl, recorder }, input);
+  await noteActivity(getActivityRepo(), recorder.accountId, input.sha256_hash, 'signed');
+  return c.json(answer, 200);
 });
 
 export const handler = handle(app);

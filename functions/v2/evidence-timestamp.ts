@@ -1,5 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
+import { noteActivity } from '../../lib/accounts/activity.js';
+import { getActivityRepo } from '../../lib/deps/activity.js';
 import { getTsa } from '../../lib/deps/anchoring.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { timestampHash } from '../../lib/evidence/timestamp.js';
@@ -34,7 +36,9 @@ export const app = createApp();
 app.openapi(route, async (c) => {
   const { sha256_hash } = c.req.valid('json');
   const recorder = { store: getEvidenceRepo(), accountId: apiKeyCaller(c).accountId };
-  return c.json(await timestampHash(getTsa, sha256_hash, recorder), 200);
+  const answer = await timestampHash(getTsa, sha256_hash, recorder);
+  await noteActivity(getActivityRepo(), recorder.accountId, sha256_hash, 'timestamped');
+  return c.json(answer, 200);
 });
 
 export const handler = handle(app);

@@ -26,9 +26,9 @@ const HEADERS: Record<string, Json> = {
 const CONDITIONAL = new Set(['getApiReferenceFile', 'getEvidenceReceipt', 'verifyEvidence', 'v1VerifyChainEntry', 'v1VerifyLedgerEntry', 'v1VerifyPqSignature']);
 
 /** Operations that count against a rate limit and so carry the RateLimit fields. */
-const UNCOUNTED = new Set(['setAccountTier', 'getOpenApiDocument', 'viewProblemType', 'viewApiReference', 'getApiReferenceFile', 'viewLandingPage']);
+const UNCOUNTED = new Set(['setAccountTier', 'getOpenApiDocument', 'viewProblemType', 'viewApiReference', 'getApiReferenceFile', 'viewLandingPage', 'viewDashboard']);
 /** Operations that read no table, node or key: they never answer 503. */
-const STATIC = new Set(['getOpenApiDocument', 'viewProblemType', 'viewApiReference', 'getApiReferenceFile', 'viewLandingPage']);
+const STATIC = new Set(['getOpenApiDocument', 'viewProblemType', 'viewApiReference', 'getApiReferenceFile', 'viewLandingPage', 'viewDashboard']);
 
 const PROBLEM = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
 

@@ -40,7 +40,7 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mo
 .badge.warn{background:var(--warn-bg);color:var(--warn-fg);border-color:var(--warn-line)}
 dl.facts{display:grid;grid-template-columns:minmax(7rem,11rem) 1fr;gap:.25rem 1rem;margin:.5rem 0 0}
 dl.facts dt{color:var(--muted)}
-dl.facts dd{margin:0;min-width:0}
+dl.facts dd{margin:0;min-width:0;overflow-wrap:anywhere}
 .check{border:2px dashed var(--muted);border-radius:.5rem;padding:1rem;margin:1rem 0}
 .check.dragging{border-style:solid;border-color:var(--focus);background:#eef3fd}
 .check label{display:block;font-weight:600;margin:.5rem 0 .25rem}
@@ -54,8 +54,31 @@ table.tiers th[scope=col]{background:#f4f4f4}
 .table-scroll{overflow-x:auto}
 .check input[type=text]{font:inherit;width:100%;max-width:40rem;padding:.35rem .5rem;border:1px solid var(--muted);border-radius:.25rem}
 .check button{font:inherit;margin-top:.5rem;padding:.35rem .9rem;border:1px solid var(--focus);border-radius:.25rem;background:#fff;color:var(--focus);cursor:pointer}
+.visually-hidden{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0}
+.panel{border:1px solid var(--line);border-radius:.5rem;padding:1rem;margin:1rem 0}
+.panel label{display:block;font-weight:600;margin:.5rem 0 .25rem}
+.panel input[type=email],.panel input[type=password],.panel input[type=text]{font:inherit;width:100%;max-width:28rem;padding:.4rem .5rem;border:1px solid var(--muted);border-radius:.25rem}
+.panel input[type=file]{max-width:100%;font:inherit}
+.buttons{display:flex;flex-wrap:wrap;gap:.5rem;margin-top:.75rem}
+main button{font:inherit;padding:.4rem .9rem;border:1px solid var(--focus);border-radius:.25rem;background:#fff;color:var(--focus);cursor:pointer;min-height:2.5rem}
+main button.primary{background:var(--focus);color:#fff}
+main button.danger{border-color:var(--bad-line);color:var(--bad-fg)}
+main button:disabled{opacity:.6;cursor:progress}
+main button[hidden]{display:none}
+.message{min-height:1.5em;margin:.5rem 0}
+.message.ok{color:var(--ok-fg)}
+.message.bad{color:var(--bad-fg);font-weight:600}
+.message.warn{background:var(--warn-bg);color:var(--warn-fg);border:1px solid var(--warn-line);border-radius:.25rem;padding:.5rem .75rem}
+.new-key{border:2px solid var(--ok-line);background:var(--ok-bg);border-radius:.5rem;padding:.75rem 1rem;margin:1rem 0}
+table.keys{border-collapse:collapse;width:100%;min-width:36rem}
+table.keys th,table.keys td{border-bottom:1px solid var(--line);padding:.4rem .5rem;text-align:left;vertical-align:top}
+.confirm{margin:.25rem 0}
+ul.evidence{padding-left:1.25rem}
+ul.evidence li{margin:.25rem 0}
+meter{width:8rem;vertical-align:middle}
 footer.site{border-top:1px solid var(--line);margin-top:2rem;color:var(--muted);font-size:.875rem}
-@media (max-width:36rem){dl.facts{grid-template-columns:1fr}dl.facts dd{margin-bottom:.5rem}h1{font-size:1.4rem}}
+@media (max-width:36rem){dl.facts{grid-template-columns:1fr}dl.facts dd{margin-bottom:.5rem}h1{font-size:1.4rem}
+table.keys{min-width:0}table.keys thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0,0,0,0)}table.keys tr{display:block;border-bottom:1px solid var(--line);padding:.5rem 0}table.keys td{display:block;border:0;padding:.1rem 0}table.keys td[data-label]::before{content:attr(data-label) ": ";color:var(--muted)}}
 @media (prefers-reduced-motion:no-preference){.check{transition:background-color .15s}}
 `;
 
@@ -122,23 +145,36 @@ export const SCRIPT = `
 const sha256Base64 = (text: string) => createHash('sha256').update(text, 'utf8').digest('base64');
 
 /**
- * The pages' Content-Security-Policy: nothing but the inline style and script above, no
- * connections, no frames, forms only to this origin. `img-src data:` admits the empty favicon.
+ * A page's Content-Security-Policy: nothing but the inline style above and the page's one inline
+ * script, each admitted by its hash; no frames, forms only to this origin. `img-src data:` admits
+ * the empty favicon. `connect: true` (the dashboard only) lets the script call this origin's API;
+ * every other page makes no connection at all.
  */
-export const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  `style-src 'sha256-${sha256Base64(STYLE)}'`,
-  `script-src 'sha256-${sha256Base64(SCRIPT)}'`,
-  "img-src 'self' data:",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function pageCsp(script: string, options: { connect?: boolean } = {}): string {
+  return [
+    "default-src 'none'",
+    `style-src 'sha256-${sha256Base64(STYLE)}'`,
+    `script-src 'sha256-${sha256Base64(script)}'`,
+    "img-src 'self' data:",
+    ...(options.connect ? ["connect-src 'self'"] : []),
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
 
-/** Headers every HTML page carries. */
-export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  'Content-Security-Policy': CONTENT_SECURITY_POLICY,
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
-  'X-Frame-Options': 'DENY',
-};
+/** The CSP of the pages that run the check-a-file script (or none). */
+export const CONTENT_SECURITY_POLICY = pageCsp(SCRIPT);
+
+/** Headers every HTML page carries, with its CSP. */
+export function securityHeaders(csp: string): Readonly<Record<string, string>> {
+  return {
+    'Content-Security-Policy': csp,
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+    'X-Frame-Options': 'DENY',
+  };
+}
+
+/** The headers of the pages under {@link CONTENT_SECURITY_POLICY}. */
+export const SECURITY_HEADERS = securityHeaders(CONTENT_SECURITY_POLICY);

@@ -20,14 +20,46 @@ export const DOCS_INIT_SCRIPT = `window.addEventListener('load', function () {
   window.ui = SwaggerUIBundle({
     url: '/api/openapi.json',
     dom_id: '#swagger-ui',
-    deepLinking: true,
+    // Deep links put an <a> inside each operation's <button> (axe: nested-interactive); off.
+    deepLinking: false,
     docExpansion: 'list',
     defaultModelsExpandDepth: 0,
     displayOperationId: true,
     validatorUrl: null,
-    tryItOutEnabled: false
+    tryItOutEnabled: false,
+    // Its highlighter writes inline colours below 4.5:1 contrast (axe color-contrast): plain examples.
+    syntaxHighlight: { activated: false }
   });
+  // As Swagger UI renders: name its server picker (axe select-name), and let the keyboard reach
+  // its scrolling examples (axe scrollable-region-focusable).
+  new MutationObserver(function () {
+    var servers = document.getElementById('servers');
+    if (servers && !servers.hasAttribute('aria-label')) servers.setAttribute('aria-label', 'Server');
+    document.querySelectorAll('.highlight-code > pre:not([tabindex]), .microlight:not([tabindex])').forEach(function (pre) {
+      pre.setAttribute('tabindex', '0');
+    });
+  }).observe(document.getElementById('swagger-ui'), { childList: true, subtree: true });
 });
+`;
+
+/**
+ * Served as /docs/overrides.css after Swagger UI's own sheet: its colours that fail WCAG 2.2 AA
+ * contrast (axe color-contrast: white on the light method colours, light blue links, the green
+ * version badge) darkened to at least 4.5:1, each keeping its hue.
+ */
+export const DOCS_OVERRIDES_CSS = `.swagger-ui .opblock.opblock-post .opblock-summary-method{background:#187a4b}
+.swagger-ui .opblock.opblock-get .opblock-summary-method{background:#0b5fad}
+.swagger-ui .opblock.opblock-put .opblock-summary-method{background:#8a5100}
+.swagger-ui .opblock.opblock-delete .opblock-summary-method{background:#b81c1c}
+.swagger-ui .opblock.opblock-patch .opblock-summary-method{background:#0b6e5a}
+.swagger-ui .opblock.opblock-head .opblock-summary-method{background:#7310cc}
+.swagger-ui .info .title small{background:#5b6270}
+.swagger-ui .info .title small.version-stamp{background:#3f6b00}
+.swagger-ui .info .base-url,.swagger-ui .info a,.swagger-ui .info .url{color:#1f5fa8}
+.swagger-ui .btn.authorize{color:#187a4b;border-color:#187a4b}
+.swagger-ui .btn.authorize svg{fill:#187a4b}
+.swagger-ui table.headers .header-example,.swagger-ui .parameter__in,.swagger-ui .parameter__deprecated{color:#595959}
+.swagger-ui .markdown code,.swagger-ui .renderedMarkdown code,.swagger-ui p code{color:#7a0fd6}
 `;
 
 /** The page itself. */
@@ -41,10 +73,11 @@ export const DOCS_HTML = `<!DOCTYPE html>
 <title>API reference — Evidence anchoring service</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/docs/swagger-ui.css">
+<link rel="stylesheet" href="/docs/overrides.css">
 </head>
 <body>
-<nav aria-label="Site" style="font:600 1rem/1.5 system-ui,sans-serif;padding:.75rem 1.25rem;border-bottom:1px solid #c8c8c8;display:flex;flex-wrap:wrap;gap:1rem"><a href="/">Evidence anchoring service</a><a href="/#check-file-heading">Check a file or a hash</a><a href="/api/openapi.json">OpenAPI document (JSON)</a></nav>
-<main id="swagger-ui" aria-label="API reference"><noscript>The interactive reference needs JavaScript; the document itself is at <a href="/api/openapi.json">/api/openapi.json</a>.</noscript></main>
+<nav aria-label="Site" style="font:600 1rem/1.5 system-ui,sans-serif;padding:.75rem 1.25rem;border-bottom:1px solid #c8c8c8;display:flex;flex-wrap:wrap;gap:1rem"><a href="/">Evidence anchoring service</a><a href="/dashboard">Dashboard</a><a href="/#check-file-heading">Check a file or a hash</a><a href="/api/openapi.json">OpenAPI document (JSON)</a></nav>
+<div id="swagger-ui"><noscript>The interactive reference needs JavaScript; the document itself is at <a href="/api/openapi.json">/api/openapi.json</a>.</noscript></div>
 <script src="/docs/swagger-ui-bundle.js"></script>
 <script src="/docs/init.js"></script>
 </body>

@@ -10,11 +10,13 @@ export interface PageProps {
   description?: string;
   /** Include the check-a-file script (only pages that show the box). */
   script?: boolean;
+  /** Or this page's own script instead (its hash must be in the page's CSP: assets.ts pageCsp). */
+  inlineScript?: string;
   children?: Child;
 }
 
 /** The whole document, without the doctype (see renderPage). */
-export const Page: FC<PageProps> = ({ title, description, script, children }) => (
+export const Page: FC<PageProps> = ({ title, description, script, inlineScript, children }) => (
   <html lang="en">
     <head>
       <meta charset="utf-8" />
@@ -29,7 +31,7 @@ export const Page: FC<PageProps> = ({ title, description, script, children }) =>
       <header class="site">
         <div class="wrap">
           <p class="brand">
-            <a href="/">Evidence verification</a> <span class="muted">·</span> <a href="/docs">API reference</a>
+            <a href="/">Evidence verification</a> <span class="muted">·</span> <a href="/dashboard">Dashboard</a> <span class="muted">·</span> <a href="/docs">API reference</a>
           </p>
         </div>
       </header>
@@ -44,7 +46,7 @@ export const Page: FC<PageProps> = ({ title, description, script, children }) =>
           </p>
         </div>
       </footer>
-      {script ? <script dangerouslySetInnerHTML={{ __html: SCRIPT }} /> : null}
+      {script || inlineScript ? <script dangerouslySetInnerHTML={{ __html: inlineScript ?? SCRIPT }} /> : null}
     </body>
   </html>
 );

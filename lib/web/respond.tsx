@@ -12,9 +12,15 @@ import { renderPage } from './layout.js';
 import { ErrorPage } from './verify-view.js';
 
 /** Sends a page with the security headers (CSP by hash, nosniff, no referrer, no framing). */
-export async function sendPage(c: AppContext, page: Child, status: 200 | 400 | 404 | 429 | 500 | 503, cacheControl = 'no-cache'): Promise<Response> {
+export async function sendPage(
+  c: AppContext,
+  page: Child,
+  status: 200 | 400 | 404 | 429 | 500 | 503,
+  cacheControl = 'no-cache',
+  security: Readonly<Record<string, string>> = SECURITY_HEADERS,
+): Promise<Response> {
   const body = await renderPage(page);
-  const headers: Record<string, string> = { ...SECURITY_HEADERS, 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': cacheControl };
+  const headers: Record<string, string> = { ...security, 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': cacheControl };
   return c.newResponse(body, status, headers);
 }
 

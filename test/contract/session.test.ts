@@ -93,6 +93,19 @@ describe('a realistic session, every exchange checked against the served OpenAPI
     const badSignature = { ...device.next(), signature_hex: 'ab'.repeat(64) };
     assert.equal((await call('POST', '/api/v2/evidence/anchor', { json: badSignature, headers: keyed })).status, 400);
 
+    // The account's recent evidence: newest first, each hash with what the account obtained for it.
+    const recent = await call('GET', '/api/v2/account/evidence?limit=10', { headers: jwt });
+    assert.equal(recent.status, 200);
+    const items = (recent.body as { items: { image_hash: string; proofs: string[] }[] }).items;
+    assert.deepEqual(items.slice(0, 3).map((i) => [i.image_hash, i.proofs]), [
+      [v1.sha256_hash, ['anchored']],
+      [full.sha256_hash, ['anchored']],
+      [first.sha256_hash, ['anchored']],
+    ]);
+    assert.deepEqual(items.find((i) => i.image_hash === registered)?.proofs, ['registered']);
+    assert.equal((await call('GET', '/api/v2/account/evidence?limit=0', { headers: jwt })).status, 400);
+    assert.equal((await call('GET', '/api/v2/account/evidence')).status, 401);
+
     const h = first.sha256_hash;
     for (const path of [
       `/api/v2/evidence/verify/${h}`,

@@ -72,3 +72,35 @@ describe('IAM grants no DynamoDB action the code never sends', () => {
     assert.deepEqual(granted.filter((a) => !sent.has(a)), [], `granted but never sent (sent: ${[...sent].sort().join(', ')})`);
   });
 });
+
+describe('each function may write the tables its middleware and handler write', () => {
+  // A grant missing here fails only in AWS (AccessDenied → 503), never against dynalite, which
+  // checks no IAM: so the function sources are read for the calls that imply a write.
+  const RULES: { call: RegExp; table: string; why: string }[] = [
+    { call: /\b(jwtAuth|adminAuth|loginLockout|apiKeyAuth)\(/, table: 'counters', why: 'its rate limit or lockout counts in the counters table' },
+    { call: /\bnoteActivity\(/, table: 'activity', why: "it notes the account's activity" },
+    { call: /\b(timestampHash|signHash)\(/, table: 'evidence', why: 'it records the stand-alone answer on the evidence item' },
+  ];
+  /** The function's file and the route modules it imports (lib/http/routes), where handlers live. */
+  const sourceOf = (file: string): string => {
+    const text = readFileSync(path.join(ROOT, file), 'utf8');
+    const routes = [...text.matchAll(/from '(\.\.?\/[^']*routes\/[^']+)\.js'/g)].map((m) => path.join(path.dirname(path.join(ROOT, file)), `${m[1]}.ts`));
+    return [text, ...routes.map((r) => readFileSync(r, 'utf8'))].join('\n');
+  };
+  const registry = JSON.parse(readFileSync(path.join(ROOT, 'infra', 'functions.json'), 'utf8')) as {
+    http: { name: string; file: string; access: Record<string, string> }[];
+  };
+  // functions/openapi.ts builds every other app to document it, and serves none of their requests.
+  for (const fn of registry.http.filter((f) => f.name !== 'openapi')) {
+    test(fn.name, () => {
+      const text = sourceOf(fn.file);
+      for (const rule of RULES) {
+        if (rule.call.test(text)) assert.ok((fn.access[rule.table] ?? '').includes('w'), `${fn.name} needs "${rule.table}": "w" in infra/functions.json: ${rule.why}`);
+      }
+    });
+  }
+  test('the rules see what they look for (a grant removed is found)', () => {
+    const anchor = registry.http.find((f) => f.name === 'v2EvidenceAnchor');
+    assert.ok(anchor && /\bnoteActivity\(/.test(sourceOf(anchor.file)) && /\bapiKeyAuth\(/.test(sourceOf(anchor.file)), 'the anchor route module is read through its import');
+  });
+});

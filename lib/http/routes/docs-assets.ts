@@ -6,7 +6,7 @@ export const docsAssetsRoute = createRoute({
   method: 'get',
   path: '/docs/{file}',
   tags: ['web'],
-  summary: 'The files of the API reference page: swagger-ui-bundle.js, swagger-ui.css, init.js',
+  summary: 'The files of the API reference page: swagger-ui-bundle.js, swagger-ui.css, overrides.css, init.js',
   request: { params: z.object({ file: z.string().openapi({ param: { name: 'file', in: 'path' }, example: 'swagger-ui.css' }) }) },
   responses: {
     200: { description: 'The file.', content: { 'text/javascript': { schema: z.string() }, 'text/css': { schema: z.string() } } },

@@ -1,5 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { getAnchorDeps } from '../../deps/anchoring.js';
+import { noteActivity } from '../../accounts/activity.js';
+import { getActivityRepo } from '../../deps/activity.js';
 import { getConfig } from '../../deps/core.js';
 import { createApp } from '../app.js';
 import { apiKeyAuth, apiKeyCaller } from '../auth.js';
@@ -55,6 +57,7 @@ export function createAnchorApp(path: '/api/v2/evidence/anchor' | '/api/v2/evide
       tier: caller.tier,
       apiVersion: 'v2',
     });
+    await noteActivity(getActivityRepo(), caller.accountId, result.image_hash, 'anchored');
     return c.json(
       {
         status: 'anchored' as const,

@@ -1,0 +1,65 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { handle } from 'hono/aws-lambda';
+import { ACTIVITY_KINDS } from '../../lib/accounts/activity-repository.js';
+import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
+import { getActivityRepo } from '../../lib/deps/activity.js';
+import { jwtAuth } from '../../lib/http/account-auth.js';
+import { createApp } from '../../lib/http/app.js';
+import { IsoTime } from '../../lib/http/schemas/accounts.js';
+import { problemResponses } from '../../lib/http/schemas/common.js';
+
+const EvidenceQuery = z.strictObject({
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(50)
+    .optional()
+    .openapi({ param: { name: 'limit', in: 'query' }, type: 'integer', minimum: 1, maximum: 50, description: 'At most this many hashes (default 20).' }),
+});
+
+const AccountEvidence = z
+  .object({
+    items: z.array(
+      z
+        .object({
+          image_hash: z.string().openapi({ example: 'a'.repeat(64) }),
+          proofs: z.array(z.enum(ACTIVITY_KINDS)).openapi({ description: 'What the account obtained for the hash, in this order: registered, timestamped, signed, anchored.' }),
+          at: IsoTime.openapi({ description: 'When the account last obtained one of them.' }),
+        })
+        .openapi('AccountEvidenceItem'),
+    ),
+  })
+  .openapi('AccountEvidence');
+
+export const route = createRoute({
+  method: 'get',
+  path: '/api/v2/account/evidence',
+  tags: ['v2 accounts'],
+  summary: "The account's recent evidence: the hashes it registered, time-stamped, signed or anchored, newest first",
+  description:
+    'The dashboard\'s "Recent evidence". A convenience list, noted after each successful evidence request: it links to the proofs (the public verify and receipt endpoints, ' +
+    'and the certificate), and is not a proof itself. A note that failed to be written leaves its hash out until the account uses the hash again.',
+  security: [{ Bearer: [] }],
+  request: { query: EvidenceQuery },
+  responses: {
+    200: { description: 'The hashes.', content: { 'application/json': { schema: AccountEvidence } } },
+    ...problemResponses(400, 401, 429),
+  },
+});
+
+/** The listing function with its dependencies (tests pass their own). */
+export function createAccountEvidenceApp(deps: AccountDepsProvider = getAccountDeps) {
+  const app = createApp();
+  app.use('*', jwtAuth({ deps }));
+  app.openapi(route, async (c) => {
+    const { limit } = c.req.valid('query');
+    const items = await getActivityRepo().recent(c.get('accountId') as string, limit ?? 20);
+    c.header('Cache-Control', 'no-store');
+    return c.json({ items }, 200);
+  });
+  return app;
+}
+
+export const app = createAccountEvidenceApp();
+export const handler = handle(app);

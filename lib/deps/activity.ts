@@ -1,0 +1,6 @@
+import { ActivityRepository } from '../accounts/activity-repository.js';
+import { getConfig, getDb } from './core.js';
+import { lazy } from './lazy.js';
+
+/** The account activity list (dashboard "Recent evidence"): noted by the evidence functions, read by GET /api/v2/account/evidence. */
+export const getActivityRepo: () => ActivityRepository = /* @__PURE__ */ lazy(() => new ActivityRepository(getDb(), getConfig().tables.activity));
