@@ -76,6 +76,7 @@ table.keys th,table.keys td{border-bottom:1px solid var(--line);padding:.4rem .5
 ul.evidence{padding-left:1.25rem}
 ul.evidence li{margin:.25rem 0}
 meter{width:8rem;vertical-align:middle}
+p.cta{font-size:1.1rem;font-weight:600}
 footer.site{border-top:1px solid var(--line);margin-top:2rem;color:var(--muted);font-size:.875rem}
 @media (max-width:36rem){dl.facts{grid-template-columns:1fr}dl.facts dd{margin-bottom:.5rem}h1{font-size:1.4rem}
 table.keys{min-width:0}table.keys thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0,0,0,0)}table.keys tr{display:block;border-bottom:1px solid var(--line);padding:.5rem 0}table.keys td{display:block;border:0;padding:.1rem 0}table.keys td[data-label]::before{content:attr(data-label) ": ";color:var(--muted)}}

@@ -53,6 +53,11 @@ export const LandingPage: FC<{ tiers: TierTable }> = ({ tiers }) => {
         lawyers and courts can check everything with OpenSSL, any Ethereum node and any ML-DSA implementation, or on this site.
       </p>
 
+      <p class="cta">
+        <a href="/dashboard">Create an account or log in</a>: your API keys, your usage, and files time-stamped, signed or anchored from the
+        browser (the file stays on your device).
+      </p>
+
       <CheckFileBox verifyBase="/verify/" />
       <section aria-labelledby="check-hash-heading">
         <h2 id="check-hash-heading">Or check a hash</h2>
@@ -98,7 +103,8 @@ export const LandingPage: FC<{ tiers: TierTable }> = ({ tiers }) => {
       <section aria-labelledby="build-heading">
         <h2 id="build-heading">Build with it</h2>
         <p>
-          Register an account with <code>POST /api/v2/account/register</code> (you get an API key, shown once), then send hashes with it. The{' '}
+          Register an account on the <a href="/dashboard">dashboard</a> or with <code>POST /api/v2/account/register</code> (you get an API key,
+          shown once), then send hashes with it. The{' '}
           <a href="/docs">API reference</a> describes every operation; the machine-readable contract is <a href="/api/openapi.json">/api/openapi.json</a>.
           The keys that sign are published at <a href="/.well-known/evidence-trust-anchors.json">/.well-known/evidence-trust-anchors.json</a>.
         </p>

@@ -43,7 +43,7 @@ const without = (name: string) => plugins.filter((p) => p.name !== name);
  * budget, fails here rather than only in the bench. A bundle that sheds one: update the table.
  */
 const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
-  v2EvidenceHash: { maxKiB: 309, heavy: [] },
+  v2EvidenceHash: { maxKiB: 311, heavy: [] }, // 309.4 KiB once it notes the account's activity (the dashboard's recent evidence)
   v2EvidenceAnchor: { maxKiB: 1314, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
   v2EvidenceFull: { maxKiB: 1314, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
   v2EvidenceVerify: { maxKiB: 383, heavy: ['@noble/post-quantum'] },
@@ -53,11 +53,11 @@ const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   v2AccountRegister: { maxKiB: 322, heavy: ['jose'] },
   v2AccountLogin: { maxKiB: 322, heavy: ['jose'] },
   v2AccountKeysCreate: { maxKiB: 322, heavy: ['jose'] },
-  v2AccountKeysList: { maxKiB: 321, heavy: ['jose'] },
+  v2AccountKeysList: { maxKiB: 322, heavy: ['jose'] },
   v2AccountKeysDelete: { maxKiB: 322, heavy: ['jose'] },
   v2AccountUsage: { maxKiB: 322, heavy: ['jose'] },
-  v2AccountInfo: { maxKiB: 321, heavy: ['jose'] },
-  v2AccountEvidence: { maxKiB: 321, heavy: ['jose'] },
+  v2AccountInfo: { maxKiB: 322, heavy: ['jose'] }, // 321.0 KiB: every function carries infra/tables.json, which grew by the activity table
+  v2AccountEvidence: { maxKiB: 325, heavy: ['jose'] }, // 322.6 KiB: an account endpoint and the activity repository
   v2AdminSetTier: { maxKiB: 322, heavy: ['jose'] },
   v1ChainAnchor: { maxKiB: 1325, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
   v1ChainVerify: { maxKiB: 394, heavy: ['@noble/post-quantum'] },
@@ -70,8 +70,8 @@ const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   v1LedgerVerify: { maxKiB: 330, heavy: [] },
   v1Stats: { maxKiB: 308, heavy: [] },
   v1Health: { maxKiB: 868, heavy: ['pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
-  openapi: { maxKiB: 1532, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js', 'jose'] }, // 1487 KiB once it documents the problem page (its explanations) and the receipt in full, plus 3 %
-  ledgerTxPage: { maxKiB: 342, heavy: [] },
+  openapi: { maxKiB: 1545, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js', 'jose'] }, // 1487 KiB once it documents the problem page (its explanations) and the receipt in full, plus 3 %; 1538 KiB with the dashboard and account evidence
+  ledgerTxPage: { maxKiB: 347, heavy: [] }, // 344 KiB with the shared style sheet's dashboard rules
   verifyPage: { maxKiB: 428, heavy: ['@noble/post-quantum'] },
   quotaReset: { maxKiB: 56, heavy: ['jose'] }, // 54.3 KiB once the limits gained the account rate and the guessing lockout (was 52.4), plus 3 %
   reconcile: { maxKiB: 1034, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
@@ -81,7 +81,7 @@ const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   v2TsaCertificates: { maxKiB: 296, heavy: [] },
   wellKnownJwks: { maxKiB: 304, heavy: [] },
   wellKnownTrust: { maxKiB: 354, heavy: [] },
-  dashboardPage: { maxKiB: 330, heavy: [] }, // the page framework and its script
+  dashboardPage: { maxKiB: 355, heavy: [] }, // 348 KiB: the page framework and its 25 KB script
   landingPage: { maxKiB: 330, heavy: [] }, // the page framework, the tier table and the configuration: 320 KiB, plus 3 %
   docsPage: { maxKiB: 286, heavy: [] }, // the app factory and the page: 277 KiB, plus 3 %
   docsAssets: { maxKiB: 2225, heavy: [] }, // Swagger UI's script (1.7 MB) and style sheet inside the bundle (inline-docs-files): 2160 KiB, plus 3 %

@@ -13,7 +13,7 @@ describe('/, the landing page', () => {
     assert.match(csp, /default-src 'none'/);
     assert.match(csp, /script-src 'sha256-[^']+'(;|$)/);
     const html = await res.text();
-    for (const text of ['ML-DSA-65', 'RFC 3161', 'only that hash', 'without trusting us', 'href="/docs"', 'href="/api/openapi.json"']) assert.ok(html.includes(text), text);
+    for (const text of ['ML-DSA-65', 'RFC 3161', 'only that hash', 'without trusting us', 'href="/docs"', 'href="/dashboard"', 'href="/api/openapi.json"']) assert.ok(html.includes(text), text);
     const { tiers } = getConfig();
     for (const [name, limits] of Object.entries(tiers)) {
       const row = new RegExp(`<th scope="row">${name[0]?.toUpperCase()}${name.slice(1)}</th><td>${limits.monthly_quota.toLocaleString('en-US')}</td><td>${limits.rate_per_minute.toLocaleString('en-US')}</td>`);
