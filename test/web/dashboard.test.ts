@@ -166,6 +166,32 @@ describe('/dashboard', () => {
     await page.context().close();
   });
 
+  it('works from the keyboard alone: Tab between fields, Enter logs in, the confirmation takes the focus', async () => {
+    const { page, problems } = await openDashboard();
+    const address = email();
+    await signUp(page, address);
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByText('You are logged out.').waitFor();
+    // After logging out the focus is on the e-mail field; Tab reaches the password; Enter submits the default button, "Log in".
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'auth-email');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'auth-password');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Your account' }).waitFor();
+    await page.getByLabel('Key name (optional)').focus();
+    await page.keyboard.type('keyboard');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Your new key "keyboard"' }).waitFor();
+    await page.getByRole('button', { name: 'Deactivate key keyboard' }).focus();
+    await page.keyboard.press('Enter');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Yes, deactivate', 'the focus moves to the confirmation');
+    await page.keyboard.press('Enter');
+    await page.getByText('Key "keyboard" is deactivated').waitFor();
+    assert.deepEqual(problems, []);
+    await page.context().close();
+  });
+
   it('an expired session asks for the password in place, then finishes what the user was doing', async () => {
     const { page, problems } = await openDashboard();
     const address = email();
