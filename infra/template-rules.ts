@@ -518,10 +518,9 @@ export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
       if (!isDeepStrictEqual(got, want)) kms.push(`${fn.name}: KMS key ${key} grants ${show(got)}; expected ${show(want)}`);
     }
 
-    // Public reads: whatever the registry says, no write outside the rate-limit counters.
+    // Public reads: whatever the registry says, no write at all (CONTRACT "Limits").
     if (registry.isPublicRead(fn)) {
       for (const [table, actions] of gotTable) {
-        if (table === registry.PUBLIC_WRITABLE_TABLE) continue;
         const writes = [...actions].filter((a) => registry.WRITE_ACTIONS.has(a));
         if (writes.length) publicReads.push(`${fn.name} (public ${fn.method} ${fn.path}) may write ${table}: ${writes.join(', ')}`);
       }
@@ -537,7 +536,7 @@ export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
     { name: 'logs: each function writes only its own log group', summary: `${n} log groups`, problems: logs },
     { name: 'dynamodb: each role grants exactly its registry access map', summary: 'tables and index ARNs match infra/functions.json', problems: dynamo },
     { name: 'kms: each role reaches exactly the keys it needs', summary: 'Sign/GetPublicKey/Decrypt per key as infra/registry.cjs', problems: kms },
-    { name: 'public GET functions write no table but counters', summary: `${publicCount} public GET functions`, problems: publicReads },
+    { name: 'public GET functions write no table', summary: `${publicCount} public GET functions`, problems: publicReads },
   ];
 }
 

@@ -67,6 +67,14 @@ export interface Config {
   adminToken: string | undefined;
   tiers: TierTable;
   publicRatePerMinute: number;
+  /**
+   * Where the per-IP limit of the public reads (PUBLIC_RATE_PER_MINUTE) is enforced
+   * (PUBLIC_RATE_LIMIT): `edge` in AWS (the WAF rate-based rule of infra/serverless-resources.cjs;
+   * the functions count nothing), `process` locally (lib/http/ip-rate-window.ts, in memory).
+   * Either way a public read writes nothing to DynamoDB. Register and login keep their DynamoDB
+   * counter (`ipauth#`) in both modes: it guards accounts, not reads.
+   */
+  publicRateLimit: 'edge' | 'process';
   /** Requests per minute of one account to the JWT account endpoints (keys, usage, info). */
   accountRatePerMinute: number;
   /** Failed login or admin-token attempts one client address may make per 15-minute window before 429. */
@@ -245,6 +253,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken: r.optional('ADMIN_TOKEN'),
     tiers,
     publicRatePerMinute: r.integer('PUBLIC_RATE_PER_MINUTE', 600, 1),
+    publicRateLimit: r.oneOf('PUBLIC_RATE_LIMIT', ['edge', 'process'] as const, local ? 'process' : 'edge'),
     accountRatePerMinute: r.integer('ACCOUNT_RATE_PER_MINUTE', 120, 1),
     authFailuresPerWindow: r.integer('AUTH_FAILURES_PER_WINDOW', 10, 1),
     reconcileIntervalMs: r.integer('RECONCILE_INTERVAL_MS', 5000, 100),

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TierName, TierTable } from '../config.js';
 import { type Clock, systemClock } from './clock.js';
 import type { CounterRepository } from './counter-repository.js';
+import { IpRateWindow } from './ip-rate-window.js';
 
 /**
  * Per-minute rate limits and monthly quotas as DynamoDB counters (CONTRACT "Limits").
@@ -9,7 +10,9 @@ import type { CounterRepository } from './counter-repository.js';
  * Counter items (counters table):
  * - `rate#<account_id>#<YYYY-MM-DDTHH:MM>`: requests of one account in one UTC minute;
  * - `quota#<account_id>#<YYYY-MM>`: successful evidence operations of one account in one UTC month;
- * - `ip#<ip>#<YYYY-MM-DDTHH:MM>`: requests to public endpoints from one client IP in one minute;
+ * - `ip#<ip>#<YYYY-MM-DDTHH:MM>`: no longer written (public reads are limited at the edge or in
+ *   process, ip-rate-window.ts); the prefix stays in LIMIT_COUNTER_PREFIXES so that the counters
+ *   of earlier versions are swept;
  * - `ipauth#<ip>#<YYYY-MM-DDTHH:MM>`: register and login attempts from one client IP in one minute;
  * - `acct#<account_id>#<YYYY-MM-DDTHH:MM>`: requests of one account to the JWT account endpoints in one minute;
  * - `authfail#<scope>#<ip>#<YYYY-MM-DDTHH:MM>`: failed login (`login`) or admin-token (`admin`)
@@ -51,7 +54,6 @@ export function monthWindow(now: Date): Window {
 export const counterKeys = {
   rate: (accountId: string, w: Window) => `rate#${accountId}#${w.id}`,
   quota: (accountId: string, w: Window) => `quota#${accountId}#${w.id}`,
-  ip: (ip: string, w: Window) => `ip#${ip.slice(0, 64)}#${w.id}`,
   ipAuth: (ip: string, w: Window) => `ipauth#${ip.slice(0, 64)}#${w.id}`,
   account: (accountId: string, w: Window) => `acct#${accountId}#${w.id}`,
   authFailures: (scope: GuessScope, ip: string, w: Window) => `authfail#${scope}#${ip.slice(0, 64)}#${w.id}`,
@@ -148,8 +150,14 @@ export function parseHoldId(id: string): { kind: 'r' | 'a'; createdAtMs: number;
 const toEpoch = (d: Date) => Math.floor(d.getTime() / 1000);
 const secondsUntil = (end: Date, now: Date) => Math.max(1, Math.ceil((end.getTime() - now.getTime()) / 1000));
 
-/** The limits of the service, over the counters table. */
+/**
+ * The limits of the service, over the counters table; the per-IP limit of the public reads is
+ * the exception, counted in memory (ip-rate-window.ts: a public read writes nothing to DynamoDB).
+ */
 export class LimitService {
+  /** The public reads' per-IP windows of this process (PUBLIC_RATE_LIMIT=process). */
+  private readonly publicWindow = new IpRateWindow();
+
   constructor(
     private readonly counters: CounterRepository,
     private readonly tiers: TierTable,
@@ -205,11 +213,24 @@ export class LimitService {
     return this.consumeMinute((w) => counterKeys.rate(accountId, w), this.tiers[tier].rate_per_minute);
   }
 
-  /** Counts one request from `ip` against the per-IP rate of `scope`. */
+  /**
+   * Counts one request from `ip` against the per-IP rate of `scope`: register and login
+   * (`auth`) on their DynamoDB counter, shared by every instance; the public reads in this
+   * process's memory ({@link consumePublicIp}).
+   */
   async consumeIp(ip: string, scope: IpScope = 'public'): Promise<RateDecision> {
-    return scope === 'auth'
-      ? this.consumeMinute((w) => counterKeys.ipAuth(ip, w), this.authRatePerMinute())
-      : this.consumeMinute((w) => counterKeys.ip(ip, w), this.publicRatePerMinute);
+    return scope === 'auth' ? this.consumeMinute((w) => counterKeys.ipAuth(ip, w), this.authRatePerMinute()) : this.consumePublicIp(ip);
+  }
+
+  /**
+   * One public read from `ip`, counted in memory (no I/O, so no await and nothing to fail): the
+   * same fixed UTC minute, limit and RateLimit numbers as the DynamoDB counters give.
+   */
+  consumePublicIp(ip: string): RateDecision {
+    const now = this.clock();
+    const limit = this.publicRatePerMinute;
+    const { count, end } = this.publicWindow.hit(ip.slice(0, 64), now);
+    return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetSeconds: secondsUntil(end, now) };
   }
 
   /** Register and login attempts allowed per client IP and minute. */
