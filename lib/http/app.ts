@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -88,6 +88,17 @@ function requestContext(): MiddlewareHandler<AppEnv> {
     c.set('requestId', requestId);
     c.set('clientIp', clientIp(c));
     try {
+      const edge = getConfig().edgeOriginSecret;
+      if (edge !== undefined) {
+        // Behind the edge (infra/edge-waf.cjs): only requests that came through it, which carry
+        // its secret, are served, so the WAF's per-IP limit cannot be gone around; the client is
+        // the viewer the edge saw, not the edge server that called API Gateway.
+        if (!sameSecret(c.req.header('x-edge-origin'), edge)) {
+          throw new HttpError(403, 'edge_required', 'Forbidden', "Call the service at its public address: this request did not come through the service's edge.");
+        }
+        const viewer = viewerAddress(c.req.header('cloudfront-viewer-address'));
+        if (viewer) c.set('clientIp', viewer);
+      }
       await next();
     } finally {
       c.header('X-Request-Id', requestId);
@@ -101,6 +112,22 @@ function requestContext(): MiddlewareHandler<AppEnv> {
       });
     }
   };
+}
+
+/** Constant-time comparison of a presented secret with the configured one. */
+function sameSecret(given: string | undefined, expected: string): boolean {
+  const a = Buffer.from(given ?? '');
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * The address in CloudFront-Viewer-Address (`<ip>:<port>`, IPv6 unbracketed), set by CloudFront
+ * itself; trusted only on a request that carried the edge's secret.
+ */
+function viewerAddress(header: string | undefined): string | undefined {
+  const m = header ? /^(.+):\d{1,5}$/.exec(header.trim()) : null;
+  return m?.[1];
 }
 
 /** The caller's IP as API Gateway or the local socket saw it (never a client-supplied header). */

@@ -141,13 +141,21 @@ describe('the per-IP limit of public reads', () => {
     });
   });
 
-  it('is left to the edge with PUBLIC_RATE_LIMIT=edge: no count, no RateLimit fields, no 429 from the function', async () => {
-    await withEnv({ PUBLIC_RATE_PER_MINUTE: '2', PUBLIC_RATE_LIMIT: 'edge' }, async () => {
+  it('is left to the edge with PUBLIC_RATE_LIMIT=edge: no count, no RateLimit fields, no 429; a request around the edge is refused', async () => {
+    const secret = 'edge-origin-secret-of-this-test-0123456789';
+    await withEnv({ PUBLIC_RATE_PER_MINUTE: '2', PUBLIC_RATE_LIMIT: 'edge', EDGE_ORIGIN_SECRET: secret }, async () => {
+      sent.length = 0;
       for (let i = 0; i < 4; i++) {
-        const res = await fetch(`${service.url}/api/v2/evidence/receipt/${imageHash}`);
+        const res = await fetch(`${service.url}/api/v2/evidence/receipt/${imageHash}`, { headers: { 'x-edge-origin': secret, 'cloudfront-viewer-address': '203.0.113.7:50123' } });
         assert.equal(res.status, 200);
         assert.equal(res.headers.get('ratelimit-limit'), null);
         await res.arrayBuffer();
+      }
+      assert.deepEqual(sent.filter((c) => WRITES.test(c)), []);
+      for (const headers of [{}, { 'x-edge-origin': `${secret}x` }] as Record<string, string>[]) {
+        const around = await fetch(`${service.url}/api/v2/evidence/receipt/${imageHash}`, { headers });
+        assert.equal(around.status, 403);
+        assert.equal(((await around.json()) as { code: string }).code, 'edge_required');
       }
     });
   });
