@@ -84,6 +84,26 @@ await Promise.all(
 );
 process.stdout.write('done\n');
 
+// The reconciler stores each final receipt within one pass (RECONCILE_INTERVAL_MS, 5 s): wait for
+// the last hash anchored to be final, so that the run measures final records (a service that has
+// been up for a while), and say how long it took. VERIFY_WAIT_FINAL=0 measures right away.
+if (process.env.VERIFY_WAIT_FINAL !== '0') {
+  const t0 = Date.now();
+  const last = hashes.at(-1) ?? '';
+  for (;;) {
+    const r = await json('GET', `/api/v2/evidence/verify/${last}?recheck=1`, undefined);
+    if (r.body.ledger_final === undefined) {
+      process.stdout.write('(this service stores no final receipts)\n');
+      break;
+    }
+    const stored = await json('GET', `/api/v1/ledger/verify/${last}`, undefined);
+    if (stored.status === 200 && (await json('GET', `/api/v2/evidence/verify/${last}`, undefined)).body.ledger_final === true) break;
+    if (Date.now() - t0 > 60_000) throw new Error('no final receipt within 60 s');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  process.stdout.write(`final receipts stored ${Date.now() - t0} ms after the last anchor\n`);
+}
+
 const pids = stackPids();
 const name = (pid: number) => {
   try {

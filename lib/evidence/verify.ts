@@ -151,8 +151,24 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string, option
 const proofCache = new Map<string, Promise<StoredEvidenceVerdicts>>();
 const PROOF_CACHE_MAX = 5000;
 
+/**
+ * The same memo by record object: a final record served from this instance (recallFinal) is the
+ * very object verified before, so its verdicts are found without hashing its ~10 KB of proofs
+ * again, as long as the trust anchors are the very same too.
+ */
+const proofsByRecord = new WeakMap<AnchoredEvidence, { roots: string[]; keys: string[]; verdicts: Promise<StoredEvidenceVerdicts> }>();
+
 async function checkProofBytes(deps: VerifyDeps, item: AnchoredEvidence): Promise<StoredEvidenceVerdicts> {
   const [roots, keys] = await Promise.all([deps.tsaRoots(), deps.trustedPqKeys()]);
+  const known = proofsByRecord.get(item);
+  if (known && known.roots === roots && known.keys === keys) return known.verdicts;
+  const verdicts = checkProofBytesOnce(item, roots, keys);
+  proofsByRecord.set(item, { roots, keys, verdicts });
+  verdicts.catch(() => proofsByRecord.delete(item));
+  return verdicts;
+}
+
+async function checkProofBytesOnce(item: AnchoredEvidence, roots: string[], keys: string[]): Promise<StoredEvidenceVerdicts> {
   const key = sha256Hex(
     JSON.stringify([
       item.image_hash, item.statement, item.server_hash, item.chain_hash, item.chain_index, item.previous_hash, item.public_key_hex, item.signature_hex,
