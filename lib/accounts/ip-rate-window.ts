@@ -1,3 +1,5 @@
+import type { RateDecision } from './limits.js';
+
 /**
  * The per-IP limit of the public reads when it is enforced in process (PUBLIC_RATE_LIMIT=process:
  * `npm start` and the tests): a fixed window of one UTC minute per client address, counted in
@@ -21,10 +23,11 @@ export class IpRateWindow {
   constructor(private readonly maxAddresses = 100_000) {}
 
   /**
-   * Counts one request of `ip` in the minute of `now`; the count including it (over `limit`
-   * means refused; a refused request is counted too, which changes nothing: it stays refused).
+   * Counts one request of `ip` in the minute of `now` against `limit`: the same fixed UTC minute,
+   * decision and RateLimit numbers as the DynamoDB counters give (a refused request is counted
+   * too, which changes nothing: it stays refused).
    */
-  hit(ip: string, now: Date): { count: number; end: Date } {
+  consume(ip: string, limit: number, now: Date): RateDecision {
     // The same fixed UTC minute as the DynamoDB counters (limits.ts minuteWindow).
     const start = Math.floor(now.getTime() / 60_000) * 60_000;
     const w = { id: start, end: new Date(start + 60_000) };
@@ -33,10 +36,12 @@ export class IpRateWindow {
       this.windowId = w.id;
       this.counts = new Map();
     }
+    ip = ip.slice(0, 64);
     const key = this.counts.has(ip) || this.counts.size < this.maxAddresses ? ip : OVERFLOW;
     const count = (this.counts.get(key) ?? 0) + 1;
     this.counts.set(key, count);
-    return { count, end: w.end };
+    const resetSeconds = Math.max(1, Math.ceil((w.end.getTime() - now.getTime()) / 1000));
+    return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetSeconds };
   }
 }
 

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { TierName, TierTable } from '../config.js';
 import { type Clock, systemClock } from './clock.js';
 import type { CounterRepository } from './counter-repository.js';
-import { IpRateWindow } from './ip-rate-window.js';
 
 /**
  * Per-minute rate limits and monthly quotas as DynamoDB counters (CONTRACT "Limits").
@@ -151,13 +150,10 @@ const toEpoch = (d: Date) => Math.floor(d.getTime() / 1000);
 const secondsUntil = (end: Date, now: Date) => Math.max(1, Math.ceil((end.getTime() - now.getTime()) / 1000));
 
 /**
- * The limits of the service, over the counters table; the per-IP limit of the public reads is
- * the exception, counted in memory (ip-rate-window.ts: a public read writes nothing to DynamoDB).
+ * The limits of the service, over the counters table. The per-IP limit of the public reads is not
+ * here: it is counted in memory or at the edge (ip-rate-window.ts), so a public read writes nothing.
  */
 export class LimitService {
-  /** The public reads' per-IP windows of this process (PUBLIC_RATE_LIMIT=process). */
-  private readonly publicWindow = new IpRateWindow();
-
   constructor(
     private readonly counters: CounterRepository,
     private readonly tiers: TierTable,
@@ -213,24 +209,9 @@ export class LimitService {
     return this.consumeMinute((w) => counterKeys.rate(accountId, w), this.tiers[tier].rate_per_minute);
   }
 
-  /**
-   * Counts one request from `ip` against the per-IP rate of `scope`: register and login
-   * (`auth`) on their DynamoDB counter, shared by every instance; the public reads in this
-   * process's memory ({@link consumePublicIp}).
-   */
-  async consumeIp(ip: string, scope: IpScope = 'public'): Promise<RateDecision> {
-    return scope === 'auth' ? this.consumeMinute((w) => counterKeys.ipAuth(ip, w), this.authRatePerMinute()) : this.consumePublicIp(ip);
-  }
-
-  /**
-   * One public read from `ip`, counted in memory (no I/O, so no await and nothing to fail): the
-   * same fixed UTC minute, limit and RateLimit numbers as the DynamoDB counters give.
-   */
-  consumePublicIp(ip: string): RateDecision {
-    const now = this.clock();
-    const limit = this.publicRatePerMinute;
-    const { count, end } = this.publicWindow.hit(ip.slice(0, 64), now);
-    return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetSeconds: secondsUntil(end, now) };
+  /** Counts one register or login attempt from `ip` (its DynamoDB counter, shared by every instance). */
+  async consumeIp(ip: string): Promise<RateDecision> {
+    return this.consumeMinute((w) => counterKeys.ipAuth(ip, w), this.authRatePerMinute());
   }
 
   /** Register and login attempts allowed per client IP and minute. */

@@ -97,7 +97,7 @@ function requestContext(): MiddlewareHandler<AppEnv> {
         // its secret, are served, so the WAF's per-IP limit cannot be gone around; the client is
         // the viewer the edge saw, not the edge server that called API Gateway.
         if (!sameSecret(c.req.header('x-edge-origin'), edge)) {
-          throw new HttpError(403, 'edge_required', 'Forbidden', "Call the service at its public address: this request did not come through the service's edge.");
+          throw new HttpError(403, 'edge_required', 'Forbidden', 'Not through the edge.');
         }
         const viewer = viewerAddress(c.req.header('cloudfront-viewer-address'));
         if (viewer) c.set('clientIp', viewer);

@@ -1,6 +1,7 @@
 import type { MiddlewareHandler, Next } from 'hono';
 import type { TierName } from '../config.js';
 import { getKeyAuthDeps, type KeyAuthDepsProvider } from '../deps/key-auth.js';
+import { IpRateWindow } from '../accounts/ip-rate-window.js';
 import type { IpScope, LimitService, QuotaReservation, RateDecision } from '../accounts/limits.js';
 import { quotaExceeded } from '../accounts/quota-holds.js';
 import { describeError, log } from '../log.js';
@@ -108,6 +109,19 @@ export interface PublicRateLimitOptions extends LimitOptions {
   failOpen?: boolean;
 }
 
+/**
+ * The in-memory windows of the public reads, one per limit service (per set of dependencies: the
+ * process-wide one, or a test's). Here rather than in LimitService so that only the functions with
+ * a public read carry it.
+ */
+const publicWindows = new WeakMap<LimitService, IpRateWindow>();
+
+function publicWindowOf(limits: LimitService): IpRateWindow {
+  let w = publicWindows.get(limits);
+  if (!w) publicWindows.set(limits, (w = new IpRateWindow()));
+  return w;
+}
+
 /** Per-client-IP fixed-window rate limit (`c.get('clientIp')`); 429 `rate_limit_exceeded`. */
 export function publicRateLimit(options: PublicRateLimitOptions = {}): MiddlewareHandler<AppEnv> {
   const resolve = options.deps ?? getKeyAuthDeps;
@@ -119,10 +133,10 @@ export function publicRateLimit(options: PublicRateLimitOptions = {}): Middlewar
       const deps = resolve();
       // At the edge, the WAF counted this request before it reached us (infra/edge-waf.cjs).
       if (deps.config.publicRateLimit === 'edge') return next();
-      d = deps.limits.consumePublicIp(ip);
+      d = publicWindowOf(deps.limits).consume(ip, deps.config.publicRatePerMinute, deps.clock());
     } else {
       try {
-        d = await resolve().limits.consumeIp(ip, scope);
+        d = await resolve().limits.consumeIp(ip);
       } catch (error) {
         if (!options.failOpen || !isStoreUnavailable(error)) throw error;
         return next();
