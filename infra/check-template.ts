@@ -5,7 +5,8 @@
  * types, properties and attributes come from the CloudFormation specification shipped in
  * @aws-cdk/aws-service-spec; the deployment rules come from infra/functions.json and tables.json.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { loadAwsServiceSpec } from '@aws-cdk/aws-service-spec';
 import registry from './registry.cjs';
@@ -13,6 +14,7 @@ import type { KmsKey } from './registry.cjs';
 import {
   type CfnTemplate,
   type RuleResult,
+  checkEdge,
   checkFunctions,
   checkOperations,
   checkLeastPrivilege,
@@ -29,6 +31,19 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const OUT = path.join(ROOT, '.serverless');
 const TEMPLATE = path.join(OUT, 'cloudformation-template-update-stack.json');
 const STATE = path.join(OUT, 'serverless-state.json');
+/** The edge WebACL's own template (scope CLOUDFRONT: deployed in us-east-1, docs/runbook.md "The edge"). */
+const EDGE_WAF = path.join(OUT, 'edge-waf-us-east-1.json');
+const { buildEdgeWebAclTemplate } = createRequire(import.meta.url)('./edge-waf.cjs') as typeof import('./edge-waf.cjs');
+
+/** The stage's PUBLIC_RATE_PER_MINUTE, as packaged into the functions' environment. */
+function packagedPublicRate(template: CfnTemplate): number {
+  for (const r of Object.values(template.Resources)) {
+    const vars = (r.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables;
+    const rate = Number(vars?.PUBLIC_RATE_PER_MINUTE);
+    if (r.Type === 'AWS::Lambda::Function' && Number.isInteger(rate)) return rate;
+  }
+  throw new Error('no function carries PUBLIC_RATE_PER_MINUTE');
+}
 /** Lambda limits for a .zip deployment package. */
 const MAX_ZIPPED = 50 * 1024 * 1024;
 const MAX_UNZIPPED = 250 * 1024 * 1024;
@@ -121,6 +136,10 @@ async function main(): Promise<number> {
 
   const db = await loadAwsServiceSpec();
   results.push(checkResourceTypes(template, db), checkProperties(template, db), checkReferences(template, db));
+  // The edge WebACL's own template (us-east-1), for this package's rate: written next to the stack's.
+  const waf = buildEdgeWebAclTemplate({ publicRatePerMinute: packagedPublicRate(template) });
+  writeFileSync(EDGE_WAF, `${JSON.stringify(waf, null, 2)}\n`);
+  for (const r of [checkResourceTypes(waf, db), checkProperties(waf, db), checkReferences(waf, db)]) results.push({ ...r, name: `edge WebACL template: ${r.name}` });
 
   const custom = state.service.custom?.kms ?? {};
   const kmsArns: Partial<Record<KmsKey, string>> = {};
@@ -133,6 +152,7 @@ async function main(): Promise<number> {
     checkRoutes(template),
     checkSchedules(template),
     checkOperations(template),
+    checkEdge(template, waf),
     checkTables(template.Resources),
     ...checkLeastPrivilege(templateView(template, kmsArns)),
   );

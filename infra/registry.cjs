@@ -26,8 +26,12 @@ function httpPaths() {
   return [...new Set(HTTP_FUNCTIONS.map((fn) => fn.path))].sort();
 }
 
-/** The one table every public GET function may write: per-IP rate-limit windows. */
-const PUBLIC_WRITABLE_TABLE = 'counters';
+/**
+ * A public GET function writes no table (CONTRACT "Limits": a public read writes nothing to
+ * DynamoDB). Its per-IP limit is the WAF rate-based rule at the edge (infra/edge-waf.cjs), or an
+ * in-memory window locally (lib/accounts/ip-rate-window.ts); register and login are POSTs and keep
+ * their DynamoDB counter.
+ */
 
 /**
  * DynamoDB actions per access letter, each exactly what the code sends (test/infra/template.test.ts
@@ -168,7 +172,7 @@ function allFunctions() {
   ];
 }
 
-/** A public GET: anyone can call it, so it may write nothing but the rate-limit counters. */
+/** A public GET: anyone can call it, so it may write nothing. */
 function isPublicRead(fn) {
   return fn.kind === 'http' && fn.public === true && fn.method === 'GET';
 }
@@ -228,8 +232,8 @@ function validateRegistry() {
         problems.push(`${fn.name}.access.${table}: ${e.message}`);
         continue;
       }
-      if (isPublicRead(fn) && table !== PUBLIC_WRITABLE_TABLE && /[wd]/.test(mode)) {
-        problems.push(`${fn.name}: a public GET function may only write the ${PUBLIC_WRITABLE_TABLE} table, not ${table}`);
+      if (isPublicRead(fn) && /[wd]/.test(mode)) {
+        problems.push(`${fn.name}: a public GET function may write no table, not ${table}`);
       }
     }
     for (const [key, use] of Object.entries(kmsNeeds(fn))) {
@@ -269,7 +273,6 @@ module.exports = {
   SCHEDULED_FUNCTIONS,
   GATEWAY_FUNCTIONS,
   httpPaths,
-  PUBLIC_WRITABLE_TABLE,
   DYNAMO_ACTIONS,
   WRITE_ACTIONS,
   KMS_KEYS,

@@ -37,7 +37,6 @@ export interface ExpectedGrants {
 }
 
 export const TABLES: Record<string, TableDefinition>;
-export const PUBLIC_WRITABLE_TABLE: string;
 export const DYNAMO_ACTIONS: Record<'r' | 'w' | 'd' | 's', string[]>;
 export const WRITE_ACTIONS: Set<string>;
 export const KMS_KEYS: Record<KmsKey, { custom: string; envVar: string; spec: string }>;

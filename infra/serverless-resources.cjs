@@ -11,6 +11,7 @@
  */
 
 const registry = require('./registry.cjs');
+const { buildEdgeResources } = require('./edge-waf.cjs');
 
 const PLACEHOLDER_ACCOUNT = ':000000000000:';
 const PLACEHOLDER_STAGES = new Set(['dev']);
@@ -240,6 +241,8 @@ function buildResources() {
   }
   for (const fn of registry.allFunctions()) Resources[registry.naming.role(fn.name)] = buildRole(fn);
   Object.assign(Resources, buildOperations());
+  Object.assign(Resources, buildEdgeResources());
+  Outputs.EdgeUrl = { Description: 'The public address of the API (CloudFront with the edge WebACL)', Value: { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': ['EdgeDistribution', 'DomainName'] }]] } };
   Outputs.AlarmTopicArn = { Description: 'Subscribe the on-call rotation here (every alarm notifies it)', Value: { Ref: registry.naming.alarmTopic } };
   return { Resources, Outputs, extensions: buildExtensions() };
 }
@@ -253,8 +256,12 @@ async function assertRealKeys(resolveVariable) {
     const arn = await resolveVariable(`self:custom.kms.${custom}`);
     if (typeof arn !== 'string' || !arn.startsWith('arn:') || arn.includes(PLACEHOLDER_ACCOUNT)) bad.push(`custom.kms.${custom} = ${arn}`);
   }
+  const webAcl = await resolveVariable('self:custom.edge.webAclArn');
+  if (typeof webAcl !== 'string' || !webAcl.startsWith('arn:aws:wafv2:us-east-1:') || webAcl.includes(PLACEHOLDER_ACCOUNT)) bad.push(`custom.edge.webAclArn = ${webAcl}`);
+  const secret = await resolveVariable('self:custom.edge.originSecret');
+  if (typeof secret !== 'string' || secret.length < 32 || secret.startsWith('placeholder-')) bad.push('custom.edge.originSecret (pass --param="edgeOriginSecret=…", 32 characters or more)');
   if (bad.length > 0) {
-    throw new Error(`stage "${stage}" needs real KMS key ARNs (pass --param=...; see serverless.yml custom.kms):\n  ${bad.join('\n  ')}`);
+    throw new Error(`stage "${stage}" needs real KMS key ARNs and a real edge (pass --param=...; see serverless.yml custom.kms):\n  ${bad.join('\n  ')}`);
   }
 }
 

@@ -8,7 +8,7 @@
  *    known resource types, known properties, required properties, Ref/GetAtt/Sub/DependsOn targets;
  *  - deployment rules, against infra/functions.json and infra/tables.json (via infra/registry.cjs):
  *    one role per function, no wildcards, DynamoDB and KMS grants exactly as the registry says,
- *    public reads write nothing but the counters, every route and schedule, every table's settings.
+ *    public reads write nothing, every route and schedule, every table's settings, the edge.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Property, PropertyType, Resource as SpecResource, SpecDatabase } from '@aws-cdk/service-spec-types';
@@ -518,10 +518,9 @@ export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
       if (!isDeepStrictEqual(got, want)) kms.push(`${fn.name}: KMS key ${key} grants ${show(got)}; expected ${show(want)}`);
     }
 
-    // Public reads: whatever the registry says, no write outside the rate-limit counters.
+    // Public reads: whatever the registry says, no write at all (CONTRACT "Limits").
     if (registry.isPublicRead(fn)) {
       for (const [table, actions] of gotTable) {
-        if (table === registry.PUBLIC_WRITABLE_TABLE) continue;
         const writes = [...actions].filter((a) => registry.WRITE_ACTIONS.has(a));
         if (writes.length) publicReads.push(`${fn.name} (public ${fn.method} ${fn.path}) may write ${table}: ${writes.join(', ')}`);
       }
@@ -537,7 +536,7 @@ export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
     { name: 'logs: each function writes only its own log group', summary: `${n} log groups`, problems: logs },
     { name: 'dynamodb: each role grants exactly its registry access map', summary: 'tables and index ARNs match infra/functions.json', problems: dynamo },
     { name: 'kms: each role reaches exactly the keys it needs', summary: 'Sign/GetPublicKey/Decrypt per key as infra/registry.cjs', problems: kms },
-    { name: 'public GET functions write no table but counters', summary: `${publicCount} public GET functions`, problems: publicReads },
+    { name: 'public GET functions write no table', summary: `${publicCount} public GET functions`, problems: publicReads },
   ];
 }
 
@@ -799,6 +798,78 @@ export function checkOperations(template: CfnTemplate): RuleResult {
   return {
     name: 'operations: alarms to the topic, failure destinations, reconciler concurrency 1, stage throttling and access logs, X-Ray',
     summary: `${alarms.length} alarms`,
+    problems,
+  };
+}
+
+/** The WebACL template of infra/edge-waf.cjs, as check-template writes it for us-east-1. */
+export interface EdgeWafTemplate {
+  Resources: Record<string, CfnResource>;
+}
+
+/**
+ * The edge (infra/edge-waf.cjs): the public reads are limited per client address by a WAF
+ * rate-based rule, in front of every function. In the service's template: a CloudFront
+ * distribution whose only origin is the HTTP API, with a WebACL from us-east-1, no caching, every
+ * method, and the secret origin header; every HTTP function runs with PUBLIC_RATE_LIMIT=edge and
+ * EDGE_ORIGIN_SECRET (without which a function could be called around the WAF). In the WebACL's
+ * template: scope CLOUDFRONT and a rate-based rule per IP over GET and HEAD, a 60-second window,
+ * the limit the functions are configured with (PUBLIC_RATE_PER_MINUTE), answering 429 with
+ * Retry-After.
+ */
+export function checkEdge(template: CfnTemplate, waf: EdgeWafTemplate): RuleResult {
+  const problems: string[] = [];
+  const resources = template.Resources;
+  const dist = resources.EdgeDistribution;
+  const config = isObject(dist?.Properties?.DistributionConfig) ? dist.Properties.DistributionConfig : undefined;
+  if (dist?.Type !== 'AWS::CloudFront::Distribution' || !config) problems.push('EdgeDistribution: no CloudFront distribution in front of the API');
+  else {
+    const acl = config.WebACLId;
+    if (typeof acl !== 'string' || !acl.startsWith('arn:aws:wafv2:us-east-1:') || !acl.includes(':global/webacl/')) problems.push(`EdgeDistribution: WebACLId is not a CLOUDFRONT WebACL ARN (${JSON.stringify(acl)})`);
+    const origins = Array.isArray(config.Origins) ? config.Origins.filter(isObject) : [];
+    const origin = origins[0];
+    if (origins.length !== 1 || !origin || !JSON.stringify(origin.DomainName).includes('"HttpApi","ApiEndpoint"')) problems.push('EdgeDistribution: the one origin must be the HTTP API');
+    const headers = origin && Array.isArray(origin.OriginCustomHeaders) ? origin.OriginCustomHeaders.filter(isObject) : [];
+    const secret = headers.find((h) => h.HeaderName === 'X-Edge-Origin');
+    if (!secret || typeof secret.HeaderValue !== 'string' || secret.HeaderValue.length < 32) problems.push('EdgeDistribution: no X-Edge-Origin secret header (32 characters or more) on the origin');
+    const behavior = isObject(config.DefaultCacheBehavior) ? config.DefaultCacheBehavior : {};
+    if (behavior.CachePolicyId !== '4135ea2d-6df8-44a3-9df3-4b5a84be39ad') problems.push('EdgeDistribution: the API must not be cached at the edge (managed CachingDisabled policy)');
+    const methods = Array.isArray(behavior.AllowedMethods) ? behavior.AllowedMethods : [];
+    if (methods.length !== 7) problems.push(`EdgeDistribution: every method must pass (allowed: ${methods.join(', ')})`);
+  }
+  let limit: number | undefined;
+  for (const fn of registry.allFunctions().filter((f) => f.kind === 'http')) {
+    const vars = resources[registry.naming.lambda(fn.name)]?.Properties?.Environment;
+    const env = isObject(vars) && isObject(vars.Variables) ? vars.Variables : {};
+    if (env.PUBLIC_RATE_LIMIT !== 'edge') problems.push(`${fn.name}: PUBLIC_RATE_LIMIT is ${JSON.stringify(env.PUBLIC_RATE_LIMIT)}, not edge`);
+    if (env.EDGE_ORIGIN_SECRET === undefined) problems.push(`${fn.name}: no EDGE_ORIGIN_SECRET`);
+    const rate = Number(env.PUBLIC_RATE_PER_MINUTE);
+    if (Number.isInteger(rate)) limit ??= rate;
+  }
+
+  const acls = Object.values(waf.Resources).filter((r) => r.Type === 'AWS::WAFv2::WebACL');
+  const acl = acls[0]?.Properties;
+  if (acls.length !== 1 || !acl) problems.push('edge WebACL template: exactly one AWS::WAFv2::WebACL expected');
+  else {
+    if (acl.Scope !== 'CLOUDFRONT') problems.push(`edge WebACL: scope ${String(acl.Scope)}, expected CLOUDFRONT`);
+    const rules = Array.isArray(acl.Rules) ? acl.Rules.filter(isObject) : [];
+    const rated = rules.find((r) => isObject(r.Statement) && isObject(r.Statement.RateBasedStatement));
+    const rbs = rated && isObject(rated.Statement) && isObject(rated.Statement.RateBasedStatement) ? rated.Statement.RateBasedStatement : undefined;
+    if (!rated || !rbs) problems.push('edge WebACL: no rate-based rule');
+    else {
+      if (rbs.AggregateKeyType !== 'IP') problems.push(`edge WebACL: the rate is per ${String(rbs.AggregateKeyType)}, not per client IP`);
+      if (rbs.EvaluationWindowSec !== 60) problems.push(`edge WebACL: window ${String(rbs.EvaluationWindowSec)} s, expected 60 (a per-minute limit)`);
+      if (limit !== undefined && rbs.Limit !== limit) problems.push(`edge WebACL: limit ${String(rbs.Limit)}, the functions say PUBLIC_RATE_PER_MINUTE=${limit}`);
+      if (!JSON.stringify(rbs.ScopeDownStatement ?? {}).includes('"SearchString":"GET"')) problems.push('edge WebACL: the rule does not count GET requests (the public reads)');
+      const block = isObject(rated.Action) && isObject(rated.Action.Block) ? rated.Action.Block : undefined;
+      const response = block && isObject(block.CustomResponse) ? block.CustomResponse : undefined;
+      if (!response || response.ResponseCode !== 429) problems.push('edge WebACL: over the limit the rule must block with 429');
+      else if (!JSON.stringify(response.ResponseHeaders ?? []).includes('"Retry-After"')) problems.push('edge WebACL: the 429 must carry Retry-After');
+    }
+  }
+  return {
+    name: 'edge: public reads limited per client IP by a WAF rate-based rule in front of every function',
+    summary: `CloudFront + WebACL, ${limit ?? '?'} requests per minute and IP`,
     problems,
   };
 }

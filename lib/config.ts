@@ -67,6 +67,20 @@ export interface Config {
   adminToken: string | undefined;
   tiers: TierTable;
   publicRatePerMinute: number;
+  /**
+   * Where the per-IP limit of the public reads (PUBLIC_RATE_PER_MINUTE) is enforced
+   * (PUBLIC_RATE_LIMIT): `edge` in AWS (the WAF rate-based rule of infra/serverless-resources.cjs;
+   * the functions count nothing), `process` locally (lib/http/ip-rate-window.ts, in memory).
+   * Either way a public read writes nothing to DynamoDB. Register and login keep their DynamoDB
+   * counter (`ipauth#`) in both modes: it guards accounts, not reads.
+   */
+  publicRateLimit: 'edge' | 'process';
+  /**
+   * EDGE_ORIGIN_SECRET: the secret header (X-Edge-Origin) the edge adds to every request it passes
+   * on (infra/edge-waf.cjs). Set, a request without it is refused (403 edge_required) and the
+   * client address is the viewer's (CloudFront-Viewer-Address). Required with PUBLIC_RATE_LIMIT=edge.
+   */
+  edgeOriginSecret: string | undefined;
   /** Requests per minute of one account to the JWT account endpoints (keys, usage, info). */
   accountRatePerMinute: number;
   /** Failed login or admin-token attempts one client address may make per 15-minute window before 429. */
@@ -234,6 +248,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (maxFeeGwei < priorityFeeGwei) problems.push('LEDGER_MAX_FEE_GWEI must not be below LEDGER_PRIORITY_FEE_GWEI');
 
   const tiers = parseTierLimits(r.optional('TIER_LIMITS'), problems);
+  const publicRateLimit = r.oneOf('PUBLIC_RATE_LIMIT', ['edge', 'process'] as const, local ? 'process' : 'edge');
+  const edgeOriginSecret = r.optional('EDGE_ORIGIN_SECRET');
+  // At the edge the functions count nothing: without the secret they could be called around it.
+  if (publicRateLimit === 'edge' && (edgeOriginSecret?.length ?? 0) < 32) problems.push('PUBLIC_RATE_LIMIT=edge needs EDGE_ORIGIN_SECRET (32+ characters)');
 
   const config: Config = {
     deployment,
@@ -245,6 +263,8 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken: r.optional('ADMIN_TOKEN'),
     tiers,
     publicRatePerMinute: r.integer('PUBLIC_RATE_PER_MINUTE', 600, 1),
+    publicRateLimit,
+    edgeOriginSecret,
     accountRatePerMinute: r.integer('ACCOUNT_RATE_PER_MINUTE', 120, 1),
     authFailuresPerWindow: r.integer('AUTH_FAILURES_PER_WINDOW', 10, 1),
     reconcileIntervalMs: r.integer('RECONCILE_INTERVAL_MS', 5000, 100),

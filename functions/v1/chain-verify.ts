@@ -17,7 +17,8 @@ export const route = createRoute({
   description:
     'Every flag is computed now from the stored proofs (api-v1.md rule 2): pq_verified re-verifies the ML-DSA-65 signature with a published key; ' +
     'chain_verified recomputes chain_hash and verifies the device Ed25519 signature; timestamp_verified checks the RFC 3161 token against the TSA root; ' +
-    'ledger_verified reads the transaction from the chain (tx_status and confirmations are as read now). verified is true only when all hold. ' +
+    'ledger_verified reads the transaction from the chain (tx_status and confirmations are as read now), or, once the transaction is final, its finalized ' +
+    'receipt stored on the record (read and checked once, at finality; confirmations is then the count at finality and no longer grows). verified is true only when all hold. ' +
     'Hashes anchored through v1 or v2 answer alike.\n\n' +
     'An unknown hash answers 404 with found:false. A hash registered through v2 (/evidence/hash) but never anchored answers 200 with found:false, ' +
     'registered:true and registered_at (it is in no chain, so no chain field is given). A ledger node that cannot be reached gives 503, never a verdict.',
@@ -43,7 +44,7 @@ app.openapi(route, async (c) => {
   }
   const chainVerified = v.checks.device_signature && v.checks.chain_hash;
   const pqVerified = v.checks.pq_signature && v.checks.pq_key_trusted;
-  c.header('Cache-Control', v.checks.ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
+  c.header('Cache-Control', v.checks.ledger.final ? 'public, max-age=300' : v.checks.ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
   return c.json(
     {
       found: true,

@@ -43,9 +43,9 @@ export const route = createRoute({
 });
 
 export const app = createApp({ publicCors: true });
-// Health runs a query per part: limited per client address like every public endpoint, except
-// that a database outage lets it through (it is what health must report, not a 503 of its own).
-app.use('*', publicRateLimit({ failOpen: true }));
+// Health runs a query per part: limited per client address like every public endpoint (in
+// memory or at the edge, so a database outage cannot turn it into a 503 of its own).
+app.use('*', publicRateLimit());
 
 /** Signing keys loaded: the ML-DSA-65 signer answers with its key, the TSA with its certificate chain. */
 const keys = async () => {

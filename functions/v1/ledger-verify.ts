@@ -2,6 +2,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getConfig } from '../../lib/deps/core.js';
 import { getEvidenceRepo, getRpcReader } from '../../lib/deps/evidence.js';
+import { finalLedgerCheck, storedFinalReceipt } from '../../lib/evidence/final-ledger.js';
 import { isAnchored } from '../../lib/evidence/records.js';
 import { notAnchored } from '../../lib/evidence/v1-read.js';
 import { LedgerVerifyResponse } from '../../lib/http/schemas/v1.js';
@@ -19,7 +20,8 @@ export const route = createRoute({
   description:
     'Reads the transaction and its receipt from the chain now (JSON-RPC eth_getTransactionByHash / eth_getTransactionReceipt) and checks that it is mined, ' +
     'succeeded, was sent by the service wallet, and that its input data is image_hash || server_hash (expected_input_data). confirmations counts the blocks ' +
-    'from its block to the latest, inclusive. Unknown hash → 404 found:false; registered through v2 but not anchored → 200 found:false, registered:true. ' +
+    'from its block to the latest, inclusive. Once the transaction is final, its finalized receipt stored on the record (read and checked once, at finality) ' +
+    'is served instead, without a chain read: confirmations is then the count at finality. Unknown hash → 404 found:false; registered through v2 but not anchored → 200 found:false, registered:true. ' +
     '503 ledger_unavailable when the node cannot be reached.',
   middleware: [publicRateLimit()] as const,
   request: { params: HashParam('image_hash') },
@@ -42,8 +44,10 @@ app.openapi(route, async (c) => {
     if (!registered) return c.json({ found: false, image_hash, verified: false }, 404);
     return c.json({ ...registered, verified: false }, 200);
   }
-  const ledger = await checkLedger(getRpcReader(), item);
-  c.header('Cache-Control', ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
+  // A final transaction: its stored finalized receipt, no chain read (final-ledger.ts).
+  const final = storedFinalReceipt(item);
+  const ledger = final ? finalLedgerCheck(final) : await checkLedger(getRpcReader(), item);
+  c.header('Cache-Control', final ? 'public, max-age=300' : ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
   return c.json(
     {
       found: true,

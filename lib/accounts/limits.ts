@@ -9,7 +9,9 @@ import type { CounterRepository } from './counter-repository.js';
  * Counter items (counters table):
  * - `rate#<account_id>#<YYYY-MM-DDTHH:MM>`: requests of one account in one UTC minute;
  * - `quota#<account_id>#<YYYY-MM>`: successful evidence operations of one account in one UTC month;
- * - `ip#<ip>#<YYYY-MM-DDTHH:MM>`: requests to public endpoints from one client IP in one minute;
+ * - `ip#<ip>#<YYYY-MM-DDTHH:MM>`: no longer written (public reads are limited at the edge or in
+ *   process, ip-rate-window.ts); the prefix stays in LIMIT_COUNTER_PREFIXES so that the counters
+ *   of earlier versions are swept;
  * - `ipauth#<ip>#<YYYY-MM-DDTHH:MM>`: register and login attempts from one client IP in one minute;
  * - `acct#<account_id>#<YYYY-MM-DDTHH:MM>`: requests of one account to the JWT account endpoints in one minute;
  * - `authfail#<scope>#<ip>#<YYYY-MM-DDTHH:MM>`: failed login (`login`) or admin-token (`admin`)
@@ -51,7 +53,6 @@ export function monthWindow(now: Date): Window {
 export const counterKeys = {
   rate: (accountId: string, w: Window) => `rate#${accountId}#${w.id}`,
   quota: (accountId: string, w: Window) => `quota#${accountId}#${w.id}`,
-  ip: (ip: string, w: Window) => `ip#${ip.slice(0, 64)}#${w.id}`,
   ipAuth: (ip: string, w: Window) => `ipauth#${ip.slice(0, 64)}#${w.id}`,
   account: (accountId: string, w: Window) => `acct#${accountId}#${w.id}`,
   authFailures: (scope: GuessScope, ip: string, w: Window) => `authfail#${scope}#${ip.slice(0, 64)}#${w.id}`,
@@ -148,7 +149,10 @@ export function parseHoldId(id: string): { kind: 'r' | 'a'; createdAtMs: number;
 const toEpoch = (d: Date) => Math.floor(d.getTime() / 1000);
 const secondsUntil = (end: Date, now: Date) => Math.max(1, Math.ceil((end.getTime() - now.getTime()) / 1000));
 
-/** The limits of the service, over the counters table. */
+/**
+ * The limits of the service, over the counters table. The per-IP limit of the public reads is not
+ * here: it is counted in memory or at the edge (ip-rate-window.ts), so a public read writes nothing.
+ */
 export class LimitService {
   constructor(
     private readonly counters: CounterRepository,
@@ -205,11 +209,9 @@ export class LimitService {
     return this.consumeMinute((w) => counterKeys.rate(accountId, w), this.tiers[tier].rate_per_minute);
   }
 
-  /** Counts one request from `ip` against the per-IP rate of `scope`. */
-  async consumeIp(ip: string, scope: IpScope = 'public'): Promise<RateDecision> {
-    return scope === 'auth'
-      ? this.consumeMinute((w) => counterKeys.ipAuth(ip, w), this.authRatePerMinute())
-      : this.consumeMinute((w) => counterKeys.ip(ip, w), this.publicRatePerMinute);
+  /** Counts one register or login attempt from `ip` (its DynamoDB counter, shared by every instance). */
+  async consumeIp(ip: string): Promise<RateDecision> {
+    return this.consumeMinute((w) => counterKeys.ipAuth(ip, w), this.authRatePerMinute());
   }
 
   /** Register and login attempts allowed per client IP and minute. */

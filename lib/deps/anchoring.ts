@@ -17,7 +17,7 @@ import { KmsLedgerSigner } from '../ledger/kms-signer.js';
 import { createLedgerProvider, LedgerSender } from '../ledger/sender.js';
 import { log } from '../log.js';
 import { getConfig, getDb } from './core.js';
-import { getEvidenceRepo, getStats } from './evidence.js';
+import { getEvidenceRepo, getRpcReader, getStats } from './evidence.js';
 import { getKeyAuthDeps } from './key-auth.js';
 import { lazy } from './lazy.js';
 
@@ -136,6 +136,7 @@ export async function getReconcileDeps(): Promise<ReconcileDeps> {
     ...anchor,
     rebroadcast: () => sender.rebroadcastPending(),
     reconcileHolds: (judge) => reconcileQuotaHolds(limits, judge, { nowMs: Date.now(), requestMaxMs: REQUEST_MAX_MS }),
+    finality: { rpc: getRpcReader(), confirmationTag: getConfig().ledger.confirmationTag },
   };
 }
 

@@ -2,6 +2,8 @@ import { parseHoldId } from '../accounts/limits.js';
 import { type HoldReport, type HoldVerdict } from '../accounts/quota-holds.js';
 import { describeError, log } from '../log.js';
 import { type AnchorDeps, DEFAULT_LEASE_MS, finishPublishing, releaseAnchor } from './anchor-steps.js';
+import { type FinalityReader, recordLedgerFinality } from './ledger-finality.js';
+import { type AnchoredEvidence, isAnchored } from './records.js';
 
 /**
  * The reconciler (DESIGN "The reconciler"): at start-up and on its schedule it settles every anchor
@@ -10,6 +12,8 @@ import { type AnchorDeps, DEFAULT_LEASE_MS, finishPublishing, releaseAnchor } fr
  * - `publishing` → finished with the transaction already signed (re-sent byte for byte; a new one
  *   only when that one provably can never be mined);
  * - `anchored` with the transaction pending → its receipt recorded, and the chain link set anchored;
+ * - `anchored` with the transaction confirmed → once final, its finalized receipt stored on the
+ *   record (ledger-finality.ts), which verification then serves without asking the chain;
  * - quota holds left open → settled when their anchor is held, refunded otherwise
  *   (lib/accounts/quota-holds.ts).
  * Every step is the same conditional write the requests use, so reconcilers, requests and
@@ -20,6 +24,8 @@ export interface ReconcileDeps extends AnchorDeps {
   rebroadcast?: () => Promise<{ resent: number }>;
   /** Ends the quota holds left open (bound to lib/accounts/quota-holds.ts reconcileQuotaHolds). */
   reconcileHolds?: (judge: (ref: string, holdId: string, ageMs: number) => Promise<HoldVerdict>) => Promise<HoldReport>;
+  /** Reads finality from the chain (ledger-finality.ts); without it confirmed anchors simply leave the index. */
+  finality?: FinalityReader;
 }
 
 export interface ReconcileReport {
@@ -31,6 +37,8 @@ export interface ReconcileReport {
   finished: number;
   /** Receipts recorded for anchored items. */
   confirmed: number;
+  /** Finalized receipts stored (ledger-finality.ts). */
+  finalized: number;
   /** Items still waiting: a live lease, or a transaction not yet mined. */
   waiting: number;
   /** Items that could not be advanced now (a dependency down); the next pass retries. */
@@ -51,7 +59,7 @@ export async function reconcileAnchors(
   options: { fullScan?: boolean; limit?: number; concurrency?: number } = {},
 ): Promise<ReconcileReport> {
   const clock = deps.clock ?? (() => new Date());
-  const report: ReconcileReport = { checked: 0, released: 0, finished: 0, confirmed: 0, waiting: 0, failed: 0, resent: 0, oldestWaitingMs: 0 };
+  const report: ReconcileReport = { checked: 0, released: 0, finished: 0, confirmed: 0, finalized: 0, waiting: 0, failed: 0, resent: 0, oldestWaitingMs: 0 };
   if (deps.rebroadcast) {
     try {
       report.resent = (await deps.rebroadcast()).resent;
@@ -114,6 +122,10 @@ async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, re
       return;
     }
     case 'anchored': {
+      if (item.tx_status === 'confirmed' && !item.ledger_final && deps.finality && isAnchored(item)) {
+        await finalize(deps, deps.finality, item, report);
+        return;
+      }
       if (item.tx_status !== 'pending' || !item.tx_hash) {
         await deps.repo.clearUnfinished(imageHash);
         return;
@@ -133,9 +145,22 @@ async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, re
         ...(receipt.txHashes ? { txHashes: receipt.txHashes } : {}),
       });
       report.confirmed++;
+      // The receipt the sender waited for is final by the same rule: store it in this pass.
+      if (receipt.status === 'confirmed' && deps.finality) {
+        const now = await deps.repo.get(imageHash);
+        if (isAnchored(now) && now.tx_status === 'confirmed') await finalize(deps, deps.finality, now, report);
+      }
       return;
     }
   }
+}
+
+/** Stores the finalized receipt of a confirmed anchor (ledger-finality.ts); not final yet: the next pass. */
+async function finalize(deps: ReconcileDeps, finality: FinalityReader, item: AnchoredEvidence, report: ReconcileReport): Promise<void> {
+  const outcome = await recordLedgerFinality({ repo: deps.repo, finality }, item, (deps.clock ?? (() => new Date()))());
+  if (outcome === 'recorded') report.finalized++;
+  else if (outcome === 'already') await deps.repo.clearUnfinished(item.image_hash);
+  else report.waiting++;
 }
 
 /**

@@ -40,6 +40,36 @@ export interface AnchorProofs {
   tx_status: TxStatus;
   block_number?: number | undefined;
   confirmed_at?: string | undefined;
+  /** The transaction's receipt once final, read from the chain and checked once (ledger-finality.ts). */
+  ledger_final?: FinalLedgerReceipt | undefined;
+}
+
+/**
+ * The finalized receipt of an anchor's transaction, stored on the record when the transaction is
+ * final (lib/evidence/ledger-finality.ts), so that verification serves it without asking the
+ * chain again (a final transaction cannot change). It is stored only for a transaction that was
+ * read from the chain then and held: mined, succeeded, sent by the service wallet, its input data
+ * image_hash || server_hash.
+ */
+export interface FinalLedgerReceipt {
+  block_number: number;
+  block_hash: string;
+  /** The block's timestamp (ISO 8601, UTC). */
+  block_time: string;
+  /**
+   * Confirmations when finality was recorded (latest block − its block + 1). A final record shows
+   * this number for good: it no longer grows on every read.
+   */
+  confirmations: number;
+  /** The sender, as read from the chain (lower case). */
+  from: string;
+  /**
+   * What made it final: `latest` (mined counts as final: LEDGER_CONFIRMATION_TAG=latest, the local
+   * chain, which never reorganises) or `finalized` (at or below the node's finalized block).
+   */
+  finality: 'latest' | 'finalized';
+  /** When the service recorded it. */
+  recorded_at: string;
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   type AnchoredEvidence,
   type ChainLink,
   type EvidenceItem,
+  type FinalLedgerReceipt,
   isAnchored,
   type SignedProofs,
   type StandaloneKind,
@@ -290,12 +291,14 @@ export class EvidenceRepository implements StandaloneProofStore {
       fields.tx_hash = receipt.minedTxHash;
       if (receipt.txHashes && receipt.txHashes.length > 1) fields.tx_hashes = receipt.txHashes;
     }
+    // A confirmed transaction stays on the unfinished index until its finalized receipt is
+    // stored (recordFinalLedger, by the reconciler); a failed one has nothing left to do.
     const r = await this.setIf(
       imageHash,
       fields,
       'anchor_state = :publishing AND tx_hash = :named',
       { ':publishing': 'publishing', ':named': namedTxHash },
-      { remove: receipt ? ['tx_raw', 'pending_shard'] : ['tx_raw'], returnNew: true },
+      { remove: receipt && receipt.status !== 'confirmed' ? ['tx_raw', 'pending_shard'] : ['tx_raw'], returnNew: true },
     );
     return r.ok ? (r.attributes as unknown as AnchoredEvidence) : null;
   }
@@ -322,7 +325,9 @@ export class EvidenceRepository implements StandaloneProofStore {
       new UpdateCommand({
         TableName: this.tables.evidence,
         Key: { image_hash: imageHash },
-        UpdateExpression: `SET tx_status = :s, block_number = :b, confirmed_at = :at, tx_hash = :mined${all ? ', tx_hashes = :all' : ''} REMOVE pending_shard`,
+        // A confirmed transaction stays on the unfinished index until its finalized receipt is
+        // stored (recordFinalLedger); a failed one leaves it.
+        UpdateExpression: `SET tx_status = :s, block_number = :b, confirmed_at = :at, tx_hash = :mined${all ? ', tx_hashes = :all' : ''}${status === 'confirmed' ? '' : ' REMOVE pending_shard'}`,
         // Only for the transaction this record names, or one it named before a replacement
         // (tx_hashes: the versions of a replaced transaction, see replaceTxHash).
         ConditionExpression: 'tx_hash = :tx OR contains(tx_hashes, :tx)',
@@ -331,6 +336,26 @@ export class EvidenceRepository implements StandaloneProofStore {
       }),
     );
     if (r.ok && all) await this.linkFollows(r.attributes as unknown as EvidenceItem, values[':mined'] as string);
+  }
+
+  /**
+   * Stores the finalized receipt of an anchored item's transaction (ledger-finality.ts) and takes
+   * the item out of the unfinished index, in one write. Idempotent and first-writer-wins: only for
+   * the transaction the item names, confirmed, and only when no receipt is stored yet (a final
+   * receipt never changes, so a second writer has nothing to add). True when this call stored it.
+   */
+  async recordFinalLedger(imageHash: string, txHash: string, final: FinalLedgerReceipt): Promise<boolean> {
+    const r = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: 'SET ledger_final = :f REMOVE pending_shard',
+        ConditionExpression: 'anchor_state = :anchored AND tx_hash = :tx AND tx_status = :confirmed AND attribute_not_exists(ledger_final)',
+        ExpressionAttributeValues: { ':f': final, ':anchored': 'anchored', ':tx': txHash, ':confirmed': 'confirmed' },
+      }),
+    );
+    return r.ok;
   }
 
   /** Takes an item out of the unfinished index (a stray entry: nothing left to do for it). */

@@ -6,9 +6,9 @@ import {
   checkStoredEvidence,
   checkTimestamp,
   evidenceVerified,
-  type LedgerVerdict,
   type StoredEvidenceVerdicts,
 } from './proof-check.js';
+import { finalLedgerCheck, type LedgerCheck, storedFinalReceipt } from './final-ledger.js';
 import type { AnchoredEvidence, EvidenceItem } from './records.js';
 import type { EvidenceRepository } from './repository.js';
 import { isAnchored } from './records.js';
@@ -22,8 +22,11 @@ export interface VerifyDeps {
   trustedPqKeys(): Promise<string[]>;
 }
 
-/** The ledger transaction as read from the chain now (the verdict: lib/evidence/proof-check.ts). */
-export type LedgerCheck = Omit<LedgerVerdict, 'transaction' | 'data'>;
+/**
+ * The ledger transaction as read from the chain now, or its stored final receipt (final-ledger.ts);
+ * the verdict: lib/evidence/proof-check.ts.
+ */
+export type { LedgerCheck } from './final-ledger.js';
 
 /** Every proof of one hash, checked from the stored bytes (never from stored flags). */
 export interface EvidenceVerification {
@@ -58,8 +61,47 @@ const NO_LEDGER: LedgerCheck = { found: false, valid: false, status: 'not_found'
  * image_hash || server_hash. A chain node that cannot be reached throws (503): a verdict is
  * never given on a proof that was not checked.
  */
-export async function verifyEvidence(deps: VerifyDeps, imageHash: string): Promise<EvidenceVerification> {
-  const item: EvidenceItem | undefined = await deps.repo.get(imageHash);
+/** Options of {@link verifyEvidence}. */
+export interface VerifyOptions {
+  /**
+   * Ask the chain even when the record is final and its receipt stored (`?recheck=1`), and read
+   * the record from the table even when this instance holds it.
+   */
+  recheck?: boolean;
+}
+
+/**
+ * Final records this instance has read (image hash → record): a final record no longer changes
+ * (its proofs are immutable, its transaction final and its receipt stored), so verifying it again
+ * needs no read at all. Small and bounded (least recently used out first); a Lambda instance keeps
+ * it between invocations, a cold one starts empty.
+ */
+const finalRecords = new Map<string, AnchoredEvidence>();
+const FINAL_RECORDS_MAX = 2000;
+
+function rememberFinal(item: AnchoredEvidence): void {
+  finalRecords.delete(item.image_hash);
+  finalRecords.set(item.image_hash, item);
+  if (finalRecords.size > FINAL_RECORDS_MAX) finalRecords.delete(finalRecords.keys().next().value ?? '');
+}
+
+function recallFinal(imageHash: string): AnchoredEvidence | undefined {
+  const hit = finalRecords.get(imageHash);
+  if (hit) {
+    finalRecords.delete(imageHash); // most recently used last
+    finalRecords.set(imageHash, hit);
+  }
+  return hit;
+}
+
+/** Forgets the final records this instance holds (tests). */
+export function forgetFinalRecords(): void {
+  finalRecords.clear();
+}
+
+export async function verifyEvidence(deps: VerifyDeps, imageHash: string, options: VerifyOptions = {}): Promise<EvidenceVerification> {
+  // One strongly consistent read, or none for a final record this instance already holds.
+  const item: EvidenceItem | undefined = (options.recheck ? undefined : recallFinal(imageHash)) ?? (await deps.repo.get(imageHash));
   if (!isAnchored(item)) {
     return {
       image_hash: imageHash,
@@ -73,7 +115,13 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string): Promi
     };
   }
 
-  const [proofs, ledger] = await Promise.all([checkProofBytes(deps, item), checkLedger(deps.rpc, item)]);
+  // A final transaction is served from its stored receipt: no chain read, unless asked to recheck.
+  const final = storedFinalReceipt(item);
+  if (final) rememberFinal(item);
+  const [proofs, ledger] = await Promise.all([
+    checkProofBytes(deps, item),
+    final && !options.recheck ? Promise.resolve(finalLedgerCheck(final)) : checkLedger(deps.rpc, item),
+  ]);
   return {
     image_hash: imageHash,
     found: true,
@@ -103,8 +151,24 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string): Promi
 const proofCache = new Map<string, Promise<StoredEvidenceVerdicts>>();
 const PROOF_CACHE_MAX = 5000;
 
+/**
+ * The same memo by record object: a final record served from this instance (recallFinal) is the
+ * very object verified before, so its verdicts are found without hashing its ~10 KB of proofs
+ * again, as long as the trust anchors are the very same too.
+ */
+const proofsByRecord = new WeakMap<AnchoredEvidence, { roots: string[]; keys: string[]; verdicts: Promise<StoredEvidenceVerdicts> }>();
+
 async function checkProofBytes(deps: VerifyDeps, item: AnchoredEvidence): Promise<StoredEvidenceVerdicts> {
   const [roots, keys] = await Promise.all([deps.tsaRoots(), deps.trustedPqKeys()]);
+  const known = proofsByRecord.get(item);
+  if (known && known.roots === roots && known.keys === keys) return known.verdicts;
+  const verdicts = checkProofBytesOnce(item, roots, keys);
+  proofsByRecord.set(item, { roots, keys, verdicts });
+  verdicts.catch(() => proofsByRecord.delete(item));
+  return verdicts;
+}
+
+async function checkProofBytesOnce(item: AnchoredEvidence, roots: string[], keys: string[]): Promise<StoredEvidenceVerdicts> {
   const key = sha256Hex(
     JSON.stringify([
       item.image_hash, item.statement, item.server_hash, item.chain_hash, item.chain_index, item.previous_hash, item.public_key_hex, item.signature_hex,

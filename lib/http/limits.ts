@@ -1,6 +1,7 @@
 import type { MiddlewareHandler, Next } from 'hono';
 import type { TierName } from '../config.js';
 import { getKeyAuthDeps, type KeyAuthDepsProvider } from '../deps/key-auth.js';
+import { IpRateWindow } from '../accounts/ip-rate-window.js';
 import type { IpScope, LimitService, QuotaReservation, RateDecision } from '../accounts/limits.js';
 import { quotaExceeded } from '../accounts/quota-holds.js';
 import { describeError, log } from '../log.js';
@@ -92,16 +93,33 @@ export async function refundQuota(limits: LimitService, reservation: QuotaReserv
 /** Options of {@link publicRateLimit}. */
 export interface PublicRateLimitOptions extends LimitOptions {
   /**
-   * `public` (default): the public endpoints' per-IP rate (PUBLIC_RATE_PER_MINUTE, 600 by default).
+   * `public` (default): the public endpoints' per-IP rate (PUBLIC_RATE_PER_MINUTE, 600 by default),
+   * enforced where PUBLIC_RATE_LIMIT says: `edge` (AWS: the WAF rate-based rule in front of the
+   * API; this middleware then does nothing) or `process` (locally: counted in memory). Either way a
+   * public read writes nothing to DynamoDB.
    * `auth`: register and login, a separate and stricter bucket against password guessing
-   * (1/20 of the public rate, 30 a minute by default).
+   * (1/20 of the public rate, 30 a minute by default), always on its DynamoDB counter, shared by
+   * every instance (those are account endpoints, not reads).
    */
   scope?: IpScope;
   /**
    * When the counter cannot be written (the database is down), let the request through instead of
-   * answering 503: for health, whose whole point is to say which part is down.
+   * answering 503 (only the `auth` scope writes a counter).
    */
   failOpen?: boolean;
+}
+
+/**
+ * The in-memory windows of the public reads, one per limit service (per set of dependencies: the
+ * process-wide one, or a test's). Here rather than in LimitService so that only the functions with
+ * a public read carry it.
+ */
+const publicWindows = new WeakMap<LimitService, IpRateWindow>();
+
+function publicWindowOf(limits: LimitService): IpRateWindow {
+  let w = publicWindows.get(limits);
+  if (!w) publicWindows.set(limits, (w = new IpRateWindow()));
+  return w;
 }
 
 /** Per-client-IP fixed-window rate limit (`c.get('clientIp')`); 429 `rate_limit_exceeded`. */
@@ -111,11 +129,18 @@ export function publicRateLimit(options: PublicRateLimitOptions = {}): Middlewar
   return async (c, next) => {
     const ip = c.get('clientIp') || 'unknown';
     let d: RateDecision;
-    try {
-      d = await resolve().limits.consumeIp(ip, scope);
-    } catch (error) {
-      if (!options.failOpen || !isStoreUnavailable(error)) throw error;
-      return next();
+    if (scope === 'public') {
+      const deps = resolve();
+      // At the edge, the WAF counted this request before it reached us (infra/edge-waf.cjs).
+      if (deps.config.publicRateLimit === 'edge') return next();
+      d = publicWindowOf(deps.limits).consume(ip, deps.config.publicRatePerMinute, deps.clock());
+    } else {
+      try {
+        d = await resolve().limits.consumeIp(ip);
+      } catch (error) {
+        if (!options.failOpen || !isStoreUnavailable(error)) throw error;
+        return next();
+      }
     }
     setRateLimitHeaders(c, d, scope === 'auth' ? 'ip-auth' : 'ip');
     if (!d.allowed) {

@@ -14,7 +14,7 @@ const header = (description: string, schema: Json = { type: 'string' }, required
 const HEADERS: Record<string, Json> = {
   XRequestId: header('The request id (yours, from a sane X-Request-Id, or a new one); quote it when you report a problem.', { type: 'string' }, true),
   ETag: header('A digest of the body (RFC 9110 §8.8.3); send it back as If-None-Match to get 304 while nothing changed.', { type: 'string' }, true),
-  RateLimitPolicy: header('The limit that counted this request (draft-ietf-httpapi-ratelimit-headers): `"<name>";q=<requests>;w=60`; names: account (API key), account-endpoints (JWT), ip, ip-auth (register and login).', { type: 'string', example: '"account";q=200;w=60' }),
+  RateLimitPolicy: header('The limit that counted this request (draft-ietf-httpapi-ratelimit-headers): `"<name>";q=<requests>;w=60`; names: account (API key), account-endpoints (JWT), ip (public reads, per client address: counted by the service itself only where PUBLIC_RATE_LIMIT=process; in production the edge limits them and these fields are absent on public reads), ip-auth (register and login).', { type: 'string', example: '"account";q=200;w=60' }),
   RateLimit: header('What is left of it: `"<name>";r=<remaining>;t=<seconds until the window ends>`.', { type: 'string', example: '"account";r=199;t=42' }),
   RateLimitLimit: header('Requests allowed in the current window (draft-ietf-httpapi-ratelimit-headers, older field set).', { type: 'integer' }),
   RateLimitRemaining: header('Requests left in the current window.', { type: 'integer' }),

@@ -36,6 +36,7 @@ export const PROBLEM_TITLES: Record<string, string> = {
   payload_too_large: 'Request body too large',
   unsupported_media_type: 'Unsupported media type',
   rate_limit_exceeded: 'Rate limit exceeded',
+  edge_required: 'Not through the edge',
   quota_exceeded: 'Monthly quota used up',
   too_many_failed_attempts: 'Too many failed attempts',
   internal_error: 'Internal error',

@@ -46,6 +46,7 @@ export const PROBLEM_TYPES: Record<string, ProblemType> = {
   key_limit_reached: t(409, 'An account holds at most 5 active API keys.', 'Deactivate a key you no longer use, then create the new one.'),
   payload_too_large: t(413, 'Request bodies are limited to 64 KiB; the body was not read.', 'Send only the hash and its proofs, never the file.'),
   unsupported_media_type: t(415, 'The body is not sent as JSON.', 'Send Content-Type: application/json (RFC 3161 requests: application/timestamp-query).'),
+  edge_required: t(403, 'The request did not come through the edge (CDN and firewall) in front of the API.', 'Call the public address, not the API Gateway one.'),
   rate_limit_exceeded: t(429, 'Too many requests in the current minute for the account, the key or the client address; `scope` says which.', 'Wait for Retry-After seconds; the RateLimit fields show the budget.'),
   quota_exceeded: t(429, "The account used its tier's evidence operations for this calendar month (UTC).", 'Wait for the reset (Retry-After, resets_at in GET /api/v2/account/usage) or upgrade the tier.'),
   too_many_failed_attempts: t(429, 'This client address failed to authenticate too often in the current 15-minute window; every attempt from it waits until the window ends.', 'Wait for Retry-After seconds; check the credential before trying again.'),

@@ -20,6 +20,8 @@ const AWS_ENVIRONMENT: Record<string, unknown> = {
   LOG_LEVEL: 'info',
   PUBLIC_BASE_URL: { 'Fn::GetAtt': ['HttpApi', 'ApiEndpoint'] },
   PUBLIC_RATE_PER_MINUTE: '600',
+  PUBLIC_RATE_LIMIT: 'edge',
+  EDGE_ORIGIN_SECRET: 'an-edge-origin-secret-of-the-stage-0123456789',
   TIER_LIMITS: '',
   TABLE_ACCOUNTS: { Ref: 'AccountsTable' },
   TABLE_EVIDENCE: { Ref: 'EvidenceTable' },
@@ -84,6 +86,9 @@ describe('osls offline environment (infra/serverless-offline-local.cjs)', () => 
       assert.equal(config.ledger.rpcUrl, SHELL.LEDGER_RPC_URL);
       assert.equal(config.publicBaseUrl, 'http://localhost:4000');
       assert.equal(config.logLevel, 'warn');
+      // Offline has no edge in front: the public reads are limited in process.
+      assert.equal(config.publicRateLimit, 'process');
+      assert.equal(config.edgeOriginSecret, undefined);
       // The stage's shipped key material is AWS's: offline trusts the keys in DATA_DIR.
       assert.equal(config.signer.publicKeyFile, `${SHELL.DATA_DIR}/keys/ml-dsa-65.pub`);
       assert.equal(env.TSA_CERT_FILE, undefined);

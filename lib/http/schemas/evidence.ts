@@ -50,9 +50,34 @@ export const VerificationResult = z
     ledgerscan_url: z.string().optional(),
     registered_at: IsoTime.optional(),
     timestamp_time: IsoTime.optional(),
-    confirmations: z.number().int().optional(),
+    confirmations: z
+      .number()
+      .int()
+      .optional()
+      .describe('Confirmations of the ledger transaction: as read now, or, once the transaction is final (ledger_final), the count when finality was recorded, which no longer grows.'),
+    ledger_final: z
+      .boolean()
+      .optional()
+      .describe(
+        'true when the ledger transaction is final and this answer comes from its finalized receipt stored on the record (read from the chain and checked once, when it became final): the chain was not asked again (unless recheck=1).',
+      ),
+    block_number: z.number().int().optional().describe('The block of the ledger transaction (once mined).'),
+    block_time: IsoTime.optional().describe("The timestamp of the transaction's block (from the finalized receipt)."),
   })
   .openapi('VerificationResult');
+
+/** `?recheck=1` of the public verify: ask the chain even when the transaction is final. */
+export const RecheckQuery = z.object({
+  recheck: z
+    .enum(['0', '1'])
+    .optional()
+    .openapi({
+      param: { name: 'recheck', in: 'query' },
+      description:
+        '1: read the ledger transaction from the chain now even when it is final (by default a final transaction is served from its stored finalized receipt, without a chain read), and read the record from the table rather than from the instance.',
+      example: '1',
+    }),
+});
 
 const Base64 = z.string().openapi({ format: 'byte' });
 const LowerHex64 = z.string().regex(/^[0-9a-f]{64}$/).openapi({ example: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' });
