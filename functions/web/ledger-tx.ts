@@ -26,7 +26,7 @@ const LedgerTx = z
     value_wei: z.string(),
     gas_used: z.string().nullable(),
     input: z.string(),
-    decoded: z.object({ kind: z.enum(['anchor', 'pq-key', 'other']) }).passthrough(),
+    decoded: z.object({ kind: z.enum(['anchor', 'pq-key', 'batch', 'other']) }).passthrough(),
   })
   .openapi('LedgerTransaction');
 

@@ -40,6 +40,21 @@ export interface AnchorProofs {
   tx_status: TxStatus;
   block_number?: number | undefined;
   confirmed_at?: string | undefined;
+  /** Batch mode: where the anchor's leaf sits in the tree whose root the transaction carries. */
+  merkle?: MerkleInclusion | undefined;
+}
+
+/**
+ * The inclusion of an anchor in a ledger batch (CONTRACT "Ledger batching", lib/evidence/merkle.ts):
+ * leaf = SHA-256(0x00 || image_hash || server_hash), `path` the RFC 6962 audit path (sibling
+ * hashes, nearest first) from leaf `leaf_index` of `tree_size` leaves up to `root`, the root
+ * the batch's transaction carries.
+ */
+export interface MerkleInclusion {
+  root: string;
+  leaf_index: number;
+  tree_size: number;
+  path: string[];
 }
 
 /**
@@ -116,6 +131,8 @@ export interface EvidenceItem extends Partial<AnchorProofs> {
   quota_counter?: string;
   quota_hold?: string;
   tx_raw?: string;
+  /** Batch mode, while publishing: the batch (window) the anchor's leaf joined (lib/evidence/batch-publish.ts). */
+  batch_pk?: string;
   /** Set while the anchor is unfinished (accepting, publishing, or its transaction pending): the sparse index. */
   pending_shard?: string;
 }

@@ -9,6 +9,7 @@ import {
   type ChainLink,
   type EvidenceItem,
   isAnchored,
+  type MerkleInclusion,
   type SignedProofs,
   type StandaloneKind,
   type StandaloneProofStore,
@@ -38,7 +39,7 @@ const ANCHOR_FIELDS = [
   'account_id', 'api_version', 'device_id', 'public_key_hex', 'signature_hex', 'chain_index', 'chain_hash', 'previous_hash',
   'statement', 'server_hash', 'pq_algorithm', 'pq_key_id', 'pq_public_key', 'pq_signature',
   'tsa_response', 'tsa_gen_time', 'tsa_serial', 'tsa_policy', 'tsa_certificates',
-  'tx_hash', 'tx_nonce', 'tx_raw', 'ledger_address', 'ledger_chain_id',
+  'tx_hash', 'tx_nonce', 'tx_raw', 'ledger_address', 'ledger_chain_id', 'batch_pk', 'merkle',
 ] as const;
 
 /**
@@ -258,6 +259,62 @@ export class EvidenceRepository implements StandaloneProofStore {
       { remove: ['lease_expires_at'] },
     );
     return r.ok;
+  }
+
+  /**
+   * accepting → publishing in batch mode: every proof is stored and the item names the batch its
+   * leaf joins (`batch_pk`) instead of a transaction of its own; the leaf is written after this
+   * (a crash between the two is resumed: the leaf is written again while the batch is unsealed).
+   * False when the claim is no longer this request's.
+   */
+  async markPublishingBatched(imageHash: string, claimId: string, proofs: SignedProofs, batch: { batch_pk: string; ledger_address: string; ledger_chain_id: number }): Promise<boolean> {
+    const r = await this.setIf(
+      imageHash,
+      { ...proofs, ...batch, anchor_state: 'publishing' },
+      'claim_id = :id AND anchor_state = :accepting',
+      { ':id': claimId, ':accepting': 'accepting' },
+      { remove: ['lease_expires_at'] },
+    );
+    return r.ok;
+  }
+
+  /**
+   * A publishing leaf that its batch was sealed without (written after the sealer's Query, or past
+   * the batch's size limit) moves to a later window. Conditional on the batch it names, so of two
+   * resumers that both saw it left out, one moves it and the other reads where it went.
+   */
+  async moveToBatch(imageHash: string, fromBatch: string, toBatch: string): Promise<boolean> {
+    const r = await this.setIf(imageHash, { batch_pk: toBatch }, 'anchor_state = :publishing AND batch_pk = :from', { ':publishing': 'publishing', ':from': fromBatch });
+    return r.ok;
+  }
+
+  /**
+   * publishing → anchored in batch mode: the item names its batch's transaction and its inclusion
+   * (leaf index, path, root); with a receipt its status in the same write. Only while the item
+   * still names that batch; the anchored item only for the call that made the move.
+   */
+  async markAnchoredInBatch(
+    imageHash: string,
+    batchPk: string,
+    tx: Omit<StoredTx, 'tx_raw'>,
+    merkle: MerkleInclusion,
+    receipt: { status: TxStatus; blockNumber: number; at: string; minedTxHash: string; txHashes?: string[] | undefined } | null,
+  ): Promise<AnchoredEvidence | null> {
+    const fields: Record<string, unknown> = { ...tx, merkle, anchor_state: 'anchored', tx_status: receipt?.status ?? 'pending' };
+    if (receipt) {
+      fields.block_number = receipt.blockNumber;
+      fields.confirmed_at = receipt.at;
+      fields.tx_hash = receipt.minedTxHash;
+      if (receipt.txHashes && receipt.txHashes.length > 1) fields.tx_hashes = receipt.txHashes;
+    }
+    const r = await this.setIf(
+      imageHash,
+      fields,
+      'anchor_state = :publishing AND batch_pk = :batch',
+      { ':publishing': 'publishing', ':batch': batchPk },
+      { remove: receipt ? ['batch_pk', 'pending_shard'] : ['batch_pk'], returnNew: true },
+    );
+    return r.ok ? (r.attributes as unknown as AnchoredEvidence) : null;
   }
 
   /**
