@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -44,6 +44,7 @@ const apps = async () => ({
   verify: (await import('../../functions/v2/evidence-verify.js')).app,
   v1Verify: (await import('../../functions/v1/ledger-verify.js')).app,
   page: (await import('../../functions/web/verify-page.js')).app,
+  certificate: (await import('../../functions/v2/evidence-certificate.js')).app,
 });
 
 before(async () => {
@@ -131,6 +132,20 @@ describe('batch mode through the API and the verifiers', () => {
     const otherIndex = structuredClone(r);
     (otherIndex.ledger.merkle as typeof m).leaf_index = m.leaf_index ^ 1;
     assert.deepEqual(failed(await verify(otherIndex, photos[0] as Buffer)), ['ledger_merkle', 'ledger_data']);
+  });
+
+  it('the PDF certificate states the batch: leaf, root and the verdict on the ledger proof', async () => {
+    const { certificate } = await apps();
+    const hash = sha256Hex(photos[2] as Buffer);
+    const res = await certificate.request(`/api/v2/evidence/certificate/${hash}`, { headers: { 'x-api-key': pro.apiKey } });
+    assert.equal(res.status, 200);
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'batch-pdf-')), 'cert.pdf');
+    writeFileSync(file, Buffer.from(await res.arrayBuffer()));
+    const text = execFileSync('pdftotext', [file, '-'], { encoding: 'utf8' }).replace(/\s+/g, ' ');
+    const m = receipts[2]?.ledger.merkle;
+    assert.match(text, new RegExp(`leaf ${m?.leaf_index} of 4`));
+    assert.ok(text.includes(m?.root.slice(0, 24) ?? 'x'), 'the Merkle root is printed');
+    assert.match(text, /Checks out: mined in block/);
   });
 
   it('v2 verify, v1 ledger verify and the verify page pass the stored proof, and fail it once a bit of the stored path flips', async () => {
