@@ -118,7 +118,7 @@ async function publishBatched(deps: AnchorDeps & { batching: BatchingDeps }, cla
   const clock = deps.clock ?? (() => new Date());
   const pk = await dependency('ledger_unavailable', 'The ledger', () => currentBatchKey({ ...deps, batching: deps.batching }, clock().getTime()));
   const batch = { batch_pk: pk, ledger_address: pk.split('#')[1] as string, ledger_chain_id: deps.ledger.chainId };
-  if (!(await stored503(() => deps.repo.markPublishingBatched(claim.image_hash, claim.claim_id, proofs, batch)))) throw new ClaimLostError(claim.image_hash);
+  if (!(await stored503(() => deps.repo.markPublishing(claim.image_hash, claim.claim_id, proofs, batch)))) throw new ClaimLostError(claim.image_hash);
   await stored503(() => joinBatch({ ...deps, batching: deps.batching }, pk, claim.image_hash, proofs.server_hash));
   const { lease_expires_at: _lease, ...rest } = claim;
   return { ...rest, ...proofs, ...batch, anchor_state: 'publishing', pending_shard: 'pending' };

@@ -172,12 +172,11 @@ export async function finishBatched(deps: BatchStepDeps, item: EvidenceItem, rec
       path: final.tree.path(index).map((h) => h.toString('hex')),
     };
     const { tx_raw: _raw, ...tx } = final.tx;
-    const anchored = await deps.repo.markAnchoredInBatch(
+    const anchored = await deps.repo.markAnchored(
       current.image_hash,
-      pk,
-      tx,
-      merkle,
+      final.tx.tx_hash,
       receipt ? { status: receipt.status, blockNumber: receipt.blockNumber, at: new Date(now(deps)).toISOString(), minedTxHash: receipt.txHash ?? final.tx.tx_hash, txHashes: receipt.txHashes } : null,
+      { pk, tx, merkle },
     );
     if (anchored) {
       // The batch's transaction is counted once: by its first leaf.

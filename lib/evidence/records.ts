@@ -131,7 +131,7 @@ export interface EvidenceItem extends Partial<AnchorProofs> {
   quota_counter?: string;
   quota_hold?: string;
   tx_raw?: string;
-  /** Batch mode, while publishing: the batch (window) the anchor's leaf joined (lib/evidence/batch-publish.ts). */
+  /** Batch mode: the batch (window) the anchor's leaf joined (lib/evidence/batch-publish.ts); kept once anchored. */
   batch_pk?: string;
   /** Set while the anchor is unfinished (accepting, publishing, or its transaction pending): the sparse index. */
   pending_shard?: string;

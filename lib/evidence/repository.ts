@@ -30,6 +30,13 @@ export type ChainClaimResult =
   | { ok: false; reason: 'previous_mismatch'; expectedPrevious: string };
 
 
+/** Batch mode: the batch an anchor's leaf joined, and the chain and wallet it will be published with. */
+export interface BatchRef {
+  batch_pk: string;
+  ledger_address: string;
+  ledger_chain_id: number;
+}
+
 /** Why claiming a hash failed: the item as it stands (undefined when it vanished meanwhile). */
 export type HashClaimResult = { ok: true } | { ok: false; current: EvidenceItem | undefined };
 
@@ -247,30 +254,15 @@ export class EvidenceRepository implements StandaloneProofStore {
   /**
    * accepting → publishing: stores every proof and the signed transaction, before the transaction
    * is persisted by the ledger sender or broadcast (the sender calls this from its beforePersist
-   * hook). False when the claim is no longer this request's (released or taken over): the sender
+   * hook). In batch mode the item names the batch its leaf joins (`batch_pk`) instead of a
+   * transaction of its own; the leaf is written after this (lib/evidence/batch-publish.ts).
+   * False when the claim is no longer this request's (released or taken over): the sender
    * then gives the nonce back and nothing goes out.
    */
-  async markPublishing(imageHash: string, claimId: string, proofs: SignedProofs, tx: StoredTx): Promise<boolean> {
+  async markPublishing(imageHash: string, claimId: string, proofs: SignedProofs, tx: StoredTx | BatchRef): Promise<boolean> {
     const r = await this.setIf(
       imageHash,
       { ...proofs, ...tx, anchor_state: 'publishing' },
-      'claim_id = :id AND anchor_state = :accepting',
-      { ':id': claimId, ':accepting': 'accepting' },
-      { remove: ['lease_expires_at'] },
-    );
-    return r.ok;
-  }
-
-  /**
-   * accepting → publishing in batch mode: every proof is stored and the item names the batch its
-   * leaf joins (`batch_pk`) instead of a transaction of its own; the leaf is written after this
-   * (a crash between the two is resumed: the leaf is written again while the batch is unsealed).
-   * False when the claim is no longer this request's.
-   */
-  async markPublishingBatched(imageHash: string, claimId: string, proofs: SignedProofs, batch: { batch_pk: string; ledger_address: string; ledger_chain_id: number }): Promise<boolean> {
-    const r = await this.setIf(
-      imageHash,
-      { ...proofs, ...batch, anchor_state: 'publishing' },
       'claim_id = :id AND anchor_state = :accepting',
       { ':id': claimId, ':accepting': 'accepting' },
       { remove: ['lease_expires_at'] },
@@ -286,35 +278,6 @@ export class EvidenceRepository implements StandaloneProofStore {
   async moveToBatch(imageHash: string, fromBatch: string, toBatch: string): Promise<boolean> {
     const r = await this.setIf(imageHash, { batch_pk: toBatch }, 'anchor_state = :publishing AND batch_pk = :from', { ':publishing': 'publishing', ':from': fromBatch });
     return r.ok;
-  }
-
-  /**
-   * publishing → anchored in batch mode: the item names its batch's transaction and its inclusion
-   * (leaf index, path, root); with a receipt its status in the same write. Only while the item
-   * still names that batch; the anchored item only for the call that made the move.
-   */
-  async markAnchoredInBatch(
-    imageHash: string,
-    batchPk: string,
-    tx: Omit<StoredTx, 'tx_raw'>,
-    merkle: MerkleInclusion,
-    receipt: { status: TxStatus; blockNumber: number; at: string; minedTxHash: string; txHashes?: string[] | undefined } | null,
-  ): Promise<AnchoredEvidence | null> {
-    const fields: Record<string, unknown> = { ...tx, merkle, anchor_state: 'anchored', tx_status: receipt?.status ?? 'pending' };
-    if (receipt) {
-      fields.block_number = receipt.blockNumber;
-      fields.confirmed_at = receipt.at;
-      fields.tx_hash = receipt.minedTxHash;
-      if (receipt.txHashes && receipt.txHashes.length > 1) fields.tx_hashes = receipt.txHashes;
-    }
-    const r = await this.setIf(
-      imageHash,
-      fields,
-      'anchor_state = :publishing AND batch_pk = :batch',
-      { ':publishing': 'publishing', ':batch': batchPk },
-      { remove: receipt ? ['batch_pk', 'pending_shard'] : ['batch_pk'], returnNew: true },
-    );
-    return r.ok ? (r.attributes as unknown as AnchoredEvidence) : null;
   }
 
   /**
@@ -339,8 +302,11 @@ export class EvidenceRepository implements StandaloneProofStore {
     imageHash: string,
     namedTxHash: string,
     receipt: { status: TxStatus; blockNumber: number; at: string; minedTxHash: string; txHashes?: string[] | undefined } | null,
+    batch?: { pk: string; tx: Omit<StoredTx, 'tx_raw'>; merkle: MerkleInclusion },
   ): Promise<AnchoredEvidence | null> {
-    const fields: Record<string, unknown> = { anchor_state: 'anchored', tx_status: receipt?.status ?? 'pending' };
+    // Batch mode: the item named its batch (kept: which batch holds it) and no transaction until
+    // now; it gets the batch's transaction and its inclusion proof in this same write.
+    const fields: Record<string, unknown> = { ...batch?.tx, merkle: batch?.merkle, anchor_state: 'anchored', tx_status: receipt?.status ?? 'pending' };
     if (receipt) {
       fields.block_number = receipt.blockNumber;
       fields.confirmed_at = receipt.at;
@@ -350,9 +316,9 @@ export class EvidenceRepository implements StandaloneProofStore {
     const r = await this.setIf(
       imageHash,
       fields,
-      'anchor_state = :publishing AND tx_hash = :named',
-      { ':publishing': 'publishing', ':named': namedTxHash },
-      { remove: receipt ? ['tx_raw', 'pending_shard'] : ['tx_raw'], returnNew: true },
+      batch ? 'anchor_state = :publishing AND batch_pk = :named' : 'anchor_state = :publishing AND tx_hash = :named',
+      { ':publishing': 'publishing', ':named': batch ? batch.pk : namedTxHash },
+      { remove: [...(batch ? [] : ['tx_raw']), ...(receipt ? ['pending_shard'] : [])], returnNew: true },
     );
     return r.ok ? (r.attributes as unknown as AnchoredEvidence) : null;
   }
