@@ -5,7 +5,7 @@ import { getConfig, getDb } from '../../lib/deps/core.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { anchorEvidence, type AnchorDeps } from '../../lib/evidence/anchor.js';
 import { Wallet } from 'ethers';
-import { currentBatchKey, parseBatchKey } from '../../lib/evidence/batch-publish.js';
+import { parseBatchKey } from '../../lib/evidence/batch-publish.js';
 import { type BatchLeaf, BatchStore } from '../../lib/evidence/batch-store.js';
 import type { LedgerPublisher } from '../../lib/evidence/ports.js';
 import { anchorLeafHash, verifyInclusion } from '../../lib/evidence/merkle.js';
