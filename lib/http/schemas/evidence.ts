@@ -30,7 +30,12 @@ export const AnchorResult = z
     pq_signed: z.boolean(),
     pq_algorithm: z.literal('ML-DSA-65'),
     blockchain_anchored: z.boolean().describe('True once the transaction is mined; false while it is still pending (it completes later).'),
-    tx_hash: z.string(),
+    tx_hash: z
+      .string()
+      .describe(
+        'The ledger transaction: its input is image_hash || server_hash, or with LEDGER_BATCH_WINDOW_MS > 0 the Merkle root of the batch the anchor joined ' +
+          '(anchors of one window share it; the receipt gives the leaf index and the inclusion path).',
+      ),
     ledgerscan_url: z.string().url(),
   })
   .openapi('AnchorResult');
