@@ -45,6 +45,7 @@ const apps = async () => ({
   v1Verify: (await import('../../functions/v1/ledger-verify.js')).app,
   page: (await import('../../functions/web/verify-page.js')).app,
   certificate: (await import('../../functions/v2/evidence-certificate.js')).app,
+  explorer: (await import('../../functions/web/ledger-tx.js')).app,
 });
 
 before(async () => {
@@ -132,6 +133,17 @@ describe('batch mode through the API and the verifiers', () => {
     const otherIndex = structuredClone(r);
     (otherIndex.ledger.merkle as typeof m).leaf_index = m.leaf_index ^ 1;
     assert.deepEqual(failed(await verify(otherIndex, photos[0] as Buffer)), ['ledger_merkle', 'ledger_data']);
+  });
+
+  it('the local explorer decodes the batch transaction: its Merkle root', async () => {
+    const { explorer } = await apps();
+    const r = receipts[0] as Receipt;
+    const res = await explorer.request(`/ledger/tx/${r.ledger.tx_hash}`, { headers: { accept: 'application/json' } });
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as { decoded: { kind: string; merkle_root?: string } };
+    assert.deepEqual(body.decoded, { kind: 'batch', merkle_root: r.ledger.merkle?.root });
+    const html = await (await explorer.request(`/ledger/tx/${r.ledger.tx_hash}`)).text();
+    assert.ok(html.includes(r.ledger.merkle?.root ?? 'x'));
   });
 
   it('the PDF certificate states the batch: leaf, root and the verdict on the ledger proof', async () => {
