@@ -214,37 +214,49 @@ async function waitForSeal(deps: BatchStepDeps, pk: string): Promise<SealedBatch
   const untilEnd = key.startMs + key.windowMs + grace - now(deps);
   if (untilEnd > 0) await sleep(Math.min(untilEnd, key.windowMs + grace));
   const giveUp = Date.now() + (deps.batching.maxWaitMs ?? 20_000);
+  // The first waiter of a window usually finds no seal: it claims at once (one conditional put,
+  // no read first); the others read the seal once their claim failed.
+  let seal: BatchSeal | undefined | 'unread' = 'unread';
   for (;;) {
-    const seal = await store.getSeal(pk);
-    if (seal?.state === 'sealed') return readSealed(pk, seal);
+    if (seal !== 'unread' && seal?.state === 'sealed') return readSealed(pk, seal);
     const sealerId = randomUUID();
     const t = now(deps);
-    const claimed = !seal
-      ? await store.claimSeal(pk, sealerId, t + lease)
-      : seal.lease_expires_at < t && (await store.takeOverSeal(pk, seal.sealer_id, sealerId, t + lease, t));
+    const claimed =
+      seal === 'unread' || !seal
+        ? await store.claimSeal(pk, sealerId, t + lease)
+        : seal.lease_expires_at < t && (await store.takeOverSeal(pk, seal.sealer_id, sealerId, t + lease, t));
     if (claimed) {
-      if (seal) log.warn('batch: a sealer lapsed; its batch is taken over', { batch: pk, previous: seal.sealer_id });
-      await sealAs(deps, pk, sealerId);
-      continue; // read what was sealed
+      if (seal !== 'unread' && seal) log.warn('batch: a sealer lapsed; its batch is taken over', { batch: pk, previous: seal.sealer_id });
+      const sealed = await sealAs(deps, pk, sealerId);
+      if (sealed) return sealed; // what this sealer stored, without reading it back
+      seal = await store.getSeal(pk); // lost to a take-over, or sent ambiguously: read what was stored
+      continue;
     }
-    if (Date.now() > giveUp) throw unavailable('ledger_unavailable', 'The batch was not sealed in time; retry the identical request: it resumes.');
-    await sleep(poll);
+    if (seal !== 'unread') {
+      if (Date.now() > giveUp) throw unavailable('ledger_unavailable', 'The batch was not sealed in time; retry the identical request: it resumes.');
+      await sleep(poll);
+    }
+    seal = await store.getSeal(pk);
   }
 }
 
 /**
  * The sealer's work under its claim: the leaves (strongly consistent), the tree, one transaction
- * with the root, stored on the seal before it can reach a node. When nothing was stored (the
+ * with the root, stored on the seal before it can reach a node. Returns the batch as stored when
+ * this sealer stored and sent it; null when the caller must read the seal (lost to a take-over, or
+ * the broadcast's outcome is unknown). When nothing was stored (the
  * ledger or the database failed first) the claim is given back so that another waiter seals at
  * once, and the failure is thrown (503; the anchors stay publishing and are resumed). A claim lost
  * to a take-over ends quietly: the caller reads the seal the other sealer stored.
  */
-async function sealAs(deps: BatchStepDeps, pk: string, sealerId: string): Promise<void> {
+async function sealAs(deps: BatchStepDeps, pk: string, sealerId: string): Promise<SealedBatch | null> {
   const { store } = deps.batching;
   let announced: StoredTx | undefined;
   try {
     const leaves: BatchLeaf[] = (await store.listLeaves(pk)).slice(0, deps.batching.maxLeaves ?? 2000);
     if (leaves.length === 0) throw new Error(`batch ${pk} has no leaf to seal`);
+    // Validated as readSealed validates a stored seal: 64 hex characters each.
+    if (!leaves.every((l) => /^[0-9a-f]{64}$/.test(l.image_hash) && /^[0-9a-f]{64}$/.test(l.leaf_hash))) throw new Error(`batch ${pk} holds a malformed leaf`);
     const tree = new MerkleTree(leaves.map((l) => Buffer.from(l.leaf_hash, 'hex')));
     const root = tree.root().toString('hex');
     const contents = {
@@ -260,13 +272,15 @@ async function sealAs(deps: BatchStepDeps, pk: string, sealerId: string): Promis
       if (!ok) throw new SealLostError(pk);
       announced = stored;
     });
-    if (sent.broadcast === 'accepted') shared(deps).broadcast.add(sent.txHash);
+    if (sent.broadcast !== 'accepted' || !announced) return null;
+    shared(deps).broadcast.add(sent.txHash);
+    return { pk, images: leaves.map((l) => l.image_hash), tree, root, tx: announced };
   } catch (error) {
-    if (error instanceof SealLostError) return;
+    if (error instanceof SealLostError) return null;
     if (announced) {
       // Sealed, but the broadcast failed: the waiters finish the stored transaction (resume).
       log.warn('batch: sealed, broadcast failed; the stored transaction is resumed', { batch: pk, ...describeError(error) });
-      return;
+      return null;
     }
     await store.abandonSeal(pk, sealerId).catch(() => undefined);
     if (error instanceof DomainError) throw error;
