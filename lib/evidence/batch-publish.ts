@@ -151,9 +151,9 @@ export async function finishBatched(deps: BatchStepDeps, item: EvidenceItem, rec
     const batch = await sealedBatch(deps, pk);
     const index = batch.images.indexOf(current.image_hash);
     if (index < 0) {
-      // Left out (a late leaf): on to the window open now, then wait again.
-      const next = await currentBatchKey(deps, now(deps), key.windowMs);
-      if (next === pk) throw new Error(`finishBatched: batch ${pk} is sealed while its window is open`);
+      // Left out (a late leaf): on to the window open now, then wait again. Never the sealed one
+      // itself: a sealer whose clock ran ahead of this one may have sealed it "early".
+      const next = await currentBatchKey(deps, Math.max(now(deps), key.startMs + key.windowMs), key.windowMs);
       if (await deps.repo.moveToBatch(current.image_hash, pk, next)) {
         await joinBatch(deps, next, current.image_hash, current.server_hash);
         current = { ...current, batch_pk: next };
