@@ -140,7 +140,7 @@ const LABELS: Record<CheckId, string> = {
   timestamp_tsa_name: 'timestamp TSA name',
   timestamp_policy: 'timestamp policy',
   timestamp_chain: 'timestamp chain to root',
-  ledger_merkle: 'ledger batch inclusion (RFC 6962)',
+  ledger_merkle: 'Merkle inclusion (RFC 6962 batch)',
   ledger_tx: 'ledger transaction',
   ledger_data: 'ledger input data',
 };

@@ -211,12 +211,12 @@ describe('batch mode through the API and the verifiers', () => {
     assert.ok(receipt.ledger.merkle, 'a batched receipt');
     const ok = await run(['verify', 'photo.jpg', '--root', path.join(env.DATA_DIR ?? '', 'tsa', 'root.pem'), '--rpc', env.LEDGER_RPC_URL ?? '']);
     assert.equal(ok.code, 0, ok.stdout + ok.stderr);
-    assert.match(ok.stdout, /pass\s+ledger batch inclusion \(RFC 6962\)/);
+    assert.match(ok.stdout, /pass\s+Merkle inclusion \(RFC 6962 batch\)/);
     assert.match(ok.stdout, /pass\s+ledger input data/);
     (receipt.ledger.merkle as NonNullable<Receipt['ledger']['merkle']>).root = flipHex(receipt.ledger.merkle?.root ?? '', 5);
     writeFileSync(receiptFile, JSON.stringify(receipt));
     const bad = await run(['verify', 'photo.jpg', '--root', path.join(env.DATA_DIR ?? '', 'tsa', 'root.pem'), '--rpc', env.LEDGER_RPC_URL ?? '']);
     assert.equal(bad.code, 1, bad.stdout);
-    assert.match(bad.stdout, /fail\s+ledger batch inclusion \(RFC 6962\)/);
+    assert.match(bad.stdout, /fail\s+Merkle inclusion \(RFC 6962 batch\)/);
   });
 });
