@@ -160,6 +160,12 @@ export interface Config {
     lowBalanceWei: bigint;
     /** A transaction still unmined after this long is re-signed with ≥ 10 % higher fees (0: never). */
     replaceAfterMinutes: number;
+    /**
+     * CONTRACT "Ledger batching": 0 sends one transaction per anchor (direct mode); above 0 the
+     * anchors accepted within one window of this many ms share one transaction carrying the Merkle
+     * root of their leaves (lib/evidence/batch-publish.ts).
+     */
+    batchWindowMs: number;
   };
 }
 
@@ -323,8 +329,11 @@ export function loadConfig(env: Env = process.env): Config {
       pollingIntervalMs: r.integer('LEDGER_POLLING_INTERVAL_MS', 100, 10),
       lowBalanceWei: r.bigint('LEDGER_LOW_BALANCE_WEI', 10n ** 17n),
       replaceAfterMinutes: r.number('LEDGER_REPLACE_AFTER_MINUTES', 5, 0),
+      batchWindowMs: r.integer('LEDGER_BATCH_WINDOW_MS', 0, 0),
     },
   };
+  // An anchor waits up to one window (plus the seal) for its answer, inside API Gateway's 29 s.
+  if (config.ledger.batchWindowMs > 10_000) problems.push(`LEDGER_BATCH_WINDOW_MS must be at most 10000 (an anchor waits up to one window for its answer), got ${config.ledger.batchWindowMs}`);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

@@ -10,7 +10,7 @@ import { checkLedger } from '../../lib/evidence/verify.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
 import { HashParam, problemResponses } from '../../lib/http/schemas/common.js';
-import { encodeAnchorData, explorerUrl } from '../../lib/ledger/anchor-data.js';
+import { encodeAnchorData, encodeBatchData, explorerUrl } from '../../lib/ledger/anchor-data.js';
 
 export const route = createRoute({
   method: 'get',
@@ -19,7 +19,9 @@ export const route = createRoute({
   summary: "Check an anchored hash's ledger transaction on the chain (no credentials)",
   description:
     'Reads the transaction and its receipt from the chain now (JSON-RPC eth_getTransactionByHash / eth_getTransactionReceipt) and checks that it is mined, ' +
-    'succeeded, was sent by the service wallet, and that its input data is image_hash || server_hash (expected_input_data). confirmations counts the blocks ' +
+    'succeeded, was sent by the service wallet, and that its input data is image_hash || server_hash (expected_input_data); for an anchor published in a batch ' +
+    '(LEDGER_BATCH_WINDOW_MS > 0) the input is "MERKLE-SHA256:" || the batch root, and the anchor\'s RFC 6962 inclusion path must lead from its leaf to that root ' +
+    '(data_matches covers both; the path is in the receipt). confirmations counts the blocks ' +
     'from its block to the latest, inclusive. Once the transaction is final, its finalized receipt stored on the record (read and checked once, at finality) ' +
     'is served instead, without a chain read: confirmations is then the count at finality. Unknown hash → 404 found:false; registered through v2 but not anchored → 200 found:false, registered:true. ' +
     '503 ledger_unavailable when the node cannot be reached.',
@@ -58,7 +60,7 @@ app.openapi(route, async (c) => {
       block_number: ledger.block_number,
       confirmations: ledger.confirmations,
       data_matches: ledger.data_matches,
-      expected_input_data: encodeAnchorData(item.image_hash, item.server_hash),
+      expected_input_data: item.merkle ? encodeBatchData(item.merkle.root) : encodeAnchorData(item.image_hash, item.server_hash),
       from: ledger.from,
       expected_from: item.ledger_address.toLowerCase(),
       chain_id: item.ledger_chain_id,

@@ -26,7 +26,7 @@ const LedgerTx = z
     value_wei: z.string(),
     gas_used: z.string().nullable(),
     input: z.string(),
-    decoded: z.object({ kind: z.enum(['anchor', 'pq-key', 'other']) }).passthrough(),
+    decoded: z.object({ kind: z.enum(['anchor', 'pq-key', 'batch', 'other']) }).passthrough(),
   })
   .openapi('LedgerTransaction');
 
@@ -38,7 +38,7 @@ export const route = createRoute({
   summary: "The local chain's explorer: one transaction (HTML, or JSON with Accept: application/json)",
   description:
     'Read from the chain now: hash, block, confirmations, from, to, status, and the input data decoded as an evidence anchor ' +
-    '(image_hash || server_hash) or a post-quantum key registration ("ML-DSA-65:" || fingerprint). The local LEDGER_EXPLORER_TX_URL points here.',
+    '(image_hash || server_hash), a batch of anchors ("MERKLE-SHA256:" || RFC 6962 Merkle root) or a post-quantum key registration ("ML-DSA-65:" || fingerprint). The local LEDGER_EXPLORER_TX_URL points here.',
   request: { params: z.object({ tx_hash: z.string().openapi({ param: { name: 'tx_hash', in: 'path' }, pattern: '^0x[0-9a-fA-F]{64}$' }) }) },
   responses: {
     200: { description: 'The transaction.', content: { 'application/json': { schema: LedgerTx }, 'text/html': { schema: z.string() } } },

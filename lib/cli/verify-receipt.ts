@@ -28,6 +28,7 @@ import {
   checkChainHash,
   checkDeviceSignature,
   checkLedgerTransaction,
+  checkMerkleInclusion,
   checkPqKey,
   checkPqSignature,
   checkPreviousHash,
@@ -56,6 +57,7 @@ export const CHECK_IDS = [
   'timestamp_tsa_name',
   'timestamp_policy',
   'timestamp_chain',
+  'ledger_merkle',
   'ledger_tx',
   'ledger_data',
 ] as const;
@@ -138,6 +140,7 @@ const LABELS: Record<CheckId, string> = {
   timestamp_tsa_name: 'timestamp TSA name',
   timestamp_policy: 'timestamp policy',
   timestamp_chain: 'timestamp chain to root',
+  ledger_merkle: 'Merkle inclusion (RFC 6962 batch)',
   ledger_tx: 'ledger transaction',
   ledger_data: 'ledger input data',
 };
@@ -390,6 +393,20 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
     set('timestamp_chain', pass(`${results.get('timestamp_chain')?.reason ?? ''} [root: from receipt (not pinned)]`));
   }
 
+  // Batch mode: the leaf leads by its inclusion path to the batch root (offline; the root is then
+  // held against the transaction's input by ledger_data).
+  set(
+    'ledger_merkle',
+    !f.has('ledger.merkle')
+      ? skip('a direct anchor: its transaction carries image_hash || server_hash itself (no batch)')
+      : run(() => {
+          const image = f.hash('image_hash');
+          if (statementHash === null) return fail('no statement to build the leaf from');
+          const verdict = checkMerkleInclusion(image, statementHash, f.object('ledger.merkle'));
+          return verdict.ok ? pass(verdict.reason) : fail(verdict.reason);
+        }),
+  );
+
   // Ledger: only with a node to ask.
   const ledgerInfo: ReceiptVerification['ledger'] = {
     chain_id: safe(() => f.integer('ledger.chain_id')),
@@ -470,7 +487,7 @@ async function checkLedger(
     const expectedFrom = pinned ?? from ?? undefined;
     const verdict = checkLedgerTransaction(
       { tx, receipt, ...(latest !== undefined ? { latestBlock: latest } : {}) },
-      { image_hash: image ?? '', server_hash: statementHash, from: expectedFrom, minConfirmations },
+      { image_hash: image ?? '', server_hash: statementHash, from: expectedFrom, minConfirmations, merkle: f.has('ledger.merkle') ? f.raw('ledger.merkle') : undefined },
     );
     const data = image === null ? fail('the receipt has no image_hash') : verdict.data.ok ? pass(verdict.data.reason) : fail(verdict.data.reason);
     if (tx.blockNumber !== null) {

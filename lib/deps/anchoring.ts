@@ -9,6 +9,7 @@ import { KmsTsaKeySigner } from '../crypto/tsa/key-signer.js';
 import { RemoteTsa } from '../crypto/tsa/remote.js';
 import { reconcileQuotaHolds } from '../accounts/quota-holds.js';
 import type { AnchorDeps } from '../evidence/anchor.js';
+import { BatchStore } from '../evidence/batch-store.js';
 import type { PqRegistrationDeps } from '../evidence/pq-registration.js';
 import type { ReconcileDeps } from '../evidence/reconcile.js';
 import { tsaFiles } from '../crypto/tsa/files.js';
@@ -99,7 +100,13 @@ export const getLedgerSender: () => Promise<LedgerSender> = /* @__PURE__ */ lazy
   });
 });
 
-/** Everything anchorEvidence needs: direct mode (one transaction per anchor) behind the LedgerPublisher port. */
+/** The ledger batches (one per process: its waiters share their reads of a batch's seal). */
+export const getBatchStore: () => BatchStore = /* @__PURE__ */ lazy(() => new BatchStore(getDb(), getConfig().tables.batches));
+
+/**
+ * Everything anchorEvidence needs: the ledger sender behind the LedgerPublisher port, one
+ * transaction per anchor (direct mode) or per window of LEDGER_BATCH_WINDOW_MS (batch mode).
+ */
 export async function getAnchorDeps(): Promise<AnchorDeps> {
   const config = getConfig();
   const [pq, authority, sender] = await Promise.all([getSigner(), getTsa(), getLedgerSender()]);
@@ -125,6 +132,7 @@ export async function getAnchorDeps(): Promise<AnchorDeps> {
     encodeAnchorData: (imageHash, serverHash) => Buffer.from(encodeAnchorData(imageHash, serverHash).slice(2), 'hex'),
     receiptTimeoutMs: config.ledger.receiptTimeoutMs,
     stats: getStats(),
+    batching: { store: getBatchStore(), windowMs: config.ledger.batchWindowMs },
   };
 }
 

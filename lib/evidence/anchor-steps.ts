@@ -7,6 +7,7 @@ import type { AnchorClaim, AnchoredEvidence, EvidenceItem, SignedProofs, StoredT
 import type { EvidenceRepository } from './repository.js';
 import { buildStatement, canonicalStatement, computeServerHash } from './statement.js';
 import type { StatsPort } from './stats.js';
+import { type BatchingDeps, currentBatchKey, finishBatched, joinBatch } from './batch-publish.js';
 
 /**
  * The steps of the anchor's state machine (repository.ts AnchorState), each resumable by any
@@ -28,6 +29,12 @@ export interface AnchorDeps {
   leaseMs?: number;
   /** Public statistics (anchors, new devices, transactions); best-effort, never fails a request. */
   stats?: StatsPort;
+  /**
+   * Ledger batching (CONTRACT "Ledger batching", batch-publish.ts): with `windowMs` > 0 anchors
+   * share one transaction per window. Present in direct mode too, so that anchors a batch-mode
+   * run left publishing are still finished.
+   */
+  batching?: BatchingDeps;
 }
 
 export const DEFAULT_LEASE_MS = 20_000;
@@ -78,6 +85,7 @@ export async function signAndPublish(deps: AnchorDeps, claim: AnchorClaim, publi
     tsa_policy: timestamp.policy,
     tsa_certificates: tsaCertificates,
   };
+  if (deps.batching && deps.batching.windowMs > 0) return publishBatched({ ...deps, batching: deps.batching }, claim, proofs);
   let announced: StoredTx | undefined;
   await dependency('ledger_unavailable', 'The ledger', () =>
     deps.ledger.publish(deps.encodeAnchorData(claim.image_hash, serverHash), claim.image_hash, async (tx) => {
@@ -102,6 +110,21 @@ export async function signAndPublish(deps: AnchorDeps, claim: AnchorClaim, publi
 }
 
 /**
+ * accepting → publishing in batch mode: the proofs are stored with the batch of the window open
+ * now (the item first, then its leaf: batch-publish.ts). Nothing reaches the ledger here; the
+ * batch's sealer signs one transaction for the window.
+ */
+async function publishBatched(deps: AnchorDeps & { batching: BatchingDeps }, claim: AnchorClaim, proofs: SignedProofs): Promise<EvidenceItem> {
+  const clock = deps.clock ?? (() => new Date());
+  const pk = await dependency('ledger_unavailable', 'The ledger', () => currentBatchKey({ ...deps, batching: deps.batching }, clock().getTime()));
+  const batch = { batch_pk: pk, ledger_address: pk.split('#')[1] as string, ledger_chain_id: deps.ledger.chainId };
+  if (!(await stored503(() => deps.repo.markPublishing(claim.image_hash, claim.claim_id, proofs, batch)))) throw new ClaimLostError(claim.image_hash);
+  await stored503(() => joinBatch({ ...deps, batching: deps.batching }, pk, claim.image_hash, proofs.server_hash));
+  const { lease_expires_at: _lease, ...rest } = claim;
+  return { ...rest, ...proofs, ...batch, anchor_state: 'publishing', pending_shard: 'pending' };
+}
+
+/**
  * publishing → anchored: finishes the transaction the item names (re-sent byte for byte if the
  * node lost it; replaced by a new one only when it provably can never be mined), waits up to
  * `receiptWaitMs` for its receipt, records the anchor, then its chain link. Idempotent; the
@@ -113,6 +136,11 @@ export async function finishPublishing(
   receiptWaitMs: number,
   options: { sent?: boolean } = {},
 ): Promise<AnchoredEvidence> {
+  if (item.batch_pk && item.anchor_state === 'publishing') {
+    if (!deps.batching) throw unavailable('ledger_unavailable', 'This anchor was batched; batching is not configured here.');
+    const anchored = await finishBatched({ ...deps, batching: deps.batching }, item, receiptWaitMs, { fresh: options.sent === true });
+    return linked(deps, anchored);
+  }
   const clock = deps.clock ?? (() => new Date());
   let current = item;
   let receipt: LedgerReceipt | null = null;

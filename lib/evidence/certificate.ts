@@ -160,16 +160,27 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
         : l.status === 'pending' || l.status === 'not_found'
           ? 'Not yet confirmed on the ledger when this certificate was issued; check it again later.'
           : 'Does NOT check out: the transaction failed or does not carry this fingerprint.',
-      proves: 'The fingerprint and server_hash were written into a public blockchain that thousands of independent computers keep; the block time bounds when it existed.',
+      proves: receipt.ledger.merkle
+        ? 'The fingerprint and server_hash, as one leaf of a Merkle tree whose root was written into a public blockchain that thousands of independent computers keep; the block time bounds when it existed.'
+        : 'The fingerprint and server_hash were written into a public blockchain that thousands of independent computers keep; the block time bounds when it existed.',
       facts: [
         ['Chain', input.chainLabel],
         ['Transaction', receipt.ledger.tx_hash],
         ['Block', receipt.ledger.block_number === null ? 'not yet mined' : String(receipt.ledger.block_number)],
         ['Confirmation seen', item.confirmed_at ?? 'not yet (see the explorer)'],
         ['Explorer', receipt.ledger.explorer_url],
+        ...(receipt.ledger.merkle
+          ? ([
+              ['Batch', `leaf ${receipt.ledger.merkle.leaf_index} of ${receipt.ledger.merkle.tree_size} (RFC 6962 SHA-256 tree)`],
+              ['Merkle root', receipt.ledger.merkle.root],
+              ['Inclusion path', `${receipt.ledger.merkle.path.length} hashes, in the attached receipt (ledger.merkle.path)`],
+            ] as [string, string][])
+          : []),
       ],
       check: {
-        intro: 'Ask any node of the chain (its "input" must equal image_hash followed by server_hash):',
+        intro: receipt.ledger.merkle
+          ? 'Ask any node of the chain (its "input" must equal ASCII "MERKLE-SHA256:" followed by the Merkle root), then check the inclusion path from SHA-256(0x00 || image_hash || server_hash) to that root (evidence verify does both):'
+          : 'Ask any node of the chain (its "input" must equal image_hash followed by server_hash):',
         commands: [
           `curl -s -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionByHash","params":["${receipt.ledger.tx_hash}"]}' $RPC_URL`,
         ],

@@ -19,14 +19,16 @@
  *   server_hash ──ML-DSA-65 (FIPS 204, pure)──▶ service key    checkPqSignature, checkPqKey
  *   RFC 3161 token: imprint = image_hash, signature, chain     checkTimestamp
  *   ledger tx: mined, succeeded, sender, image||server data   checkLedgerData, checkLedgerTransaction
+ *   batch: leaf --RFC 6962 path--> root = the tx's root      checkMerkleInclusion (CONTRACT "Ledger batching")
  */
 import { verifyDeviceSignature } from '../crypto/ed25519.js';
 import { computeChainHash, sha256Hex } from '../crypto/hash.js';
 import { ML_DSA_65_PUBLIC_KEY_BYTES, verifyMlDsa65 } from '../crypto/ml-dsa.js';
 import type { CheckOutcome, TimestampVerification } from '../crypto/tsa/verify.js';
-import { decodeAnchorData } from '../ledger/anchor-data.js';
+import { decodeAnchorData, decodeBatchData } from '../ledger/anchor-data.js';
+import { anchorLeafHash, rootFromInclusionProof } from './merkle.js';
 import type { RpcReceipt, RpcTransaction } from '../ledger/rpc-reader.js';
-import type { AnchoredEvidence, ChainLink, EvidenceItem } from './records.js';
+import type { AnchoredEvidence, ChainLink, EvidenceItem, MerkleInclusion } from './records.js';
 import { isAnchored } from './records.js';
 
 /** Whether one proof holds, and why, in one line. */
@@ -286,10 +288,50 @@ export interface LedgerExpectation {
   from?: string | undefined;
   /** Confirmations needed (default 1: mined). */
   minConfirmations?: number;
+  /** Batch mode: the anchor's inclusion proof; the input data is then the batch's root (undefined or null: a direct anchor). */
+  merkle?: unknown;
 }
 
-/** The ledger transaction's input data is image_hash || server_hash (CONTRACT "Evidence"). */
-export function checkLedgerData(input: string, expected: Pick<LedgerExpectation, 'image_hash' | 'server_hash'>): Verdict {
+/**
+ * Batch mode (CONTRACT "Ledger batching"): the anchor's leaf, SHA-256(0x00 || image_hash ||
+ * server_hash), leads by its RFC 6962 inclusion path (RFC 9162 §2.1.3.2) to the batch's root.
+ * Offline: the root compared here is the one the record names; {@link checkLedgerData} then
+ * holds it against the transaction's input. Malformed proofs are a failed verdict, never a throw.
+ */
+export function checkMerkleInclusion(imageHash: string, serverHash: string | null, merkle: unknown): Verdict {
+  const m = merkle as Partial<MerkleInclusion> | null | undefined;
+  if (!m || typeof m !== 'object') return no('no inclusion proof');
+  if (serverHash === null || !LOWER_HASH_HEX.test(serverHash.toLowerCase()) || !HASH_HEX.test(imageHash)) return no('no image_hash and server_hash to build the leaf from');
+  if (typeof m.root !== 'string' || !HASH_HEX.test(m.root)) return no('the batch root is not 32 bytes of hex');
+  if (!Array.isArray(m.path) || !m.path.every((p) => typeof p === 'string' && HASH_HEX.test(p))) return no('the inclusion path is not a list of 32-byte hex hashes');
+  if (!Number.isSafeInteger(m.leaf_index) || !Number.isSafeInteger(m.tree_size)) return no('leaf_index and tree_size must be integers');
+  const leaf = anchorLeafHash(imageHash, serverHash);
+  const computed = rootFromInclusionProof(leaf, m.leaf_index as number, m.tree_size as number, m.path.map((p) => Buffer.from(p as string, 'hex')));
+  if (computed === null) return no(`the path of ${m.path.length} hashes cannot place leaf ${String(m.leaf_index)} in a tree of ${String(m.tree_size)}`);
+  const hex = computed.toString('hex');
+  return hex === m.root.toLowerCase()
+    ? yes(`leaf ${String(m.leaf_index)} of ${String(m.tree_size)}: its RFC 6962 path leads to root ${short(hex)}`)
+    : no(`the inclusion path leads to ${hex}, not to the batch root ${m.root}`);
+}
+
+/**
+ * The ledger transaction's input data is image_hash || server_hash (CONTRACT "Evidence"); for a
+ * batched anchor (`merkle` given) it is the batch's root, and the anchor's inclusion proof leads to it.
+ */
+export function checkLedgerData(input: string, expected: Pick<LedgerExpectation, 'image_hash' | 'server_hash' | 'merkle'>): Verdict {
+  if (expected.merkle !== undefined && expected.merkle !== null) {
+    let root: string;
+    try {
+      root = decodeBatchData(input).root;
+    } catch (error) {
+      return no(`the input data is not a batch root: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    const inclusion = checkMerkleInclusion(expected.image_hash, expected.server_hash, expected.merkle);
+    if (!inclusion.ok) return inclusion;
+    const claimed = String((expected.merkle as { root?: unknown }).root).toLowerCase();
+    if (claimed !== root) return no(`the transaction carries root ${root}, the inclusion proof leads to ${claimed}`);
+    return yes(`input data = the batch's Merkle root; ${inclusion.reason}`);
+  }
   let decoded: { imageHash: string; serverHash: string };
   try {
     decoded = decodeAnchorData(input);

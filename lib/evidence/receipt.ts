@@ -1,4 +1,5 @@
-import { explorerUrl } from '../ledger/anchor-data.js';
+import { encodeBatchData, explorerUrl } from '../ledger/anchor-data.js';
+import { anchorLeafHash } from './merkle.js';
 import type { AnchoredEvidence, TxStatus } from './records.js';
 import type { EvidenceStatement } from './statement.js';
 
@@ -20,9 +21,30 @@ export interface EvidenceReceipt {
   statement_canonical: string;
   pq_signature: { algorithm: 'ML-DSA-65'; standard: 'FIPS 204'; key_id: string; public_key: string; signature: string; signed_message: 'server_hash (32 raw bytes)' };
   timestamp: { token: string; format: 'RFC 3161 TimeStampResp, DER, base64'; gen_time: string; serial: string; policy: string; tsa_certificates: string[] };
-  ledger: { chain_id: number; tx_hash: string; from: string; block_number: number | null; status: TxStatus; explorer_url: string; input_data: string };
+  ledger: {
+    chain_id: number;
+    tx_hash: string;
+    from: string;
+    block_number: number | null;
+    status: TxStatus;
+    explorer_url: string;
+    input_data: string;
+    /** Batch mode: the anchor's place in the tree whose root the transaction carries. */
+    merkle?: ReceiptMerkle;
+  };
   device: { public_key_hex: string; signature_hex: string; chain_index: number; chain_hash: string; previous_hash: string | null; device_id?: string };
   how_to_verify: string[];
+}
+
+/** The inclusion proof as a receipt states it (CONTRACT "Ledger batching"). */
+export interface ReceiptMerkle {
+  algorithm: 'RFC 6962 SHA-256';
+  leaf: 'SHA-256(0x00 || image_hash || server_hash)';
+  leaf_hash: string;
+  leaf_index: number;
+  tree_size: number;
+  path: string[];
+  root: string;
 }
 
 export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string): EvidenceReceipt {
@@ -57,7 +79,20 @@ export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string): 
       block_number: item.block_number ?? null,
       status: item.tx_status,
       explorer_url: explorerUrl(explorerTemplate, item.tx_hash),
-      input_data: `0x${item.image_hash}${item.server_hash}`,
+      input_data: item.merkle ? encodeBatchData(item.merkle.root) : `0x${item.image_hash}${item.server_hash}`,
+      ...(item.merkle
+        ? {
+            merkle: {
+              algorithm: 'RFC 6962 SHA-256',
+              leaf: 'SHA-256(0x00 || image_hash || server_hash)',
+              leaf_hash: anchorLeafHash(item.image_hash, item.server_hash).toString('hex'),
+              leaf_index: item.merkle.leaf_index,
+              tree_size: item.merkle.tree_size,
+              path: item.merkle.path,
+              root: item.merkle.root,
+            },
+          }
+        : {}),
     },
     device: {
       public_key_hex: item.public_key_hex,
@@ -72,7 +107,10 @@ export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string): 
       'Timestamp: base64-decode timestamp.token to token.tsr, write tsa_certificates to chain.pem (leaf first, root last) and run: openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem -untrusted tsa.pem',
       'Statement: SHA-256 of statement_canonical (UTF-8) must equal server_hash; it is the RFC 8785 form of statement.',
       'Post-quantum signature: ML-DSA-65 (FIPS 204, pure, empty context) verify of pq_signature.signature over the 32 bytes of server_hash with pq_signature.public_key.',
-      'Ledger: eth_getTransactionByHash(ledger.tx_hash) on any node of chain ledger.chain_id; its input must equal ledger.input_data (image_hash || server_hash) and it must be mined successfully.',
+      item.merkle
+        ? 'Ledger (batch): eth_getTransactionByHash(ledger.tx_hash) on any node of chain ledger.chain_id; its input must equal ledger.input_data ("MERKLE-SHA256:" || merkle.root) and it must be mined successfully. ' +
+          'Then leaf = SHA-256(0x00 || image_hash || server_hash) must lead by merkle.path (RFC 6962; verify as RFC 9162 §2.1.3.2 with merkle.leaf_index and merkle.tree_size) to merkle.root.'
+        : 'Ledger: eth_getTransactionByHash(ledger.tx_hash) on any node of chain ledger.chain_id; its input must equal ledger.input_data (image_hash || server_hash) and it must be mined successfully.',
       'Device: Ed25519 verify of device.signature_hex over the 32 raw bytes of image_hash with device.public_key_hex; chain_hash = SHA-256(previous_hash or 32 zero bytes || image_hash).',
     ],
   };

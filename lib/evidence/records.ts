@@ -42,6 +42,8 @@ export interface AnchorProofs {
   confirmed_at?: string | undefined;
   /** The transaction's receipt once final, read from the chain and checked once (ledger-finality.ts). */
   ledger_final?: FinalLedgerReceipt | undefined;
+  /** Batch mode: where the anchor's leaf sits in the tree whose root the transaction carries. */
+  merkle?: MerkleInclusion | undefined;
 }
 
 /**
@@ -49,7 +51,7 @@ export interface AnchorProofs {
  * final (lib/evidence/ledger-finality.ts), so that verification serves it without asking the
  * chain again (a final transaction cannot change). It is stored only for a transaction that was
  * read from the chain then and held: mined, succeeded, sent by the service wallet, its input data
- * image_hash || server_hash.
+ * image_hash || server_hash (for a batched anchor: the batch root, with the inclusion path checked).
  */
 export interface FinalLedgerReceipt {
   block_number: number;
@@ -70,6 +72,19 @@ export interface FinalLedgerReceipt {
   finality: 'latest' | 'finalized';
   /** When the service recorded it. */
   recorded_at: string;
+}
+
+/**
+ * The inclusion of an anchor in a ledger batch (CONTRACT "Ledger batching", lib/evidence/merkle.ts):
+ * leaf = SHA-256(0x00 || image_hash || server_hash), `path` the RFC 6962 audit path (sibling
+ * hashes, nearest first) from leaf `leaf_index` of `tree_size` leaves up to `root`, the root
+ * the batch's transaction carries.
+ */
+export interface MerkleInclusion {
+  root: string;
+  leaf_index: number;
+  tree_size: number;
+  path: string[];
 }
 
 /**
@@ -146,6 +161,8 @@ export interface EvidenceItem extends Partial<AnchorProofs> {
   quota_counter?: string;
   quota_hold?: string;
   tx_raw?: string;
+  /** Batch mode: the batch (window) the anchor's leaf joined (lib/evidence/batch-publish.ts); kept once anchored. */
+  batch_pk?: string;
   /** Set while the anchor is unfinished (accepting, publishing, or its transaction pending): the sparse index. */
   pending_shard?: string;
 }

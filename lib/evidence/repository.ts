@@ -10,6 +10,7 @@ import {
   type EvidenceItem,
   type FinalLedgerReceipt,
   isAnchored,
+  type MerkleInclusion,
   type SignedProofs,
   type StandaloneKind,
   type StandaloneProofStore,
@@ -30,6 +31,13 @@ export type ChainClaimResult =
   | { ok: false; reason: 'previous_mismatch'; expectedPrevious: string };
 
 
+/** Batch mode: the batch an anchor's leaf joined, and the chain and wallet it will be published with. */
+export interface BatchRef {
+  batch_pk: string;
+  ledger_address: string;
+  ledger_chain_id: number;
+}
+
 /** Why claiming a hash failed: the item as it stands (undefined when it vanished meanwhile). */
 export type HashClaimResult = { ok: true } | { ok: false; current: EvidenceItem | undefined };
 
@@ -39,7 +47,7 @@ const ANCHOR_FIELDS = [
   'account_id', 'api_version', 'device_id', 'public_key_hex', 'signature_hex', 'chain_index', 'chain_hash', 'previous_hash',
   'statement', 'server_hash', 'pq_algorithm', 'pq_key_id', 'pq_public_key', 'pq_signature',
   'tsa_response', 'tsa_gen_time', 'tsa_serial', 'tsa_policy', 'tsa_certificates',
-  'tx_hash', 'tx_nonce', 'tx_raw', 'ledger_address', 'ledger_chain_id',
+  'tx_hash', 'tx_nonce', 'tx_raw', 'ledger_address', 'ledger_chain_id', 'batch_pk', 'merkle',
 ] as const;
 
 /**
@@ -247,10 +255,12 @@ export class EvidenceRepository implements StandaloneProofStore {
   /**
    * accepting → publishing: stores every proof and the signed transaction, before the transaction
    * is persisted by the ledger sender or broadcast (the sender calls this from its beforePersist
-   * hook). False when the claim is no longer this request's (released or taken over): the sender
+   * hook). In batch mode the item names the batch its leaf joins (`batch_pk`) instead of a
+   * transaction of its own; the leaf is written after this (lib/evidence/batch-publish.ts).
+   * False when the claim is no longer this request's (released or taken over): the sender
    * then gives the nonce back and nothing goes out.
    */
-  async markPublishing(imageHash: string, claimId: string, proofs: SignedProofs, tx: StoredTx): Promise<boolean> {
+  async markPublishing(imageHash: string, claimId: string, proofs: SignedProofs, tx: StoredTx | BatchRef): Promise<boolean> {
     const r = await this.setIf(
       imageHash,
       { ...proofs, ...tx, anchor_state: 'publishing' },
@@ -258,6 +268,16 @@ export class EvidenceRepository implements StandaloneProofStore {
       { ':id': claimId, ':accepting': 'accepting' },
       { remove: ['lease_expires_at'] },
     );
+    return r.ok;
+  }
+
+  /**
+   * A publishing leaf that its batch was sealed without (written after the sealer's Query, or past
+   * the batch's size limit) moves to a later window. Conditional on the batch it names, so of two
+   * resumers that both saw it left out, one moves it and the other reads where it went.
+   */
+  async moveToBatch(imageHash: string, fromBatch: string, toBatch: string): Promise<boolean> {
+    const r = await this.setIf(imageHash, { batch_pk: toBatch }, 'anchor_state = :publishing AND batch_pk = :from', { ':publishing': 'publishing', ':from': fromBatch });
     return r.ok;
   }
 
@@ -283,8 +303,11 @@ export class EvidenceRepository implements StandaloneProofStore {
     imageHash: string,
     namedTxHash: string,
     receipt: { status: TxStatus; blockNumber: number; at: string; minedTxHash: string; txHashes?: string[] | undefined } | null,
+    batch?: { pk: string; tx: Omit<StoredTx, 'tx_raw'>; merkle: MerkleInclusion },
   ): Promise<AnchoredEvidence | null> {
-    const fields: Record<string, unknown> = { anchor_state: 'anchored', tx_status: receipt?.status ?? 'pending' };
+    // Batch mode: the item named its batch (kept: which batch holds it) and no transaction until
+    // now; it gets the batch's transaction and its inclusion proof in this same write.
+    const fields: Record<string, unknown> = { ...batch?.tx, merkle: batch?.merkle, anchor_state: 'anchored', tx_status: receipt?.status ?? 'pending' };
     if (receipt) {
       fields.block_number = receipt.blockNumber;
       fields.confirmed_at = receipt.at;
@@ -296,9 +319,10 @@ export class EvidenceRepository implements StandaloneProofStore {
     const r = await this.setIf(
       imageHash,
       fields,
-      'anchor_state = :publishing AND tx_hash = :named',
-      { ':publishing': 'publishing', ':named': namedTxHash },
-      { remove: receipt && receipt.status !== 'confirmed' ? ['tx_raw', 'pending_shard'] : ['tx_raw'], returnNew: true },
+      batch ? 'anchor_state = :publishing AND batch_pk = :named' : 'anchor_state = :publishing AND tx_hash = :named',
+      { ':publishing': 'publishing', ':named': batch ? batch.pk : namedTxHash },
+      // A confirmed anchor stays on the unfinished list until its final receipt is stored (ledger-finality.ts).
+      { remove: [...(batch ? [] : ['tx_raw']), ...(receipt && receipt.status !== 'confirmed' ? ['pending_shard'] : [])], returnNew: true },
     );
     return r.ok ? (r.attributes as unknown as AnchoredEvidence) : null;
   }

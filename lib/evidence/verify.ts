@@ -58,7 +58,8 @@ const NO_LEDGER: LedgerCheck = { found: false, valid: false, status: 'not_found'
  * ML-DSA-65 signature over server_hash verifies with a key we publish; the RFC 3161 token's
  * imprint is image_hash, its signature, ESSCertIDv2, EKU and chain to our TSA root hold; the
  * ledger transaction exists on the chain, succeeded, comes from the recorded wallet and carries
- * image_hash || server_hash. A chain node that cannot be reached throws (503): a verdict is
+ * image_hash || server_hash (batch mode: the batch's Merkle root, to which the anchor's inclusion
+ * path leads). A chain node that cannot be reached throws (503): a verdict is
  * never given on a proof that was not checked.
  */
 /** Options of {@link verifyEvidence}. */
@@ -199,7 +200,7 @@ export async function checkLedger(rpc: VerifyDeps['rpc'], item: AnchoredEvidence
   const [receipt, latestBlock] = tx && tx.blockNumber !== null ? await Promise.all([rpc.getTransactionReceipt(item.tx_hash), rpc.blockNumber()]) : [null, undefined];
   const { transaction: _t, data: _d, ...check } = checkLedgerTransaction(
     { tx, receipt, ...(latestBlock !== undefined ? { latestBlock } : {}) },
-    { image_hash: item.image_hash, server_hash: item.server_hash, from: item.ledger_address },
+    { image_hash: item.image_hash, server_hash: item.server_hash, from: item.ledger_address, merkle: item.merkle },
   );
   return check;
 }

@@ -5,6 +5,9 @@ import { createHash } from 'node:crypto';
  *
  *   anchor:          image_hash (32 bytes) || server_hash (32 bytes)               = 64 bytes
  *   PQ-key register: ASCII "ML-DSA-65:" || SHA-256(ML-DSA-65 public key) (32 bytes) = 42 bytes
+ *   anchor batch:    ASCII "MERKLE-SHA256:" || RFC 6962 Merkle root (32 bytes)     = 46 bytes
+ *                    (the root of the anchors' leaves, SHA-256(0x00 || image_hash || server_hash);
+ *                    each anchor's receipt carries its leaf index and inclusion path)
  *
  * Every transaction is a 0-value transaction from the service wallet to itself, so the data is
  * the whole statement; anyone can read it back with eth_getTransactionByHash.
@@ -14,6 +17,9 @@ export const ANCHOR_DATA_BYTES = 64;
 export const PQ_KEY_PREFIX = 'ML-DSA-65:';
 const PQ_PREFIX_BYTES = Buffer.from(PQ_KEY_PREFIX, 'ascii');
 export const PQ_KEY_DATA_BYTES = PQ_PREFIX_BYTES.length + 32;
+export const BATCH_PREFIX = 'MERKLE-SHA256:';
+const BATCH_PREFIX_BYTES = Buffer.from(BATCH_PREFIX, 'ascii');
+export const BATCH_DATA_BYTES = BATCH_PREFIX_BYTES.length + 32;
 
 export class InvalidLedgerDataError extends Error {
   readonly code = 'invalid_ledger_data' as const;
@@ -36,7 +42,12 @@ export interface PqKeyData {
   fingerprint: string;
 }
 
-export type LedgerData = ({ kind: 'anchor' } & AnchorData) | ({ kind: 'pq-key' } & PqKeyData);
+export interface BatchData {
+  /** The Merkle root of the batch, 64 lower-case hex characters. */
+  root: string;
+}
+
+export type LedgerData = ({ kind: 'anchor' } & AnchorData) | ({ kind: 'pq-key' } & PqKeyData) | ({ kind: 'batch' } & BatchData);
 
 /** A 32-byte value from 64 hex characters (optional 0x, any case) or 32 raw bytes. */
 function hash32(value: string | Uint8Array, name: string): Buffer {
@@ -94,12 +105,26 @@ export function decodePqKeyData(data: string | Uint8Array): PqKeyData {
   return { algorithm: 'ML-DSA-65', fingerprint: bytes.subarray(PQ_PREFIX_BYTES.length).toString('hex') };
 }
 
-/** Reads either format (they differ in length); throws InvalidLedgerDataError for anything else. */
+/** Data of an anchor batch: ASCII `MERKLE-SHA256:` + the 32-byte Merkle root. */
+export function encodeBatchData(root: string | Uint8Array): string {
+  return toHex(Buffer.concat([BATCH_PREFIX_BYTES, hash32(root, 'root')]));
+}
+
+/** Reads an anchor batch's data; throws InvalidLedgerDataError for any other prefix or length. */
+export function decodeBatchData(data: string | Uint8Array): BatchData {
+  const bytes = dataBytes(data);
+  if (bytes.length !== BATCH_DATA_BYTES) throw new InvalidLedgerDataError(`batch data must be ${BATCH_DATA_BYTES} bytes, got ${bytes.length}`);
+  if (!bytes.subarray(0, BATCH_PREFIX_BYTES.length).equals(BATCH_PREFIX_BYTES)) throw new InvalidLedgerDataError(`batch data must start with "${BATCH_PREFIX}"`);
+  return { root: bytes.subarray(BATCH_PREFIX_BYTES.length).toString('hex') };
+}
+
+/** Reads any of the formats (they differ in length); throws InvalidLedgerDataError for anything else. */
 export function decodeLedgerData(data: string | Uint8Array): LedgerData {
   const bytes = dataBytes(data);
   if (bytes.length === ANCHOR_DATA_BYTES) return { kind: 'anchor', ...decodeAnchorData(bytes) };
   if (bytes.length === PQ_KEY_DATA_BYTES) return { kind: 'pq-key', ...decodePqKeyData(bytes) };
-  throw new InvalidLedgerDataError(`not a ledger record: ${bytes.length} bytes (expected ${ANCHOR_DATA_BYTES} or ${PQ_KEY_DATA_BYTES})`);
+  if (bytes.length === BATCH_DATA_BYTES) return { kind: 'batch', ...decodeBatchData(bytes) };
+  throw new InvalidLedgerDataError(`not a ledger record: ${bytes.length} bytes (expected ${ANCHOR_DATA_BYTES}, ${PQ_KEY_DATA_BYTES} or ${BATCH_DATA_BYTES})`);
 }
 
 /** The explorer link of a transaction: every `{tx_hash}` in the template becomes the lower-case hash. */

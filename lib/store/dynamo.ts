@@ -4,8 +4,8 @@ import tableSpec from '../../infra/tables.json' with { type: 'json' };
 import { isStoreOutage, StoreUnavailableError } from './errors.js';
 
 /** Logical names of the service's tables, as in infra/tables.json. */
-export type TableKey = 'accounts' | 'apiKeys' | 'evidence' | 'chains' | 'counters' | 'ledger' | 'activity';
-export const TABLE_KEYS: readonly TableKey[] = ['accounts', 'apiKeys', 'evidence', 'chains', 'counters', 'ledger', 'activity'];
+export type TableKey = 'accounts' | 'apiKeys' | 'evidence' | 'chains' | 'counters' | 'ledger' | 'batches' | 'activity';
+export const TABLE_KEYS: readonly TableKey[] = ['accounts', 'apiKeys', 'evidence', 'chains', 'counters', 'ledger', 'batches', 'activity'];
 
 /** Physical table name for each logical table. */
 export type TableNames = Readonly<Record<TableKey, string>>;

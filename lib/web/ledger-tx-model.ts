@@ -10,6 +10,7 @@ export type LedgerTxReader = Pick<RpcReader, 'chainId' | 'getTransaction' | 'get
 export type DecodedInput =
   | { kind: 'anchor'; image_hash: string; server_hash: string }
   | { kind: 'pq-key'; algorithm: 'ML-DSA-65'; fingerprint: string }
+  | { kind: 'batch'; merkle_root: string }
   | { kind: 'other'; bytes: number };
 
 /** The JSON answer of the page (Accept: application/json) and the HTML page's model. */
@@ -43,7 +44,12 @@ export async function readLedgerTx(rpc: LedgerTxReader, txHash: string): Promise
   let decoded: DecodedInput;
   try {
     const d = decodeLedgerData(tx.input);
-    decoded = d.kind === 'anchor' ? { kind: 'anchor', image_hash: d.imageHash, server_hash: d.serverHash } : { kind: 'pq-key', algorithm: d.algorithm, fingerprint: d.fingerprint };
+    decoded =
+      d.kind === 'anchor'
+        ? { kind: 'anchor', image_hash: d.imageHash, server_hash: d.serverHash }
+        : d.kind === 'batch'
+          ? { kind: 'batch', merkle_root: d.root }
+          : { kind: 'pq-key', algorithm: d.algorithm, fingerprint: d.fingerprint };
   } catch {
     decoded = { kind: 'other', bytes: Math.max(0, (tx.input.length - 2) / 2) };
   }

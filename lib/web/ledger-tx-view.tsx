@@ -85,6 +85,18 @@ export const LedgerTxPage: FC<{ tx: LedgerTxDetails }> = ({ tx }) => {
               </Row>
             </dl>
           </>
+        ) : d.kind === 'batch' ? (
+          <>
+            <p>
+              A batch of anchors: ASCII “MERKLE-SHA256:” followed by the RFC 6962 Merkle root of their leaves, SHA-256(0x00 ‖ image_hash ‖ server_hash). Each
+              anchor’s receipt carries its leaf index and inclusion path to this root.
+            </p>
+            <dl class="facts">
+              <Row term="Merkle root">
+                <code class="mono">{d.merkle_root}</code>
+              </Row>
+            </dl>
+          </>
         ) : (
           <p>{d.bytes === 0 ? 'No input data.' : `${d.bytes} bytes that are not a record of this service.`}</p>
         )}

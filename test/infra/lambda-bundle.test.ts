@@ -74,7 +74,7 @@ const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   ledgerTxPage: { maxKiB: 347, heavy: [] }, // 344 KiB with the shared style sheet's dashboard rules
   verifyPage: { maxKiB: 428, heavy: ['@noble/post-quantum'] },
   quotaReset: { maxKiB: 56, heavy: ['jose'] }, // 54.3 KiB once the limits gained the account rate and the guessing lockout (was 52.4), plus 3 %
-  reconcile: { maxKiB: 1034, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
+  reconcile: { maxKiB: 1045, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] }, // 1037.1 KiB once it finishes batched anchors (seal, tree), plus 1 %
   v2EvidenceTimestamp: { maxKiB: 766, heavy: ['pkijs'] },
   v2EvidenceSign: { maxKiB: 323, heavy: [] }, // 314 KiB since it records its answer through the evidence repository (was 300), plus 3 %
   v2Tsa: { maxKiB: 764, heavy: ['pkijs'] },

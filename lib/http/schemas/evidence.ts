@@ -30,7 +30,12 @@ export const AnchorResult = z
     pq_signed: z.boolean(),
     pq_algorithm: z.literal('ML-DSA-65'),
     blockchain_anchored: z.boolean().describe('True once the transaction is mined; false while it is still pending (it completes later).'),
-    tx_hash: z.string(),
+    tx_hash: z
+      .string()
+      .describe(
+        'The ledger transaction: its input is image_hash || server_hash, or with LEDGER_BATCH_WINDOW_MS > 0 the Merkle root of the batch the anchor joined ' +
+          '(anchors of one window share it; the receipt gives the leaf index and the inclusion path).',
+      ),
     ledgerscan_url: z.string().url(),
   })
   .openapi('AnchorResult');
@@ -130,7 +135,24 @@ export const EvidenceReceiptSchema = z
       block_number: z.number().int().nullable().openapi({ type: ['integer', 'null'] }),
       status: z.enum(['pending', 'confirmed', 'failed']).describe('As last recorded by the service; verify asks the chain.'),
       explorer_url: z.string().url(),
-      input_data: z.string().regex(/^0x[0-9a-f]{128}$/).describe('The transaction input: 0x || image_hash || server_hash.'),
+      input_data: z
+        .string()
+        .regex(/^0x(?:[0-9a-f]{128}|4d45524b4c452d5348413235363a[0-9a-f]{64})$/)
+        .describe(
+          'The transaction input. Direct mode: 0x || image_hash || server_hash. Batch mode (LEDGER_BATCH_WINDOW_MS > 0): 0x || ASCII "MERKLE-SHA256:" || the batch\'s Merkle root (merkle.root).',
+        ),
+      merkle: z
+        .object({
+          algorithm: z.literal('RFC 6962 SHA-256'),
+          leaf: z.literal('SHA-256(0x00 || image_hash || server_hash)'),
+          leaf_hash: LowerHex64.describe('The anchor\'s leaf hash.'),
+          leaf_index: z.number().int().min(0).describe('The leaf\'s position in the batch (0-based, leaves in image_hash order).'),
+          tree_size: z.number().int().min(1).describe('How many anchors the batch holds.'),
+          path: z.array(LowerHex64).describe('The RFC 6962 inclusion (audit) path: sibling hashes from the leaf up, nearest first; inner nodes are SHA-256(0x01 || left || right). Verify with RFC 9162 §2.1.3.2.'),
+          root: LowerHex64.describe('The batch\'s Merkle root, carried by the transaction\'s input data.'),
+        })
+        .optional()
+        .describe('Batch mode only: where the anchor sits in the Merkle tree whose root the transaction carries. Absent for a direct anchor (one transaction per hash).'),
     }),
     device: z.object({
       public_key_hex: z.string(),

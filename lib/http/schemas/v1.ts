@@ -53,7 +53,7 @@ export const V1AnchorResponse = z
     chain_index: z.number().int(),
     pq_signature: Base64('ML-DSA-65 (FIPS 204, pure, empty context) signature, 3309 bytes, over the 32 bytes of server_hash; GET /pq/verify/{image_hash} gives server_hash, its statement and the public key.'),
     timestamp_token: Base64('RFC 3161 TimeStampResp, DER; its message imprint is SHA-256 = image_hash, so `openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem` checks it.'),
-    tx_hash: TxHash.describe('Ledger transaction id, 0x-prefixed; its input data is image_hash || server_hash.'),
+    tx_hash: TxHash.describe('Ledger transaction id, 0x-prefixed; its input data is image_hash || server_hash, or in batch mode the Merkle root of the batch the anchor joined.'),
     tx_status: TxStatus,
     anchored_at: IsoTime,
   })
@@ -70,7 +70,7 @@ export const V1VerifyResponse = z
     pq_verified: z.boolean().describe('The stored ML-DSA-65 signature was verified now, with a public key this service publishes (GET /pq/info).'),
     chain_verified: z.boolean().optional().describe('chain_hash recomputes from previous_hash and image_hash, and the device Ed25519 signature verifies.'),
     timestamp_verified: z.boolean().optional().describe('The RFC 3161 token verifies (imprint = image_hash, signature, certificate chain to the TSA root).'),
-    ledger_verified: z.boolean().optional().describe('The transaction was read from the chain now: mined, successful, from the service wallet, carrying image_hash || server_hash.'),
+    ledger_verified: z.boolean().optional().describe('The transaction was read from the chain now: mined, successful, from the service wallet, carrying image_hash || server_hash (batch mode: the batch root, with the anchor\'s inclusion path leading to it).'),
     verified: z.boolean().describe('Every proof holds: statement, post-quantum signature, device chain, timestamp and ledger.'),
     tx_hash: z.string().optional(),
     tx_status: z.enum(['confirmed', 'pending', 'failed', 'not_found']).optional().describe('As read from the chain now.'),
@@ -250,7 +250,7 @@ export const LedgerVerifyResponse = z
   .object({
     found: z.boolean(),
     image_hash: z.string(),
-    verified: z.boolean().describe('Mined, successful, sent by the service wallet, input data = image_hash || server_hash.'),
+    verified: z.boolean().describe('Mined, successful, sent by the service wallet, input data = image_hash || server_hash (batch mode: the batch root, and the inclusion path leads to it).'),
     tx_hash: z.string().optional(),
     tx_status: z.enum(['confirmed', 'pending', 'failed', 'not_found']).optional(),
     block_number: z.number().int().nullable().optional(),

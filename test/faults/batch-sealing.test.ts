@@ -1,0 +1,210 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { getConfig, getDb } from '../../lib/deps/core.js';
+import { getEvidenceRepo } from '../../lib/deps/evidence.js';
+import { getKeyAuthDeps } from '../../lib/deps/key-auth.js';
+import { formatBatchKey } from '../../lib/evidence/batch-publish.js';
+import { BatchStore } from '../../lib/evidence/batch-store.js';
+import { formatReport, verifyReceipt } from '../../lib/cli/verify-receipt.js';
+import { decodeLedgerData } from '../../lib/ledger/anchor-data.js';
+import { createLedgerProvider } from '../../lib/ledger/sender.js';
+import { RpcReader } from '../../lib/ledger/rpc-reader.js';
+import { createAccount, Device } from '../support/client.js';
+import { freePort, useStack } from '../support/stack.js';
+
+/**
+ * Batch mode across processes (CONTRACT "Ledger batching", "Faults and retries"): two API
+ * processes (lib/local/start.ts, as `npm start` runs it) against one database and one chain node.
+ * Anchors sent to both in one window share one transaction, sealed by exactly one of them; an API
+ * process SIGKILLed mid-window, with its anchors waiting for the seal, leaves nothing that blocks:
+ * the other process seals the window with the dead one's leaves, the identical retries sent to the
+ * survivor answer 200 with that transaction, and every root is on the chain exactly once.
+ */
+
+const WINDOW_MS = 2000;
+let env: Record<string, string>;
+let pro: Awaited<ReturnType<typeof createAccount>>;
+let rootPem: string;
+let wallet: string;
+const children: Api[] = [];
+
+class Api {
+  child!: ChildProcess;
+  url = '';
+  constructor(readonly name: string) {}
+
+  async start(): Promise<void> {
+    const port = await freePort();
+    this.url = `http://127.0.0.1:${port}`;
+    const logFile = path.join(mkdtempSync(path.join(os.tmpdir(), `batch-${this.name}-`)), 'api.log');
+    const fd = openSync(logFile, 'a');
+    try {
+      this.child = spawn(process.execPath, ['--import', 'tsx', 'lib/local/start.ts'], {
+        cwd: path.resolve(import.meta.dirname, '..', '..'),
+        env: {
+          ...process.env,
+          ...env,
+          PORT: String(port),
+          PUBLIC_BASE_URL: this.url,
+          LEDGER_BATCH_WINDOW_MS: String(WINDOW_MS),
+          LOG_LEVEL: 'warn',
+          TIER_LIMITS: JSON.stringify({ pro: { monthly_quota: 1_000_000, rate_per_minute: 1_000_000 } }),
+        },
+        stdio: ['ignore', fd, fd],
+      });
+    } finally {
+      closeSync(fd);
+    }
+    children.push(this);
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      assert.equal(this.child.exitCode, null, `${this.name} exited before it was ready:\n${readFileSync(logFile, 'utf8')}`);
+      const ok = await fetch(`${this.url}/api/v1/health`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
+      if (ok) return;
+      assert.ok(Date.now() < deadline, `${this.name} never became ready`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  anchor(body: object): Promise<Response> {
+    return fetch(`${this.url}/api/v2/evidence/anchor`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': pro.apiKey }, body: JSON.stringify(body) });
+  }
+
+  async kill(): Promise<void> {
+    const exited = new Promise((r) => this.child.once('exit', r));
+    this.child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+before(async () => {
+  env = await useStack();
+  pro = await createAccount('pro');
+  rootPem = readFileSync(path.join(env.DATA_DIR ?? '', 'tsa', 'root.pem'), 'utf8');
+  wallet = (await (await import('../../lib/deps/anchoring.js')).getLedgerSender().then((s) => s.address())).toLowerCase();
+});
+
+after(async () => {
+  for (const c of children) if (c.child.exitCode === null && c.child.signalCode === null) await c.kill();
+});
+
+/** Waits until the window open now has at least `ms` left. */
+async function startOfWindow(ms: number): Promise<void> {
+  const left = WINDOW_MS - (Date.now() % WINDOW_MS);
+  if (left < ms) await new Promise((r) => setTimeout(r, left + 5));
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Transactions of the service wallet on the chain whose input is the batch root `root`. */
+async function transactionsWithRoot(root: string): Promise<string[]> {
+  const provider = createLedgerProvider({ rpcUrl: getConfig().ledger.rpcUrl, chainId: getConfig().ledger.chainId, pollingIntervalMs: 50 });
+  try {
+    const latest = await provider.getBlockNumber();
+    const found: string[] = [];
+    for (let n = Math.max(0, latest - 300); n <= latest; n++) {
+      for (const tx of (await provider.getBlock(n, true))?.prefetchedTransactions ?? []) {
+        if (tx.from.toLowerCase() !== wallet) continue;
+        try {
+          const d = decodeLedgerData(tx.data);
+          if (d.kind === 'batch' && d.root === root) found.push(tx.hash);
+        } catch {
+          // not a record
+        }
+      }
+    }
+    return found;
+  } finally {
+    provider.destroy();
+  }
+}
+
+/** The receipt of `hash` verifies offline with the ledger read from the node (the inclusion path included). */
+async function assertReceiptVerifies(api: Api, hash: string): Promise<{ tx_hash: string; root: string }> {
+  const receipt = (await (await fetch(`${api.url}/api/v2/evidence/receipt/${hash}`)).json()) as { ledger: { tx_hash: string; merkle?: { root: string } } };
+  assert.ok(receipt.ledger.merkle, `${hash} was published in a batch`);
+  const report = await verifyReceipt({ receipt, subject: { kind: 'hash', hash }, rootPem, ledger: new RpcReader(env.LEDGER_RPC_URL ?? '') });
+  assert.ok(report.ok, formatReport(report).join('\n'));
+  return { tx_hash: receipt.ledger.tx_hash, root: receipt.ledger.merkle.root };
+}
+
+describe('batch sealing across two API processes', () => {
+  const a = new Api('a');
+  const b = new Api('b');
+
+  before(async () => {
+    await Promise.all([a.start(), b.start()]);
+  });
+
+  it('anchors sent to both processes within one window share one transaction, sealed once', async () => {
+    await startOfWindow(1500);
+    const bodies = Array.from({ length: 8 }, () => new Device().next());
+    const answers = await Promise.all(bodies.map((body, i) => (i % 2 === 0 ? a : b).anchor(body)));
+    for (const res of answers) assert.equal(res.status, 200, await res.clone().text());
+    const results = (await Promise.all(answers.map((r) => r.json()))) as { tx_hash: string }[];
+    assert.equal(new Set(results.map((r) => r.tx_hash)).size, 1, 'one transaction for anchors of both processes');
+    const proofs = await Promise.all(bodies.map((body) => assertReceiptVerifies(a, body.sha256_hash)));
+    assert.deepEqual(await transactionsWithRoot(proofs[0]?.root ?? ''), [results[0]?.tx_hash]);
+  });
+
+  it('a process killed mid-window: the survivor seals its leaves, the identical retries get 200, each root is on the chain once, usage is exact', async () => {
+    const usedBefore = (await getKeyAuthDeps().limits.usage(pro.accountId, 'pro')).used;
+    await startOfWindow(1800);
+    const windowStart = Math.floor(Date.now() / WINDOW_MS) * WINDOW_MS;
+    const pk = formatBatchKey({ chainId: getConfig().ledger.chainId, address: wallet, windowMs: WINDOW_MS, startMs: windowStart });
+    const store = new BatchStore(getDb(), getConfig().tables.batches);
+    const toA = Array.from({ length: 4 }, () => new Device().next());
+    const toB = Array.from({ length: 2 }, () => new Device().next());
+    const lost = toA.map((body) => a.anchor(body).then(
+      (r) => r.status,
+      () => 'connection lost' as const,
+    ));
+    const fromB = toB.map((body) => b.anchor(body));
+    // Once every anchor sent to A waits in this window with its leaf written (nothing sealed yet): SIGKILL.
+    await until('the anchors sent to A to join the batch', async () => {
+      const items = await Promise.all(toA.map((body) => getEvidenceRepo().get(body.sha256_hash)));
+      return items.every((it) => it?.anchor_state === 'publishing' && it.batch_pk === pk) ? true : undefined;
+    });
+    const leaves = new Set((await store.listLeaves(pk)).map((l) => l.image_hash));
+    assert.ok(toA.every((body) => leaves.has(body.sha256_hash)), 'the leaves of A are written');
+    assert.equal(await store.getSeal(pk), undefined, 'killed before the window was sealed');
+    await a.kill();
+    assert.ok((await Promise.all(lost)).every((s) => s === 'connection lost'), 'A answered none of them');
+
+    // The survivor's waiters seal the window, A's leaves included.
+    for (const res of await Promise.all(fromB)) assert.equal(res.status, 200, await res.clone().text());
+    const seal = await until('the window to be sealed', async () => {
+      const s = await store.getSeal(pk);
+      return s?.state === 'sealed' ? s : undefined;
+    });
+    assert.equal(seal.tree_size, 6, 'the dead process\'s leaves are in the batch');
+    // The phones retry what was interrupted, identically, at the survivor.
+    const retried = await Promise.all(toA.map((body) => b.anchor(body)));
+    for (const res of retried) assert.equal(res.status, 200, await res.clone().text());
+    const txs = new Set(((await Promise.all(retried.map((r) => r.json()))) as { tx_hash: string }[]).map((r) => r.tx_hash));
+    assert.deepEqual([...txs], [seal.tx_hash]);
+    const proofs = await Promise.all([...toA, ...toB].map((body) => assertReceiptVerifies(b, body.sha256_hash)));
+    assert.equal(new Set(proofs.map((p) => p.root)).size, 1);
+    assert.deepEqual(await transactionsWithRoot(seal.root ?? ''), [seal.tx_hash], 'the batch is on the chain once');
+    // Exact charging: one unit per anchor held (a dead request's hold is settled, each retry's own refunded).
+    await until('usage to settle at the anchors held', async () => {
+      const used = (await getKeyAuthDeps().limits.usage(pro.accountId, 'pro')).used;
+      return used === usedBefore + 6 ? true : undefined;
+    });
+  });
+});
