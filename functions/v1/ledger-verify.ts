@@ -48,7 +48,7 @@ app.openapi(route, async (c) => {
   }
   // A final transaction: its stored finalized receipt, no chain read (final-ledger.ts).
   const final = storedFinalReceipt(item);
-  const ledger = final ? finalLedgerCheck(final) : await checkLedger(getRpcReader(), item);
+  const ledger = final ? finalLedgerCheck(final, item) : await checkLedger(getRpcReader(), item);
   c.header('Cache-Control', final ? 'public, max-age=300' : ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
   return c.json(
     {

@@ -4,7 +4,7 @@
  * record (ledger-finality.ts); verification then serves that instead of asking the chain on every
  * read (a final transaction cannot change; `?recheck=1` asks the chain again).
  */
-import type { LedgerVerdict } from './proof-check.js';
+import { checkLedgerData, type LedgerVerdict } from './proof-check.js';
 import type { AnchoredEvidence, FinalLedgerReceipt } from './records.js';
 
 /** A ledger verdict as verification reports it, with the stored final receipt when it came from one. */
@@ -20,22 +20,27 @@ export function storedFinalReceipt(item: AnchoredEvidence): FinalLedgerReceipt |
   // It was stored for the transaction the record names, sent by the record's wallet, in its block.
   if (f.from.toLowerCase() !== item.ledger_address.toLowerCase()) return undefined;
   if (item.block_number !== undefined && item.block_number !== f.block_number) return undefined;
+  // Stored before the input data was kept with it: the chain is read instead.
+  if (typeof f.input_data !== 'string') return undefined;
   return f;
 }
 
 /**
  * The ledger verdict of a final record: what was read from the chain when it became final and
- * held then (mined, succeeded, the service's wallet, image_hash || server_hash). `confirmations`
- * is the count at finality and stays so.
+ * held then (mined, succeeded, the service's wallet), with the input data checked again now,
+ * offline, against the record (image_hash || server_hash, or the batch root its inclusion path
+ * leads to): a changed server_hash or a flipped bit in a stored path fails here as on the chain.
+ * `confirmations` is the count at finality and stays so.
  */
-export function finalLedgerCheck(final: FinalLedgerReceipt): LedgerCheck {
+export function finalLedgerCheck(final: FinalLedgerReceipt, item: AnchoredEvidence): LedgerCheck {
+  const data = checkLedgerData(final.input_data ?? '', { image_hash: item.image_hash, server_hash: item.server_hash, merkle: item.merkle });
   return {
     found: true,
-    valid: true,
+    valid: data.ok,
     status: 'confirmed',
     block_number: final.block_number,
     confirmations: final.confirmations,
-    data_matches: true,
+    data_matches: data.ok,
     from: final.from,
     final,
   };

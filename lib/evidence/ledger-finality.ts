@@ -29,11 +29,13 @@ export async function readLedgerFinality(
 ): Promise<{ check: LedgerCheck; final: FinalLedgerReceipt | null }> {
   const check = await checkLedger(reader.rpc, item);
   if (!check.valid || check.block_number === null) return { check, final: null };
-  const [block, finalized] = await Promise.all([
+  const [block, finalized, tx] = await Promise.all([
     reader.rpc.getBlock(check.block_number),
     reader.confirmationTag === 'finalized' ? reader.rpc.getBlock('finalized') : Promise.resolve(null),
+    // Its input data, kept with the receipt so that every verify can check it again offline.
+    reader.rpc.getTransaction(item.tx_hash),
   ]);
-  if (!block || block.number !== check.block_number) return { check, final: null };
+  if (!block || block.number !== check.block_number || !tx) return { check, final: null };
   if (reader.confirmationTag === 'finalized' && (!finalized || finalized.number < block.number)) return { check, final: null };
   return {
     check,
@@ -45,6 +47,7 @@ export async function readLedgerFinality(
       from: (check.from ?? '').toLowerCase(),
       finality: reader.confirmationTag,
       recorded_at: now.toISOString(),
+      input_data: tx.input,
     },
   };
 }

@@ -72,6 +72,12 @@ export interface FinalLedgerReceipt {
   finality: 'latest' | 'finalized';
   /** When the service recorded it. */
   recorded_at: string;
+  /**
+   * The transaction's input data as read then (hex). Every verify checks it again, offline, against
+   * the record's image_hash, server_hash and (batch mode) inclusion path: a final record is never
+   * trusted for what can be recomputed. A receipt stored without it is not served (verify reads the chain).
+   */
+  input_data?: string | undefined;
 }
 
 /**

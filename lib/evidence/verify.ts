@@ -121,7 +121,7 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string, option
   if (final) rememberFinal(item);
   const [proofs, ledger] = await Promise.all([
     checkProofBytes(deps, item),
-    final && !options.recheck ? Promise.resolve(finalLedgerCheck(final)) : checkLedger(deps.rpc, item),
+    final && !options.recheck ? Promise.resolve(finalLedgerCheck(final, item)) : checkLedger(deps.rpc, item),
   ]);
   return {
     image_hash: imageHash,
