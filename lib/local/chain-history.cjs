@@ -11,11 +11,12 @@
  *   - the genesis block is pinned by LOCAL_CHAIN_INITIAL_DATE (chain.ts reads it from the
  *     journal's first line), so block 0 has the same hash, or the journal belongs to another chain
  *     (other wallet, chain id) and is set aside as `<file>.stale`;
- *   - automine and interval mining off; for each journaled block with transactions, the signed raw
- *     bytes (asked once from the parent over IPC: `{type:'history-raws?'}` →
- *     `{type:'history-raws', raws:[[hash, raw], …]}`, from the ledger records in DynamoDB) are sent
- *     with eth_sendRawTransaction and the block is mined with `evm_mine(timestamp)`: same
- *     transactions, same block, same time;
+ *   - interval mining off; for each journaled block with transactions, the signed raw bytes (asked
+ *     once from the parent over IPC: `{type:'history-raws?'}` → `{type:'history-raws', raws:[[hash,
+ *     raw], …]}`, from the ledger records in DynamoDB) are sent with eth_sendRawTransaction: a block
+ *     of one transaction is automined at `evm_setNextBlockTimestamp`, a block of several is filled
+ *     with automine off and mined with `evm_mine(timestamp)`: same transactions, same block, same
+ *     time;
  *   - a run of empty blocks (interval mining) whose timestamps step evenly is mined at once with
  *     `evm_setNextBlockTimestamp` + `hardhat_mine(count, step)`;
  *   - a transaction whose raw bytes are unknown (not one of ours, or records lost) ends the replay
@@ -95,7 +96,13 @@ async function catchUpClock(r) {
 async function replay(provider, file, blocks, options) {
   const r = (method, params = []) => provider.request({ method, params });
   const started = performance.now();
-  const report = { blocks: 0, transactions: 0, journaled: blocks.length, hashesMatch: null, stoppedAt: null, reason: null, ms: 0 };
+  const cpu = process.cpuUsage();
+  const report = { blocks: 0, transactions: 0, journaled: blocks.length, hashesMatch: null, stoppedAt: null, reason: null, ms: 0, cpuMs: 0 };
+  const finish = () => {
+    const used = process.cpuUsage(cpu);
+    report.ms = Math.round(performance.now() - started);
+    report.cpuMs = Math.round((used.user + used.system) / 1000);
+  };
   const genesis = await r('eth_getBlockByNumber', ['0x0', false]);
   if (blocks.length === 0 || blocks[0].h !== genesis.hash) {
     if (blocks.length > 0) {
@@ -105,17 +112,18 @@ async function replay(provider, file, blocks, options) {
     rewrite(file, [{ n: 0, t: Number(genesis.timestamp), h: genesis.hash }]);
     report.journaled = 0;
     await catchUpClock(r);
-    report.ms = Math.round(performance.now() - started);
+    finish();
     return { report, head: 0 };
   }
   let head = 0;
   if (blocks.length > 1) {
     const raws = await askRaws();
     await r('hardhat_setLoggingEnabled', [false]);
+    let automine = false;
     await r('evm_setAutomine', [false]);
     await r('evm_setIntervalMining', [0]);
     let i = 1;
-    replaying: while (i < blocks.length) {
+    while (i < blocks.length) {
       const b = blocks[i];
       if (!b.tx || b.tx.length === 0) {
         // A run of empty blocks stepping evenly from the block before: one call.
@@ -134,32 +142,37 @@ async function replay(provider, file, blocks, options) {
         i = j + 1;
         continue;
       }
-      let sent = 0;
-      for (const hash of b.tx) {
-        const raw = raws.get(hash);
-        let error = raw ? null : 'a transaction of this block is not in the ledger records';
-        if (raw) {
-          try {
-            await r('eth_sendRawTransaction', [raw]);
-            sent++;
-          } catch (e) {
-            error = `the node refused a transaction of this block (${String(e && e.message).slice(0, 120)})`;
-          }
-        }
-        if (error) {
-          report.stoppedAt = b.n;
-          report.reason = error;
-          if (sent > 0) {
-            // What was sent still goes into its block, at its time; nothing after it.
-            await r('evm_mine', [b.t]);
-            head = i;
-            report.transactions += sent;
-          }
-          break replaying;
-        }
+      const stop = (why) => {
+        report.stoppedAt = b.n;
+        report.reason = why;
+      };
+      if (b.tx.some((hash) => !raws.has(hash))) {
+        stop('a transaction of this block is not in the ledger records');
+        break;
       }
-      await r('evm_mine', [b.t]);
-      report.transactions += sent;
+      try {
+        if (b.tx.length === 1) {
+          // One transaction (automine's blocks): mined as it is sent, at the block's time. About
+          // 40 % less CPU than mempool + evm_mine.
+          if (!automine) await r('evm_setAutomine', [(automine = true)]);
+          await r('evm_setNextBlockTimestamp', [b.t]);
+          await r('eth_sendRawTransaction', [raws.get(b.tx[0])]);
+        } else {
+          if (automine) await r('evm_setAutomine', [(automine = false)]);
+          const sent = await Promise.allSettled(b.tx.map((hash) => r('eth_sendRawTransaction', [raws.get(hash)])));
+          const refused = sent.find((x) => x.status === 'rejected');
+          if (refused) {
+            // Not half a block: what went into the mempool leaves it again.
+            for (const hash of b.tx) await r('hardhat_dropTransaction', [hash]).catch(() => undefined);
+            throw refused.reason;
+          }
+          await r('evm_mine', [b.t]);
+        }
+      } catch (e) {
+        stop(`the node refused a transaction of this block (${String(e && e.message).slice(0, 120)})`);
+        break;
+      }
+      report.transactions += b.tx.length;
       head = i;
       i++;
     }
@@ -170,12 +183,12 @@ async function replay(provider, file, blocks, options) {
     if (head < blocks.length - 1) rewrite(file, blocks.slice(0, head + 1));
 
     // The configured mining mode, logging, and the wall clock again for new blocks.
-    if (options.blockTimeMs === 0) await r('evm_setAutomine', [true]);
-    else await r('evm_setIntervalMining', [options.blockTimeMs]);
+    await r('evm_setAutomine', [options.blockTimeMs === 0]);
+    if (options.blockTimeMs > 0) await r('evm_setIntervalMining', [options.blockTimeMs]);
     await r('hardhat_setLoggingEnabled', [options.loggingEnabled]);
   }
   await catchUpClock(r);
-  report.ms = Math.round(performance.now() - started);
+  finish();
   return { report, head };
 }
 

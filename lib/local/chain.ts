@@ -54,6 +54,8 @@ export interface ChainHistoryReport {
   stoppedAt: number | null;
   reason: string | null;
   ms: number;
+  /** CPU time of the node process meanwhile (every thread). */
+  cpuMs: number;
 }
 
 export interface LocalChain {

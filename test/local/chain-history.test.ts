@@ -140,7 +140,12 @@ describe('restart of the local chain from its block journal', () => {
     const startBlock = Number(await rpc<string>('eth_blockNumber'));
     await sender.replay();
     await anchor();
-    await anchor();
+    // A block of three transactions (interval mining paused so that none slips into the next block).
+    await rpc('evm_setIntervalMining', [0]);
+    const three = await Promise.all([0, 1, 2].map(() => sender.submit(encodeAnchorData(randomHash(), randomHash()), { kind: 'anchor', ref: randomHash() })));
+    await rpc('evm_mine');
+    await rpc('evm_setIntervalMining', [1000]);
+    for (const r of three) assert.equal((await sender.waitForReceipt(r.txHash, 20_000))?.status, 'confirmed');
     // Wait (by polling the chain, not the clock) until interval mining has added empty blocks.
     for (let head = 0; head < startBlock + 6; ) {
       head = Number(await rpc<string>('eth_blockNumber'));
@@ -149,6 +154,7 @@ describe('restart of the local chain from its block journal', () => {
     const before = await blocks();
     const empty = before.filter((b) => b.transactions.length === 0).length;
     assert.ok(empty >= 3, `${empty} empty blocks`);
+    assert.ok(before.some((b) => b.transactions.length >= 2), `a block of several transactions: ${JSON.stringify(before.map((b) => b.transactions.length))}`);
 
     await restart(1000);
     assert.equal(chain.history?.stoppedAt, null);
