@@ -25,15 +25,20 @@
  *   - then the configured mining mode and logging are restored, and the node's clock offset
  *     (moved by the past timestamps) is set back to the wall clock, so new blocks get today's time.
  * The parent hears `{type:'history-replayed', report}` before the server listens.
- * Journal lines are appended synchronously right after each block (a newHeads subscription), so a
- * crash loses at most the block being written; a torn last line is ignored.
+ * Journal lines are appended synchronously right after each block (a newHeads subscription) and
+ * on SIGTERM before the node exits, so only a crash can lose the last blocks (they are then re-sent
+ * by LedgerSender.replay into new blocks); a line torn by a crash is dropped at the next start.
  */
 'use strict';
 const fs = require('node:fs');
 
 const hex = (n) => `0x${n.toString(16)}`;
 
-/** The journal's blocks, consecutive from 0; stops at the first torn or out-of-order line. */
+/**
+ * The journal's blocks, consecutive from 0; stops at the first torn or out-of-order line (a crash
+ * while appending), and then rewrites the file without what follows, so that new blocks are never
+ * appended behind a torn line.
+ */
 function readJournal(file) {
   let text;
   try {
@@ -43,17 +48,29 @@ function readJournal(file) {
     throw error;
   }
   const blocks = [];
-  for (const line of text.split('\n')) {
-    if (!line) continue;
+  const lines = text.split('\n');
+  let clean = true;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (!line) {
+      if (i === lines.length - 1) continue;
+      clean = false;
+      break;
+    }
     let b;
     try {
       b = JSON.parse(line);
     } catch {
+      clean = false;
       break;
     }
-    if (!b || b.n !== blocks.length || !Number.isInteger(b.t) || typeof b.h !== 'string') break;
+    if (!b || b.n !== blocks.length || !Number.isInteger(b.t) || typeof b.h !== 'string') {
+      clean = false;
+      break;
+    }
     blocks.push(b);
   }
+  if (!clean && blocks.length > 0) rewrite(file, blocks);
   return blocks;
 }
 
@@ -227,6 +244,18 @@ async function journalNewBlocks(provider, file, head) {
   provider.on('notification', kick);
   await r('eth_subscribe', ['newHeads']);
   kick();
+  // A stop (SIGTERM from chain.ts) journals the blocks mined since the last line first.
+  process.once('SIGTERM', () => {
+    setTimeout(() => process.exit(0), 2000).unref();
+    const flush = async () => {
+      while (running) await running;
+      await catchUp();
+    };
+    flush().then(
+      () => process.exit(0),
+      () => process.exit(0),
+    );
+  });
 }
 
 /**

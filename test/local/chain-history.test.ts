@@ -194,6 +194,29 @@ describe('restart of the local chain from its block journal', () => {
     assert.equal((await provider.getTransactionReceipt(last))?.status, 1, 'the transaction is on the chain again');
   });
 
+  it('ignores a line torn by a crash and appends new blocks after the last whole one', async () => {
+    const file = path.join(dir, 'blocks.jsonl');
+    const whole = readFileSync(file, 'utf8').trim().split('\n').length;
+    const head = Number(await rpc<string>('eth_blockNumber'));
+    assert.equal(whole, head + 1, 'the journal holds every block');
+    writeFileSync(file, `${readFileSync(file, 'utf8')}{"n":${head + 1},"t":`);
+    await restart(0);
+    assert.equal(chain.history?.blocks, head);
+    assert.equal(chain.history?.hashesMatch, true);
+    await anchor();
+    // The node journals the new block right after mining it: poll the file (with a deadline).
+    let lines: string[] = [];
+    for (const deadline = Date.now() + 20_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
+      lines = readFileSync(file, 'utf8').trim().split('\n');
+      if (lines.length >= head + 2) break;
+    }
+    assert.deepEqual(
+      lines.map((l) => (JSON.parse(l) as { n: number }).n),
+      Array.from({ length: head + 2 }, (_, n) => n),
+      'blocks 0 … head+1, each once, every line whole',
+    );
+  });
+
   it('sets aside the journal of another chain', async () => {
     const port = chain.port;
     provider.destroy();
