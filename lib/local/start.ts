@@ -138,7 +138,9 @@ try {
       const replay = await (await getLedgerSender()).replay();
       const n = replay.resent + replay.alreadyKnown;
       const h = node.history;
-      const rebuilt = h && h.blocks > 0 ? `rebuilt ${h.blocks} blocks with ${h.transactions} transactions in ${h.ms} ms${h.hashesMatch ? ', same hashes' : ''}, ` : '';
+      const plural = (k: number, what: string) => `${k} ${what}${k === 1 ? '' : 's'}`;
+      const rebuilt =
+        h && h.blocks > 0 ? `rebuilt ${plural(h.blocks, 'block')} with ${plural(h.transactions, 'transaction')} in ${h.ms} ms${h.hashesMatch ? ', same hashes' : ''}, ` : '';
       const stopped = h?.stoppedAt != null ? ` (journal replay stopped at block ${h.stoppedAt}: ${h.reason})` : '';
       return `${rebuilt}replayed ${n} transaction${n === 1 ? '' : 's'}${stopped}`;
     };
