@@ -6,6 +6,9 @@ import { GetCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/
  * (chain-history.cjs). A replaced slot contributes each of its versions, since any of them may be
  * the one a journaled block holds. Only the four attributes needed are read (a projection), in
  * nonce ranges queried side by side: at 10,000 slots the records are ~7 MB, most of it other fields.
+ * Every transaction the service sends (a batch's included) must have its slot here, as the
+ * sender's persist-before-broadcast rule gives it; a journaled transaction missing from these ends
+ * the journal replay at its block (chain-history.cjs), and LedgerSender.replay re-sends the rest.
  */
 export async function ledgerRaws(db: DynamoDBDocumentClient, table: string, address: string): Promise<[string, string][]> {
   const pk = `tx#${address.toLowerCase()}`;
