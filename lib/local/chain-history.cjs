@@ -242,7 +242,21 @@ async function journalNewBlocks(provider, file, head) {
       });
   };
   provider.on('notification', kick);
-  await r('eth_subscribe', ['newHeads']);
+  // EDR drops a subscription after 5 minutes (measured: the journal stopped 5 min after start), so
+  // it is renewed every minute; a poll every 2 s catches anything a renewal gap let through.
+  let subscription = await r('eth_subscribe', ['newHeads']);
+  const renew = setInterval(() => {
+    const old = subscription;
+    r('eth_subscribe', ['newHeads'])
+      .then((id) => {
+        subscription = id;
+        return r('eth_unsubscribe', [old]);
+      })
+      .catch(() => undefined);
+  }, 60_000);
+  renew.unref();
+  const poll = setInterval(kick, 2000);
+  poll.unref();
   kick();
   // A stop (SIGTERM from chain.ts) journals the blocks mined since the last line first.
   process.once('SIGTERM', () => {
