@@ -60,11 +60,15 @@ export interface LoadResult {
   anchoredHashes?: string[];
   /** anchor: bodies signed on the fly because the pre-signed ones ran out. */
   signedDuringRun?: number;
+  /** anchor: the measured run's answers per ledger transaction (tx_hash → anchors that named it). */
+  txAnchors?: Record<string, number>;
 }
 
 const spec = JSON.parse(process.env.BENCH_LOAD_SPEC ?? '{}') as LoadSpec;
 const failures: string[] = [];
 const anchored: string[] = [];
+const txAnchors: Record<string, number> = {};
+const TX_HASH = /"tx_hash"\s*:\s*"(0x[0-9a-f]{64})"/;
 
 // ------------------------------------------------------------------ request builders per kind
 
@@ -154,6 +158,8 @@ function clientSetup(pool: ChainPool | undefined, measuring: { on: boolean }): (
             onResponse: (status, body) => {
               if (status === 200) {
                 if (measuring.on && current && anchored.length < 2000) anchored.push(current.sha256_hash);
+                const tx = measuring.on ? TX_HASH.exec(String(body))?.[1] : undefined;
+                if (tx) txAnchors[tx] = (txAnchors[tx] ?? 0) + 1;
                 return;
               }
               recordFailure(status, body);
@@ -210,6 +216,6 @@ const result: LoadResult = {
   statusCodes,
   failures,
   loadGenCpuMs: (cpu.user + cpu.system) / 1000,
-  ...(spec.kind === 'anchor' ? { anchoredHashes: anchored, signedDuringRun: pool?.signedDuringRun ?? 0 } : {}),
+  ...(spec.kind === 'anchor' ? { anchoredHashes: anchored, signedDuringRun: pool?.signedDuringRun ?? 0, txAnchors } : {}),
 };
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -25,8 +25,14 @@
  *   BENCH_CONNECTIONS=16       connections of the throughput runs
  *   BENCH_ANCHOR_CONNECTIONS=16
  *   BENCH_BLOCK_TIME_MS=2000   block time of the second chain
- *   BENCH_SECTIONS=http,variants,blocks,stages,cold   what to run (variants: the alternatives
- *                              next to the http and blocks runs: edge-cached verify, no receipt wait)
+ *   BENCH_SECTIONS=http,variants,blocks,issue18,stages,cold   what to run (variants: the alternatives
+ *                              next to the http and blocks runs: edge-cached verify, no receipt wait;
+ *                              issue18: the goals of issue 18 side by side, see below)
+ *   BENCH_BATCH_WINDOW_MS=250  issue18: LEDGER_BATCH_WINDOW_MS of the batched run (the direct run has 0)
+ *   BENCH_GAS_PRICE_GWEI=30    issue18: the Polygon gas price the cost per 1,000 anchors assumes
+ *   BENCH_POL_USD=0.25         issue18: the POL price in USD it assumes
+ *   BENCH_API_WORKERS=1        API processes per API server (node:cluster on one port, bench/lib/workers.ts):
+ *                              the measured alternative of several API workers; `npm start` serves from one
  *   BENCH_ENDPOINTS=hash,anchor,verify,login   which API endpoints the http section measures
  *                              (verify needs anchor: it verifies the hashes anchored there)
  *   BENCH_CPU_PROFILE=<dir>    every API process writes a V8 CPU profile there when it stops
@@ -40,7 +46,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { LoadResult, LoadSpec } from './load.js';
 import { REPO_ROOT, runWorker, startServer, type Server } from './lib/proc.js';
-import { renderMarkdown, type ColdRow, type HttpRun, type StagesResult } from './lib/report.js';
+import { renderMarkdown, type ColdRow, type HttpRun, type Issue18Row, type StagesResult } from './lib/report.js';
 import { cpuMs, machineBusyMs, selfCpuMs } from './lib/cpu.js';
 import { startBenchStack, stopBenchDynamo, type BenchStack } from './lib/stack.js';
 
@@ -56,7 +62,10 @@ const settings = {
   connections: num('BENCH_CONNECTIONS', 16),
   anchorConnections: num('BENCH_ANCHOR_CONNECTIONS', 16),
   blockTimeMs: num('BENCH_BLOCK_TIME_MS', 2000),
-  sections: (process.env.BENCH_SECTIONS ?? 'http,variants,blocks,stages,cold').split(',').map((s) => s.trim()),
+  sections: (process.env.BENCH_SECTIONS ?? 'http,variants,blocks,issue18,stages,cold').split(',').map((s) => s.trim()),
+  batchWindowMs: num('BENCH_BATCH_WINDOW_MS', 250),
+  gasPriceGwei: num('BENCH_GAS_PRICE_GWEI', 30),
+  polUsd: num('BENCH_POL_USD', 0.25),
 };
 const endpoints = (process.env.BENCH_ENDPOINTS ?? 'hash,anchor,verify,login').split(',').map((e) => e.trim());
 const want = (endpoint: 'hash' | 'anchor' | 'verify' | 'login') => endpoints.includes(endpoint);
@@ -64,7 +73,7 @@ const want = (endpoint: 'hash' | 'anchor' | 'verify' | 'login') => endpoints.inc
 const started = Date.now();
 const say = (line: string) => process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}\n`);
 const runs: HttpRun[] = [];
-const results: { settings: typeof settings; machine: Record<string, unknown>; http: HttpRun[]; stages?: StagesResult; cold?: ColdRow[] } = {
+const results: { settings: typeof settings; machine: Record<string, unknown>; http: HttpRun[]; issue18?: Issue18Row[]; stages?: StagesResult; cold?: ColdRow[] } = {
   settings,
   machine: {
     nproc: os.cpus().length,
@@ -90,7 +99,9 @@ async function load(
   server: Server,
 ): Promise<HttpRun> {
   const full: LoadSpec = { warmup: settings.warmup, ...spec };
-  const snapshot = () => ({ server: cpuMs(server.pid), chain: pids.chain ? cpuMs(pids.chain) : 0, self: selfCpuMs(), machine: machineBusyMs() });
+  // With BENCH_API_WORKERS the API is a cluster: its workers' CPU is the server's too.
+  const serverPids = [server.pid, ...(Array.isArray(server.info.workers) ? (server.info.workers as number[]) : [])];
+  const snapshot = () => ({ server: serverPids.reduce((sum, pid) => sum + cpuMs(pid), 0), chain: pids.chain ? cpuMs(pids.chain) : 0, self: selfCpuMs(), machine: machineBusyMs() });
   let before = snapshot();
   let after = before;
   const r = await runWorker<LoadResult>('bench/load.ts', { BENCH_LOAD_SPEC: JSON.stringify(full) }, {
@@ -113,12 +124,13 @@ async function load(
   const bare = runs.find((b) => b.endpoint === 'bare server' && b.connections === r.connections);
   const run: HttpRun = { ...r, setup, endpoint, cpuMsPerRequest: cpu, loadavg1: Number(os.loadavg()[0]?.toFixed(2)), ...(bare ? { bareRps: bare.okPerSec } : {}) };
   delete run.anchoredHashes;
+  delete run.txAnchors;
   runs.push(run);
   say(
     `${endpoint.padEnd(32)} ${setup.padEnd(30)} c=${String(r.connections).padStart(2)} ${r.okPerSec.toFixed(0).padStart(6)} 2xx/s  p50 ${r.latencyMs.p50} ms  p99 ${r.latencyMs.p99} ms  (others: ${cpu.others.toFixed(2)} cores)` +
       `${r.non2xx + r.errors + r.timeouts ? `  non-2xx ${r.non2xx} errors ${r.errors + r.timeouts} ${r.failures[0] ?? ''}` : ''}`,
   );
-  return { ...run, ...(r.anchoredHashes ? { anchoredHashes: r.anchoredHashes } : {}) };
+  return { ...run, ...(r.anchoredHashes ? { anchoredHashes: r.anchoredHashes } : {}), ...(r.txAnchors ? { txAnchors: r.txAnchors } : {}) };
 }
 
 interface Account {
@@ -302,8 +314,88 @@ try {
       delete pids.chain;
     }
   }
+  if (settings.sections.includes('issue18')) {
+    // Issue 18's goals side by side, each mode on a fresh stack: anchors with 16 clients direct
+    // (LEDGER_BATCH_WINDOW_MS=0, automine) and batched (the window set by BENCH_BATCH_WINDOW_MS;
+    // automine for p50, then BENCH_BLOCK_TIME_MS blocks for p99; a build without batching ignores
+    // the variable, and the anchors per transaction then say so), with anchors per transaction counted from the answers' tx_hash and
+    // gas per anchor from the receipts; hash registration with 10 clients and public verify with
+    // 20 clients (no edge cache) on the direct stack.
+    const rows: Issue18Row[] = [];
+    results.issue18 = rows;
+    const modes = [
+      { mode: 'direct', windowMs: 0, blockTimeMs: 0 },
+      { mode: 'batched', windowMs: settings.batchWindowMs, blockTimeMs: 0 },
+      { mode: 'batched', windowMs: settings.batchWindowMs, blockTimeMs: settings.blockTimeMs },
+    ] as const;
+    for (const { mode, windowMs, blockTimeMs } of modes) {
+      const blocks = blockTimeMs === 0 ? 'automine' : `${blockTimeMs / 1000} s blocks`;
+      say(`issue 18: ${mode} anchors (LEDGER_BATCH_WINDOW_MS=${windowMs}, ${blocks})`);
+      const stack = await startBenchStack({ blockTimeMs, extraEnv: { LEDGER_BATCH_WINDOW_MS: String(windowMs) } });
+      pids.chain = stack.chainPid;
+      const setup = `${blocks}, LEDGER_BATCH_WINDOW_MS=${windowMs}`;
+      let api: Api | undefined;
+      try {
+        api = await startApi(stack, setup);
+        const account = await createAccount(api.base, stack.env.ADMIN_TOKEN ?? '', 'pro');
+        const run = await load(anchorSpec(api.base, account.apiKey, ac, dur), setup, 'POST /v2/evidence/anchor', api);
+        const gas = await gasPerAnchor(stack.env.LEDGER_RPC_URL ?? '', run.txAnchors ?? {});
+        const txs = Object.keys(run.txAnchors ?? {}).length;
+        const anchors = Object.values(run.txAnchors ?? {}).reduce((a, b) => a + b, 0);
+        const row: Issue18Row = {
+          mode,
+          batchWindowMs: windowMs,
+          blockTimeMs,
+          anchorsPerSec: run.okPerSec,
+          anchorP50Ms: run.latencyMs.p50,
+          anchorP99Ms: run.latencyMs.p99,
+          transactions: txs,
+          anchorsPerTx: txs > 0 ? anchors / txs : NaN,
+          gasPerAnchor: gas,
+          usdPer1000Anchors: (gas * 1000 * settings.gasPriceGwei * 1e-9 * settings.polUsd),
+        };
+        if (mode === 'direct') {
+          const hashAccount = await createAccount(api.base, stack.env.ADMIN_TOKEN ?? '', 'enterprise');
+          const hash = await load(hashSpec(api.base, hashAccount.apiKey, 10, dur), setup, 'POST /v2/evidence/hash', api);
+          row.hashP50Ms10 = hash.latencyMs.p50;
+          const hashes = run.anchoredHashes ?? [];
+          if (hashes.length > 0) {
+            const verify = await load(verifySpec(api.base, hashes, 20, dur, 0), `${setup}, ${hashes.length} anchored hashes`, 'GET /v2/evidence/verify/{hash}', api);
+            row.verifyPerSec20 = verify.okPerSec;
+          }
+        }
+        rows.push(row);
+        say(`issue 18 ${mode}: ${JSON.stringify(row)}`);
+      } finally {
+        await api?.stop();
+        await stack.stop();
+        delete pids.chain;
+      }
+    }
+  }
 } finally {
   await stopBenchDynamo();
+}
+
+/** Gas per anchor from the receipts of the transactions the answers named: Σ gasUsed / Σ anchors (at most 300 transactions). */
+async function gasPerAnchor(rpcUrl: string, txAnchors: Record<string, number>): Promise<number> {
+  const sample = Object.entries(txAnchors).slice(0, 300);
+  if (sample.length === 0 || !rpcUrl) return NaN;
+  const res = await fetch(rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(sample.map(([hash], id) => ({ jsonrpc: '2.0', id, method: 'eth_getTransactionReceipt', params: [hash] }))),
+  });
+  const answers = (await res.json()) as { id: number; result?: { gasUsed?: string } | null }[];
+  let gas = 0;
+  let anchors = 0;
+  for (const a of answers) {
+    const used = a.result?.gasUsed;
+    if (!used) continue;
+    gas += Number(BigInt(used));
+    anchors += sample[a.id]?.[1] ?? 0;
+  }
+  return anchors > 0 ? gas / anchors : NaN;
 }
 
 if (settings.sections.includes('stages')) {

@@ -5,11 +5,16 @@
  *   LOCAL_CHAIN_BLOCK_TIME_MS 0 = automine (one block per transaction), otherwise interval mining
  *   LOCAL_CHAIN_ACCOUNTS      JSON [{ "privateKey": "0x…", "balance": "<wei, decimal>" }] funded in genesis
  *   LOCAL_CHAIN_PARENT_PID    the process that started the node: the node exits when it is gone
+ *   LOCAL_CHAIN_INITIAL_DATE  the genesis block's date (ISO 8601): pinned so that a restart rebuilds the same chain
+ *   LOCAL_CHAIN_HISTORY_FILE  the block journal: replayed at start, appended to on every block (lib/local/chain-history.cjs)
  * Blocks may share a timestamp, so fast automining does not push the chain's clock ahead of the wall clock.
  * Nothing here touches the network or the disk except the (unused) cache and artifacts paths.
  */
 const os = require('node:os');
 const path = require('node:path');
+const { subtask } = require('hardhat/config');
+const { TASK_NODE_GET_PROVIDER } = require('hardhat/builtin-tasks/task-names');
+const { installChainHistory } = require('../lib/local/chain-history.cjs');
 
 function intFromEnv(name, fallback) {
   const raw = process.env[name];
@@ -59,6 +64,8 @@ if (parentPid > 0) {
 
 const blockTimeMs = intFromEnv('LOCAL_CHAIN_BLOCK_TIME_MS', 0);
 const accounts = accountsFromEnv();
+const loggingEnabled = true;
+installChainHistory({ subtask, taskName: TASK_NODE_GET_PROVIDER, blockTimeMs, loggingEnabled });
 const scratch = path.join(os.tmpdir(), 'evidence-local-chain-hardhat');
 
 module.exports = {
@@ -67,7 +74,8 @@ module.exports = {
       chainId: intFromEnv('LOCAL_CHAIN_ID', 31337),
       mining: blockTimeMs === 0 ? { auto: true, interval: 0 } : { auto: false, interval: blockTimeMs },
       allowBlocksWithSameTimestamp: true,
-      loggingEnabled: true,
+      loggingEnabled,
+      ...(process.env.LOCAL_CHAIN_INITIAL_DATE ? { initialDate: process.env.LOCAL_CHAIN_INITIAL_DATE } : {}),
       ...(accounts ? { accounts } : {}),
     },
   },

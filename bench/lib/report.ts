@@ -133,11 +133,46 @@ function pipelineLabels(s: StagesResult): string[] {
   return s.pipeline.map((p, i) => p.label ?? before[i] ?? `run ${i}`);
 }
 
+/** One mode of the issue 18 section (bench/run.ts). */
+export interface Issue18Row {
+  mode: 'direct' | 'batched';
+  batchWindowMs: number;
+  /** 0: automine. */
+  blockTimeMs?: number;
+  anchorsPerSec: number;
+  anchorP50Ms: number;
+  anchorP99Ms: number;
+  /** Distinct tx_hash in the measured run's answers. */
+  transactions: number;
+  anchorsPerTx: number;
+  /** Σ gasUsed / Σ anchors over the receipts of those transactions. */
+  gasPerAnchor: number;
+  usdPer1000Anchors: number;
+  /** Direct stack only: hash registration p50 with 10 clients, verify/s with 20 clients. */
+  hashP50Ms10?: number;
+  verifyPerSec20?: number;
+}
+
+function issue18Table(rows: Issue18Row[], settings: Record<string, unknown>): string {
+  const f = (v: number | undefined, d = 0) => (v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(d));
+  return [
+    `Cost assumes ${String(settings.gasPriceGwei)} gwei and POL at ${String(settings.polUsd)} USD (BENCH_GAS_PRICE_GWEI, BENCH_POL_USD). Goals: batched ≥ 150 anchors/s and ≥ 1.5× direct, ≥ 8 anchors per transaction, batched p50 < 800 ms with automine and p99 < 3 s with 2 s blocks, hash p50 < 15 ms (10 clients), verify ≥ 2,000/s (20 clients).`,
+    '',
+    '| mode | blocks | LEDGER_BATCH_WINDOW_MS | anchors/s (16 clients) | p50 ms | p99 ms | transactions | anchors per tx | gas per anchor | USD per 1,000 anchors | hash p50 ms (10 clients) | verify/s (20 clients) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.mode} | ${r.blockTimeMs ? `${r.blockTimeMs / 1000} s` : 'automine'} | ${r.batchWindowMs} | ${f(r.anchorsPerSec, 1)} | ${f(r.anchorP50Ms)} | ${f(r.anchorP99Ms)} | ${r.transactions} | ${f(r.anchorsPerTx, 2)} | ${f(r.gasPerAnchor)} | ${f(r.usdPer1000Anchors, 4)} | ${f(r.hashP50Ms10)} | ${f(r.verifyPerSec20)} |`,
+    ),
+  ].join('\n');
+}
+
 /** Everything run.ts writes to latest.md. */
 export interface BenchResults {
   settings: Record<string, unknown>;
   machine: Record<string, unknown>;
   http: HttpRun[];
+  issue18?: Issue18Row[];
   stages?: StagesResult;
   cold?: ColdRow[];
 }
@@ -153,6 +188,7 @@ export function renderMarkdown(results: BenchResults): string {
     '',
   ];
   if (results.http.length) md.push('## HTTP (autocannon, separate process)', '', httpTable(results.http), '');
+  if (results.issue18?.length) md.push('## Issue 18 goals, side by side', '', issue18Table(results.issue18, results.settings), '');
   const s = results.stages;
   if (s) {
     md.push('## Stages (in-process)', '', stagesTable(s), '');

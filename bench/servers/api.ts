@@ -11,10 +11,23 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import path from 'node:path';
 import { serve } from '@hono/node-server';
+import { freePort } from '../../lib/local/net.js';
 import { buildLocalApi } from '../../lib/local/server.js';
+import { startApiWorkers } from '../lib/workers.js';
 import { applyVariants, edgeCache } from '../variants.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+// BENCH_API_WORKERS > 1: the measured alternative of several API processes (node:cluster workers
+// on one port, bench/lib/workers.ts), each worker with its own ledger sender on the shared wallet.
+const apiWorkers = Number(process.env.BENCH_API_WORKERS ?? '1');
+if (apiWorkers > 1) {
+  const port = await freePort();
+  const workers = await startApiWorkers({ count: apiWorkers, port, host: '127.0.0.1' });
+  process.stdout.write(`READY ${JSON.stringify({ port, pid: process.pid, workers: workers.pids(), variants: [] })}\n`);
+  process.once('SIGTERM', () => void workers.stop().then(() => process.exit(0)));
+  await new Promise(() => undefined);
+}
 const variants = applyVariants((process.env.BENCH_VARIANTS ?? '').split(',').filter(Boolean));
 const api = await buildLocalApi();
 const inner = variants.includes('edge-cache') ? edgeCache((request) => api.fetch(request)) : (request: Request) => api.fetch(request);

@@ -7,8 +7,12 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * The local chain: a real Hardhat 2 node (`hardhat node`) in a child process, configured by
- * infra/hardhat.config.cjs through the environment. It keeps no state on disk: whoever starts it
- * replays the persisted transactions into it (LedgerSender.replay).
+ * infra/hardhat.config.cjs through the environment. Hardhat keeps no state on disk. With
+ * `history`, the node keeps a journal of its blocks (number, timestamp, hash, transaction hashes)
+ * and, at the next start, rebuilds the same blocks from it before it listens: the raw transactions
+ * come from the ledger records (`history.raws`, asked over the IPC channel), see
+ * lib/local/chain-history.cjs. Whatever the journal does not cover (transactions signed but never
+ * mined, a journal lost) is re-sent afterwards by LedgerSender.replay into new blocks.
  */
 
 export interface LocalChainAccount {
@@ -27,8 +31,31 @@ export interface LocalChainOptions {
   accounts: LocalChainAccount[];
   /** The node's per-request log (appended). */
   logFile: string;
-  /** How long to wait for the first JSON-RPC answer; default 30 s. */
+  /** How long to wait for the first JSON-RPC answer; default 30 s (120 s with `history`). */
   startTimeoutMs?: number;
+  /** Keep a block journal in `file` and replay it at start (same block numbers, timestamps and hashes). */
+  history?: {
+    file: string;
+    /** The wallet's signed raw transactions as [hash, raw] (every version of every slot). */
+    raws(): Promise<Iterable<readonly [string, string]>>;
+  };
+}
+
+/** What the node rebuilt from its journal before it started listening. */
+export interface ChainHistoryReport {
+  /** Blocks in the journal (0: a new journal was started). */
+  journaled: number;
+  /** Blocks rebuilt (numbered 1 … blocks), and the transactions in them. */
+  blocks: number;
+  transactions: number;
+  /** The last block rebuilt has its original hash (hence every block before it); null if none was rebuilt. */
+  hashesMatch: boolean | null;
+  /** The block where the replay stopped (a transaction the records do not hold), with why. */
+  stoppedAt: number | null;
+  reason: string | null;
+  ms: number;
+  /** CPU time of the node process meanwhile (every thread). */
+  cpuMs: number;
 }
 
 export interface LocalChain {
@@ -38,6 +65,8 @@ export interface LocalChain {
   pid: number;
   /** Settles when the node has exited, with how it ended (`code 0`, `signal SIGKILL`). */
   exited: Promise<string>;
+  /** With `history`: what was rebuilt from the journal. */
+  history: ChainHistoryReport | null;
   /** Lets this process exit while the node runs (tests); the node is still killed on exit. */
   unref(): void;
   /** Stops the node (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. */
@@ -122,7 +151,24 @@ function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
   });
 }
 
-/** Starts `hardhat node` on 127.0.0.1:port; resolves once it answers eth_chainId. */
+/** The genesis date pinned by the journal's first line (block 0), if there is one. */
+function genesisDate(file: string): string | undefined {
+  try {
+    const fd = openSync(file, 'r');
+    try {
+      const buf = Buffer.alloc(512);
+      const n = readSync(fd, buf, 0, buf.length, 0);
+      const first = JSON.parse(buf.subarray(0, n).toString('utf8').split('\n')[0] ?? '') as { n?: unknown; t?: unknown };
+      return first.n === 0 && Number.isInteger(first.t) ? new Date((first.t as number) * 1000).toISOString() : undefined;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts `hardhat node` on 127.0.0.1:port; resolves once it answers eth_chainId (and, with history, has replayed it). */
 export async function startLocalChain(options: LocalChainOptions): Promise<LocalChain> {
   const chainId = options.chainId ?? 31337;
   if (!Number.isInteger(options.blockTimeMs) || options.blockTimeMs < 0) {
@@ -134,6 +180,7 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Local
   const logFd = openSync(options.logFile, 'a', 0o600);
   const logStart = statSync(options.logFile).size;
   const accounts = options.accounts.map((a) => ({ privateKey: a.privateKey, balance: a.balanceWei.toString() }));
+  const initialDate = options.history ? genesisDate(options.history.file) : undefined;
   let child: ChildProcess;
   try {
     child = spawn(
@@ -150,6 +197,8 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Local
           LOCAL_CHAIN_BLOCK_TIME_MS: String(options.blockTimeMs),
           LOCAL_CHAIN_ACCOUNTS: JSON.stringify(accounts),
           LOCAL_CHAIN_PARENT_PID: String(process.pid),
+          ...(options.history ? { LOCAL_CHAIN_HISTORY_FILE: options.history.file } : {}),
+          ...(initialDate ? { LOCAL_CHAIN_INITIAL_DATE: initialDate } : {}),
         },
         // Its own process group: Ctrl-C reaches only the parent, which stops the node itself.
         // The IPC channel closes when the parent dies, however it dies: the node then exits at once.
@@ -167,6 +216,24 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Local
   };
   process.once('exit', killOnExit);
   child.channel?.unref();
+  let history: ChainHistoryReport | null = null;
+  const history_ = options.history;
+  if (history_) {
+    child.on('message', (message: { type?: string; report?: ChainHistoryReport }) => {
+      if (message?.type === 'history-replayed' && message.report) history = message.report;
+      if (message?.type !== 'history-raws?') return;
+      const reply = (m: object) => {
+        if (child.connected) child.send(m, (error) => error && child.kill('SIGKILL'));
+      };
+      history_.raws().then(
+        (raws) => reply({ type: 'history-raws', raws: [...raws] }),
+        (error: unknown) => {
+          // Without them the node cannot rebuild its blocks: it must not start empty and journal over them.
+          reply({ type: 'history-raws', error: error instanceof Error ? error.message : String(error) });
+        },
+      );
+    });
+  }
   const exitedHow = new Promise<string>((resolve) => {
     child.once('exit', (code, signal) => {
       process.off('exit', killOnExit);
@@ -175,7 +242,8 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Local
   });
 
   const url = `http://${HOST}:${options.port}`;
-  const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
+  const startTimeoutMs = options.startTimeoutMs ?? (options.history ? 120_000 : 30_000);
+  const deadline = Date.now() + startTimeoutMs;
   let exited: string | null = null;
   const onEarlyExit = (code: number | null, signal: NodeJS.Signals | null) => {
     exited = signal ? `signal ${signal}` : `code ${code}`;
@@ -198,14 +266,14 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Local
         );
       }
       const answered = await rpcChainId(url);
-      if (answered !== null) {
+      if (answered !== null && (!options.history || history)) {
         if (answered !== chainId) {
           throw new Error(`The node on ${url} answered chain id ${answered}, expected ${chainId}: another node holds the port?`);
         }
         break;
       }
       if (Date.now() > deadline) {
-        throw new Error(`The local chain did not answer on ${url} within ${options.startTimeoutMs ?? 30_000} ms (log: ${options.logFile})`);
+        throw new Error(`The local chain did not answer on ${url} within ${startTimeoutMs} ms (log: ${options.logFile})`);
       }
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -224,6 +292,7 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Local
     chainId,
     pid: child.pid ?? -1,
     exited: exitedHow,
+    history,
     unref() {
       child.unref();
     },

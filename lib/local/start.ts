@@ -23,6 +23,7 @@ import { ensureTables } from '../store/tables.js';
 import { describeError, log } from '../log.js';
 import { ensureLocalSecrets } from './bootstrap.js';
 import { startLocalChain, type LocalChain } from './chain.js';
+import { ledgerRaws } from './chain-raws.js';
 import { startDynamoProcess, type DynamoProcess } from './dynamo-process.js';
 import { exitWithParent } from './parent-watch.js';
 import { buildLocalApi } from './server.js';
@@ -83,6 +84,9 @@ try {
   const localChain = config.ledger.network === 'local' && !process.env.LEDGER_RPC_URL;
   const startDynamo = () =>
     startDynamoProcess({ port: config.aws.dynamoPort, dir: path.join(config.dataDir, 'dynamodb'), logFile: path.join(config.dataDir, 'dynamodb.log') });
+  // Meanwhile: the tables as soon as dynalite answers, and the API's modules loaded.
+  const dynamoP = embeddedDynamo ? startDynamo() : Promise.resolve(null);
+  const tablesP = dynamoP.then(() => ensureTables(getDb(), config.tables));
   const startChain = () =>
     startLocalChain({
       port: config.ledger.rpcPort,
@@ -90,11 +94,16 @@ try {
       chainId: config.ledger.chainId,
       accounts: [{ privateKey: secrets.walletPrivateKey, balanceWei: 10n ** 24n }],
       logFile: path.join(config.dataDir, 'chain.log'),
+      // The node rebuilds its blocks from its journal, with the raw transactions of the ledger records.
+      history: {
+        file: path.join(config.dataDir, 'chain-blocks.jsonl'),
+        raws: async () => {
+          await tablesP;
+          return ledgerRaws(getDb(), config.tables.ledger, secrets.walletAddress);
+        },
+      },
     });
-  // Meanwhile: the tables as soon as dynalite answers, and the API's modules loaded.
-  const dynamoP = embeddedDynamo ? startDynamo() : Promise.resolve(null);
   const chainP = localChain ? startChain() : Promise.resolve(null);
-  const tablesP = dynamoP.then(() => ensureTables(getDb(), config.tables));
   const apiP = buildLocalApi();
   const [dynamoStart, chainStart, tablesDone, apiBuilt] = await Promise.allSettled([dynamoP, chainP, tablesP, apiP]);
   for (const s of [dynamoStart, chainStart]) if (s.status === 'fulfilled' && s.value) stops.push(() => s.value!.stop());
@@ -122,15 +131,22 @@ try {
 
   if (chainStart.status === 'fulfilled' && chainStart.value) {
     const first: LocalChain = chainStart.value;
-    // Hardhat keeps no state: re-send every persisted transaction in nonce order (same bytes, same hashes).
-    const replayAll = async () => {
+    // The node rebuilt the journaled blocks itself (same numbers, times and hashes); the persisted
+    // transactions it did not cover (never mined, or no journal yet) are re-sent in nonce order
+    // into new blocks (same bytes, same hashes).
+    const replayAll = async (node: LocalChain) => {
       const replay = await (await getLedgerSender()).replay();
       const n = replay.resent + replay.alreadyKnown;
-      return `replayed ${n} transaction${n === 1 ? '' : 's'}`;
+      const h = node.history;
+      const plural = (k: number, what: string) => `${k} ${what}${k === 1 ? '' : 's'}`;
+      const rebuilt =
+        h && h.blocks > 0 ? `rebuilt ${plural(h.blocks, 'block')} with ${plural(h.transactions, 'transaction')} in ${h.ms} ms${h.hashesMatch ? ', same hashes' : ''}, ` : '';
+      const stopped = h?.stoppedAt != null ? ` (journal replay stopped at block ${h.stoppedAt}: ${h.reason})` : '';
+      return `${rebuilt}replayed ${n} transaction${n === 1 ? '' : 's'}${stopped}`;
     };
     const chain = new Supervisor<LocalChain>(first, { healthName: 'ledger', label: 'ledger node (hardhat)', start: startChain, afterStart: replayAll }, say);
     stops.push(() => chain.stop());
-    const replayed = await replayAll();
+    const replayed = await replayAll(first);
     say(
       `ledger     ${first.url} (hardhat, pid ${first.pid}, chain id ${first.chainId}, ${config.ledger.blockTimeMs === 0 ? 'automine' : `${config.ledger.blockTimeMs} ms blocks`}, ` +
         `wallet ${secrets.walletAddress}, ${replayed})`,

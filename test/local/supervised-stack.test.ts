@@ -148,7 +148,9 @@ describe('npm start supervises its parts', () => {
   it('restarts a SIGKILLed ledger node, replays the transactions into it and is healthy again', async () => {
     const pqTx = line(/^pq key .* in (0x[0-9a-f]{64})/m)?.[1];
     assert.ok(pqTx, output);
-    assert.ok(await rpcCall('eth_getTransactionReceipt', [pqTx]));
+    const mined = (await rpcCall('eth_getTransactionReceipt', [pqTx])) as { blockNumber: string; blockHash: string };
+    assert.ok(mined);
+    const block = (await rpcCall('eth_getBlockByNumber', [mined.blockNumber, false])) as { timestamp: string; hash: string };
     const pid = Number(line(/\(hardhat, pid (\d+),/)?.[1]);
     const mark = output.length;
     process.kill(pid, 'SIGKILL');
@@ -156,8 +158,15 @@ describe('npm start supervises its parts', () => {
     const restarted = await until('the restart line', () => line(/^restarted {2}ledger node .*pid \d+ exited \(signal SIGKILL\); healthy again in \d+ ms \(pid (\d+)/m, mark));
     assert.notEqual(Number(restarted[1]), pid);
     // The fresh node holds the transaction sent before the kill: replayed, same bytes, same hash.
-    const receipt = (await rpcCall('eth_getTransactionReceipt', [pqTx])) as { status?: string } | null;
+    const receipt = (await rpcCall('eth_getTransactionReceipt', [pqTx])) as { status?: string; blockNumber?: string; blockHash?: string } | null;
     assert.equal(receipt?.status, '0x1', output);
+    // Rebuilt from the node's block journal: the same block, with its original time (not the restart's).
+    assert.match(line(/^restarted {2}ledger node .*$/m, mark)?.[0] ?? '', /rebuilt \d+ blocks? with \d+ transactions? in \d+ ms, same hashes/);
+    assert.equal(receipt?.blockNumber, mined.blockNumber);
+    assert.equal(receipt?.blockHash, mined.blockHash);
+    const again = (await rpcCall('eth_getBlockByNumber', [mined.blockNumber, false])) as { timestamp: string; hash: string };
+    assert.equal(again.timestamp, block.timestamp);
+    assert.equal(again.hash, block.hash);
   });
 
   it('restarts a SIGKILLed dynalite on the same data: health 503 naming the database, then 200, data kept', async () => {
