@@ -141,7 +141,11 @@ export const DASHBOARD_SCRIPT = `
       if (mode === 'register') showNewKey(res.body.api_key, 'Your first API key');
       var retry = sameAccount ? state.pending : null;
       state.pending = null;
-      refresh().then(function () { if (retry) retry(); else $('account-heading').focus(); });
+      refresh().then(function () {
+        if (retry) retry();
+        // Focus moves to the account only if the user has not moved on meanwhile (never steal it).
+        else if (document.activeElement === document.body || $('signed-out').contains(document.activeElement)) $('account-heading').focus();
+      });
     });
   }
 

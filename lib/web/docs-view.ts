@@ -35,6 +35,11 @@ export const DOCS_INIT_SCRIPT = `window.addEventListener('load', function () {
   new MutationObserver(function () {
     var servers = document.getElementById('servers');
     if (servers && !servers.hasAttribute('aria-label')) servers.setAttribute('aria-label', 'Server');
+    // A parameter's value picker (an enum or boolean query parameter) is named after its parameter.
+    document.querySelectorAll('.parameters-col_description select:not([aria-label]), .parameters-col_description input:not([aria-label])').forEach(function (field) {
+      var row = field.closest('tr[data-param-name]');
+      if (row) field.setAttribute('aria-label', row.getAttribute('data-param-name') + ' (' + row.getAttribute('data-param-in') + ' parameter)');
+    });
     document.querySelectorAll('.highlight-code > pre:not([tabindex]), .microlight:not([tabindex])').forEach(function (pre) {
       pre.setAttribute('tabindex', '0');
     });

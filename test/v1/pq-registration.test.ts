@@ -4,7 +4,8 @@ import { before, describe, it } from 'node:test';
 import { useStack } from '../support/stack.js';
 import { LocalMlDsaSigner } from '../../lib/crypto/ml-dsa.js';
 import { getLedgerSender, getPqRegistrationDeps } from '../../lib/deps/anchoring.js';
-import { getConfig, getDb } from '../../lib/deps/core.js';
+import { getConfig, getDb, resetCoreDeps } from '../../lib/deps/core.js';
+import { ensureTables } from '../../lib/store/tables.js';
 import { ensurePqKeyRegistered, type PqRegistrationDeps } from '../../lib/evidence/pq-registration.js';
 import { decodePqKeyData } from '../../lib/ledger/anchor-data.js';
 import { RpcReader } from '../../lib/ledger/rpc-reader.js';
@@ -26,6 +27,12 @@ let infoApp: typeof import('../../functions/v1/pq-info.js').app;
 
 before(async () => {
   await useStack();
+  // Tables of its own: other files share the stack, and `npm start` processes some of them run
+  // (test/faults/batch-sealing.test.ts) register the shared key at start-up. This file tests the
+  // registration from "not registered yet", so it must not see theirs.
+  process.env.TABLE_PREFIX = `pqreg-${randomBytes(3).toString('hex')}-`;
+  resetCoreDeps();
+  await ensureTables(getDb(), getConfig().tables);
   app = (await import('../../functions/v1/pq-registration.js')).app;
   infoApp = (await import('../../functions/v1/pq-info.js')).app;
 });

@@ -179,6 +179,8 @@ describe('/dashboard', () => {
     await page.keyboard.type(PASSWORD);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Your account' }).waitFor();
+    // Logged in: the focus goes to the account's heading once it is loaded.
+    await page.waitForFunction(() => document.activeElement?.id === 'account-heading');
     await page.getByLabel('Key name (optional)').focus();
     await page.keyboard.type('keyboard');
     await page.keyboard.press('Enter');
