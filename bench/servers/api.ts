@@ -13,6 +13,8 @@ import path from 'node:path';
 import { serve } from '@hono/node-server';
 import { freePort } from '../../lib/local/net.js';
 import { buildLocalApi } from '../../lib/local/server.js';
+import { getReconcileDeps } from '../../lib/deps/anchoring.js';
+import { reconcileAnchors } from '../../lib/evidence/reconcile.js';
 import { startApiWorkers } from '../lib/workers.js';
 import { applyVariants, edgeCache } from '../variants.js';
 
@@ -30,6 +32,18 @@ if (apiWorkers > 1) {
 }
 const variants = applyVariants((process.env.BENCH_VARIANTS ?? '').split(',').filter(Boolean));
 const api = await buildLocalApi();
+// As `npm start` does (lib/local/start.ts): the reconciler's pass every RECONCILE_INTERVAL_MS,
+// which among other things stores final receipts, so that verify of a final record reads no chain.
+let reconciling = false;
+const reconcileTimer = setInterval(() => {
+  if (reconciling) return;
+  reconciling = true;
+  void getReconcileDeps()
+    .then(({ rebroadcast: _r, ...deps }) => reconcileAnchors(deps, { fullScan: false }))
+    .catch(() => undefined)
+    .finally(() => (reconciling = false));
+}, Number(process.env.RECONCILE_INTERVAL_MS ?? 5000));
+reconcileTimer.unref();
 const inner = variants.includes('edge-cache') ? edgeCache((request) => api.fetch(request)) : (request: Request) => api.fetch(request);
 // Requests still running when the load generator stops (an anchor between its nonce and its
 // broadcast) are finished before the process exits.
