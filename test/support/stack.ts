@@ -38,6 +38,10 @@ export async function startTestStack(): Promise<TestStack> {
     // address or per account are tested with their own settings (testDeps), not by accident.
     ACCOUNT_RATE_PER_MINUTE: '100000',
     AUTH_FAILURES_PER_WINDOW: '100000',
+    // Direct mode (one transaction per anchor) unless a test asks for batches: most tests assert on
+    // an anchor's own transaction; batch mode has its own (test/evidence/batch.test.ts,
+    // test/cli/batched-receipt.test.ts, test/faults/batch-sealing.test.ts). The default is 250.
+    LEDGER_BATCH_WINDOW_MS: '0',
   };
   const rpcPort = await freePort();
   Object.assign(env, { LEDGER_RPC_PORT: String(rpcPort), LEDGER_RPC_URL: `http://127.0.0.1:${rpcPort}`, LEDGER_RECEIPT_TIMEOUT_MS: '10000' });
