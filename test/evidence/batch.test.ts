@@ -14,7 +14,9 @@ import { reconcileAnchors } from '../../lib/evidence/reconcile.js';
 import { decodeLedgerData } from '../../lib/ledger/anchor-data.js';
 import { createLedgerProvider, LedgerSender } from '../../lib/ledger/sender.js';
 import { anchorInputFor, createAccount, Device } from '../support/client.js';
+import { transactionsWithRoot } from '../support/ledger-batches.js';
 import { useStack } from '../support/stack.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * Batch mode (CONTRACT "Ledger batching") on the real embedded parts: anchors of one window share
@@ -68,40 +70,6 @@ function publisher(hooks: { afterPersist?: () => Promise<void> } = {}): LedgerPu
     resume: (tx) => sender.resume({ ...tx, kind: 'anchor' }),
     waitForReceipt: (txHash, timeoutMs, nonce) => sender.waitForReceipt(txHash, timeoutMs, nonce),
   };
-}
-
-/** Polls (the condition, not the clock) until `check` holds. */
-async function until<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** Every transaction of this file's wallet on the chain whose input is a batch with `root`. */
-async function transactionsWithRoot(root: string): Promise<string[]> {
-  const provider = createLedgerProvider({ rpcUrl: getConfig().ledger.rpcUrl, chainId: getConfig().ledger.chainId, pollingIntervalMs: 50 });
-  try {
-    const latest = await provider.getBlockNumber();
-    const found: string[] = [];
-    for (let n = Math.max(0, latest - 300); n <= latest; n++) {
-      for (const tx of (await provider.getBlock(n, true))?.prefetchedTransactions ?? []) {
-        if (tx.from.toLowerCase() !== wallet.address.toLowerCase()) continue;
-        try {
-          const d = decodeLedgerData(tx.data);
-          if (d.kind === 'batch' && d.root === root) found.push(tx.hash);
-        } catch {
-          // a filler
-        }
-      }
-    }
-    return found;
-  } finally {
-    provider.destroy();
-  }
 }
 
 /** The deps of one "process": its own batch store instance (so its waiters share nothing with another's). */
@@ -185,7 +153,7 @@ describe('ledger batching', () => {
       override async putLeaf(pk: string, leaf: BatchLeaf, nowMs: number): Promise<void> {
         if (leaf.image_hash === lateHash && !this.delayed) {
           this.delayed = true;
-          await until('the window to be sealed', async () => ((await this.getSeal(pk))?.state === 'sealed' ? true : undefined));
+          await waitFor('the window to be sealed', 20_000, async () => ((await this.getSeal(pk))?.state === 'sealed' ? true : undefined));
         }
         return super.putLeaf(pk, leaf, nowMs);
       }
@@ -201,7 +169,7 @@ describe('ledger batching', () => {
     assert.equal(second.merkle?.tree_size, 1);
     await assertIncluded(first);
     await assertIncluded(second);
-    assert.deepEqual(await transactionsWithRoot(second.merkle?.root ?? ''), [second.tx_hash], 'one transaction carries the late leaf');
+    assert.deepEqual(await transactionsWithRoot(second.merkle?.root ?? '', wallet.address), [second.tx_hash], 'one transaction carries the late leaf');
   });
 
   it('a sealer that died holding the claim is taken over when its lease lapses; one transaction per batch', async () => {
@@ -241,7 +209,7 @@ describe('ledger batching', () => {
       const seal = await b.batching!.store.getSeal(pk);
       assert.equal(seal?.state, 'sealed');
       assert.equal(parseBatchKey(pk).windowMs, windowMs);
-      assert.deepEqual(await transactionsWithRoot(seal?.root ?? ''), [...txs], 'the batch is on the chain once');
+      assert.deepEqual(await transactionsWithRoot(seal?.root ?? '', wallet.address), [...txs], 'the batch is on the chain once');
     }
     // The window whose claim died was taken over and sealed by a live waiter.
     const dead = claims[0] as { pk: string; sealerId: string };
@@ -258,7 +226,7 @@ describe('ledger batching', () => {
     const input = anchorInputFor(device, account.accountId);
     const dead = proc(windowMs, { ledger: publisher({ afterPersist: never }) });
     void anchorEvidence(dead, input); // hangs forever once the sealed batch is stored
-    const item = await until('the batch to be sealed', async () => {
+    const item = await waitFor('the batch to be sealed', 20_000, async () => {
       const it = await getEvidenceRepo().get(input.imageHash);
       if (!it?.batch_pk) return undefined;
       return (await dead.batching!.store.getSeal(it.batch_pk))?.state === 'sealed' ? it : undefined;
@@ -268,7 +236,7 @@ describe('ledger batching', () => {
     assert.equal(retried.tx_hash, seal?.tx_hash, 'the stored transaction, not a new one');
     assert.equal(retried.tx_status, 'confirmed');
     await assertIncluded(retried);
-    assert.deepEqual(await transactionsWithRoot(seal?.root ?? ''), [retried.tx_hash]);
+    assert.deepEqual(await transactionsWithRoot(seal?.root ?? '', wallet.address), [retried.tx_hash]);
   });
 
   it('the reconciler seals and finishes a batch whose every waiter died before sealing', async () => {
@@ -283,7 +251,7 @@ describe('ledger batching', () => {
       }
     })(getDb(), getConfig().tables.batches);
     void anchorEvidence({ ...baseDeps, ledger: publisher(), batching: { store: dying, windowMs } }, input);
-    const item = await until('the leaf to be written', async () => {
+    const item = await waitFor('the leaf to be written', 20_000, async () => {
       const it = await getEvidenceRepo().get(input.imageHash);
       if (!it?.batch_pk) return undefined;
       const leaves = await dying.listLeaves(it.batch_pk);
@@ -298,6 +266,6 @@ describe('ledger batching', () => {
     const done = (await repo.get(input.imageHash)) as AnchoredEvidence;
     assert.equal(done.anchor_state, 'anchored');
     await assertIncluded(done);
-    assert.deepEqual(await transactionsWithRoot(done.merkle?.root ?? ''), [done.tx_hash]);
+    assert.deepEqual(await transactionsWithRoot(done.merkle?.root ?? '', wallet.address), [done.tx_hash]);
   });
 });

@@ -10,10 +10,10 @@ import { getKeyAuthDeps } from '../../lib/deps/key-auth.js';
 import { formatBatchKey } from '../../lib/evidence/batch-publish.js';
 import { BatchStore } from '../../lib/evidence/batch-store.js';
 import { formatReport, verifyReceipt } from '../../lib/cli/verify-receipt.js';
-import { decodeLedgerData } from '../../lib/ledger/anchor-data.js';
-import { createLedgerProvider } from '../../lib/ledger/sender.js';
 import { RpcReader } from '../../lib/ledger/rpc-reader.js';
 import { createAccount, Device } from '../support/client.js';
+import { transactionsWithRoot } from '../support/ledger-batches.js';
+import { waitFor } from '../support/wait.js';
 import { freePort, useStack } from '../support/stack.js';
 
 /**
@@ -101,39 +101,6 @@ async function startOfWindow(ms: number): Promise<void> {
   if (left < ms) await new Promise((r) => setTimeout(r, left + 5));
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** Transactions of the service wallet on the chain whose input is the batch root `root`. */
-async function transactionsWithRoot(root: string): Promise<string[]> {
-  const provider = createLedgerProvider({ rpcUrl: getConfig().ledger.rpcUrl, chainId: getConfig().ledger.chainId, pollingIntervalMs: 50 });
-  try {
-    const latest = await provider.getBlockNumber();
-    const found: string[] = [];
-    for (let n = Math.max(0, latest - 300); n <= latest; n++) {
-      for (const tx of (await provider.getBlock(n, true))?.prefetchedTransactions ?? []) {
-        if (tx.from.toLowerCase() !== wallet) continue;
-        try {
-          const d = decodeLedgerData(tx.data);
-          if (d.kind === 'batch' && d.root === root) found.push(tx.hash);
-        } catch {
-          // not a record
-        }
-      }
-    }
-    return found;
-  } finally {
-    provider.destroy();
-  }
-}
-
 /** The receipt of `hash` verifies offline with the ledger read from the node (the inclusion path included). */
 async function assertReceiptVerifies(api: Api, hash: string): Promise<{ tx_hash: string; root: string }> {
   const receipt = (await (await fetch(`${api.url}/api/v2/evidence/receipt/${hash}`)).json()) as { ledger: { tx_hash: string; merkle?: { root: string } } };
@@ -159,7 +126,7 @@ describe('batch sealing across two API processes', () => {
     const results = (await Promise.all(answers.map((r) => r.json()))) as { tx_hash: string }[];
     assert.equal(new Set(results.map((r) => r.tx_hash)).size, 1, 'one transaction for anchors of both processes');
     const proofs = await Promise.all(bodies.map((body) => assertReceiptVerifies(a, body.sha256_hash)));
-    assert.deepEqual(await transactionsWithRoot(proofs[0]?.root ?? ''), [results[0]?.tx_hash]);
+    assert.deepEqual(await transactionsWithRoot(proofs[0]?.root ?? '', wallet), [results[0]?.tx_hash]);
   });
 
   it('a process killed mid-window: the survivor seals its leaves, the identical retries get 200, each root is on the chain once, usage is exact', async () => {
@@ -176,7 +143,7 @@ describe('batch sealing across two API processes', () => {
     ));
     const fromB = toB.map((body) => b.anchor(body));
     // Once every anchor sent to A waits in this window with its leaf written (nothing sealed yet): SIGKILL.
-    await until('the anchors sent to A to join the batch', async () => {
+    await waitFor('the anchors sent to A to join the batch', 30_000, async () => {
       const items = await Promise.all(toA.map((body) => getEvidenceRepo().get(body.sha256_hash)));
       return items.every((it) => it?.anchor_state === 'publishing' && it.batch_pk === pk) ? true : undefined;
     });
@@ -188,7 +155,7 @@ describe('batch sealing across two API processes', () => {
 
     // The survivor's waiters seal the window, A's leaves included.
     for (const res of await Promise.all(fromB)) assert.equal(res.status, 200, await res.clone().text());
-    const seal = await until('the window to be sealed', async () => {
+    const seal = await waitFor('the window to be sealed', 30_000, async () => {
       const s = await store.getSeal(pk);
       return s?.state === 'sealed' ? s : undefined;
     });
@@ -200,9 +167,9 @@ describe('batch sealing across two API processes', () => {
     assert.deepEqual([...txs], [seal.tx_hash]);
     const proofs = await Promise.all([...toA, ...toB].map((body) => assertReceiptVerifies(b, body.sha256_hash)));
     assert.equal(new Set(proofs.map((p) => p.root)).size, 1);
-    assert.deepEqual(await transactionsWithRoot(seal.root ?? ''), [seal.tx_hash], 'the batch is on the chain once');
+    assert.deepEqual(await transactionsWithRoot(seal.root ?? '', wallet), [seal.tx_hash], 'the batch is on the chain once');
     // Exact charging: one unit per anchor held (a dead request's hold is settled, each retry's own refunded).
-    await until('usage to settle at the anchors held', async () => {
+    await waitFor('usage to settle at the anchors held', 30_000, async () => {
       const used = (await getKeyAuthDeps().limits.usage(pro.accountId, 'pro')).used;
       return used === usedBefore + 6 ? true : undefined;
     });

@@ -6,28 +6,16 @@
  * checkEdge, run by `npm run check:template`) holds for the package and notices each part missing.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import path from 'node:path';
 import { before, describe, test } from 'node:test';
-import { promisify } from 'node:util';
+import { packagedTemplate } from '../support/packaged-template.js';
 import { type CfnTemplate, checkEdge } from '../../infra/template-rules.js';
 
 const { buildEdgeWebAclTemplate } = createRequire(import.meta.url)('../../infra/edge-waf.cjs') as typeof import('../../infra/edge-waf.cjs');
-const ROOT = path.resolve(import.meta.dirname, '..', '..');
-const TEMPLATE = path.join(ROOT, '.serverless', 'cloudformation-template-update-stack.json');
-const SOURCES = ['serverless.yml', 'infra/functions.json', 'infra/registry.cjs', 'infra/serverless-resources.cjs', 'infra/serverless-functions.cjs', 'infra/edge-waf.cjs'];
 let template: CfnTemplate;
 
 before(async () => {
-  const stale = !existsSync(TEMPLATE) || SOURCES.some((f) => statSync(path.join(ROOT, f)).mtimeMs > statSync(TEMPLATE).mtimeMs);
-  if (stale) {
-    const env: NodeJS.ProcessEnv = { ...process.env, AWS_REGION: 'eu-central-1' };
-    for (const k of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_PROFILE', 'AWS_SESSION_TOKEN']) delete env[k];
-    await promisify(execFile)(path.join(ROOT, 'node_modules', '.bin', 'osls'), ['package'], { cwd: ROOT, env, maxBuffer: 64 << 20 });
-  }
-  template = JSON.parse(readFileSync(TEMPLATE, 'utf8')) as CfnTemplate;
+  template = await packagedTemplate();
 });
 
 const copy = <T>(t: T): T => JSON.parse(JSON.stringify(t)) as T;

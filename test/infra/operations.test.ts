@@ -1,25 +1,15 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
-import { promisify } from 'node:util';
+import { packagedTemplate } from '../support/packaged-template.js';
 import { type CfnTemplate, checkOperations } from '../../infra/template-rules.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
-const TEMPLATE = path.join(ROOT, '.serverless', 'cloudformation-template-update-stack.json');
-const SOURCES = ['serverless.yml', 'infra/functions.json', 'infra/registry.cjs', 'infra/serverless-resources.cjs', 'infra/serverless-functions.cjs'];
 let template: CfnTemplate;
 
-/** The packaged template; `osls package` runs first (offline, no credentials) unless it is newer than its sources. */
 before(async () => {
-  const stale = !existsSync(TEMPLATE) || SOURCES.some((f) => statSync(path.join(ROOT, f)).mtimeMs > statSync(TEMPLATE).mtimeMs);
-  if (stale) {
-    const env: NodeJS.ProcessEnv = { ...process.env, AWS_REGION: 'eu-central-1' };
-    for (const k of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_PROFILE', 'AWS_SESSION_TOKEN']) delete env[k];
-    await promisify(execFile)(path.join(ROOT, 'node_modules', '.bin', 'osls'), ['package'], { cwd: ROOT, env, maxBuffer: 64 << 20 });
-  }
-  template = JSON.parse(readFileSync(TEMPLATE, 'utf8')) as CfnTemplate;
+  template = await packagedTemplate();
 });
 
 const copy = () => JSON.parse(JSON.stringify(template)) as CfnTemplate;

@@ -23,6 +23,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { JsonRpcProvider, Network } from 'ethers';
 import { freePort } from '../../lib/local/net.js';
+import { waitFor } from './wait.js';
 
 /** Process groups started here and not yet killed (so that a Ctrl-C of the bench can end them). */
 const liveGroups = new Set<number>();
@@ -57,17 +58,6 @@ export function prng(seed: number): () => number {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` until it returns a value other than undefined, or throws `what` at the deadline. */
-export async function waitFor<T>(what: string, deadlineMs: number, check: () => Promise<T | undefined> | T | undefined, everyMs = 100): Promise<T> {
-  const end = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
 
 // ─── the service as a process group ─────────────────────────────────────────────────────────────
 
