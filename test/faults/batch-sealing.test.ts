@@ -119,14 +119,36 @@ describe('batch sealing across two API processes', () => {
   });
 
   it('anchors sent to both processes within one window share one transaction, sealed once', async () => {
-    await startOfWindow(1500);
-    const bodies = Array.from({ length: 8 }, () => new Device().next());
-    const answers = await Promise.all(bodies.map((body, i) => (i % 2 === 0 ? a : b).anchor(body)));
-    for (const res of answers) assert.equal(res.status, 200, await res.clone().text());
-    const results = (await Promise.all(answers.map((r) => r.json()))) as { tx_hash: string }[];
-    assert.equal(new Set(results.map((r) => r.tx_hash)).size, 1, 'one transaction for anchors of both processes');
-    const proofs = await Promise.all(bodies.map((body) => assertReceiptVerifies(a, body.sha256_hash)));
-    assert.deepEqual(await transactionsWithRoot(proofs[0]?.root ?? '', wallet), [results[0]?.tx_hash]);
+    // Which window an anchor joins is decided when the server writes its leaf, after signing and
+    // time-stamping: on a loaded machine a burst can straddle two windows. So the invariant is
+    // checked per window (each window's anchors, from either process, share one transaction that
+    // is on the chain once), and the burst is repeated until one window holds leaves of both
+    // processes (at most 3 bursts), which is what shows that the processes seal together.
+    let mixed = false;
+    for (let burst = 0; burst < 3 && !mixed; burst++) {
+      await startOfWindow(1500);
+      const bodies = Array.from({ length: 8 }, () => new Device().next());
+      const answers = await Promise.all(bodies.map((body, i) => (i % 2 === 0 ? a : b).anchor(body)));
+      for (const res of answers) assert.equal(res.status, 200, await res.clone().text());
+      const results = (await Promise.all(answers.map((r) => r.json()))) as { tx_hash: string }[];
+      const windows = new Map<string, { txs: Set<string>; processes: Set<string>; hashes: string[] }>();
+      for (const [i, body] of bodies.entries()) {
+        const item = await getEvidenceRepo().get(body.sha256_hash);
+        assert.ok(item?.batch_pk, `${body.sha256_hash} joined a batch`);
+        const w = windows.get(item.batch_pk) ?? { txs: new Set<string>(), processes: new Set<string>(), hashes: [] };
+        w.txs.add(results[i]?.tx_hash ?? '');
+        w.processes.add(i % 2 === 0 ? 'a' : 'b');
+        w.hashes.push(body.sha256_hash);
+        windows.set(item.batch_pk, w);
+      }
+      for (const [pk, w] of windows) {
+        assert.equal(w.txs.size, 1, `one transaction for the anchors of window ${pk}`);
+        const proofs = await Promise.all(w.hashes.map((hash) => assertReceiptVerifies(a, hash)));
+        assert.deepEqual(await transactionsWithRoot(proofs[0]?.root ?? '', wallet), [...w.txs], `the batch of window ${pk} is on the chain once`);
+        if (w.processes.size === 2) mixed = true;
+      }
+    }
+    assert.ok(mixed, 'in one of 3 bursts, anchors accepted by both processes shared a window');
   });
 
   it('a process killed mid-window: the survivor seals its leaves, the identical retries get 200, each root is on the chain once, usage is exact', async () => {
