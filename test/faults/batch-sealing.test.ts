@@ -165,9 +165,12 @@ describe('batch sealing across two API processes', () => {
     ));
     const fromB = toB.map((body) => b.anchor(body));
     // Once every anchor sent to A waits in this window with its leaf written (nothing sealed yet): SIGKILL.
+    // An anchor names its batch (publishing) first and writes its leaf after: both are waited for.
     await waitFor('the anchors sent to A to join the batch', 30_000, async () => {
       const items = await Promise.all(toA.map((body) => getEvidenceRepo().get(body.sha256_hash)));
-      return items.every((it) => it?.anchor_state === 'publishing' && it.batch_pk === pk) ? true : undefined;
+      if (!items.every((it) => it?.anchor_state === 'publishing' && it.batch_pk === pk)) return undefined;
+      const written = new Set((await store.listLeaves(pk)).map((l) => l.image_hash));
+      return toA.every((body) => written.has(body.sha256_hash)) ? true : undefined;
     });
     const leaves = new Set((await store.listLeaves(pk)).map((l) => l.image_hash));
     assert.ok(toA.every((body) => leaves.has(body.sha256_hash)), 'the leaves of A are written');
