@@ -15,13 +15,21 @@
  *   CHAOS_BLOCK_TIME_MS=0   LEDGER_BLOCK_TIME_MS of the service (0: automine)
  *   CHAOS_PROBE_ALL=1       send a conflicting photo at every settled index, not only the
  *                           interrupted ones (with CHAOS_KILLS=0: a self-check of the harness)
+ *   CHAOS_SCHEDULE=…        continuous mode: faults at fixed times after the burst began, as
+ *                           `kind@seconds[:seconds frozen]`, comma-separated; kinds: kill (the
+ *                           whole service), kill-ledger, kill-database, stop-database. The devices
+ *                           keep anchoring new photos (up to CHAOS_PHOTOS each) until the last fault
+ *                           is over and CHAOS_TAIL_S (default 10) has passed. `CHAOS_SCHEDULE=sre`
+ *                           is the issue's experiment: 4 ledger-node kills in one minute, then a
+ *                           database frozen for 10 s, then a killed database, then the whole service.
+ *   CHAOS_BATCH_WINDOW_MS   LEDGER_BATCH_WINDOW_MS of the service (default: the service's own, 250)
  *   CRASH_SEED=<n>          replay a schedule (the seed is printed)
  *   CRASH_KEEP=1            keep DATA_DIR and the service log
  * The two optional faults look for a child process of the service whose command line mentions
  * dynalite / hardhat; when there is none (the database runs inside the service) they say so and
  * are skipped. Exit code 1 when an invariant is broken.
  */
-import { formatReport, killStartedServices, runCrashExperiment } from '../test/support/crash-harness.js';
+import { type FaultKind, formatReport, killStartedServices, runCrashExperiment, type ScheduledFault } from '../test/support/crash-harness.js';
 
 // The service runs in its own process group: a Ctrl-C here must end it too.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -38,16 +46,32 @@ const int = (name: string, fallback: number) => {
   return Number(v);
 };
 
+/** The issue's experiment (4 ledger-node kills in a minute, a frozen then a killed database, a whole-service kill). */
+const SRE = 'kill-ledger@10,kill-ledger@25,kill-ledger@40,kill-ledger@55,stop-database@70:10,kill-database@95,kill@115';
+
+function parseSchedule(text: string): ScheduledFault[] {
+  const kinds: FaultKind[] = ['kill', 'kill-ledger', 'kill-database', 'stop-database'];
+  return (text === 'sre' ? SRE : text).split(',').map((part) => {
+    const m = /^([a-z-]+)@(\d+(?:\.\d+)?)(?::(\d+(?:\.\d+)?))?$/.exec(part.trim());
+    if (!m || !kinds.includes(m[1] as FaultKind)) throw new Error(`CHAOS_SCHEDULE: "${part}" is not kind@seconds[:seconds] with kind one of ${kinds.join(', ')}`);
+    return { kind: m[1] as FaultKind, atMs: Number(m[2]) * 1000, ...(m[3] ? { durationMs: Number(m[3]) * 1000 } : {}) };
+  });
+}
+
+const schedule = process.env.CHAOS_SCHEDULE ? parseSchedule(process.env.CHAOS_SCHEDULE) : undefined;
+const windowMs = process.env.CHAOS_BATCH_WINDOW_MS;
 const stopDbTimes = int('CHAOS_STOP_DB', 0);
 const killLedgerTimes = int('CHAOS_KILL_LEDGER', 0);
 const report = await runCrashExperiment({
-  devices: int('CHAOS_DEVICES', 16),
-  photos: int('CHAOS_PHOTOS', 20),
+  devices: int('CHAOS_DEVICES', schedule ? 8 : 16),
+  photos: int('CHAOS_PHOTOS', schedule ? 100_000 : 20),
   kills: int('CHAOS_KILLS', 3),
   blockTimeMs: int('CHAOS_BLOCK_TIME_MS', 0),
   forkProbe: process.env.CHAOS_PROBE_ALL === '1' ? 'all' : true,
   ...(stopDbTimes > 0 ? { stopDatabase: { times: stopDbTimes, durationMs: int('CHAOS_STOP_DB_MS', 6000) } } : {}),
   ...(killLedgerTimes > 0 ? { killLedger: { times: killLedgerTimes } } : {}),
+  ...(schedule ? { schedule, tailMs: int('CHAOS_TAIL_S', 10) * 1000 } : {}),
+  ...(windowMs !== undefined ? { env: { LEDGER_BATCH_WINDOW_MS: windowMs } } : {}),
   log: (line) => process.stdout.write(`${line}\n`),
 });
 

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { TableKey, TableNames } from './store/dynamo.js';
-import { TABLE_DEFINITIONS, TABLE_KEYS } from './store/dynamo.js';
+import { DYNAMO_ATTEMPT_TIMEOUT_MS, DYNAMO_DEADLINE_MS, TABLE_DEFINITIONS, TABLE_KEYS } from './store/dynamo.js';
 
 /**
  * Every setting of the service, read from the environment once and validated as a whole:
@@ -87,7 +87,14 @@ export interface Config {
   authFailuresPerWindow: number;
   /** `npm start`: how often the reconciler passes over unfinished anchors (the Lambda runs every minute). */
   reconcileIntervalMs: number;
-  aws: { region: string; dynamoEndpoint: string | undefined; dynamoPort: number };
+  aws: {
+    region: string;
+    dynamoEndpoint: string | undefined;
+    dynamoPort: number;
+    /** DynamoDB deadlines (lib/store/dynamo.ts): per attempt, and per call with the SDK's retries. */
+    dynamoAttemptTimeoutMs: number;
+    dynamoDeadlineMs: number;
+  };
   tables: TableNames;
   jwt: {
     /** Exactly one source: a file (local, generated), a plain value, or a KMS-encrypted value. */
@@ -274,7 +281,13 @@ export function loadConfig(env: Env = process.env): Config {
     accountRatePerMinute: r.integer('ACCOUNT_RATE_PER_MINUTE', 120, 1),
     authFailuresPerWindow: r.integer('AUTH_FAILURES_PER_WINDOW', 10, 1),
     reconcileIntervalMs: r.integer('RECONCILE_INTERVAL_MS', 5000, 100),
-    aws: { region: r.string('AWS_REGION', local ? 'local' : 'eu-central-1'), dynamoEndpoint, dynamoPort },
+    aws: {
+      region: r.string('AWS_REGION', local ? 'local' : 'eu-central-1'),
+      dynamoEndpoint,
+      dynamoPort,
+      dynamoAttemptTimeoutMs: r.integer('DYNAMODB_ATTEMPT_TIMEOUT_MS', DYNAMO_ATTEMPT_TIMEOUT_MS, 50),
+      dynamoDeadlineMs: r.integer('DYNAMODB_DEADLINE_MS', DYNAMO_DEADLINE_MS, 100),
+    },
     tables,
     jwt: {
       source: jwtSource,

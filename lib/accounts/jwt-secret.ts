@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { DecryptCommand, KMSClient } from '@aws-sdk/client-kms';
+import { DecryptCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { createKmsClient } from '../crypto/kms-client.js';
 import type { Config } from '../config.js';
 
 /** HS256 keys shorter than the hash output (32 bytes) are refused (RFC 7518 §3.2); jose itself accepts them. */
@@ -22,7 +23,7 @@ export class JwtSecretError extends Error {
  * ciphertext). Takes the region, or a client (tests point one at the KMS-protocol test server).
  */
 export function kmsDecrypt(region: string | KMSClient): KmsDecrypt {
-  const client = typeof region === 'string' ? new KMSClient({ region }) : region;
+  const client = typeof region === 'string' ? createKmsClient(region) : region;
   return async (ciphertext) => {
     const out = await client.send(new DecryptCommand({ CiphertextBlob: ciphertext }));
     if (!out.Plaintext) throw new JwtSecretError('KMS returned no plaintext for JWT_SECRET_KMS_CIPHERTEXT');

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { KMSClient } from '@aws-sdk/client-kms';
+import { createKmsClient } from '../crypto/kms-client.js';
 import { Wallet } from 'ethers';
 import { LocalMlDsaSigner } from '../crypto/ml-dsa.js';
 import { KmsMlDsaSigner } from '../crypto/ml-dsa-kms.js';
@@ -28,7 +28,7 @@ import { lazy } from './lazy.js';
  * (lib/deps/lazy.ts); only the functions that anchor, time-stamp or register the key import this module.
  */
 const kmsClient = /* @__PURE__ */ lazy(
-  () => new KMSClient({ region: getConfig().aws.region }),
+  () => createKmsClient(getConfig().aws.region),
   (kms) => kms.destroy(),
 );
 

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { KMSClient } from '@aws-sdk/client-kms';
+import { createKmsClient } from '../crypto/kms-client.js';
 import { type PdfSigningIdentity, buildCadesDetached } from '../crypto/pdf-sign/cades.js';
 import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { KmsTsaKeySigner, WebCryptoTsaKeySigner } from '../crypto/tsa/key-signer.js';
@@ -31,7 +31,7 @@ import { getVerifyDeps, loadTsaRoots } from './verification.js';
  * Only functions/v2/evidence-certificate.ts imports this module (pdf-lib stays out of the others).
  */
 const kmsClient = /* @__PURE__ */ lazy(
-  () => new KMSClient({ region: getConfig().aws.region }),
+  () => createKmsClient(getConfig().aws.region),
   (kms) => kms.destroy(),
 );
 

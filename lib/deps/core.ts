@@ -12,7 +12,10 @@ import { lazy, resetDeps } from './lazy.js';
 export const getConfig: () => Config = /* @__PURE__ */ lazy(loadConfig);
 
 export const getDb: () => DynamoDBDocumentClient = /* @__PURE__ */ lazy(
-  () => createDocumentClient({ region: getConfig().aws.region, endpoint: getConfig().aws.dynamoEndpoint }),
+  () => {
+    const { aws } = getConfig();
+    return createDocumentClient({ region: aws.region, endpoint: aws.dynamoEndpoint, attemptTimeoutMs: aws.dynamoAttemptTimeoutMs, deadlineMs: aws.dynamoDeadlineMs });
+  },
   (db) => db.destroy(),
 );
 

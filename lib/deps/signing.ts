@@ -9,7 +9,8 @@
  * infra/keys/<stage>/ in AWS), which needs no KMS call.
  */
 import { readFile } from 'node:fs/promises';
-import { GetPublicKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import { GetPublicKeyCommand } from '@aws-sdk/client-kms';
+import { createKmsClient } from '../crypto/kms-client.js';
 import { KmsEd25519Signer, LocalEd25519Signer } from '../crypto/ed25519-signer.js';
 import { addressFromPrivateKey, addressFromSecp256k1Spki } from '../crypto/eth-address.js';
 import { sha256Hex } from '../crypto/hash.js';
@@ -21,7 +22,7 @@ import { getConfig } from './core.js';
 import { lazy } from './lazy.js';
 
 const kmsClient = /* @__PURE__ */ lazy(
-  () => new KMSClient({ region: getConfig().aws.region }),
+  () => createKmsClient(getConfig().aws.region),
   (client) => client.destroy(),
 );
 

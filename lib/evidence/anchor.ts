@@ -9,6 +9,7 @@ import {
   ClaimLostError,
   DEFAULT_LEASE_MS,
   finishPublishing,
+  type PublishProgress,
   releaseAnchor,
   signAndPublish,
   stored503,
@@ -28,21 +29,24 @@ export interface AnchorInput extends DeviceProof {
 }
 
 /**
- * Anchors one hash (CONTRACT "Device chains", "Evidence", "Faults and retries"):
+ * Anchors one hash (CONTRACT "Device chains", "Evidence", "Faults and retries"), along the
+ * transitions of EVIDENCE_ITEM (lib/state-machines.ts, docs/state-machines.md):
  * 1. the device's proof is checked (400s, before anything is written);
- * 2. the hash is claimed (`accepting`, under a lease) while one unit of the monthly quota is held
- *    for it, side by side; then the chain position, for this hash for good;
- * 3. statement, ML-DSA-65 signature and RFC 3161 token; the ledger signs the transaction, and
- *    every proof is stored with it (`publishing`) BEFORE it can reach a node; the quota unit is
- *    kept from here, because a publishing anchor is always finished;
- * 4. broadcast, receipt awaited up to the configured time, `anchored`, then the chain link.
- * A failure before publishing undoes the claim and refunds the unit (503; the retry succeeds).
- * A failure after it leaves the anchor publishing: the identical retry, the start-up replay or
- * the scheduled reconciler finishes it with the very transaction already signed.
+ * 2. claim: the hash is claimed (`accepting`, under a lease) while one unit of the monthly quota
+ *    is held for it, side by side; then the chain position, for this hash for good;
+ * 3. publish: statement, ML-DSA-65 signature and RFC 3161 token; the ledger signs the transaction,
+ *    and every proof is stored with it (`publishing`) BEFORE it can reach a node (batch mode: with
+ *    the batch of the window open now); the quota unit is kept from here, because a publishing
+ *    anchor is always finished;
+ * 4. anchor: broadcast (or the batch sealed), receipt awaited up to the configured time,
+ *    `anchored`, then the chain link.
+ * A failure before publishing gives the claim back (release) and refunds the unit (503; the retry
+ * succeeds). A failure after it leaves the anchor publishing: the identical retry, the start-up
+ * replay or the scheduled reconciler finishes it with the proofs and transaction already made.
  *
- * The identical retry (same fingerprint) resumes: a publishing anchor is finished and answered as
- * if this were the first request; a lapsed `accepting` claim is taken over. Any other request
- * for the hash gets 409.
+ * The identical request (same fingerprint) never waits for a lease: it resumes the claim at once
+ * (`accepting`: it becomes the holder) or finishes it (`publishing`), and answers as if it were the
+ * first. Any other request for the hash gets 409.
  */
 export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Promise<AnchoredEvidence> {
   const clock = deps.clock ?? (() => new Date());
@@ -81,7 +85,7 @@ export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Prom
     };
     if (held.status === 'rejected' || !reservation?.allowed) {
       if (claimedResult.status === 'fulfilled' && claimedResult.value.ok) {
-        await deps.repo.release(claim.image_hash, claim.claim_id).catch(() => undefined); // else the reconciler does
+        await releaseAnchor(deps, claimedResult.value.item).catch(() => undefined); // else the identical retry or the reconciler does
       }
       if (held.status === 'rejected') {
         log.warn('quota reservation failed', describeError(held.reason));
@@ -94,11 +98,9 @@ export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Prom
       throw claimedResult.reason;
     }
     const claimed = claimedResult.value;
-    if (claimed.ok) return acceptAndPublish(deps, claim, reservation);
+    if (claimed.ok) return acceptAndPublish(deps, { ...claim, ...claimed.item }, reservation);
 
     const current = claimed.current;
-    const nowMs = clock().getTime();
-    const lapsed = current?.anchor_state === 'accepting' && (current.lease_expires_at ?? 0) < nowMs;
     if (!current?.anchor_state) {
       await refund(); // released meanwhile: claim again
       continue;
@@ -114,16 +116,20 @@ export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Prom
       await refund();
       return finishPublishing(deps, current, deps.receiptTimeoutMs);
     }
-    if (identical && lapsed) {
-      const taken = await stored503(() => deps.repo.takeOver(input.imageHash, current.claim_id as string, claim, clock().getTime()));
-      if (!taken) {
-        await refund();
+    if (identical) {
+      // resume: the identical request takes the claim over at once, whoever held it (an
+      // interrupted request, or one still running: it loses its next conditional write and
+      // follows). The claim's old quota hold is no longer named by the item: it goes back now.
+      const resumed = await stored503(() => deps.repo.resumeClaim(current, claim));
+      if (!resumed) {
+        await refund(); // it moved on meanwhile: read it again
         continue;
       }
-      // The hold of the interrupted request is no longer named by the item: the reconciler refunds it.
-      return acceptAndPublish(deps, claim, reservation);
+      if (current.quota_counter && current.quota_hold) await endHold(deps, { counterKey: current.quota_counter, holdId: current.quota_hold }, 'refund');
+      return acceptAndPublish(deps, { ...claim, ...resumed }, reservation);
     }
-    if (lapsed) {
+    const nowMs = clock().getTime();
+    if (current.anchor_state === 'accepting' && (current.lease_expires_at ?? 0) < nowMs) {
       // Another request's claim lapsed without being released: release it (as the reconciler
       // would), then claim again.
       await refund();
@@ -134,8 +140,7 @@ export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Prom
     const retryAfter = current.anchor_state === 'accepting' ? Math.max(1, Math.ceil(((current.lease_expires_at ?? nowMs) - nowMs) / 1000)) : 2;
     throw conflictError(
       'hash_already_anchored',
-      `The hash ${input.imageHash} is being anchored by another request; it cannot be anchored twice. ` +
-        (identical ? `Retry this identical request in ${retryAfter} s: it then resumes.` : `Verify it at GET /api/v2/evidence/verify/${input.imageHash}.`),
+      `The hash ${input.imageHash} is being anchored by another request; it cannot be anchored twice. Verify it at GET /api/v2/evidence/verify/${input.imageHash}.`,
       {},
       retryAfter,
     );
@@ -143,66 +148,89 @@ export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Prom
   throw conflictError('hash_already_anchored', `The hash ${input.imageHash} is contended by other requests; retry.`, {}, 1);
 }
 
-/** From a claim this request holds (state accepting) to the anchored item. */
-async function acceptAndPublish(deps: AnchorDeps, claim: AnchorClaim, reservation: QuotaReservation): Promise<AnchoredEvidence> {
-  const published: { txHash?: string } = {};
-  let publishing: EvidenceItem;
+/** From a claim this request holds (state accepting, the version it read) to the anchored item. */
+async function acceptAndPublish(deps: AnchorDeps, claimed: EvidenceItem & AnchorClaim, reservation: QuotaReservation): Promise<AnchoredEvidence> {
+  const progress: PublishProgress = {};
+  let published: { item: EvidenceItem; sent: boolean };
   try {
     const link = await stored503(() =>
       deps.repo.claimLink({
-        public_key_hex: claim.public_key_hex,
-        chain_index: claim.chain_index,
-        image_hash: claim.image_hash,
-        chain_hash: claim.chain_hash,
-        previous_hash: claim.previous_hash,
-        signature_hex: claim.signature_hex,
-        device_id: claim.device_id,
+        public_key_hex: claimed.public_key_hex,
+        chain_index: claimed.chain_index,
+        image_hash: claimed.image_hash,
+        chain_hash: claimed.chain_hash,
+        previous_hash: claimed.previous_hash,
+        signature_hex: claimed.signature_hex,
+        device_id: claimed.device_id,
         state: 'claimed',
-        claim_id: claim.claim_id,
+        claim_id: claimed.claim_id,
       }),
     );
     if (!link.ok) {
       if (link.reason === 'previous_mismatch') {
-        throw invalid('previous_hash_mismatch', `previous_hash does not match the chain_hash stored at index ${claim.chain_index - 1} of this device's chain.`, {
+        throw invalid('previous_hash_mismatch', `previous_hash does not match the chain_hash stored at index ${claimed.chain_index - 1} of this device's chain.`, {
           expected_previous_hash: link.expectedPrevious,
         });
       }
       throw conflictError(
         'chain_index_conflict',
         link.reason === 'index_taken'
-          ? `Index ${claim.chain_index} of this device's chain is already used; the next free index is ${link.nextIndex}.`
-          : `Index ${claim.chain_index} does not follow this device's chain; the next free index is ${link.nextIndex}.`,
+          ? `Index ${claimed.chain_index} of this device's chain is already used; the next free index is ${link.nextIndex}.`
+          : `Index ${claimed.chain_index} does not follow this device's chain; the next free index is ${link.nextIndex}.`,
         { next_index: link.nextIndex },
       );
     }
-    publishing = await signAndPublish(deps, claim, published);
+    published = await signAndPublish(deps, claimed, progress);
   } catch (error) {
-    // Nothing went out: undo the claim (and, when the item already names a transaction, that
-    // transaction's record: the ledger refused it and gave its nonce back) so that the identical
-    // retry starts afresh. A claim lost to a take-over belongs to the retry: release() leaves it
-    // alone. An undo that fails is finished by the reconciler (the same steps).
+    if (progress.item) {
+      // Publishing: never undone. The identical retry, the replay or the reconciler finishes it.
+      // This request's unit pays for it (the item names this request's hold).
+      await endHold(deps, reservation, 'settle');
+      throw error;
+    }
+    // Nothing was published: give the claim back (conditional on the version this request
+    // holds), so that the identical retry starts afresh. A claim the identical request resumed
+    // meanwhile is not ours any more: our unit goes back, and this request follows it.
+    let releasedNow = false;
     try {
-      if (!(await releaseAnchor(deps, claim, published.txHash))) {
-        // Not ours to release any more (taken over by the identical retry): our own unit goes back.
-        const item = await deps.repo.get(claim.image_hash);
-        if (item?.quota_hold !== claim.quota_hold) await endHold(deps, reservation, 'refund');
-      }
+      releasedNow = await releaseAnchor(deps, claimed);
     } catch (undoError) {
-      log.warn('undo of a failed anchor failed; the reconciler settles it', { image_hash: claim.image_hash, ...describeError(undoError) });
+      log.warn('undo of a failed anchor failed; the identical retry resumes it, or the reconciler releases it', { image_hash: claimed.image_hash, ...describeError(undoError) });
+    }
+    if (!releasedNow) {
+      const item = await deps.repo.get(claimed.image_hash).catch(() => undefined);
+      if (item?.quota_hold !== claimed.quota_hold) await endHold(deps, reservation, 'refund');
+      if (error instanceof ClaimLostError) return followIdentical(deps, claimed, item);
     }
     if (error instanceof ClaimLostError) {
-      throw conflictError('hash_already_anchored', `The hash ${claim.image_hash} was taken over by another request for it.`);
+      throw conflictError('hash_already_anchored', `The hash ${claimed.image_hash} was claimed by another request meanwhile.`, {}, 1);
     }
     throw error;
   }
   // A publishing anchor is always finished: the unit is kept (settled) now, side by side with the receipt.
-  const [anchored] = await Promise.all([finishPublishing(deps, publishing, deps.receiptTimeoutMs, { sent: true }), endHold(deps, reservation, 'settle')]);
+  const [anchored] = await Promise.all([finishPublishing(deps, published.item, deps.receiptTimeoutMs, { sent: published.sent }), endHold(deps, reservation, 'settle')]);
   return anchored;
 }
 
-/** Ends this request's quota hold; a failure is left to the reconciler (logged, never thrown). */
-async function endHold(deps: AnchorDeps, reservation: QuotaReservation, outcome: 'settle' | 'refund'): Promise<void> {
-  await deps.quota.end({ counterKey: reservation.counterKey, holdId: reservation.holdId }, outcome).catch((error: unknown) =>
-    log.warn(`quota ${outcome} failed; the reconciler ends the hold`, { counter: reservation.counterKey, ...describeError(error) }),
+/**
+ * This request's claim was resumed by its identical twin (a retry of the same device request):
+ * the twin holds it now. Follow it: finish it once it is publishing, as any identical retry would.
+ */
+async function followIdentical(deps: AnchorDeps, claimed: EvidenceItem & AnchorClaim, item: EvidenceItem | undefined): Promise<AnchoredEvidence> {
+  if (item?.fingerprint === claimed.fingerprint && (item.anchor_state === 'publishing' || item.anchor_state === 'anchored')) {
+    return finishPublishing(deps, item, deps.receiptTimeoutMs);
+  }
+  throw conflictError(
+    'hash_already_anchored',
+    `The hash ${claimed.image_hash} is being anchored by an identical request. Retry this identical request in 1 s: it then resumes.`,
+    {},
+    1,
+  );
+}
+
+/** Ends a quota hold; a failure is left to the reconciler (logged, never thrown). */
+async function endHold(deps: AnchorDeps, hold: { counterKey: string; holdId: string }, outcome: 'settle' | 'refund'): Promise<void> {
+  await deps.quota.end({ counterKey: hold.counterKey, holdId: hold.holdId }, outcome).catch((error: unknown) =>
+    log.warn(`quota ${outcome} failed; the reconciler ends the hold`, { counter: hold.counterKey, ...describeError(error) }),
   );
 }

@@ -93,6 +93,8 @@ export async function currentBatchKey(deps: BatchStepDeps, nowMs: number, window
 /** A sealed batch as a waiter reads it. */
 interface SealedBatch {
   pk: string;
+  /** The seal as read (its version: a replacement is conditional on it). */
+  seal: BatchSeal;
   images: string[];
   tree: MerkleTree;
   root: string;
@@ -154,13 +156,14 @@ export async function finishBatched(deps: BatchStepDeps, item: EvidenceItem, rec
       // Left out (a late leaf): on to the window open now, then wait again. Never the sealed one
       // itself: a sealer whose clock ran ahead of this one may have sealed it "early".
       const next = await currentBatchKey(deps, Math.max(now(deps), key.startMs + key.windowMs), key.windowMs);
-      if (await deps.repo.moveToBatch(current.image_hash, pk, next)) {
+      const moved = await deps.repo.moveToBatch(current, next);
+      if (moved) {
         await joinBatch(deps, next, current.image_hash, current.server_hash);
-        current = { ...current, batch_pk: next };
+        current = moved;
         fresh = true;
         log.info('batch: a late leaf moved to the next window', { image_hash: current.image_hash, from: pk, to: next });
       } else {
-        current = (await deps.repo.get(current.image_hash)) ?? current;
+        current = await reread(deps, current);
       }
       continue;
     }
@@ -173,17 +176,16 @@ export async function finishBatched(deps: BatchStepDeps, item: EvidenceItem, rec
     };
     const { tx_raw: _raw, ...tx } = final.tx;
     const anchored = await deps.repo.markAnchored(
-      current.image_hash,
-      final.tx.tx_hash,
+      current,
       receipt ? { status: receipt.status, blockNumber: receipt.blockNumber, at: new Date(now(deps)).toISOString(), minedTxHash: receipt.txHash ?? final.tx.tx_hash, txHashes: receipt.txHashes } : null,
-      { pk, tx, merkle },
+      { tx, merkle },
     );
     if (anchored) {
       // The batch's transaction is counted once: by its first leaf.
       await deps.stats?.record({ anchored: 1, transactions: index === 0 ? 1 : 0, devices: anchored.chain_index === 0 ? 1 : 0 });
       return anchored;
     }
-    current = (await deps.repo.get(current.image_hash)) ?? current;
+    current = await reread(deps, current);
   }
   throw unavailable('ledger_unavailable', 'The anchor could not join a batch yet; retry the identical request: it resumes.');
 }
@@ -224,10 +226,12 @@ async function waitForSeal(deps: BatchStepDeps, pk: string): Promise<SealedBatch
     const claimed =
       seal === 'unread' || !seal
         ? await store.claimSeal(pk, sealerId, t + lease)
-        : seal.lease_expires_at < t && (await store.takeOverSeal(pk, seal.sealer_id, sealerId, t + lease, t));
+        : seal.lease_expires_at < t
+          ? await store.takeOverSeal(pk, seal, sealerId, t + lease, t)
+          : null;
     if (claimed) {
       if (seal !== 'unread' && seal) log.warn('batch: a sealer lapsed; its batch is taken over', { batch: pk, previous: seal.sealer_id });
-      const sealed = await sealAs(deps, pk, sealerId);
+      const sealed = await sealAs(deps, pk, claimed);
       if (sealed) return sealed; // what this sealer stored, without reading it back
       seal = await store.getSeal(pk); // lost to a take-over, or sent ambiguously: read what was stored
       continue;
@@ -243,15 +247,15 @@ async function waitForSeal(deps: BatchStepDeps, pk: string): Promise<SealedBatch
 /**
  * The sealer's work under its claim: the leaves (strongly consistent), the tree, one transaction
  * with the root, stored on the seal before it can reach a node. Returns the batch as stored when
- * this sealer stored and sent it; null when the caller must read the seal (lost to a take-over, or
- * the broadcast's outcome is unknown). When nothing was stored (the
- * ledger or the database failed first) the claim is given back so that another waiter seals at
- * once, and the failure is thrown (503; the anchors stay publishing and are resumed). A claim lost
- * to a take-over ends quietly: the caller reads the seal the other sealer stored.
+ * this sealer stored it and the node took the transaction; null when the caller must read the
+ * seal (lost to a take-over, or the broadcast did not go through: the stored transaction is then
+ * resumed). When nothing was stored (the ledger or the database failed first) the claim is given
+ * back so that another waiter seals at once, and the failure is thrown (503; the anchors stay
+ * publishing and are resumed).
  */
-async function sealAs(deps: BatchStepDeps, pk: string, sealerId: string): Promise<SealedBatch | null> {
+async function sealAs(deps: BatchStepDeps, pk: string, claim: BatchSeal): Promise<SealedBatch | null> {
   const { store } = deps.batching;
-  let announced: StoredTx | undefined;
+  let stored: BatchSeal | undefined;
   try {
     const leaves: BatchLeaf[] = (await store.listLeaves(pk)).slice(0, deps.batching.maxLeaves ?? 2000);
     if (leaves.length === 0) throw new Error(`batch ${pk} has no leaf to seal`);
@@ -267,22 +271,24 @@ async function sealAs(deps: BatchStepDeps, pk: string, sealerId: string): Promis
       sealed_at: new Date(now(deps)).toISOString(),
     };
     const sent = await deps.ledger.publish(Buffer.from(encodeBatchData(root).slice(2), 'hex'), pk, async (signed) => {
-      const stored: StoredTx = { tx_hash: signed.txHash, tx_nonce: signed.nonce, tx_raw: signed.raw, ledger_address: signed.from, ledger_chain_id: deps.ledger.chainId };
-      const ok = announced ? await store.replaceSealTx(pk, announced.tx_hash, stored) : await store.markSealed(pk, sealerId, contents, stored);
-      if (!ok) throw new SealLostError(pk);
-      announced = stored;
+      const tx: StoredTx = { tx_hash: signed.txHash, tx_nonce: signed.nonce, tx_raw: signed.raw, ledger_address: signed.from, ledger_chain_id: deps.ledger.chainId };
+      // The first signature seals the batch; a later one (the sender gave that nonce back unsent
+      // and signed again) replaces the transaction the seal names, from the seal as stored.
+      const next = stored ? await store.replaceSealTx(pk, stored, tx) : await store.markSealed(pk, claim, contents, tx);
+      if (!next) throw new SealLostError(pk);
+      stored = next;
     });
-    if (sent.broadcast !== 'accepted' || !announced) return null;
+    if (sent.broadcast !== 'accepted' || !stored?.tx_hash) return null;
     shared(deps).broadcast.add(sent.txHash);
-    return { pk, images: leaves.map((l) => l.image_hash), tree, root, tx: announced };
+    return { pk, seal: stored, images: leaves.map((l) => l.image_hash), tree, root, tx: storedTxOf(stored) };
   } catch (error) {
     if (error instanceof SealLostError) return null;
-    if (announced) {
+    if (stored) {
       // Sealed, but the broadcast failed: the waiters finish the stored transaction (resume).
       log.warn('batch: sealed, broadcast failed; the stored transaction is resumed', { batch: pk, ...describeError(error) });
       return null;
     }
-    await store.abandonSeal(pk, sealerId).catch(() => undefined);
+    await store.abandonSeal(pk, claim).catch(() => undefined);
     if (error instanceof DomainError) throw error;
     log.warn('batch: sealing failed; the claim is given back', { batch: pk, ...describeError(error) });
     throw unavailable('ledger_unavailable', 'The ledger is unavailable. Retry the identical request: it resumes where this one stopped.');
@@ -308,11 +314,23 @@ function readSealed(pk: string, seal: BatchSeal): SealedBatch {
   if (tree.root().toString('hex') !== seal.root) throw new Error(`batch ${pk}: the stored root does not match its leaves`);
   return {
     pk,
+    seal,
     images: Array.from({ length: size }, (_, i) => images.subarray(i * 32, i * 32 + 32).toString('hex')),
     tree,
     root: seal.root,
-    tx: { tx_hash: seal.tx_hash, tx_nonce: seal.tx_nonce, tx_raw: seal.tx_raw, ledger_address: seal.ledger_address ?? '', ledger_chain_id: seal.ledger_chain_id ?? 0 },
+    tx: storedTxOf(seal),
   };
+}
+
+function storedTxOf(seal: BatchSeal): StoredTx {
+  return { tx_hash: seal.tx_hash ?? '', tx_nonce: seal.tx_nonce ?? 0, tx_raw: seal.tx_raw ?? '', ledger_address: seal.ledger_address ?? '', ledger_chain_id: seal.ledger_chain_id ?? 0 };
+}
+
+/** The item as it stands now (after a lost condition); one that vanished is an error, never a step back. */
+async function reread(deps: BatchStepDeps, item: EvidenceItem): Promise<EvidenceItem> {
+  const again = await deps.repo.get(item.image_hash);
+  if (!again?.anchor_state) throw new Error(`batch: the anchor of ${item.image_hash} vanished while publishing`);
+  return again;
 }
 
 interface Settled {
@@ -344,8 +362,7 @@ async function settleOnce(deps: BatchStepDeps, first: SealedBatch, receiptWaitMs
       ? { outcome: 'sent', txHash: tx.tx_hash }
       : await ledgerStep(() => deps.ledger.resume({ txHash: tx.tx_hash, nonce: tx.tx_nonce, raw: tx.tx_raw, ref: batch.pk }));
     if (outcome.outcome === 'dead') {
-      log.warn('batch: its transaction can never be mined; signing a new one with the same root', { batch: batch.pk, tx_hash: tx.tx_hash });
-      await republish(deps, batch);
+      if (await republish(deps, batch)) log.warn('batch: its transaction can never be mined; replaced by a new one with the same root', { batch: batch.pk, tx_hash: tx.tx_hash });
       const seal = await deps.batching.store.getSeal(batch.pk);
       if (!seal) throw new Error(`batch ${batch.pk} vanished`);
       batch = readSealed(batch.pk, seal);
@@ -358,18 +375,27 @@ async function settleOnce(deps: BatchStepDeps, first: SealedBatch, receiptWaitMs
   throw unavailable('ledger_unavailable', 'The ledger keeps refusing the batch transaction; the anchor will be finished later.');
 }
 
-/** A sealed batch whose transaction is dead: a new one with the same root replaces it on the seal. */
-async function republish(deps: BatchStepDeps, batch: SealedBatch): Promise<void> {
-  let named = batch.tx.tx_hash;
+/**
+ * replace (sealed → sealed): a sealed batch whose transaction is dead gets a new one with the same
+ * root, stored on the seal conditional on the version this invocation read, so of any number of
+ * resumers that found it dead exactly one replaces it; the others' transactions are given back
+ * unsent. True when this invocation replaced it.
+ */
+async function republish(deps: BatchStepDeps, batch: SealedBatch): Promise<boolean> {
+  let current = batch.seal;
+  let replaced = false;
   await ledgerStep(() =>
     deps.ledger.publish(Buffer.from(encodeBatchData(batch.root).slice(2), 'hex'), batch.pk, async (signed) => {
       const stored: StoredTx = { tx_hash: signed.txHash, tx_nonce: signed.nonce, tx_raw: signed.raw, ledger_address: signed.from, ledger_chain_id: deps.ledger.chainId };
-      if (!(await deps.batching.store.replaceSealTx(batch.pk, named, stored))) throw new SealLostError(batch.pk);
-      named = stored.tx_hash;
+      const next = await deps.batching.store.replaceSealTx(batch.pk, current, stored);
+      if (!next) throw new SealLostError(batch.pk);
+      current = next;
+      replaced = true;
     }),
   ).catch((error: unknown) => {
     if (!(error instanceof SealLostError)) throw error; // another resumer replaced it first: it finishes that one
   });
+  return replaced;
 }
 
 async function ledgerStep<T>(step: () => Promise<T>): Promise<T> {

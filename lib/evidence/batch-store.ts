@@ -1,5 +1,7 @@
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { tryWrite } from '../store/conditional.js';
+import { GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BATCH_SEAL } from '../state-machines.js';
+import type { WriteOutcome } from '../store/conditional.js';
+import { moveState, type VersionedMove } from '../store/versioned.js';
 import type { StoredTx } from './records.js';
 
 /**
@@ -18,6 +20,8 @@ export interface BatchLeaf {
 /** The seal while its sealer works (`sealing`, under a lease) and once it stored the batch (`sealed`). */
 export interface BatchSeal {
   state: 'sealing' | 'sealed';
+  /** The version (lib/state-machines.ts BATCH_SEAL): every transition is conditional on it and adds one. */
+  v: number;
   sealer_id: string;
   lease_expires_at: number;
   /** Sealed: the image hashes of the leaves in tree order, 32 bytes each, concatenated. */
@@ -85,102 +89,92 @@ export class BatchStore {
     return out;
   }
 
-  /** The seal of a batch, read strongly consistent (undefined: nobody claimed it yet). */
+  /** The seal of a batch, read strongly consistent (undefined: nobody holds a claim on it). */
   async getSeal(pk: string): Promise<BatchSeal | undefined> {
     const r = await this.db.send(new GetCommand({ TableName: this.table, Key: { pk, sk: SEAL }, ConsistentRead: true }));
-    return r.Item as BatchSeal | undefined;
+    const seal = r.Item as (BatchSeal & { state?: BatchSeal['state'] }) | undefined;
+    // A claim given back (abandon) leaves the version behind and no state: nobody holds it.
+    return seal?.state ? seal : undefined;
   }
 
-  /** Claims the sealing of a batch: exactly one of any number of concurrent claims wins. */
-  async claimSeal(pk: string, sealerId: string, leaseExpiresAt: number): Promise<boolean> {
-    const r = await tryWrite(
-      this.db,
-      new PutCommand({
-        TableName: this.table,
-        Item: { pk, sk: SEAL, state: 'sealing', sealer_id: sealerId, lease_expires_at: leaseExpiresAt },
-        ConditionExpression: 'attribute_not_exists(pk)',
-      }),
-    );
-    return r.ok;
+  /*
+   * The seal's transitions (lib/state-machines.ts BATCH_SEAL), each from the seal as the caller
+   * read it (state and version `v`), moving the version on (lib/store/versioned.ts). Each returns
+   * the seal as it now stands, or null when it had moved on: the caller reads it again.
+   */
+
+  /** claim (none → sealing): exactly one of any number of concurrent claims wins; no read first. */
+  async claimSeal(pk: string, sealerId: string, leaseExpiresAt: number): Promise<BatchSeal | null> {
+    const r = await this.move({ pk }, 'claim', { set: { sealer_id: sealerId, lease_expires_at: leaseExpiresAt }, version: 'unread' });
+    if (!r.ok) return null;
+    return { state: 'sealing', v: Number((r.attributes as { v?: unknown } | undefined)?.v), sealer_id: sealerId, lease_expires_at: leaseExpiresAt };
   }
 
-  /** Takes over the claim of a sealer whose lease lapsed (it died, or hangs): only that claim, only while still sealing. */
-  async takeOverSeal(pk: string, previousSealer: string, sealerId: string, leaseExpiresAt: number, nowMs: number): Promise<boolean> {
-    const r = await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk, sk: SEAL },
-        UpdateExpression: 'SET sealer_id = :me, lease_expires_at = :lease',
-        ConditionExpression: '#state = :sealing AND sealer_id = :prev AND lease_expires_at < :now',
-        ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':me': sealerId, ':lease': leaseExpiresAt, ':sealing': 'sealing', ':prev': previousSealer, ':now': nowMs },
-      }),
-    );
-    return r.ok;
+  /** takeOver (sealing → sealing): the claim of a sealer whose lease lapsed (it died, or hangs). */
+  async takeOverSeal(pk: string, current: BatchSeal, sealerId: string, leaseExpiresAt: number, nowMs: number): Promise<BatchSeal | null> {
+    const r = await this.move({ pk, ...current }, 'takeOver', {
+      set: { sealer_id: sealerId, lease_expires_at: leaseExpiresAt },
+      also: { expression: 'lease_expires_at < :now', values: { ':now': nowMs } },
+    });
+    return r.ok ? { ...current, v: current.v + 1, sealer_id: sealerId, lease_expires_at: leaseExpiresAt } : null;
   }
 
-  /** Gives a claim back when nothing was stored under it (the ledger was down), so another waiter seals at once. */
-  async abandonSeal(pk: string, sealerId: string): Promise<void> {
-    await tryWrite(
-      this.db,
-      new DeleteCommand({
-        TableName: this.table,
-        Key: { pk, sk: SEAL },
-        ConditionExpression: '#state = :sealing AND sealer_id = :me',
-        ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':sealing': 'sealing', ':me': sealerId },
-      }),
-    );
+  /** abandon (sealing → none): gives a claim back when nothing was stored under it, so another waiter seals at once. */
+  async abandonSeal(pk: string, current: BatchSeal): Promise<void> {
+    await this.move({ pk, ...current }, 'abandon', {
+      remove: ['sealer_id', 'lease_expires_at'],
+      also: { expression: 'sealer_id = :me', values: { ':me': current.sealer_id } },
+    });
   }
 
   /**
-   * sealing → sealed: the leaf list, the root and the signed transaction, stored BEFORE the
+   * seal (sealing → sealed): the leaf list, the root and the signed transaction, stored BEFORE the
    * transaction can reach a node (called from the ledger's persist hook). Only by the sealer that
-   * holds the claim: a sealer that lost it to a take-over gets false, and its transaction is given
-   * back unsent. From here the batch is fixed: a leaf written later is not in it.
+   * holds the claim, as it read it: a sealer that lost it to a take-over gets null, and its
+   * transaction is given back unsent. From here the batch is fixed: a leaf written later is not in it.
    */
-  async markSealed(pk: string, sealerId: string, contents: SealContents, tx: StoredTx): Promise<boolean> {
-    const r = await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk, sk: SEAL },
-        UpdateExpression:
-          'SET #state = :sealed, images = :images, leaves = :leaves, #root = :root, tree_size = :size, sealed_at = :at, ' +
-          'tx_hash = :tx, tx_nonce = :nonce, tx_raw = :raw, ledger_address = :from, ledger_chain_id = :chain',
-        ConditionExpression: '#state = :sealing AND sealer_id = :me',
-        ExpressionAttributeNames: { '#state': 'state', '#root': 'root' },
-        ExpressionAttributeValues: {
-          ':sealed': 'sealed', ':sealing': 'sealing', ':me': sealerId,
-          ':images': contents.images, ':leaves': contents.leaves, ':root': contents.root, ':size': contents.tree_size, ':at': contents.sealed_at,
-          ':tx': tx.tx_hash, ':nonce': tx.tx_nonce, ':raw': tx.tx_raw, ':from': tx.ledger_address, ':chain': tx.ledger_chain_id,
-        },
-      }),
-    );
-    return r.ok;
+  async markSealed(pk: string, current: BatchSeal, contents: SealContents, tx: StoredTx): Promise<BatchSeal | null> {
+    const set = {
+      images: contents.images, leaves: contents.leaves, root: contents.root, tree_size: contents.tree_size, sealed_at: contents.sealed_at,
+      tx_hash: tx.tx_hash, tx_nonce: tx.tx_nonce, tx_raw: tx.tx_raw, ledger_address: tx.ledger_address, ledger_chain_id: tx.ledger_chain_id,
+    };
+    const r = await this.move({ pk, ...current }, 'seal', { set, also: { expression: 'sealer_id = :me', values: { ':me': current.sealer_id } } });
+    return r.ok ? { ...current, ...set, state: 'sealed', v: current.v + 1 } : null;
   }
 
   /**
-   * The batch's transaction can never be mined (its nonce went to another transaction): a new one
-   * with the same root replaces it, conditional on the seal still naming the dead one (of two
-   * resumers that found it dead, one replaces it; the other's is given back unsent).
+   * replace (sealed → sealed): the batch's transaction can never be mined (its nonce is held by
+   * another transaction): a new one with the same root replaces it. Of two resumers that found it
+   * dead, the one whose write lands on the version both read replaces it; the other's is given
+   * back unsent. (A condition on the dead hash could not tell them apart: a re-signature at the
+   * same nonce and fees has the same hash.)
    */
-  async replaceSealTx(pk: string, deadTxHash: string, tx: StoredTx): Promise<boolean> {
-    const r = await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk, sk: SEAL },
-        UpdateExpression: 'SET tx_hash = :tx, tx_nonce = :nonce, tx_raw = :raw, ledger_address = :from, ledger_chain_id = :chain',
-        ConditionExpression: '#state = :sealed AND tx_hash = :dead',
-        ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: {
-          ':sealed': 'sealed', ':dead': deadTxHash,
-          ':tx': tx.tx_hash, ':nonce': tx.tx_nonce, ':raw': tx.tx_raw, ':from': tx.ledger_address, ':chain': tx.ledger_chain_id,
-        },
-      }),
-    );
-    return r.ok;
+  async replaceSealTx(pk: string, current: BatchSeal, tx: StoredTx): Promise<BatchSeal | null> {
+    const set = { tx_hash: tx.tx_hash, tx_nonce: tx.tx_nonce, tx_raw: tx.tx_raw, ledger_address: tx.ledger_address, ledger_chain_id: tx.ledger_chain_id };
+    const r = await this.move({ pk, ...current }, 'replace', { set });
+    return r.ok ? { ...current, ...set, v: current.v + 1 } : null;
+  }
+
+  private move(
+    seal: { pk: string; state?: BatchSeal['state']; v?: number },
+    transition: keyof typeof BATCH_SEAL.transitions,
+    options: { set?: Record<string, unknown>; remove?: readonly string[]; also?: VersionedMove['also']; version?: 'unread' },
+  ): Promise<WriteOutcome> {
+    const t = BATCH_SEAL.transitions[transition];
+    const from = t.from === 'none' ? null : t.from;
+    if (options.version !== 'unread' && (seal.state ?? null) !== from) throw new Error(`batch ${seal.pk}: ${transition} starts from ${t.from}, the seal read is ${seal.state ?? 'none'}`);
+    return moveState(this.db, {
+      table: this.table,
+      key: { pk: seal.pk, sk: SEAL },
+      stateAttribute: 'state',
+      versionAttribute: 'v',
+      from,
+      version: options.version ?? seal.v,
+      to: t.to === 'none' ? null : t.to,
+      ...(options.set ? { set: options.set } : {}),
+      ...(options.remove ? { remove: options.remove } : {}),
+      ...(options.also ? { also: options.also } : {}),
+      ...(options.version === 'unread' ? { returnValues: 'UPDATED_NEW' as const } : {}),
+    });
   }
 }

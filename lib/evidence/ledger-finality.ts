@@ -65,5 +65,5 @@ export async function recordLedgerFinality(
   if (item.ledger_final) return 'already';
   const { final } = await readLedgerFinality(deps.finality, item, now);
   if (!final) return 'not_final';
-  return (await deps.repo.recordFinalLedger(item.image_hash, item.tx_hash, final)) ? 'recorded' : 'already';
+  return (await deps.repo.recordFinalLedger(item, final)) ? 'recorded' : 'already';
 }

@@ -33,10 +33,12 @@ export interface LedgerPublisher {
    * Signs a transaction carrying `data` and hands it to `persist` BEFORE it is written to the
    * ledger's own records or broadcast; when `persist` throws, the nonce is given back, nothing goes
    * out and that error is rethrown. `persist` may be called again with a new signature (a nonce
-   * given back and another taken); each announced transaction but the last was never sent.
-   * Throws a ledger error when the node could not take the transaction (nothing was sent).
+   * given back before its record was written, and another taken); each announced transaction but
+   * the last was never sent. Once recorded, the transaction keeps its nonce: `broadcast` says
+   * whether the node took it now ('accepted'), may have ('ambiguous') or did not ('failed': it is
+   * sent again by resume() or the ledger's re-send job, never replaced).
    */
-  publish(data: Uint8Array, ref: string, persist: (tx: SignedTx) => Promise<void>): Promise<{ txHash: string; broadcast: 'accepted' | 'ambiguous' }>;
+  publish(data: Uint8Array, ref: string, persist: (tx: SignedTx) => Promise<void>): Promise<{ txHash: string; broadcast: 'accepted' | 'ambiguous' | 'failed' }>;
   /**
    * Finishes a transaction signed earlier whose sender may have died at any line: `mined` (with
    * its receipt), `sent` (it is with the node or will be re-sent from the ledger's records), or

@@ -1,6 +1,8 @@
 import { parseHoldId } from '../accounts/limits.js';
 import { type HoldReport, type HoldVerdict } from '../accounts/quota-holds.js';
+import { DomainError } from '../errors.js';
 import { describeError, log } from '../log.js';
+import { isStoreUnavailable } from '../store/errors.js';
 import { type AnchorDeps, DEFAULT_LEASE_MS, finishPublishing, releaseAnchor } from './anchor-steps.js';
 import { type FinalityReader, recordLedgerFinality } from './ledger-finality.js';
 import { type AnchoredEvidence, isAnchored } from './records.js';
@@ -69,24 +71,38 @@ export async function reconcileAnchors(
   }
   const hashes = options.fullScan ? await deps.repo.scanUnfinished() : await deps.repo.listUnfinished(options.limit ?? 500);
   const queue = [...new Set(hashes)];
+  // A dependency that is down (503) fails every anchor that needs it: the pass stops at the first
+  // such failure and leaves the rest to the next pass, with one log line instead of one per anchor.
+  let down: { image_hash: string; error: ReturnType<typeof describeError> } | undefined;
   const worker = async () => {
-    for (let h = queue.shift(); h !== undefined; h = queue.shift()) {
+    for (let h = queue.shift(); h !== undefined && !down; h = queue.shift()) {
       report.checked++;
       try {
         await advance(deps, h, clock().getTime(), report);
       } catch (error) {
         report.failed++;
-        log.warn('reconcile: an anchor could not be advanced now', { image_hash: h, ...describeError(error) });
+        if (error instanceof DomainError && error.kind === 'unavailable') down ??= { image_hash: h, error: describeError(error) };
+        else if (isUnavailable(error)) down ??= { image_hash: h, error: describeError(error) };
+        else log.warn('reconcile: an anchor could not be advanced now', { image_hash: h, ...describeError(error) });
       }
     }
   };
   await Promise.all(Array.from({ length: options.concurrency ?? 8 }, worker));
+  if (down) {
+    report.failed += queue.length;
+    log.warn('reconcile: a dependency is down; the unfinished anchors wait for the next pass', { left: queue.length + 1, first: down.image_hash, ...down.error });
+  }
 
   if (deps.reconcileHolds) {
     report.holds = await deps.reconcileHolds((ref, holdId, ageMs) => judgeAnchorHold(deps, ref, holdId, ageMs));
   }
   if (report.checked > 0 || report.resent > 0 || (report.holds?.open ?? 0) > 0) log.info('reconcile', { ...report, holds: report.holds });
   return report;
+}
+
+/** An outage of the database or the ledger (not a fault of the anchor itself). */
+function isUnavailable(error: unknown): boolean {
+  return isStoreUnavailable(error) || (error as { code?: unknown } | null)?.code === 'ledger_unavailable';
 }
 
 /** Counts an anchor still waiting for its transaction, and how long it has (the pending-too-long alarm's metric). */
@@ -98,8 +114,9 @@ function waited(report: ReconcileReport, nowMs: number, anchoredAt: string | und
 
 async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, report: ReconcileReport): Promise<void> {
   const item = await deps.repo.get(imageHash);
-  if (!item?.anchor_state) {
-    await deps.repo.clearUnfinished(imageHash);
+  if (!item) return;
+  if (!item.anchor_state) {
+    await deps.repo.clearUnfinished(item);
     return;
   }
   switch (item.anchor_state) {
@@ -126,10 +143,11 @@ async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, re
         await finalize(deps, deps.finality, item, report);
         return;
       }
-      if (item.tx_status !== 'pending' || !item.tx_hash) {
-        await deps.repo.clearUnfinished(imageHash);
+      if (item.tx_status === 'failed' || item.ledger_final || !item.tx_hash || (item.tx_status === 'confirmed' && !deps.finality)) {
+        await deps.repo.clearUnfinished(item);
         return;
       }
+      if (item.tx_status !== 'pending') return;
       // The link follows (a crash between the item's write and the link's changes nothing).
       if (item.public_key_hex !== undefined && item.chain_index !== undefined && item.anchored_at) {
         await deps.repo.anchorLink(item.public_key_hex, item.chain_index, imageHash, item.anchored_at, item.tx_hash);
@@ -140,16 +158,14 @@ async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, re
         return;
       }
       const at = (deps.clock ?? (() => new Date()))().toISOString();
-      await deps.repo.setTxStatus(imageHash, item.tx_hash, receipt.status, receipt.blockNumber, at, {
+      const now = await deps.repo.setTxStatus(item, receipt.status, receipt.blockNumber, at, {
         ...(receipt.txHash ? { txHash: receipt.txHash } : {}),
         ...(receipt.txHashes ? { txHashes: receipt.txHashes } : {}),
       });
+      if (!now) return; // another invocation recorded it meanwhile
       report.confirmed++;
       // The receipt the sender waited for is final by the same rule: store it in this pass.
-      if (receipt.status === 'confirmed' && deps.finality) {
-        const now = await deps.repo.get(imageHash);
-        if (isAnchored(now) && now.tx_status === 'confirmed') await finalize(deps, deps.finality, now, report);
-      }
+      if (isAnchored(now) && now.tx_status === 'confirmed' && deps.finality) await finalize(deps, deps.finality, now, report);
       return;
     }
   }
@@ -159,8 +175,10 @@ async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, re
 async function finalize(deps: ReconcileDeps, finality: FinalityReader, item: AnchoredEvidence, report: ReconcileReport): Promise<void> {
   const outcome = await recordLedgerFinality({ repo: deps.repo, finality }, item, (deps.clock ?? (() => new Date()))());
   if (outcome === 'recorded') report.finalized++;
-  else if (outcome === 'already') await deps.repo.clearUnfinished(item.image_hash);
-  else report.waiting++;
+  else if (outcome === 'already') {
+    const now = await deps.repo.get(item.image_hash);
+    if (now?.ledger_final) await deps.repo.clearUnfinished(now);
+  } else report.waiting++;
 }
 
 /**

@@ -94,18 +94,19 @@ export interface MerkleInclusion {
 }
 
 /**
- * Where an anchor stands (DESIGN "The anchor as a state machine"). Each step is one conditional
- * write from one named state to the next; any invocation can resume it (the identical retry,
+ * Where an anchor stands: the states of EVIDENCE_ITEM (lib/state-machines.ts, docs/state-machines.md,
+ * where each transition, who may make it and when are listed). Each step is one conditional write
+ * from the state and version read to the next; any invocation can resume it (the identical retry,
  * the start-up replay, the scheduled reconciler, lib/evidence/reconcile.ts).
  * - `accepting`: the hash and its chain position are claimed for one request (its fingerprint),
- *   under a lease; nothing is signed yet. A lapsed lease is released (or taken over by the
- *   identical retry).
+ *   under a lease; nothing is signed yet. The identical request resumes it at once; a lapsed one
+ *   is released.
  * - `publishing`: every proof is stored (statement, ML-DSA-65 signature, RFC 3161 token) and so is
- *   the signed ledger transaction, BEFORE it can reach any node. From here the anchor is only ever
- *   finished with that transaction (or, if it provably can never be mined, a new one), never undone.
+ *   the signed ledger transaction or the batch it joined, BEFORE anything can reach a node. From
+ *   here the anchor is only ever finished, never undone.
  * - `anchored`: the transaction was handed to the ledger; the 200 can be sent. `tx_status` goes from
- *   pending to confirmed (or failed) when its receipt is recorded.
- * Released anchors have none of these fields (the item keeps only a registration, if any).
+ *   pending to confirmed (or failed) when its receipt is recorded, then the final receipt is stored.
+ * Released anchors have none of these fields but the version (the item keeps a registration, if any).
  */
 export type AnchorState = 'accepting' | 'publishing' | 'anchored';
 
@@ -161,6 +162,12 @@ export interface EvidenceItem extends Partial<AnchorProofs> {
   registered_at?: string;
   registered_by?: string;
   anchor_state?: AnchorState;
+  /**
+   * The version of the anchor's state (lib/state-machines.ts EVIDENCE_ITEM): every transition is
+   * conditional on the state and version it was computed from, and adds one. Kept by a release,
+   * so that a hash released and claimed again never repeats a version.
+   */
+  anchor_v?: number;
   claim_id?: string;
   fingerprint?: string;
   lease_expires_at?: number;

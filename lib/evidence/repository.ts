@@ -1,6 +1,8 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describeError, log } from '../log.js';
-import { setClause, tryWrite, type WriteOutcome } from '../store/conditional.js';
+import { EVIDENCE_ITEM } from '../state-machines.js';
+import { tryWrite, type WriteOutcome } from '../store/conditional.js';
+import { moveState, type VersionedMove } from '../store/versioned.js';
 import type { StatsPort } from './stats.js';
 
 import {
@@ -24,6 +26,15 @@ export * from './records.js';
 /** The one partition of the pending_tx index (pending anchors are few: minutes' worth at most). */
 const PENDING_SHARD = 'pending';
 
+/** The transitions of an evidence item (lib/state-machines.ts EVIDENCE_ITEM). */
+type EvidenceTransition = keyof typeof EVIDENCE_ITEM.transitions;
+
+/** How the anchored sub-states of EVIDENCE_ITEM are told apart in the item (beyond anchor_state = anchored). */
+const ANCHORED_SUBSTATES: Record<string, { expression: string; values: Record<string, unknown> } | undefined> = {
+  'anchored:pending': { expression: 'tx_status = :sub_status', values: { ':sub_status': 'pending' } },
+  'anchored:confirmed': { expression: 'tx_status = :sub_status AND attribute_not_exists(ledger_final)', values: { ':sub_status': 'confirmed' } },
+};
+
 /** Why a chain slot could not be claimed. */
 export type ChainClaimResult =
   | { ok: true }
@@ -38,12 +49,12 @@ export interface BatchRef {
   ledger_chain_id: number;
 }
 
-/** Why claiming a hash failed: the item as it stands (undefined when it vanished meanwhile). */
-export type HashClaimResult = { ok: true } | { ok: false; current: EvidenceItem | undefined };
+/** A claim: the item as claimed (with its version), or the item as it stands (undefined when it vanished meanwhile). */
+export type HashClaimResult = { ok: true; item: EvidenceItem } | { ok: false; current: EvidenceItem | undefined };
 
-/** Fields of an anchor that a release removes (a registration stays). */
+/** Fields of an anchor that a release removes besides its state (a registration stays, and so does the version). */
 const ANCHOR_FIELDS = [
-  'anchor_state', 'claim_id', 'fingerprint', 'lease_expires_at', 'quota_counter', 'quota_hold', 'pending_shard', 'anchored_at',
+  'claim_id', 'fingerprint', 'lease_expires_at', 'quota_counter', 'quota_hold', 'pending_shard', 'anchored_at',
   'account_id', 'api_version', 'device_id', 'public_key_hex', 'signature_hex', 'chain_index', 'chain_hash', 'previous_hash',
   'statement', 'server_hash', 'pq_algorithm', 'pq_key_id', 'pq_public_key', 'pq_signature',
   'tsa_response', 'tsa_gen_time', 'tsa_serial', 'tsa_policy', 'tsa_certificates',
@@ -190,233 +201,190 @@ export class EvidenceRepository implements StandaloneProofStore {
 
   // ------------------------------------------------------------------ the anchor's states
 
+  /*
+   * Each method below is one transition of EVIDENCE_ITEM (lib/state-machines.ts), made from the
+   * item as the caller read it: the write is conditional on that state AND version (anchor_v), and
+   * moves the version on (lib/store/versioned.ts). It returns the item as it now stands (computed,
+   * not read back), or null when the item had moved on meanwhile: the caller then reads it again
+   * and decides from what it finds. Nothing here ever overwrites a newer state.
+   */
+
   /**
-   * accepting: claims the hash for one request. Exactly one of any number of concurrent claims
-   * wins: the condition admits only an item where no anchor is under way or done (a registration
-   * may be there). A lapsed claim is never overwritten here: it is released first (its link and
-   * quota hold with it) or taken over by the identical retry (takeOver).
+   * claim (none → accepting): claims the hash for one request. Exactly one of any number of
+   * concurrent claims wins: the condition admits only an item where no anchor is under way or done
+   * (a registration may be there). No read first; the item as it was comes back when the claim fails.
    */
   async claimHash(claim: AnchorClaim): Promise<HashClaimResult> {
-    const r = await this.setIf(
-      claim.image_hash,
-      { ...claim, image_hash: undefined, anchor_state: 'accepting', pending_shard: PENDING_SHARD },
-      'attribute_not_exists(anchor_state)',
-      {},
+    const r = await this.move(
+      { image_hash: claim.image_hash, anchor_state: undefined, anchor_v: undefined },
+      'claim',
+      { set: { ...claim, image_hash: undefined, pending_shard: PENDING_SHARD }, version: 'unread', returnUpdated: true },
     );
-    if (r.ok) return { ok: true };
+    if (r.ok) {
+      const version = Number((r.attributes as { anchor_v?: unknown } | undefined)?.anchor_v);
+      return { ok: true, item: { ...claim, anchor_state: 'accepting', anchor_v: version, pending_shard: PENDING_SHARD } };
+    }
     return { ok: false, current: (r.old as unknown as EvidenceItem | undefined) ?? (await this.get(claim.image_hash)) };
   }
 
   /**
-   * The identical retry takes over a lapsed `accepting` claim: same fingerprint (same request),
-   * lease over, and the claim still the one it read. The new claim gets its own lease, time and
-   * quota hold (the old hold is then refunded by the reconciler: the item no longer names it).
+   * resume (accepting → accepting): the identical request (same fingerprint) continues an
+   * `accepting` claim at once, whoever held it: a new claim id, statement time, lease and quota
+   * hold. The previous holder, if it still runs, loses its next conditional write and follows.
    */
-  async takeOver(
-    imageHash: string,
-    previousClaimId: string,
+  async resumeClaim(
+    current: EvidenceItem,
     next: Pick<AnchorClaim, 'claim_id' | 'anchored_at' | 'lease_expires_at' | 'quota_counter' | 'quota_hold' | 'fingerprint'>,
-    nowMs: number,
-  ): Promise<boolean> {
+  ): Promise<EvidenceItem | null> {
     const { claim_id, anchored_at, lease_expires_at, quota_counter, quota_hold } = next;
-    const r = await this.setIf(
-      imageHash,
-      { claim_id, anchored_at, lease_expires_at, quota_counter, quota_hold },
-      'anchor_state = :accepting AND claim_id = :prev AND fingerprint = :fp AND lease_expires_at < :now',
-      { ':accepting': 'accepting', ':prev': previousClaimId, ':fp': next.fingerprint, ':now': nowMs },
-    );
-    return r.ok;
+    return this.moved(current, 'resume', {
+      set: { claim_id, anchored_at, lease_expires_at, quota_counter, quota_hold },
+      also: { expression: 'fingerprint = :fp', values: { ':fp': next.fingerprint } },
+    });
   }
 
   /**
-   * Releases a claim whose anchor was not published: the anchor's fields go, a registration stays.
-   * - Without `unsentTx`: an `accepting` claim. A release and a move to publishing of the same
-   *   claim are exclusive (both are conditional on the state), so exactly one of them happens.
-   * - With `unsentTx`: a `publishing` item whose request saw the ledger refuse its transaction
-   *   (the sender gave the nonce back: it can never go out). Only that request does this, and only
-   *   while the item still names that transaction.
+   * release (accepting → none): the anchor's fields go, a registration stays. Only an `accepting`
+   * item: nothing of it was published. A release and a move to publishing of the same version
+   * are exclusive, so exactly one of them happens. The version stays, and counts on at the next claim.
    */
-  async release(imageHash: string, claimId: string, unsentTx?: string): Promise<boolean> {
-    const r = await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.evidence,
-        Key: { image_hash: imageHash },
-        UpdateExpression: `REMOVE ${ANCHOR_FIELDS.join(', ')}`,
-        ConditionExpression: unsentTx
-          ? 'claim_id = :id AND anchor_state = :publishing AND tx_hash = :tx'
-          : 'claim_id = :id AND anchor_state = :accepting',
-        ExpressionAttributeValues: unsentTx ? { ':id': claimId, ':publishing': 'publishing', ':tx': unsentTx } : { ':id': claimId, ':accepting': 'accepting' },
-      }),
-    );
-    return r.ok;
+  async release(current: EvidenceItem): Promise<boolean> {
+    return (await this.moved(current, 'release', { remove: ANCHOR_FIELDS })) !== null;
   }
 
   /**
-   * accepting → publishing: stores every proof and the signed transaction, before the transaction
-   * is persisted by the ledger sender or broadcast (the sender calls this from its beforePersist
-   * hook). In batch mode the item names the batch its leaf joins (`batch_pk`) instead of a
-   * transaction of its own; the leaf is written after this (lib/evidence/batch-publish.ts).
-   * False when the claim is no longer this request's (released or taken over): the sender
-   * then gives the nonce back and nothing goes out.
+   * publish (accepting → publishing): stores every proof and either the signed transaction
+   * (direct mode: BEFORE it is persisted by the ledger sender or broadcast; the sender calls this
+   * from its beforePersist hook) or the batch its leaf joins (batch mode: the leaf is written
+   * after this, lib/evidence/batch-publish.ts). Null when the claim moved on (released, or
+   * resumed by the identical request): the sender then gives the nonce back and nothing goes out.
    */
-  async markPublishing(imageHash: string, claimId: string, proofs: SignedProofs, tx: StoredTx | BatchRef): Promise<boolean> {
-    const r = await this.setIf(
-      imageHash,
-      { ...proofs, ...tx, anchor_state: 'publishing' },
-      'claim_id = :id AND anchor_state = :accepting',
-      { ':id': claimId, ':accepting': 'accepting' },
-      { remove: ['lease_expires_at'] },
-    );
-    return r.ok;
+  async markPublishing(current: EvidenceItem, proofs: SignedProofs, tx: StoredTx | BatchRef): Promise<EvidenceItem | null> {
+    return this.moved(current, 'publish', { set: { ...proofs, ...tx }, remove: ['lease_expires_at'] });
   }
 
   /**
-   * A publishing leaf that its batch was sealed without (written after the sealer's Query, or past
-   * the batch's size limit) moves to a later window. Conditional on the batch it names, so of two
-   * resumers that both saw it left out, one moves it and the other reads where it went.
+   * rebatch (publishing → publishing): a leaf that its batch was sealed without (written after the
+   * sealer's Query, or past the batch's size limit) moves to a later window. Of two resumers that
+   * both saw it left out, one moves it and the other reads where it went.
    */
-  async moveToBatch(imageHash: string, fromBatch: string, toBatch: string): Promise<boolean> {
-    const r = await this.setIf(imageHash, { batch_pk: toBatch }, 'anchor_state = :publishing AND batch_pk = :from', { ':publishing': 'publishing', ':from': fromBatch });
-    return r.ok;
+  async moveToBatch(current: EvidenceItem, toBatch: string): Promise<EvidenceItem | null> {
+    return this.moved(current, 'rebatch', { set: { batch_pk: toBatch } });
   }
 
   /**
-   * publishing: the stored transaction can never be mined (its nonce went to another transaction
-   * and it has no receipt), so a new one replaces it. Conditional on the item still naming the
-   * dead one: of two resumers that both found it dead, one replaces it and the other's new
-   * transaction is given back unsent.
+   * replace (publishing → publishing): the named transaction can never be mined (its nonce is
+   * held by another transaction), so a new one replaces it. Of two resumers that both found it
+   * dead, exactly one stores its transaction (conditional on the version both read, not on the
+   * hash, which a re-signature at the same nonce repeats); the other's is never sent.
    */
-  async replaceTx(imageHash: string, deadTxHash: string, tx: StoredTx): Promise<boolean> {
-    const r = await this.setIf(imageHash, { ...tx }, 'anchor_state = :publishing AND tx_hash = :dead', { ':publishing': 'publishing', ':dead': deadTxHash });
-    return r.ok;
+  async replaceTx(current: EvidenceItem, tx: StoredTx): Promise<EvidenceItem | null> {
+    return this.moved(current, 'replace', { set: { ...tx } });
   }
 
   /**
-   * publishing → anchored: the transaction `namedTxHash` (the one the item names) was handed to
-   * the ledger. With a receipt the status is recorded in the same write (`minedTxHash`: the version
-   * mined, after a fee replacement) and the item leaves the unfinished index. The anchored item
-   * only for the call that made the move (statistics count it once); null when another resumer
-   * did, or the item names another transaction.
+   * anchor (publishing → anchored): the transaction the item names (direct) or its batch's sealed
+   * transaction (batch) was handed to the ledger. With a receipt the status is recorded in the
+   * same write (`minedTxHash`: the version mined, after a fee replacement). The anchored item for
+   * the call that made the move (statistics count it once); null when another invocation did.
    */
   async markAnchored(
-    imageHash: string,
-    namedTxHash: string,
+    current: EvidenceItem,
     receipt: { status: TxStatus; blockNumber: number; at: string; minedTxHash: string; txHashes?: string[] | undefined } | null,
-    batch?: { pk: string; tx: Omit<StoredTx, 'tx_raw'>; merkle: MerkleInclusion },
+    batch?: { tx: Omit<StoredTx, 'tx_raw'>; merkle: MerkleInclusion },
   ): Promise<AnchoredEvidence | null> {
     // Batch mode: the item named its batch (kept: which batch holds it) and no transaction until
     // now; it gets the batch's transaction and its inclusion proof in this same write.
-    const fields: Record<string, unknown> = { ...batch?.tx, merkle: batch?.merkle, anchor_state: 'anchored', tx_status: receipt?.status ?? 'pending' };
+    const set: Record<string, unknown> = { ...batch?.tx, merkle: batch?.merkle, tx_status: receipt?.status ?? 'pending' };
     if (receipt) {
-      fields.block_number = receipt.blockNumber;
-      fields.confirmed_at = receipt.at;
-      fields.tx_hash = receipt.minedTxHash;
-      if (receipt.txHashes && receipt.txHashes.length > 1) fields.tx_hashes = receipt.txHashes;
+      set.block_number = receipt.blockNumber;
+      set.confirmed_at = receipt.at;
+      set.tx_hash = receipt.minedTxHash;
+      if (receipt.txHashes && receipt.txHashes.length > 1) set.tx_hashes = receipt.txHashes;
     }
-    // A confirmed transaction stays on the unfinished index until its finalized receipt is
-    // stored (recordFinalLedger, by the reconciler); a failed one has nothing left to do.
-    const r = await this.setIf(
-      imageHash,
-      fields,
-      batch ? 'anchor_state = :publishing AND batch_pk = :named' : 'anchor_state = :publishing AND tx_hash = :named',
-      { ':publishing': 'publishing', ':named': batch ? batch.pk : namedTxHash },
-      // A confirmed anchor stays on the unfinished list until its final receipt is stored (ledger-finality.ts).
-      { remove: [...(batch ? [] : ['tx_raw']), ...(receipt && receipt.status !== 'confirmed' ? ['pending_shard'] : [])], returnNew: true },
-    );
-    return r.ok ? (r.attributes as unknown as AnchoredEvidence) : null;
+    // A confirmed anchor stays on the unfinished index until its final receipt is stored
+    // (recordFinalLedger, by the reconciler); a failed one has nothing left to do.
+    const remove = [...(batch ? [] : ['tx_raw']), ...(receipt && receipt.status !== 'confirmed' ? ['pending_shard'] : [])];
+    return (await this.moved(current, 'anchor', { set, remove })) as AnchoredEvidence | null;
   }
 
   /**
-   * Records the receipt of an anchored item's transaction (the request itself or the reconciler).
-   * `landed`: when the ledger sender replaced a stuck transaction, the version actually mined
-   * (`txHash`, possibly the original) and every version (`txHashes`); the record then names the
-   * mined one.
+   * confirm / fail (anchored:pending → confirmed | failed): the receipt of a version of the named
+   * transaction. `landed`: when the ledger sender replaced a stuck transaction, the version
+   * actually mined and every version; the record then names the mined one.
    */
   async setTxStatus(
-    imageHash: string,
-    txHash: string,
-    status: TxStatus,
+    current: EvidenceItem,
+    status: 'confirmed' | 'failed',
     blockNumber: number | undefined,
     at: string,
     landed: { txHash?: string; txHashes?: string[] } = {},
-  ): Promise<void> {
-    const values: Record<string, unknown> = { ':s': status, ':b': blockNumber ?? null, ':at': at, ':tx': txHash, ':mined': landed.txHash ?? txHash };
+  ): Promise<EvidenceItem | null> {
     const all = landed.txHashes && landed.txHashes.length > 1 ? landed.txHashes : undefined;
-    if (all) values[':all'] = all;
-    const r = await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.evidence,
-        Key: { image_hash: imageHash },
-        // A confirmed transaction stays on the unfinished index until its finalized receipt is
-        // stored (recordFinalLedger); a failed one leaves it.
-        UpdateExpression: `SET tx_status = :s, block_number = :b, confirmed_at = :at, tx_hash = :mined${all ? ', tx_hashes = :all' : ''}${status === 'confirmed' ? '' : ' REMOVE pending_shard'}`,
-        // Only for the transaction this record names, or one it named before a replacement
-        // (tx_hashes: the versions of a replaced transaction, see replaceTxHash).
-        ConditionExpression: 'tx_hash = :tx OR contains(tx_hashes, :tx)',
-        ExpressionAttributeValues: values,
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    if (r.ok && all) await this.linkFollows(r.attributes as unknown as EvidenceItem, values[':mined'] as string);
+    const set: Record<string, unknown> = { tx_status: status, block_number: blockNumber ?? null, confirmed_at: at, tx_hash: landed.txHash ?? current.tx_hash, tx_hashes: all };
+    const moved = await this.moved(current, status === 'confirmed' ? 'confirm' : 'fail', {
+      set,
+      // A confirmed transaction stays on the unfinished index until its finalized receipt is stored.
+      remove: status === 'confirmed' ? [] : ['pending_shard'],
+    });
+    if (moved && all) await this.linkFollows(moved, set.tx_hash as string);
+    return moved;
   }
 
   /**
-   * Stores the finalized receipt of an anchored item's transaction (ledger-finality.ts) and takes
-   * the item out of the unfinished index, in one write. Idempotent and first-writer-wins: only for
-   * the transaction the item names, confirmed, and only when no receipt is stored yet (a final
-   * receipt never changes, so a second writer has nothing to add). True when this call stored it.
+   * finalize (anchored:confirmed → final): stores the finalized receipt of the transaction the
+   * item names and takes the item out of the unfinished index, in one write. True when this call
+   * stored it (a final receipt never changes: a second writer has nothing to add).
    */
-  async recordFinalLedger(imageHash: string, txHash: string, final: FinalLedgerReceipt): Promise<boolean> {
-    const r = await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.evidence,
-        Key: { image_hash: imageHash },
-        UpdateExpression: 'SET ledger_final = :f REMOVE pending_shard',
-        ConditionExpression: 'anchor_state = :anchored AND tx_hash = :tx AND tx_status = :confirmed AND attribute_not_exists(ledger_final)',
-        ExpressionAttributeValues: { ':f': final, ':anchored': 'anchored', ':tx': txHash, ':confirmed': 'confirmed' },
-      }),
-    );
-    return r.ok;
+  async recordFinalLedger(current: EvidenceItem, final: FinalLedgerReceipt): Promise<boolean> {
+    return (await this.moved(current, 'finalize', { set: { ledger_final: final }, remove: ['pending_shard'] })) !== null;
   }
 
-  /** Takes an item out of the unfinished index (a stray entry: nothing left to do for it). */
-  async clearUnfinished(imageHash: string): Promise<void> {
+  /** Takes an item out of the unfinished index (a stray entry: nothing left to do for it); conditional on the version read. */
+  async clearUnfinished(current: EvidenceItem): Promise<void> {
+    if (current.anchor_state === undefined && current.anchor_v === undefined) {
+      await tryWrite(
+        this.db,
+        new UpdateCommand({
+          TableName: this.tables.evidence,
+          Key: { image_hash: current.image_hash },
+          UpdateExpression: 'REMOVE pending_shard',
+          ConditionExpression: 'attribute_not_exists(anchor_state) AND attribute_not_exists(anchor_v)',
+        }),
+      );
+      return;
+    }
     await tryWrite(
       this.db,
       new UpdateCommand({
         TableName: this.tables.evidence,
-        Key: { image_hash: imageHash },
+        Key: { image_hash: current.image_hash },
         UpdateExpression: 'REMOVE pending_shard',
-        ConditionExpression: 'attribute_not_exists(anchor_state) OR (anchor_state = :anchored AND tx_status <> :pending)',
-        ExpressionAttributeValues: { ':anchored': 'anchored', ':pending': 'pending' },
+        ConditionExpression: current.anchor_state === undefined ? 'attribute_not_exists(anchor_state) AND anchor_v = :v' : 'anchor_state = :s AND anchor_v = :v',
+        ExpressionAttributeValues: { ':v': current.anchor_v, ...(current.anchor_state === undefined ? {} : { ':s': current.anchor_state }) },
       }),
     );
   }
 
   /**
-   * The ledger sender replaced the stuck transaction of a pending anchor (same nonce, higher fees):
-   * the record (and its chain link) names the replacement; `tx_hashes` keeps every version, oldest
-   * first, because the receipt of any of them may be the one that lands (setTxStatus then names it).
-   * False when the record is not pending on `previousTxHash` any more.
+   * follow (anchored:pending → pending): the ledger sender replaced the stuck transaction of a
+   * pending anchor (same nonce, higher fees): the record (and its chain link) names the
+   * replacement; `tx_hashes` keeps every version, oldest first, because the receipt of any of them
+   * may be the one that lands. Read, then moved from what was read; false when the record is not
+   * pending on `previousTxHash` any more.
    */
   async replaceTxHash(imageHash: string, previousTxHash: string, txHash: string, txHashes: string[]): Promise<boolean> {
-    const r = await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.evidence,
-        Key: { image_hash: imageHash },
-        UpdateExpression: 'SET tx_hash = :new, tx_hashes = :all',
-        ConditionExpression: 'tx_status = :pending AND (tx_hash = :old OR contains(tx_hashes, :old))',
-        ExpressionAttributeValues: { ':new': txHash, ':all': txHashes, ':old': previousTxHash, ':pending': 'pending' },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    if (!r.ok) return false;
-    await this.linkFollows(r.attributes as unknown as EvidenceItem, txHash);
-    return true;
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const current = await this.get(imageHash);
+      if (!isAnchored(current) || current.tx_status !== 'pending') return false;
+      if (current.tx_hash !== previousTxHash && !(current.tx_hashes ?? []).includes(previousTxHash)) return false;
+      const moved = await this.moved(current, 'follow', { set: { tx_hash: txHash, tx_hashes: txHashes } });
+      if (moved) {
+        await this.linkFollows(moved, txHash);
+        return true;
+      }
+    }
+    return false;
   }
 
   /**
@@ -442,28 +410,52 @@ export class EvidenceRepository implements StandaloneProofStore {
     }
   }
 
-  /** One conditional update of an evidence item: SET `fields` (undefined ones skipped), REMOVE `remove`, if `condition`. */
-  private setIf(
-    imageHash: string,
-    fields: Record<string, unknown>,
-    condition: string,
-    conditionValues: Record<string, unknown>,
-    options: { remove?: readonly string[]; returnNew?: boolean } = {},
+  /** One transition of EVIDENCE_ITEM from the item as read; the item as it now stands, or null when it had moved on. */
+  private async moved(
+    current: EvidenceItem,
+    transition: EvidenceTransition,
+    options: { set?: Record<string, unknown>; remove?: readonly string[]; also?: VersionedMove['also'] },
+  ): Promise<EvidenceItem | null> {
+    const r = await this.move(current, transition, options);
+    if (!r.ok) return null;
+    const next: Record<string, unknown> = { ...current, ...Object.fromEntries(Object.entries(options.set ?? {}).filter(([, v]) => v !== undefined)) };
+    for (const k of options.remove ?? []) delete next[k];
+    const to = EVIDENCE_ITEM.transitions[transition].to;
+    if (to === 'none') delete next.anchor_state;
+    else next.anchor_state = to.split(':')[0];
+    next.anchor_v = (current.anchor_v ?? 0) + 1;
+    return next as unknown as EvidenceItem;
+  }
+
+  private move(
+    current: Pick<EvidenceItem, 'image_hash' | 'anchor_state' | 'anchor_v'>,
+    transition: EvidenceTransition,
+    options: { set?: Record<string, unknown>; remove?: readonly string[]; also?: VersionedMove['also']; version?: 'unread'; returnUpdated?: boolean },
   ): Promise<WriteOutcome> {
-    const { sets, names, values } = setClause(fields);
-    const remove = options.remove?.length ? ` REMOVE ${options.remove.join(', ')}` : '';
-    return tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.evidence,
-        Key: { image_hash: imageHash },
-        UpdateExpression: `SET ${sets.join(', ')}${remove}`,
-        ConditionExpression: condition,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: { ...values, ...conditionValues },
-        ...(options.returnNew ? { ReturnValues: 'ALL_NEW' as const } : {}),
-      }),
-    );
+    const t = EVIDENCE_ITEM.transitions[transition];
+    const from = t.from === 'none' ? null : t.from.split(':')[0] as string;
+    if ((current.anchor_state ?? null) !== from && options.version !== 'unread') {
+      throw new Error(`evidence ${current.image_hash}: ${transition} starts from ${t.from}, the item read is ${current.anchor_state ?? 'none'}`);
+    }
+    const to = t.to === 'none' ? null : (t.to.split(':')[0] as string);
+    // The anchored sub-states are told apart by tx_status (and ledger_final): the condition names them too.
+    const sub = ANCHORED_SUBSTATES[t.from];
+    const also = sub && options.also
+      ? { expression: `${sub.expression} AND (${options.also.expression})`, values: { ...sub.values, ...options.also.values }, names: { ...options.also.names } }
+      : (sub ?? options.also);
+    return moveState(this.db, {
+      table: this.tables.evidence,
+      key: { image_hash: current.image_hash },
+      stateAttribute: 'anchor_state',
+      versionAttribute: 'anchor_v',
+      from,
+      version: options.version ?? current.anchor_v,
+      to,
+      ...(options.set ? { set: options.set } : {}),
+      ...(options.remove ? { remove: options.remove } : {}),
+      ...(also ? { also } : {}),
+      ...(options.returnUpdated ? { returnValues: 'UPDATED_NEW' as const } : {}),
+    });
   }
 
   // ------------------------------------------------------------------ device-chain links
@@ -579,7 +571,8 @@ export class EvidenceRepository implements StandaloneProofStore {
       new QueryCommand({
         TableName: this.tables.chains,
         KeyConditionExpression: 'public_key_hex = :pk AND chain_index BETWEEN :lo AND :hi',
-        ExpressionAttributeValues: { ':pk': publicKeyHex, ':lo': Math.max(0, index - 1), ':hi': index + 1 },
+        // chain_index is at most 2^53 − 1 (CONTRACT "Faults of the parts", Numbers): the bound stays a safe integer.
+        ExpressionAttributeValues: { ':pk': publicKeyHex, ':lo': Math.max(0, index - 1), ':hi': Math.min(Number.MAX_SAFE_INTEGER, index + 1) },
         ConsistentRead: true,
       }),
     );

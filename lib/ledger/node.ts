@@ -77,8 +77,14 @@ export class LedgerNode {
     return Number(BigInt(hex));
   }
 
-  /** Sends raw bytes; "nonce too high" (another process's lower nonce not yet there) is retried for `retryMs`. */
-  async broadcast(raw: string, txHash: string, retryMs = this.nonceRetryMs, from?: string): Promise<BroadcastOutcome> {
+  /**
+   * Sends raw bytes; "nonce too high" (a lower nonce not yet there) is retried for `retryMs`.
+   * `sendBelow`, when given, is called on "nonce too high" (at most every 250 ms): it sends the
+   * persisted transactions below this one that the node lacks (another process's, or one a
+   * restarted node lost), so that this one does not wait for the re-send job.
+   */
+  async broadcast(raw: string, txHash: string, retryMs = this.nonceRetryMs, from?: string, sendBelow?: () => Promise<void>): Promise<BroadcastOutcome> {
+    let belowAt = 0;
     // "Nonce too high": a lower nonce (another process's) is not at the node yet. With `from`, the
     // wait lasts while that process makes progress: each rise of the wallet's pending nonce
     // restarts the `retryMs` window, so a slow (loaded) peer is waited for, and only a gap where
@@ -99,6 +105,10 @@ export class LedgerNode {
             if (pending >= 0) deadline = Date.now() + retryMs;
             pending = now;
           }
+        }
+        if (kind === 'nonce_too_high' && sendBelow && Date.now() - belowAt >= 250) {
+          belowAt = Date.now();
+          await sendBelow().catch(() => undefined);
         }
         if (kind === 'nonce_too_high' && Date.now() + delay < deadline) {
           await sleep(delay);

@@ -107,10 +107,10 @@ export class Resumer {
       }
       case 'rejected': {
         if (outcome.tooHigh) return sent; // a lower nonce is not there yet: the re-send job sends it in order
-        // Refused: it never entered a mempool. Given back as submit gives back a refused transaction.
-        const released = await this.nonces.releaseNonce(address, nonce, current.tx_hash);
-        if (released === 'ours-sent') return sent;
-        return released === 'released' ? { outcome: 'dead' } : null;
+        // Refused (an underpriced fee, too little balance): the slot keeps it (LEDGER_SLOT: a
+        // persisted transaction is never given back); it is sent again later, or bumped at the
+        // same nonce by the re-send job. Never 'dead' for that.
+        throw new LedgerUnavailableError('The ledger node refused the transaction for now; it is kept and sent again', 'rejected', outcome.detail);
       }
     }
   }

@@ -10,6 +10,7 @@ import { Replacer } from './replacement.js';
 import { ResendJob } from './resend.js';
 import { Resumer } from './resume.js';
 import { TxSigner } from './signing.js';
+import { LIVE } from './types.js';
 import type {
   Fees,
   LedgerLog,
@@ -404,7 +405,7 @@ export class LedgerSender {
           }
         }
         await this.flushUnsettled(address, nonce);
-        const outcome = await this.node.broadcast(signed.raw, signed.txHash, undefined, address);
+        const outcome = await this.node.broadcast(signed.raw, signed.txHash, undefined, address, () => this.sendBelow(address, nonce));
         const result: SubmitResult = { txHash: signed.txHash, nonce, from: address, broadcast: 'accepted', reusedNonce: reused };
         switch (outcome.kind) {
           case 'accepted':
@@ -428,23 +429,14 @@ export class LedgerSender {
           }
           case 'unreachable':
           case 'rejected': {
-            this.receipts.nonceByHash.delete(signed.txHash);
-            const released = await this.nonces.releaseNonce(address, nonce, signed.txHash).catch((error: unknown) => {
-              this.nonces.lost.set(nonce, signed.txHash); // definitely not sent: given back once the store answers
-              throw error;
-            });
-            if (released === 'ours-sent') {
-              left = 'occupied';
-              return { ...result, broadcast: 'ambiguous' };
-            }
-            left = released === 'taken' ? 'occupied' : outcome.kind === 'unreachable' ? 'unreachable' : 'released';
-            throw new LedgerUnavailableError(
-              outcome.kind === 'unreachable'
-                ? 'The ledger node is unreachable: the transaction was not sent'
-                : 'The ledger node refused the transaction: it was not sent',
-              outcome.kind,
-              outcome.detail,
-            );
+            // The node did not take it, but the slot holds it: the nonce stays this transaction's
+            // (LEDGER_SLOT: a persisted slot is never given back). It goes out with the next
+            // broadcast of this process (flushUnsettled), the owner's resume() or the re-send job,
+            // in nonce order, as soon as the node takes it; never a second transaction for it.
+            left = 'occupied';
+            this.unsettled.set(nonce, signed);
+            this.log('warn', 'ledger: the node did not take a persisted transaction; it is kept and sent again', { nonce, txHash: signed.txHash, why: outcome.kind, detail: outcome.detail });
+            return { ...result, broadcast: 'failed' };
           }
         }
       } finally {
@@ -469,6 +461,27 @@ export class LedgerSender {
       if (outcome.kind === 'accepted') {
         await this.records.setSlotStatus(address, n, entry.txHash, 'sent', ['signed']).catch(() => false);
       }
+    }
+  }
+
+  /**
+   * On "nonce too high": sends, in nonce order, the persisted transactions between the chain's
+   * pending nonce and `nonce` that the node lacks (a lower nonce whose broadcast failed in another
+   * process, or that a restarted node lost). Any process may send a persisted slot (it is the
+   * nonce's one transaction: LEDGER_SLOT); a missing slot (an allocation still in flight
+   * elsewhere) stops it, as does a refusal.
+   */
+  private async sendBelow(address: string, nonce: number): Promise<void> {
+    const pending = await this.node.nonceAt(address, 'pending');
+    if (pending >= nonce) return;
+    const slots = (await this.records.listSlots(address, pending)).filter((s) => s.sk < nonce);
+    for (let n = pending; n < nonce; n++) {
+      const slot = slots.find((s) => s.sk === n);
+      if (!slot || !LIVE.has(slot.status) || !slot.raw) return;
+      const outcome = await this.node.broadcast(slot.raw, slot.tx_hash, 0);
+      if (outcome.kind !== 'accepted') return;
+      this.unsettled.delete(n);
+      if (slot.status === 'signed') await this.records.setSlotStatus(address, n, slot.tx_hash, 'sent', ['signed']).catch(() => false);
     }
   }
 

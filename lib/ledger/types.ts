@@ -109,8 +109,12 @@ export interface SubmitResult {
   nonce: number;
   /** Lower-case address of the wallet. */
   from: string;
-  /** 'accepted': the node took it. 'ambiguous': it may have; the slot stays for rebroadcastPending(). */
-  broadcast: 'accepted' | 'ambiguous';
+  /**
+   * 'accepted': the node took it. 'ambiguous': it may have. 'failed': it did not (unreachable, or
+   * it refused). In both last cases the slot keeps it: it is sent again in nonce order by this
+   * process's next broadcast, resume() or rebroadcastPending(), never replaced by another.
+   */
+  broadcast: 'accepted' | 'ambiguous' | 'failed';
   /** True when the nonce was a released one, reused. */
   reusedNonce: boolean;
 }

@@ -5,16 +5,17 @@
  * TypeScript loader (about 0.3 s instead of 0.8 s). It tells its parent `{ type: 'ready', port }`
  * or `{ type: 'failed', message }`, stops on SIGTERM/SIGINT, and exits by itself as soon as the
  * parent is gone, however it went (the IPC channel closes; or it finds itself re-parented).
- * dynalite's options are those of startEmbeddedDynamo (dynamo-server.ts): keep them in step.
+ * dynalite and its store are built by dynalite-store.mjs (items on disk in SQLite), as for
+ * startEmbeddedDynamo (dynamo-server.ts).
  */
-import dynalite from 'dynalite';
+import { createDynalite } from './dynalite-store.mjs';
 
 const tell = (message) => {
   if (process.connected) process.send(message);
 };
 const port = Number(process.env.DYNAMO_CHILD_PORT || '0');
 const dir = process.env.DYNAMO_CHILD_DIR || undefined;
-const server = dynalite({ ...(dir ? { path: dir } : {}), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+const server = await createDynalite(dir ? { dir } : {});
 
 let stopping = false;
 function stop(code) {

@@ -26,7 +26,8 @@ export async function startDynamoProcess(options: { port: number; dir?: string; 
   const logFd = openSync(options.logFile, 'a', 0o600);
   let child;
   try {
-    child = spawn(process.execPath, [path.join(here, 'dynamo-child.mjs')], {
+    // node:sqlite (the items' store, dynalite-store.mjs) is stable enough for us and says so once per start: not in the log.
+    child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', path.join(here, 'dynamo-child.mjs')], {
       cwd: repoRoot,
       env: { ...process.env, DYNAMO_CHILD_PORT: String(options.port), DYNAMO_CHILD_DIR: options.dir ?? '' },
       // Its own process group: Ctrl-C reaches only `npm start`, which then stops the parts in order.

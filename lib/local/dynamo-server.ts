@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import dynalite from 'dynalite';
+import { createDynalite } from './dynalite-store.mjs';
 
 /** A running embedded DynamoDB-compatible server (dynalite). */
 export interface EmbeddedDynamo {
@@ -11,17 +11,13 @@ export interface EmbeddedDynamo {
 }
 
 /**
- * Starts dynalite on 127.0.0.1. With `dir` the data lives on disk there (and survives a restart);
- * without it, in memory (tests). Table operations complete at once instead of dynalite's
- * simulated 500 ms, which real DynamoDB would take; nothing else about its behaviour changes.
+ * Starts dynalite on 127.0.0.1. With `dir` the data lives on disk there, in SQLite (and survives a
+ * restart; lib/local/dynalite-store.mjs); without it, in memory (tests). Table operations complete
+ * at once instead of dynalite's simulated 500 ms, which real DynamoDB would take; nothing else
+ * about its behaviour changes.
  */
 export async function startEmbeddedDynamo(options: { port?: number; dir?: string } = {}): Promise<EmbeddedDynamo> {
-  const server = dynalite({
-    ...(options.dir ? { path: options.dir } : {}),
-    createTableMs: 0,
-    deleteTableMs: 0,
-    updateTableMs: 0,
-  });
+  const server = await createDynalite(options.dir ? { dir: options.dir } : {});
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => resolve());

@@ -30,20 +30,39 @@ export interface DynamoSettings {
   region: string;
   /** Set for the embedded dynalite server; unset in AWS (the SDK resolves the regional endpoint). */
   endpoint?: string | undefined;
+  /** Per attempt: connecting and the whole request and response (default 1500 ms). */
+  attemptTimeoutMs?: number;
+  /** Per call, the SDK's retries included (default 4000 ms): the call then fails as an outage. */
+  deadlineMs?: number;
 }
+
+/** The defaults of DYNAMODB_ATTEMPT_TIMEOUT_MS and DYNAMODB_DEADLINE_MS (lib/config.ts). */
+export const DYNAMO_ATTEMPT_TIMEOUT_MS = 1500;
+export const DYNAMO_DEADLINE_MS = 4000;
 
 /**
  * A DocumentClient over the real AWS SDK. Against the embedded server the credentials are
  * placeholders (dynalite does not check them); in AWS the default provider chain (the Lambda role) is used.
+ *
+ * Every call has two deadlines (CONTRACT "Faults of the parts"): each attempt (connect, request,
+ * response) ends after `attemptTimeoutMs` and is retried by the SDK (3 attempts), and the call as
+ * a whole ends after `deadlineMs`, retries included. A database that hangs (a frozen process, a
+ * partition) therefore costs a public read at most `deadlineMs` before its 503, never forever. A
+ * write whose deadline fires may still have landed: every write of the state machines is
+ * conditional on the state it was computed from, so its retry, or the next reader, finds out.
  */
 export function createDocumentClient(settings: DynamoSettings): DynamoDBDocumentClient {
+  const attemptMs = settings.attemptTimeoutMs ?? DYNAMO_ATTEMPT_TIMEOUT_MS;
+  const deadlineMs = settings.deadlineMs ?? DYNAMO_DEADLINE_MS;
   const client = new DynamoDBClient({
     region: settings.region,
     ...(settings.endpoint
       ? { endpoint: settings.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
       : {}),
     maxAttempts: 3,
+    requestHandler: { connectionTimeout: attemptMs, requestTimeout: attemptMs, throwOnRequestTimeout: true, socketTimeout: attemptMs },
   });
+
   // One place for outages: a call that still fails after the SDK's retries because DynamoDB is
   // unreachable or failing becomes StoreUnavailableError (HTTP 503 database_unavailable, see
   // lib/http/errors.ts). Outermost step, so it sees the final error; refusals (conditions,
@@ -60,9 +79,21 @@ export function createDocumentClient(settings: DynamoSettings): DynamoDBDocument
     },
     { step: 'initialize', name: 'storeOutageMiddleware', priority: 'high' },
   );
-  return DynamoDBDocumentClient.from(client, {
+  const documents = DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true },
   });
+  // The overall deadline: an abort signal on every call that has none of its own (the document
+  // client sends through its own send(), over the client's middleware stack and handler).
+  withDeadline(client, deadlineMs);
+  withDeadline(documents, deadlineMs);
+  return documents;
+}
+
+function withDeadline(target: { send: unknown }, deadlineMs: number): void {
+  type Send = (command: unknown, options?: { abortSignal?: AbortSignal }) => Promise<unknown>;
+  const send = (target.send as Send).bind(target);
+  target.send = ((command: unknown, options?: { abortSignal?: AbortSignal }) =>
+    send(command, { ...options, abortSignal: options?.abortSignal ?? AbortSignal.timeout(deadlineMs) })) as Send;
 }
 
 /** True when a write lost its condition (the expected outcome of a race, not a fault). */

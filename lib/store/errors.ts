@@ -28,6 +28,7 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EN
 /** SDK error names that mean "not now" rather than "not like this". */
 const TRANSIENT_NAMES = new Set([
   'TimeoutError',
+  'AbortError', // the call's overall deadline (lib/store/dynamo.ts)
   'RequestTimeout',
   'RequestTimeoutException',
   'ThrottlingException',

@@ -6,7 +6,7 @@ import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { anchorEvidence, type AnchorDeps } from '../../lib/evidence/anchor.js';
 import { Wallet } from 'ethers';
 import { parseBatchKey } from '../../lib/evidence/batch-publish.js';
-import { type BatchLeaf, BatchStore } from '../../lib/evidence/batch-store.js';
+import { type BatchLeaf, type BatchSeal, BatchStore } from '../../lib/evidence/batch-store.js';
 import type { LedgerPublisher } from '../../lib/evidence/ports.js';
 import { anchorLeafHash, verifyInclusion } from '../../lib/evidence/merkle.js';
 import type { AnchoredEvidence } from '../../lib/evidence/records.js';
@@ -178,7 +178,7 @@ describe('ledger batching', () => {
     // Process A: its first winning claim dies on the spot (a SIGKILL right after the conditional put).
     const claims: { pk: string; sealerId: string }[] = [];
     const dyingStore = new (class extends BatchStore {
-      override async claimSeal(pk: string, sealerId: string, leaseExpiresAt: number): Promise<boolean> {
+      override async claimSeal(pk: string, sealerId: string, leaseExpiresAt: number): Promise<BatchSeal | null> {
         const won = await super.claimSeal(pk, sealerId, leaseExpiresAt);
         if (won && claims.length === 0) {
           claims.push({ pk, sealerId });

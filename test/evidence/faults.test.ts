@@ -120,7 +120,7 @@ describe('a chain node that is stopped mid-request', () => {
     },
   });
 
-  it('answers 503 ledger_unavailable, leaves nothing half-made, and a retry after the node is back succeeds', async () => {
+  it('answers 503 ledger_unavailable and keeps what it made; the retry after the node is back sends that very transaction', async () => {
     // One anchor while the node runs, so the wallet's nonce state is real.
     const first = await anchorEvidence(depsWith(), inputFor(new Device()));
     assert.equal(first.tx_status, 'confirmed');
@@ -129,7 +129,15 @@ describe('a chain node that is stopped mid-request', () => {
     const device = new Device();
     const input = inputFor(device);
     await rejectsWith(anchorEvidence(depsWith(), input), 503, 'ledger_unavailable');
-    await assertNothingHalfMade(input);
+    // Either nothing was made (the node was found down before signing), or the proofs and the
+    // signed transaction are stored and its nonce is held for it (LEDGER_SLOT: a persisted
+    // transaction is never given back, so it can never be replaced by a second one).
+    const stuck = await getEvidenceRepo().get(input.imageHash);
+    if (stuck?.anchor_state !== undefined) {
+      assert.equal(stuck.anchor_state, 'publishing');
+      assert.ok(stuck.pq_signature && stuck.tsa_response && stuck.tx_raw, 'the proofs and the signed transaction are stored');
+      assert.equal(stuck.tx_nonce, first.tx_nonce + 1);
+    } else await assertNothingHalfMade(input);
 
     // The node comes back empty (Hardhat keeps no state): replay what was sent, then retry.
     await startChain();
@@ -139,7 +147,8 @@ describe('a chain node that is stopped mid-request', () => {
     const stored = await getEvidenceRepo().get(input.imageHash);
     assert.equal(stored?.anchor_state, 'anchored');
     assert.equal(stored?.tx_hash, retried.tx_hash);
-    // The released nonce was reused: no gap blocks later transactions.
+    if (stuck?.tx_hash) assert.equal(retried.tx_hash, stuck.tx_hash, 'the transaction stored before the outage is the one sent');
+    // No gap blocks later transactions: the next nonce follows.
     assert.equal(retried.tx_nonce, first.tx_nonce + 1);
     await chain.stop();
   });
@@ -176,7 +185,7 @@ describe('a request that died without undoing its claim', () => {
     assert.equal(result.account_id, input.accountId);
   });
 
-  it('still refuses the hash while a live claim stands, saying when to retry', async () => {
+  it('still refuses the hash to another request while a live claim stands, saying when to retry', async () => {
     const input = inputFor(new Device());
     await deadClaim(input, Date.now() + 60_000);
     await assert.rejects(anchorEvidence(baseDeps, input), (error: unknown) => {

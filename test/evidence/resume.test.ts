@@ -14,7 +14,7 @@ import { reconcileAnchors } from '../../lib/evidence/reconcile.js';
 import type { EvidenceItem } from '../../lib/evidence/repository.js';
 import { decodeLedgerData } from '../../lib/ledger/anchor-data.js';
 import { createLedgerProvider, LedgerSender } from '../../lib/ledger/sender.js';
-import { anchorInputFor, Device } from '../support/client.js';
+import { anchorInputFor, anchorInputOf, Device } from '../support/client.js';
 import { useStack } from '../support/stack.js';
 
 /**
@@ -211,20 +211,31 @@ describe('an invocation that dies while accepting (claimed, nothing signed)', ()
     await assert.rejects(anchorEvidence(live(), rival), { code: 'chain_index_conflict' });
   });
 
-  it('is taken over by the identical retry once its lease lapsed', async () => {
+  it('is resumed by the identical retry at once, without waiting for the lease: one transaction, one unit', async () => {
     const account = `acc_${randomUUID()}`;
     const input = inputFor(new Device(), account);
-    void anchorEvidence(live({ signer: hangingSigner(), leaseMs: 300 }), input);
+    // The interrupted invocation holds a long lease and hangs forever while signing.
+    void anchorEvidence(live({ signer: hangingSigner(), leaseMs: 60_000 }), input);
     const accepting = await waitFor(input.imageHash, 'accepting');
-    await assert.rejects(anchorEvidence(live(), input), { code: 'hash_already_anchored' }, 'refused while the lease stands');
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, (accepting.lease_expires_at ?? 0) - Date.now() + 20)));
+    assert.ok((accepting.lease_expires_at ?? 0) > Date.now() + 30_000, 'the lease still stands');
 
     const result = await anchorEvidence(live(), input);
     assert.equal(result.tx_status, 'confirmed');
-    assert.notEqual(result.claim_id, accepting.claim_id);
+    assert.notEqual(result.claim_id, accepting.claim_id, 'the retry holds the claim now');
     assert.equal((await transactionsFor(input.imageHash)).length, 1);
     await settleHoldsLater();
-    assert.equal(await used(account), 1, 'the dead invocation\'s unit is refunded, the retry\'s kept');
+    assert.equal(await used(account), 1, 'the interrupted invocation\'s unit is refunded, the retry\'s kept');
+  });
+
+  it('another request for the hash is refused while the claim stands', async () => {
+    const account = `acc_${randomUUID()}`;
+    const device = new Device();
+    const input = inputFor(device, account);
+    void anchorEvidence(live({ signer: hangingSigner(), leaseMs: 60_000 }), input);
+    await waitFor(input.imageHash, 'accepting');
+    // The same photo from another device: a different request (another fingerprint).
+    const other = anchorInputOf(new Device().next(input.imageHash), account);
+    await assert.rejects(anchorEvidence(live(), other), { code: 'hash_already_anchored' });
   });
 
   it('is released by the reconciler once its lease lapsed: evidence, link and unit, and the retry starts afresh', async () => {

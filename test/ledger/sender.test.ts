@@ -141,7 +141,7 @@ describe('LedgerSender on a Hardhat node (automine)', () => {
     for (const r of results) assert.equal((await slot(r.nonce))?.tx_hash, r.txHash);
   });
 
-  it('persists the raw transaction before broadcasting it, and releases the nonce when the broadcast fails', async () => {
+  it('persists the raw transaction before broadcasting it, and keeps it (its nonce, its bytes) when the broadcast fails: another process sends it before its own', async () => {
     const seen: { raw: string; item: LedgerSlot | undefined }[] = [];
     class FailingBroadcast extends JsonRpcProvider {
       override async send(method: string, params: unknown[] | Record<string, unknown>): Promise<unknown> {
@@ -167,30 +167,31 @@ describe('LedgerSender on a Hardhat node (automine)', () => {
     const failing = new FailingBroadcast(chain.url, network, { staticNetwork: network, pollingInterval: 50 });
     providers.push(failing);
     const sender = makeSender(store, failing, wallet);
-    await assert.rejects(
-      sender.submit(encodeAnchorData(randomHash(), randomHash()), { kind: 'anchor', ref: 'doomed' }),
-      (e: unknown) => e instanceof LedgerUnavailableError && e.reason === 'unreachable' && e.code === 'ledger_unavailable',
-    );
+    const doomed = await sender.submit(encodeAnchorData(randomHash(), randomHash()), { kind: 'anchor', ref: 'doomed' });
+    assert.equal(doomed.broadcast, 'failed');
     assert.equal(seen.length, 1);
     const persisted = seen[0]?.item;
     assert.ok(persisted, 'the slot existed when the broadcast started');
     assert.equal(persisted.status, 'signed');
     assert.equal(persisted.kind, 'anchor');
     assert.equal(persisted.ref, 'doomed');
-    const nonce = persisted.nonce;
+    assert.equal(persisted.nonce, doomed.nonce);
 
-    const after = await slot(nonce);
-    assert.equal(after?.status, 'released');
-    assert.equal(after?.raw, undefined, 'released slots keep no raw bytes');
-    assert.deepEqual(await releasedSet(), [nonce]);
+    const after = await slot(doomed.nonce);
+    assert.equal(after?.status, 'signed', 'the slot keeps the transaction: its nonce is never given to another');
+    assert.equal(after?.tx_hash, doomed.txHash);
+    assert.equal(after?.raw, persisted.raw);
+    assert.deepEqual(await releasedSet(), []);
 
-    // The next submit (any sender) takes the released nonce: no gap.
-    const good = makeSender(store, provider, wallet);
-    const sent = await good.submit(encodeAnchorData(randomHash(), randomHash()), { kind: 'anchor', ref: 'reuse' });
-    assert.equal(sent.nonce, nonce);
-    assert.equal(sent.reusedNonce, true);
-    assert.equal((await good.waitForReceipt(sent.txHash, 10_000))?.status, 'confirmed');
-    assert.equal((await slot(nonce))?.ref, 'reuse');
+    // Another process's next transaction takes the next nonce; on "nonce too high" it sends the
+    // kept one first (from the slot), so both are mined, the kept one with its very hash.
+    const other = makeSender(store, provider, wallet);
+    const sent = await other.submit(encodeAnchorData(randomHash(), randomHash()), { kind: 'anchor', ref: 'next' });
+    assert.equal(sent.nonce, doomed.nonce + 1);
+    assert.equal(sent.reusedNonce, false);
+    assert.equal(sent.broadcast, 'accepted');
+    const receipts = await Promise.all([other.waitForReceipt(doomed.txHash, 10_000), other.waitForReceipt(sent.txHash, 10_000)]);
+    assert.deepEqual(receipts.map((r) => r?.status), ['confirmed', 'confirmed']);
     assert.deepEqual(await releasedSet(), []);
   });
 
@@ -221,26 +222,28 @@ describe('LedgerSender on a Hardhat node (automine)', () => {
     await assert.rejects(startLocalChain({ ...chainOptions(), logFile: tempLog('second') }), /already in use/);
   });
 
-  it('throws LedgerUnavailableError while the node is down, and after a fresh node + replay reuses the released nonce', async () => {
+  it('keeps the transaction signed while the node is down, and after a fresh node + replay it is mined with its nonce and hash', async () => {
     const sender = makeSender(store, provider, wallet, { feeCacheMs: 600_000 });
     const warm = await sender.submit(encodeAnchorData(randomHash(), randomHash()), { kind: 'anchor', ref: 'warm' });
     await sender.waitForReceipt(warm.txHash, 10_000);
-    const history = await sender.listSlots(0);
     const before = await sender.walletStatus();
 
     await chain.stop();
-    const failure = await sender.submit(encodeAnchorData(randomHash(), randomHash()), { kind: 'anchor', ref: 'down' }).then(
-      () => null,
-      (e: unknown) => e,
-    );
-    assert.ok(failure instanceof LedgerUnavailableError, `expected LedgerUnavailableError, got ${String(failure)}`);
-    assert.equal(failure.reason, 'unreachable');
-    assert.doesNotMatch(failure.message, /127\.0\.0\.1|http/);
-    assert.deepEqual(await releasedSet(), [before.nonceLatest]);
+    const down = await sender.submit(encodeAnchorData(randomHash(), randomHash()), { kind: 'anchor', ref: 'down' });
+    assert.equal(down.broadcast, 'failed');
+    assert.equal(down.nonce, before.nonceLatest);
+    assert.equal((await slot(down.nonce))?.status, 'signed');
+    assert.deepEqual(await releasedSet(), []);
     await assert.rejects(reader.blockNumber(), LedgerUnavailableError);
+    // resume() of the owner says the node is unreachable (never "dead": nothing else can take its nonce).
+    await assert.rejects(
+      sender.resume({ nonce: down.nonce, txHash: down.txHash, raw: (await slot(down.nonce))?.raw as string, kind: 'anchor', ref: 'down' }),
+      (e: unknown) => e instanceof LedgerUnavailableError && e.reason === 'unreachable' && !/127\.0\.0\.1|http/.test(e.message),
+    );
 
     chain = await startLocalChain(chainOptions());
     assert.equal(await reader.getTransactionCount(address), 0, 'a fresh node');
+    const history = await sender.listSlots(0);
     const report = await sender.replay({ receiptTimeoutMs: 30_000 });
     const live = history.filter((s) => s.status !== 'released');
     assert.equal(report.fromNonce, 0);
@@ -251,14 +254,14 @@ describe('LedgerSender on a Hardhat node (automine)', () => {
       const tx = await reader.getTransaction(s.tx_hash);
       assert.ok(tx?.blockNumber !== null && tx?.blockNumber !== undefined, `${s.tx_hash} is mined again`);
     }
+    assert.equal((await sender.waitForReceipt(down.txHash, 10_000))?.status, 'confirmed', 'the transaction kept while the node was down is mined');
 
     const next = await sender.submit(encodeAnchorData(randomHash(), randomHash()), { kind: 'anchor', ref: 'after-restart' });
-    assert.equal(next.nonce, before.nonceLatest, 'the released nonce is reused');
-    assert.equal(next.reusedNonce, true);
+    assert.equal(next.nonce, down.nonce + 1);
     assert.equal((await sender.waitForReceipt(next.txHash, 10_000))?.status, 'confirmed');
     const status = await sender.walletStatus();
-    assert.equal(status.nonceLatest, before.nonceLatest + 1);
-    assert.equal(status.nextNonce, before.nonceLatest + 1);
+    assert.equal(status.nonceLatest, down.nonce + 2);
+    assert.equal(status.nextNonce, down.nonce + 2);
     assert.deepEqual(status.releasedNonces, []);
     assert.equal(status.pendingTxs, 0);
   });

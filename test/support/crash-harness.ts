@@ -21,6 +21,7 @@ import { connect } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type AttributeValue, DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { JsonRpcProvider, Network } from 'ethers';
 import { freePort } from '../../lib/local/net.js';
 import { waitFor } from './wait.js';
@@ -372,8 +373,19 @@ interface Attempt {
   killedBy: number | undefined;
 }
 
+/** The faults the harness injects: the whole service, or one part of it. */
+export type FaultKind = 'kill' | 'stop-database' | 'kill-ledger' | 'kill-database';
+
+/** A fault at a fixed time after the burst began (continuous runs). */
+export interface ScheduledFault {
+  kind: FaultKind;
+  atMs: number;
+  /** stop-database: how long the database stays frozen (SIGSTOP … SIGCONT). */
+  durationMs?: number;
+}
+
 export interface FaultEvent {
-  kind: 'kill' | 'stop-database' | 'kill-ledger';
+  kind: FaultKind;
   /** 1-based number among the kills (for 'kill'). */
   n: number;
   at: number;
@@ -396,6 +408,15 @@ export interface CrashRunOptions {
   /** Optional faults for the lead to wire (see stopDatabase / killLedger below). */
   stopDatabase?: { times: number; durationMs: number };
   killLedger?: { times: number };
+  /**
+   * Continuous mode (the SRE's experiment): faults at fixed times after the burst began, instead of
+   * at fractions of it; the devices keep anchoring new photos (up to `photos` each) until the last
+   * fault is over and `tailMs` has passed. A frozen database is probed with public reads meanwhile.
+   */
+  schedule?: ScheduledFault[];
+  tailMs?: number;
+  /** Extra environment for the service (e.g. LEDGER_BATCH_WINDOW_MS). */
+  env?: Record<string, string>;
   /** After settling, send a different photo at each interrupted (device, index): it must be refused.
    * 'all': at every settled index (a self-check of the harness on a run without kills). */
   forkProbe?: boolean | 'all';
@@ -423,6 +444,10 @@ export interface CrashReport {
   /** Image hashes of this run on the ledger whose evidence does not verify (an unfinished anchor). */
   ledgerWithoutEvidence: string[];
   duplicates: number;
+  /** Batch roots on the ledger more than once. */
+  rootsTwice: number;
+  /** Public reads made while the database was frozen. */
+  readProbes: ReadProbe[];
   forks: number;
   forkProbes: { sent: number; refused: number; accepted: number };
   charged: number | null;
@@ -433,6 +458,8 @@ export interface CrashReport {
     ledgerOnce: string[];
     noFork: string[];
     charging: string[];
+    /** Public reads while a part was down: slower than 5 s, or not 503 problem+json (200 from what needs no database is fine). */
+    reads: string[];
   };
   durationMs: number;
 }
@@ -459,7 +486,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
   const work = await mkdtemp(path.join(os.tmpdir(), 'evidence-crash-'));
   const dataDir = path.join(work, 'data');
   const logFile = path.join(work, 'service.log');
-  const service = await Service.create({ dataDir, logFile, blockTimeMs: options.blockTimeMs ?? 0 });
+  const service = await Service.create({ dataDir, logFile, blockTimeMs: options.blockTimeMs ?? 0, ...(options.env ? { env: options.env } : {}) });
   const killOnExit = () => {
     if (service.pid) {
       try {
@@ -481,6 +508,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     const records: HashRecord[] = [];
     const inFlight = new Set<Attempt>();
     const faults: FaultEvent[] = [];
+    const readProbes: ReadProbe[] = [];
     let requestsSent = 0;
     let lastReadyAt = Date.now();
     let faultsDone = false;
@@ -563,8 +591,12 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       record.how = how;
     };
 
+    const burstStart = Date.now();
+    const schedule = options.schedule ? [...options.schedule].sort((a, b) => a.atMs - b.atMs) : undefined;
+    // Continuous mode: new photos until the last fault is over and the tail has passed.
+    let stopAt = Number.POSITIVE_INFINITY;
     const runDevice = async (device: DeviceChain) => {
-      for (let i = 0; i < options.photos; i++) {
+      for (let i = 0; i < options.photos && Date.now() < stopAt; i++) {
         const next = device.nextBody();
         const record: HashRecord = {
           device: device.id,
@@ -587,52 +619,87 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       }
     };
 
-    // ── the fault schedule: kills at random fractions of the burst, plus the optional faults ──
-    type Planned = { kind: FaultEvent['kind']; threshold: number };
+    // ── the fault schedule: kills at random fractions of the burst (or at fixed times), plus the optional faults ──
+    type Planned = { kind: FaultEvent['kind']; threshold: number; atMs?: number; durationMs?: number };
     const planned: Planned[] = [];
-    for (let k = 0; k < options.kills; k++) planned.push({ kind: 'kill', threshold: 0.1 + random() * 0.75 });
-    for (let k = 0; k < (options.stopDatabase?.times ?? 0); k++) planned.push({ kind: 'stop-database', threshold: 0.1 + random() * 0.75 });
-    for (let k = 0; k < (options.killLedger?.times ?? 0); k++) planned.push({ kind: 'kill-ledger', threshold: 0.1 + random() * 0.6 });
-    planned.sort((a, b) => a.threshold - b.threshold);
+    if (schedule) {
+      for (const f of schedule) planned.push({ kind: f.kind, threshold: 0, atMs: f.atMs, ...(f.durationMs !== undefined ? { durationMs: f.durationMs } : {}) });
+    } else {
+      for (let k = 0; k < options.kills; k++) planned.push({ kind: 'kill', threshold: 0.1 + random() * 0.75 });
+      for (let k = 0; k < (options.stopDatabase?.times ?? 0); k++) planned.push({ kind: 'stop-database', threshold: 0.1 + random() * 0.75 });
+      for (let k = 0; k < (options.killLedger?.times ?? 0); k++) planned.push({ kind: 'kill-ledger', threshold: 0.1 + random() * 0.6 });
+      planned.sort((a, b) => a.threshold - b.threshold);
+    }
     const firstSent = () => records.filter((r) => r.firstSentAt !== undefined).length;
     const devicesDone = { value: false };
+    const anchoredSoFar = () => records.filter((r) => r.how === '200').map((r) => r.imageHash);
+
+    /** Waits until health answers 200 again (a supervised part restarted, a frozen one thawed). */
+    const healthyAgain = async (): Promise<number> => {
+      await waitFor('health 200 after the fault', 5 * 60_000, async () => {
+        try {
+          const res = await fetch(`${service.base}/api/v1/health`, { signal: AbortSignal.timeout(5000) });
+          await res.arrayBuffer();
+          return res.status === 200 ? true : undefined;
+        } catch {
+          return undefined;
+        }
+      }, 100);
+      return Date.now();
+    };
 
     const chaos = async () => {
       let killNumber = 0;
       for (const fault of planned) {
-        const target = Math.ceil(fault.threshold * totalHashes);
-        // The moment: the burst has reached the planned fraction, or (when every device is stuck)
-        // 4 s have passed since the last restart. Then a random 0–300 ms into the requests' work.
-        await waitFor('the burst to reach the next fault', 10 * 60_000, () =>
-          devicesDone.value || firstSent() >= target || Date.now() - lastReadyAt > 4_000 ? true : undefined,
-        );
-        if (devicesDone.value) break;
-        await sleep(random() * 300);
+        if (fault.atMs !== undefined) {
+          const wait = burstStart + fault.atMs - Date.now();
+          if (wait > 0) await sleep(wait);
+          if (devicesDone.value) break;
+        } else {
+          const target = Math.ceil(fault.threshold * totalHashes);
+          // The moment: the burst has reached the planned fraction, or (when every device is stuck)
+          // 4 s have passed since the last restart. Then a random 0–300 ms into the requests' work.
+          await waitFor('the burst to reach the next fault', 10 * 60_000, () =>
+            devicesDone.value || firstSent() >= target || Date.now() - lastReadyAt > 4_000 ? true : undefined,
+          );
+          if (devicesDone.value) break;
+          await sleep(random() * 300);
+        }
         await waitFor('a request in flight', 5_000, () => (inFlight.size > 0 ? true : undefined), 5).catch(() => undefined);
         const event: FaultEvent = { kind: fault.kind, n: 0, at: Date.now(), inFlight: inFlight.size, readyAt: undefined, note: '' };
+        faults.push(event);
         if (fault.kind === 'kill') {
           killNumber += 1;
           event.n = killNumber;
           for (const attempt of inFlight) attempt.killedBy = killNumber;
-          faults.push(event);
           const pids = service.pid ? groupProcesses(service.pid).map((p) => p.pid) : [];
           await service.kill();
           const downAt = Date.now();
           await service.start();
           event.readyAt = Date.now();
-          lastReadyAt = event.readyAt;
           event.note = `killed ${pids.length} processes with ${event.inFlight} requests in flight; down ${downAt - event.at} ms, restarted in ${event.readyAt - downAt} ms`;
         } else if (fault.kind === 'stop-database') {
-          faults.push(event);
-          event.note = await stopDatabase(service, options.stopDatabase?.durationMs ?? 6000);
-          event.readyAt = Date.now();
+          const durationMs = fault.durationMs ?? options.stopDatabase?.durationMs ?? 6000;
+          const probing = probeReadsWhile(service, anchoredSoFar(), durationMs);
+          event.note = await stopDatabase(service, durationMs);
+          const probe = await probing;
+          readProbes.push(...probe);
+          event.readyAt = await healthyAgain();
+          const slow = probe.filter((p) => p.ms > READ_DEADLINE_MS || (p.status !== 503 && p.status !== 200));
+          event.note += `; ${probe.length} public reads while frozen: ${summariseProbes(probe)}${slow.length ? ` (${slow.length} too slow or not 503)` : ''}; healthy ${event.readyAt - event.at - durationMs} ms after SIGCONT`;
+        } else if (fault.kind === 'kill-database') {
+          event.note = killDatabase(service);
+          event.readyAt = await healthyAgain();
+          event.note += `; healthy again after ${event.readyAt - event.at} ms`;
         } else {
-          faults.push(event);
           event.note = killLedger(service);
-          event.readyAt = Date.now();
+          event.readyAt = await healthyAgain();
+          event.note += `; healthy again after ${event.readyAt - event.at} ms`;
         }
+        lastReadyAt = event.readyAt;
         log(`fault ${faults.length}/${planned.length}: ${fault.kind} at ${event.at - t0} ms — ${event.note}`);
       }
+      if (schedule) stopAt = Date.now() + (options.tailMs ?? 5_000);
       faultsDone = true;
     };
 
@@ -683,7 +750,13 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     const mustVerify = new Set(records.filter((r) => r.settledAt !== undefined).map((r) => r.imageHash));
     await pool(allHashes, 8, (h) => readHash(h, mustVerify.has(h)));
 
-    const violations: CrashReport['violations'] = { verify200: [], limbo: [], ledgerOnce: [], noFork: [], charging: [] };
+    const violations: CrashReport['violations'] = { verify200: [], limbo: [], ledgerOnce: [], noFork: [], charging: [], reads: [] };
+    for (const p of readProbes) {
+      if (p.status === 0) violations.reads.push(`GET ${p.path} did not answer within ${READ_DEADLINE_MS * 2} ms while the database was frozen`);
+      else if (p.ms > READ_DEADLINE_MS) violations.reads.push(`GET ${p.path} answered ${p.status} after ${p.ms} ms while the database was frozen (limit ${READ_DEADLINE_MS} ms)`);
+      else if (p.status === 503 && !p.contentType.startsWith('application/problem+json') && !p.contentType.startsWith('text/html')) violations.reads.push(`GET ${p.path} answered 503 as ${p.contentType}, not problem+json`);
+      else if (p.status !== 503 && p.status !== 200) violations.reads.push(`GET ${p.path} answered ${p.status} while the database was frozen (503 expected)`);
+    }
 
     // 1. every 200 verifies and has a receipt
     for (const r of records.filter((x) => x.how === '200')) {
@@ -718,13 +791,25 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       }
     }
 
-    // 3. at most one ledger transaction per image hash; receipts name one of them
-    const ledger = await readLedger(service.rpcUrl).catch((error: unknown) => {
+    // 3. at most one ledger transaction per image hash (directly or in a batch); receipts name one of them
+    const seals = await readSeals(`http://127.0.0.1:${service.ports.dynamo}`).catch((error: unknown) => {
+      violations.ledgerOnce.push(`the sealed batches could not be read: ${(error as Error).message}`);
+      return new Map<string, string[]>();
+    });
+    const ledger = await readLedger(service.rpcUrl, seals).catch((error: unknown): LedgerRead => {
       violations.ledgerOnce.push(`the chain could not be read over JSON-RPC at ${service.rpcUrl}: ${(error as Error).message}`);
-      return { txs: new Map<string, string>(), byImageHash: new Map<string, string[]>(), anchorTxCount: 0 };
+      return { txs: new Map(), batchTxs: new Map(), byImageHash: new Map(), byRoot: new Map(), anchorTxCount: 0 };
     });
     const ourHashes = new Set(allHashes);
     let duplicates = 0;
+    let rootsTwice = 0;
+    for (const [root, txs] of ledger.byRoot) {
+      if (txs.length > 1) {
+        rootsTwice += 1;
+        violations.ledgerOnce.push(`Merkle root ${root} is on the ledger ${txs.length} times: ${txs.join(', ')}`);
+      }
+      if (!seals.has(root)) violations.ledgerOnce.push(`Merkle root ${root} (${txs.join(', ')}) is on the ledger, but no sealed batch has it`);
+    }
     for (const [h, txs] of ledger.byImageHash) {
       if (txs.length > 1) {
         duplicates += 1;
@@ -733,9 +818,13 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     }
     for (const [h, receipt] of ledger.anchorTxCount === 0 ? [] : receipts) {
       const tx = receipt.ledger?.tx_hash?.toLowerCase();
-      const onChain = tx ? ledger.txs.get(tx) : undefined;
-      if (!onChain) violations.ledgerOnce.push(`${h}: its receipt names ${tx ?? 'no transaction'}, which is not on the chain`);
-      else if (onChain !== h) violations.ledgerOnce.push(`${h}: its receipt's transaction ${tx} carries ${onChain}`);
+      const root = receipt.ledger?.merkle?.root;
+      const direct = tx ? ledger.txs.get(tx) : undefined;
+      const batchRoot = tx ? ledger.batchTxs.get(tx) : undefined;
+      if (!direct && !batchRoot) violations.ledgerOnce.push(`${h}: its receipt names ${tx ?? 'no transaction'}, which is not on the chain`);
+      else if (root !== undefined ? batchRoot !== root : direct !== h) {
+        violations.ledgerOnce.push(`${h}: its receipt's transaction ${tx} carries ${direct ?? `root ${batchRoot}`}, not ${root !== undefined ? `root ${root}` : h}`);
+      }
     }
     const orphanTxs = [...ledger.byImageHash.keys()].filter((h) => ourHashes.has(h) && !verified.get(h)?.verified);
 
@@ -837,6 +926,8 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       ledgerAnchorTransactions: ledger.anchorTxCount,
       ledgerWithoutEvidence: orphanTxs,
       duplicates,
+      rootsTwice,
+      readProbes,
       forks,
       forkProbes: { sent: probes.length, refused: probes.filter((p) => p.status >= 400 && p.status < 500).length, accepted: probes.filter((p) => p.status === 200).length },
       charged,
@@ -871,6 +962,68 @@ export async function stopDatabase(service: Service, durationMs: number): Promis
   return `stopped ${targets.map((p) => p.pid).join(', ')} for ${durationMs} ms`;
 }
 
+/** SIGKILL the database child (dynalite); the service's supervisor restarts it on the same data. */
+export function killDatabase(service: Service): string {
+  const targets = service.findChild(/dynalite|dynamo-child/i);
+  if (targets.length === 0) return 'skipped: no child process of the service mentions dynalite';
+  for (const p of targets) process.kill(p.pid, 'SIGKILL');
+  return `killed database ${targets.map((p) => p.pid).join(', ')}`;
+}
+
+/** CONTRACT "Faults of the parts": while the database does not answer, public reads answer 503 within 5 s. */
+export const READ_DEADLINE_MS = 5_000;
+
+/** One public read made while a part was down: what it answered and how long it took. */
+export interface ReadProbe {
+  path: string;
+  status: number;
+  ms: number;
+  contentType: string;
+}
+
+/**
+ * Public reads, one of each kind every 500 ms for `durationMs`, each with a client timeout twice
+ * the contract's deadline (so a hang is measured, not waited for forever): verify and receipt of
+ * anchored hashes, the v1 statistics, the verify page.
+ */
+export async function probeReadsWhile(service: Service, anchored: string[], durationMs: number): Promise<ReadProbe[]> {
+  const out: ReadProbe[] = [];
+  const end = Date.now() + durationMs;
+  const pending: Promise<void>[] = [];
+  await sleep(Math.min(500, durationMs / 4)); // the freeze has begun
+  for (let i = 0; Date.now() < end - 200; i++) {
+    const h = anchored[i % Math.max(1, anchored.length)] ?? '0'.repeat(64);
+    for (const p of [`/api/v2/evidence/verify/${h}`, `/api/v2/evidence/receipt/${h}`, '/api/v1/stats', `/verify/${h}`]) {
+      pending.push(
+        (async () => {
+          const t = Date.now();
+          let status = 0;
+          let contentType = '';
+          try {
+            const res = await fetch(`${service.base}${p}`, { signal: AbortSignal.timeout(READ_DEADLINE_MS * 2) });
+            await res.arrayBuffer();
+            status = res.status;
+            contentType = res.headers.get('content-type') ?? '';
+          } catch {
+            status = 0; // no answer within twice the deadline
+          }
+          out.push({ path: p.replace(/[0-9a-f]{64}/, '{h}'), status, ms: Date.now() - t, contentType });
+        })(),
+      );
+    }
+    await sleep(500);
+  }
+  await Promise.all(pending);
+  return out;
+}
+
+/** "verify 503 ×12 (max 3012 ms), stats 200 ×12 (max 4 ms)…" */
+export function summariseProbes(probes: ReadProbe[]): string {
+  const groups = new Map<string, ReadProbe[]>();
+  for (const p of probes) groups.set(`${p.path} ${p.status || 'no answer'}`, [...(groups.get(`${p.path} ${p.status || 'no answer'}`) ?? []), p]);
+  return [...groups].map(([k, ps]) => `${k} ×${ps.length} (max ${Math.max(...ps.map((p) => p.ms))} ms)`).join(', ');
+}
+
 /** SIGKILL the ledger node child (hardhat). */
 export function killLedger(service: Service): string {
   const targets = service.findChild(/hardhat/i);
@@ -890,7 +1043,7 @@ interface VerifyResult {
 
 interface Receipt {
   image_hash: string;
-  ledger?: { tx_hash?: string };
+  ledger?: { tx_hash?: string; merkle?: { root?: string } };
   device?: { public_key_hex?: string; chain_index?: number };
 }
 
@@ -989,28 +1142,84 @@ async function readChain(service: Service, publicKeyHex: string): Promise<ChainR
   return { verdict: verdicts.every((v) => v === 'complete') ? 'complete' : (verdicts.find((v) => v !== 'complete') ?? '?'), detail: details.join('; '), entries };
 }
 
-/** Every anchor transaction of the local chain, read block by block over JSON-RPC. */
-export async function readLedger(rpcUrl: string): Promise<{ txs: Map<string, string>; byImageHash: Map<string, string[]>; anchorTxCount: number }> {
+/** What the chain holds of the service's evidence, read block by block over JSON-RPC. */
+export interface LedgerRead {
+  /** Direct anchors: transaction → the image hash it carries. */
+  txs: Map<string, string>;
+  /** Batches: transaction → the Merkle root it carries. */
+  batchTxs: Map<string, string>;
+  /** Image hash → every transaction that carries it, directly or in a batch whose sealed leaves hold it. */
+  byImageHash: Map<string, string[]>;
+  /** Merkle root → every transaction that carries it. */
+  byRoot: Map<string, string[]>;
+  anchorTxCount: number;
+}
+
+const BATCH_PREFIX_HEX = Buffer.from('MERKLE-SHA256:', 'ascii').toString('hex');
+
+/**
+ * Every anchor transaction of the local chain (direct: image_hash || server_hash; batched:
+ * "MERKLE-SHA256:" || root), with the image hashes of each batch from `sealed` (root → image
+ * hashes, as the batches table stores them: see readSeals).
+ */
+export async function readLedger(rpcUrl: string, sealed: Map<string, string[]> = new Map()): Promise<LedgerRead> {
   const provider = new JsonRpcProvider(rpcUrl, Network.from(31337), { staticNetwork: true });
   try {
     const latest = await provider.getBlockNumber();
     const txs = new Map<string, string>();
+    const batchTxs = new Map<string, string>();
     const byImageHash = new Map<string, string[]>();
+    const byRoot = new Map<string, string[]>();
+    const add = (m: Map<string, string[]>, k: string, v: string) => m.set(k, [...(m.get(k) ?? []), v]);
     const numbers = Array.from({ length: latest + 1 }, (_, i) => i);
     await pool(numbers, 8, async (n) => {
       const block = await provider.getBlock(n, true);
       if (!block) throw new Error(`block ${n} missing`);
       for (const tx of block.prefetchedTransactions) {
-        const data = tx.data.toLowerCase();
-        if (data.length !== 2 + 128) continue; // anchor data: image_hash (32 bytes) || server_hash (32 bytes)
-        const imageHash = data.slice(2, 66);
-        txs.set(tx.hash.toLowerCase(), imageHash);
-        byImageHash.set(imageHash, [...(byImageHash.get(imageHash) ?? []), tx.hash.toLowerCase()]);
+        const data = tx.data.toLowerCase().slice(2);
+        const hash = tx.hash.toLowerCase();
+        if (data.length === 128) {
+          // image_hash (32 bytes) || server_hash (32 bytes)
+          txs.set(hash, data.slice(0, 64));
+          add(byImageHash, data.slice(0, 64), hash);
+        } else if (data.length === BATCH_PREFIX_HEX.length + 64 && data.startsWith(BATCH_PREFIX_HEX)) {
+          const root = data.slice(BATCH_PREFIX_HEX.length);
+          batchTxs.set(hash, root);
+          add(byRoot, root, hash);
+        }
       }
     });
-    return { txs, byImageHash, anchorTxCount: txs.size };
+    for (const [root, list] of byRoot) for (const h of sealed.get(root) ?? []) for (const tx of list) add(byImageHash, h, tx);
+    return { txs, batchTxs, byImageHash, byRoot, anchorTxCount: txs.size + batchTxs.size };
   } finally {
     provider.destroy();
+  }
+}
+
+/**
+ * The sealed batches, root → image hashes, read straight from the local DynamoDB (the batches
+ * table's seal items: `images` is the leaves' image hashes, 32 bytes each) with the plain SDK, as an
+ * operator would dump the table: the only record of which hashes a batch root covers.
+ */
+export async function readSeals(endpoint: string, table = 'evidence-local-batches'): Promise<Map<string, string[]>> {
+  const db = new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 3 });
+  const out = new Map<string, string[]>();
+  try {
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await db.send(new ScanCommand({ TableName: table, ExclusiveStartKey: start, ConsistentRead: true }));
+      for (const item of page.Items ?? []) {
+        const root = item.root?.S;
+        const images = item.images?.B;
+        if (item.sk?.S !== 'seal' || !root || !images) continue;
+        const list = Array.from({ length: images.length / 32 }, (_, i) => Buffer.from(images.subarray(i * 32, i * 32 + 32)).toString('hex'));
+        out.set(root, [...(out.get(root) ?? []), ...list]);
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return out;
+  } finally {
+    db.destroy();
   }
 }
 
@@ -1040,6 +1249,8 @@ export function formatReport(r: CrashReport): string {
     ['ledger anchor transactions', String(r.ledgerAnchorTransactions)],
     ['on ledger without evidence', String(r.ledgerWithoutEvidence.length)],
     ['duplicates (hash on ledger > 1×)', String(r.duplicates)],
+    ['Merkle roots on ledger > 1×', String(r.rootsTwice)],
+    ['public reads while frozen', r.readProbes.length ? summariseProbes(r.readProbes) : '-'],
     ['forks', String(r.forks)],
     ['fork probes sent / refused / accepted', `${r.forkProbes.sent} / ${r.forkProbes.refused} / ${r.forkProbes.accepted}`],
     ['charged vs anchors held', `${r.charged ?? '?'} vs ${r.anchorsHeld}`],

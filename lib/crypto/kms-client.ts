@@ -1,0 +1,23 @@
+import { KMSClient } from '@aws-sdk/client-kms';
+
+/** Per attempt (connect, request, response) and per call with the SDK's retries. */
+const KMS_ATTEMPT_TIMEOUT_MS = 3000;
+const KMS_DEADLINE_MS = 8000;
+
+/**
+ * The one way the service builds a KMS client (the ML-DSA-65, Ed25519 and TSA signers, the PDF
+ * signer, the wallet, the JWT secret): every call has a deadline per attempt and per call
+ * (CONTRACT "Faults of the parts"), so a KMS that hangs fails the request with a 503 instead of
+ * holding it until the Lambda's own timeout.
+ */
+export function createKmsClient(region: string): KMSClient {
+  const client = new KMSClient({
+    region,
+    maxAttempts: 3,
+    requestHandler: { connectionTimeout: KMS_ATTEMPT_TIMEOUT_MS, requestTimeout: KMS_ATTEMPT_TIMEOUT_MS, throwOnRequestTimeout: true, socketTimeout: KMS_ATTEMPT_TIMEOUT_MS },
+  });
+  type Send = (command: unknown, options?: { abortSignal?: AbortSignal }) => Promise<unknown>;
+  const send = (client.send as Send).bind(client);
+  (client as { send: Send }).send = (command, options) => send(command, { ...options, abortSignal: options?.abortSignal ?? AbortSignal.timeout(KMS_DEADLINE_MS) });
+  return client;
+}

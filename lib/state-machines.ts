@@ -1,0 +1,218 @@
+/**
+ * The state machines of every record that anchoring writes, in one place: each state, who may
+ * move it, to what, and under which condition. docs/state-machines.md is this table in prose; a
+ * test keeps the two identical, and the repositories name the transition of each write they make.
+ *
+ * Every transition is one conditional single-item write (DynamoDB, no transactions) from the
+ * state AND version the writer read to the next state and version + 1 (lib/store/versioned.ts).
+ * A writer whose condition fails re-reads and decides again; nothing overwrites a newer state.
+ * States are listed in order: a transition never leads to an earlier state, except the few
+ * marked `back`, each allowed only while what it discards never left the service.
+ * `from` may name alternatives (`signed|sent`).
+ *
+ * Pure data: imported by the domain, the adapters and the tests alike.
+ */
+
+export interface Transition {
+  /** The state it starts from; 'none' when the record (or its state) does not exist. */
+  from: string;
+  to: string;
+  /** Who may make it. */
+  by: string;
+  /** The condition beyond "the state and version as read". */
+  when: string;
+  /**
+   * A move to an earlier state, with why it is safe. Only these may go back, and each only while
+   * nothing that it discards ever left the service.
+   */
+  back?: string;
+}
+
+export interface StateMachine {
+  record: string;
+  /** Where the record lives and which attributes hold its state and version. */
+  stored: string;
+  /** Its states, in order ('none' first). */
+  states: readonly string[];
+  transitions: Readonly<Record<string, Transition>>;
+}
+
+/** The evidence item of an image hash (evidence table): the anchor's state machine. */
+export const EVIDENCE_ITEM = {
+  record: 'evidence item',
+  stored: 'evidence table, key image_hash; anchor_state, anchor_v (tx_status for the anchored sub-states)',
+  states: ['none', 'accepting', 'publishing', 'anchored:pending', 'anchored:confirmed', 'anchored:failed', 'anchored:final'],
+  transitions: {
+    claim: {
+      from: 'none',
+      to: 'accepting',
+      by: 'an anchor request (v1 or v2), beside its quota hold',
+      when: 'no anchor is under way or done on the hash (a registration or stand-alone proofs may be there); no read first',
+    },
+    resume: {
+      from: 'accepting',
+      to: 'accepting',
+      by: 'the identical request (same fingerprint), at once, whenever it arrives',
+      when: 'same fingerprint; takes a new claim id, statement time, lease and quota hold (the old hold is refunded)',
+    },
+    release: {
+      from: 'accepting',
+      to: 'none',
+      by: 'the claim holder when a step before publishing failed; any invocation (a request, the reconciler) once the lease lapsed',
+      when: 'the lease lapsed, or the holder gives its own claim back; then the chain link, then the quota hold',
+      back: 'nothing was published: no proof and no transaction is stored on an accepting item',
+    },
+    publish: {
+      from: 'accepting',
+      to: 'publishing',
+      by: 'the claim holder (its claim id)',
+      when: 'every proof is made; direct mode: with the signed transaction, BEFORE its broadcast; batch mode: with the batch of the window open now, before its leaf',
+    },
+    rebatch: {
+      from: 'publishing',
+      to: 'publishing',
+      by: 'any invocation that read the sealed batch the item names',
+      when: 'batch mode: the batch was sealed without the item\'s leaf; the item names the window open now',
+    },
+    replace: {
+      from: 'publishing',
+      to: 'publishing',
+      by: 'the one invocation whose write wins; the losers\' transactions are never stored nor sent',
+      when: 'direct mode: the named transaction can never be mined (its nonce is held by another transaction of ours, or was used on the chain by one not ours)',
+    },
+    anchor: {
+      from: 'publishing',
+      to: 'anchored:pending',
+      by: 'any invocation (the request, its identical retry, the reconciler)',
+      when: 'the transaction was handed to the node (direct) or the sealed batch holds the leaf (batch: with its inclusion proof); the 200 can be sent',
+    },
+    confirm: {
+      from: 'anchored:pending',
+      to: 'anchored:confirmed',
+      by: 'any invocation that read the receipt',
+      when: 'a version of the named transaction is mined and succeeded',
+    },
+    fail: {
+      from: 'anchored:pending',
+      to: 'anchored:failed',
+      by: 'any invocation that read the receipt',
+      when: 'a version of the named transaction is mined and reverted',
+    },
+    follow: {
+      from: 'anchored:pending',
+      to: 'anchored:pending',
+      by: 'the ledger re-send job after a fee bump',
+      when: 'the item names an earlier version of the same nonce',
+    },
+    finalize: {
+      from: 'anchored:confirmed',
+      to: 'anchored:final',
+      by: 'the reconciler',
+      when: 'the receipt is final (read from the chain and checked once)',
+    },
+  },
+} as const satisfies StateMachine;
+
+/** The seal of a ledger batch (batches table): one per window of one chain and wallet. */
+export const BATCH_SEAL = {
+  record: 'batch seal',
+  stored: 'batches table, key (batch pk, "seal"); state, v',
+  states: ['none', 'sealing', 'sealed'],
+  transitions: {
+    claim: {
+      from: 'none',
+      to: 'sealing',
+      by: 'a waiter of the batch, once its window has ended (plus a grace for leaf writes in flight)',
+      when: 'nobody claimed it yet; under a lease; no read first',
+    },
+    takeOver: {
+      from: 'sealing',
+      to: 'sealing',
+      by: 'another waiter',
+      when: 'the sealer\'s lease lapsed',
+    },
+    abandon: {
+      from: 'sealing',
+      to: 'none',
+      by: 'the sealer itself',
+      when: 'its own claim (sealer id as read)',
+      back: 'nothing was stored under the claim (the ledger or the database failed before the seal)',
+    },
+    seal: {
+      from: 'sealing',
+      to: 'sealed',
+      by: 'the sealer holding the claim',
+      when: 'the leaves, read strongly consistent, their root and the signed transaction carrying it, BEFORE its broadcast',
+    },
+    replace: {
+      from: 'sealed',
+      to: 'sealed',
+      by: 'the one invocation whose write wins; the losers\' transactions are never stored nor sent',
+      when: 'the named transaction can never be mined (its nonce is held by another transaction of ours, or was used on the chain by one not ours)',
+    },
+  },
+} as const satisfies StateMachine;
+
+/**
+ * A ledger slot (ledger table, one per nonce of the wallet): the arbiter of its nonce. A
+ * transaction is broadcast only while its slot holds it, so at most one transaction per nonce
+ * ever leaves the service, whatever the owners (evidence items, seals) believe.
+ */
+export const LEDGER_SLOT = {
+  record: 'ledger slot',
+  stored: 'ledger table, key (tx#<wallet>, nonce); status, tx_hash (a status change is conditional on both)',
+  states: ['none', 'released', 'signed', 'sent', 'conflict', 'confirmed', 'failed'],
+  transitions: {
+    persist: {
+      from: 'none|released',
+      to: 'signed',
+      by: 'the submit holding the nonce, after the owner (evidence item or seal) stored the transaction; or resume() of an owner whose submit died before this write',
+      when: 'the slot is empty, or released (its nonce was given back before any transaction was stored under it)',
+    },
+    tombstone: {
+      from: 'none',
+      to: 'released',
+      by: 'resume()',
+      when: 'the nonce was given back to the wallet before the slot was written: the owner\'s transaction never goes out',
+    },
+    send: {
+      from: 'signed',
+      to: 'sent',
+      by: 'whoever broadcast it (the submit, resume(), the re-send job)',
+      when: 'the node took it',
+    },
+    bump: {
+      from: 'signed|sent',
+      to: 'sent',
+      by: 'the re-send job',
+      when: 'unmined past LEDGER_REPLACE_AFTER_MINUTES: a new version of the same nonce and data with both fees raised ≥ 10 %',
+    },
+    mine: {
+      from: 'signed|sent',
+      to: 'confirmed',
+      by: 'any receipt reader',
+      when: 'a version is mined (failed when it reverted)',
+    },
+    revert: {
+      from: 'signed|sent',
+      to: 'failed',
+      by: 'any receipt reader',
+      when: 'a version is mined and reverted',
+    },
+    conflict: {
+      from: 'signed|sent',
+      to: 'conflict',
+      by: 'resume(), the submit, the re-send job',
+      when: 'the chain used the nonce for a transaction that is no version of ours (the wallet is used elsewhere)',
+    },
+    fill: {
+      from: 'none|released|conflict',
+      to: 'signed',
+      by: 'the re-send job',
+      when: 'a nonce below the counter that nothing holds after the grace (its allocator died before persisting): an empty self-transaction',
+      back: 'a released slot\'s transaction was never sent; a conflict slot\'s nonce was used on the chain by another transaction',
+    },
+  },
+} as const satisfies StateMachine;
+
+export const STATE_MACHINES: readonly StateMachine[] = [EVIDENCE_ITEM, BATCH_SEAL, LEDGER_SLOT];
