@@ -21,6 +21,7 @@ import { getConfig, getDb } from './core.js';
 import { getEvidenceRepo, getRpcReader, getStats } from './evidence.js';
 import { getKeyAuthDeps } from './key-auth.js';
 import { lazy } from './lazy.js';
+import { watchPort } from './port-hooks.js';
 
 /**
  * The anchoring part of the composition root: the ML-DSA-65 signer, the time-stamping authority
@@ -71,7 +72,7 @@ export const getTsa: () => Promise<TimestampAuthority> = /* @__PURE__ */ lazy(as
 export const getLedgerSender: () => Promise<LedgerSender> = /* @__PURE__ */ lazy(async () => {
   const config = getConfig();
   const { ledger } = config;
-  const provider = createLedgerProvider({ rpcUrl: ledger.rpcUrl, chainId: ledger.chainId, pollingIntervalMs: ledger.pollingIntervalMs });
+  const provider = watchPort('ledger', createLedgerProvider({ rpcUrl: ledger.rpcUrl, chainId: ledger.chainId, pollingIntervalMs: ledger.pollingIntervalMs }));
   let wallet: KmsLedgerSigner | Wallet;
   if (ledger.walletScheme === 'kms') {
     wallet = new KmsLedgerSigner(kmsClient(), ledger.walletKmsKeyId ?? '', provider);

@@ -2,6 +2,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type Config, loadConfig } from '../config.js';
 import { createDocumentClient } from '../store/dynamo.js';
 import { lazy, resetDeps } from './lazy.js';
+import { watchPort } from './port-hooks.js';
 
 /**
  * What every function needs: the validated configuration and the DynamoDB client. The other
@@ -14,7 +15,7 @@ export const getConfig: () => Config = /* @__PURE__ */ lazy(loadConfig);
 export const getDb: () => DynamoDBDocumentClient = /* @__PURE__ */ lazy(
   () => {
     const { aws } = getConfig();
-    return createDocumentClient({ region: aws.region, endpoint: aws.dynamoEndpoint, attemptTimeoutMs: aws.dynamoAttemptTimeoutMs, deadlineMs: aws.dynamoDeadlineMs });
+    return watchPort('dynamodb', createDocumentClient({ region: aws.region, endpoint: aws.dynamoEndpoint, attemptTimeoutMs: aws.dynamoAttemptTimeoutMs, deadlineMs: aws.dynamoDeadlineMs }));
   },
   (db) => db.destroy(),
 );

@@ -34,6 +34,8 @@ export const PROBLEM_TITLES: Record<string, string> = {
   email_exists: 'E-mail address already registered',
   key_limit_reached: 'Key limit reached',
   payload_too_large: 'Request body too large',
+  malformed_request: 'Malformed HTTP request',
+  headers_too_large: 'Request headers too large',
   unsupported_media_type: 'Unsupported media type',
   rate_limit_exceeded: 'Rate limit exceeded',
   edge_required: 'Not through the edge',

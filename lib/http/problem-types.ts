@@ -44,6 +44,8 @@ export const PROBLEM_TYPES: Record<string, ProblemType> = {
   chain_index_conflict: t(409, 'The chain index is not the next free one of this device key, or another photo holds it.', "Send the device's next index (GET /api/v1/chain/all/{public_key_hex} shows the chain)."),
   email_exists: t(409, 'An account with this e-mail address exists.', 'Log in instead, or use another address.'),
   key_limit_reached: t(409, 'An account holds at most 5 active API keys.', 'Deactivate a key you no longer use, then create the new one.'),
+  malformed_request: t(400, 'The HTTP request itself could not be read: its request line, its path (a backslash, for instance) or a header is malformed. Nothing was done.', 'Send a well-formed HTTP/1.1 request: a path of URL characters (percent-encode the others), valid headers.'),
+  headers_too_large: t(431, 'The request headers are larger than the server reads (16 KiB locally, 10 KiB at API Gateway). Nothing was done.', 'Send fewer or shorter headers (API keys and tokens are short).'),
   payload_too_large: t(413, 'Request bodies are limited to 64 KiB; the body was not read.', 'Send only the hash and its proofs, never the file.'),
   unsupported_media_type: t(415, 'The body is not sent as JSON.', 'Send Content-Type: application/json (RFC 3161 requests: application/timestamp-query).'),
   edge_required: t(403, 'The request did not come through the edge (CDN and firewall) in front of the API.', 'Call the public address, not the API Gateway one.'),

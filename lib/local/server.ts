@@ -1,10 +1,16 @@
+import { createServer, type Server } from 'node:http';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
+import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
 import { HttpError } from '../http/errors.js';
 import { GATEWAY_FUNCTIONS, HTTP_FUNCTIONS, toHonoPath } from './routes.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
+
+/** What the local server calls per request: a Hono app's fetch (the request, and @hono/node-server's env with the socket). */
+export type LocalFetch = (request: Request, env?: unknown) => Response | Promise<Response>;
 
 /** A function module as every file in functions/ exports it. */
 interface FunctionModule {
@@ -38,4 +44,58 @@ export async function buildLocalApi(): Promise<Hono> {
     return c.newResponse(JSON.stringify(e.toJSON()), 404, { 'Content-Type': 'application/problem+json' });
   });
   return api;
+}
+
+/**
+ * Serves the local API on `hostname:port` (npm start, the tests): @hono/node-server's request
+ * listener on a Node HTTP server, with the errors raised before any function runs rendered as
+ * problem+json like every other error (RFC 9457), where @hono/node-server and Node answer with an
+ * empty body:
+ * - a request the adapter cannot turn into a Request (a backslash in the path, a bad host): 400;
+ * - a request Node's parser refuses (headers over 16 KiB: 431; anything else: 400), written to
+ *   the socket directly, with Connection: close (the parser's state is lost).
+ * API Gateway answers the same cases itself in production; serverless.yml gives its 4XX and 5XX
+ * responses the same problem+json shape (GatewayResponses).
+ */
+export async function listenLocalApi(api: { fetch: LocalFetch }, options: { port: number; hostname: string }): Promise<Server> {
+  const server = createServer(
+    getRequestListener(api.fetch, {
+      hostname: options.hostname,
+      errorHandler: (error) => {
+        const e = new HttpError(400, 'malformed_request', 'Bad Request', `The request could not be read: ${requestErrorReason(error)}.`);
+        return new Response(JSON.stringify(e.toJSON()), { status: 400, headers: { 'Content-Type': 'application/problem+json', Connection: 'close' } });
+      },
+    }),
+  );
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    if (error.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+    const e = tooLarge
+      ? new HttpError(431, 'headers_too_large', 'Request Header Fields Too Large', 'The request headers are larger than 16 KiB; nothing was read.')
+      : new HttpError(400, 'malformed_request', 'Bad Request', 'The HTTP request could not be parsed; nothing was read.');
+    const body = JSON.stringify(e.toJSON());
+    socket.end(
+      `HTTP/1.1 ${e.status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+        `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.hostname, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return server;
+}
+
+/** What the adapter said, in a fixed vocabulary (never the raw request text). */
+function requestErrorReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : '';
+  if (/backslash/i.test(message)) return 'a backslash in the path (percent-encode it as %5C)';
+  if (/host/i.test(message)) return 'a missing or malformed Host header';
+  return 'a malformed request line or URL';
 }

@@ -13,7 +13,6 @@
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { serve, type ServerType } from '@hono/node-server';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { getLedgerSender, getPqRegistrationDeps, getReconcileDeps } from '../deps/anchoring.js';
 import { getDb } from '../deps/core.js';
@@ -26,7 +25,7 @@ import { startLocalChain, type LocalChain } from './chain.js';
 import { ledgerRaws } from './chain-raws.js';
 import { startDynamoProcess, type DynamoProcess } from './dynamo-process.js';
 import { exitWithParent } from './parent-watch.js';
-import { buildLocalApi } from './server.js';
+import { buildLocalApi, listenLocalApi } from './server.js';
 import { Supervisor } from './supervisor.js';
 
 // npm scripts run Node 22 (as Lambda's nodejs22.x), but the CLI may run on an older Node: the SDK's notice that its
@@ -46,6 +45,14 @@ try {
   }
   throw error;
 }
+
+// The crash-point sweep's fault hook (lib/local/fault-hook.ts), before any port is built.
+const faultHook = process.env.EVIDENCE_FAULT_KILL_AT
+  ? (await import('./fault-hook.js')).installFaultHook({
+      killAt: Number(process.env.EVIDENCE_FAULT_KILL_AT),
+      when: process.env.EVIDENCE_FAULT_KILL_WHEN === 'after' ? 'after' : 'before',
+    })
+  : undefined;
 
 const stops: (() => Promise<void>)[] = [];
 let stopping: Promise<never> | null = null;
@@ -162,9 +169,7 @@ try {
   say(`tsa        ${config.tsa.scheme === 'embedded' ? `embedded RFC 3161 TSA, root ${path.join(config.tsa.dir, 'root.pem')}` : 'remote RFC 3161 TSA'}`);
 
   const api = apiBuilt.status === 'fulfilled' ? apiBuilt.value : await buildLocalApi();
-  const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch: api.fetch, port: config.port, hostname: config.host }, () => resolve(s));
-  });
+  const server = await listenLocalApi(faultHook ? { fetch: faultHook.wrapFetch(api.fetch) } : api, { port: config.port, hostname: config.host });
   stops.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
   say(`api        http://${config.host}:${config.port} (health: /api/v1/health, OpenAPI: /api/openapi.json)`);
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { Device, createAccount, json } from '../support/client.js';
 import { after, before, describe, it } from 'node:test';
@@ -202,5 +203,38 @@ describe('the local API over real HTTP', () => {
     assert.equal(((await res.json()) as { code: string }).code, 'not_found');
     const ok = await fetch(`${base}/api/v1/health`);
     assert.match(ok.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+  });
+
+  /** A raw HTTP/1.1 exchange over a socket (fetch cannot send a backslash or oversized headers). */
+  function raw(request: string): Promise<{ status: number; headers: string; body: string }> {
+    const url = new URL(base);
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(Number(url.port), url.hostname, () => socket.write(request));
+      let data = '';
+      socket.on('data', (chunk) => (data += chunk.toString('utf8')));
+      socket.on('error', reject);
+      socket.on('close', () => {
+        const [head = '', body = ''] = data.split('\r\n\r\n');
+        resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0), headers: head.toLowerCase(), body });
+      });
+    });
+  }
+
+  it('answers a backslash in the path with 400 problem+json, not an empty body', async () => {
+    const res = await raw(`GET /api/v2/evidence/verify/ab\\cd HTTP/1.1\r\nHost: ${new URL(base).host}\r\nConnection: close\r\n\r\n`);
+    assert.equal(res.status, 400);
+    assert.match(res.headers, /content-type: application\/problem\+json/);
+    const problem = JSON.parse(res.body) as { code: string; status: number; detail: string };
+    assert.equal(problem.code, 'malformed_request');
+    assert.equal(problem.status, 400);
+    assert.match(problem.detail, /backslash/);
+  });
+
+  it('answers oversized headers with 431 problem+json and closes the connection', async () => {
+    const res = await raw(`GET /api/v1/health HTTP/1.1\r\nHost: ${new URL(base).host}\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    assert.equal(res.status, 431);
+    assert.match(res.headers, /content-type: application\/problem\+json/);
+    assert.match(res.headers, /connection: close/);
+    assert.equal((JSON.parse(res.body) as { code: string }).code, 'headers_too_large');
   });
 });

@@ -178,7 +178,7 @@ export class Service {
   }
 
   /** Starts the service and resolves when GET /api/v1/health answers 200. */
-  async start(): Promise<void> {
+  async start(extraEnv: Record<string, string> = {}): Promise<void> {
     if (this.child) throw new Error('service already running');
     const env: Record<string, string> = {};
     for (const key of PASS_THROUGH) if (process.env[key] !== undefined) env[key] = process.env[key] as string;
@@ -196,6 +196,7 @@ export class Service {
       ACCOUNT_RATE_PER_MINUTE: '1000000',
       LOG_LEVEL: 'warn',
       ...this.options.env,
+      ...extraEnv,
     });
     const fd = openSync(this.options.logFile, 'a');
     let child: ChildProcess;
@@ -230,6 +231,15 @@ export class Service {
         return undefined;
       }
     });
+  }
+
+  /** The service log from byte `offset` on (what it wrote since). */
+  logSince(offset: number): string {
+    try {
+      return readFileSync(this.options.logFile).subarray(offset).toString('utf8');
+    } catch {
+      return '';
+    }
   }
 
   logTail(lines = 30): string {
@@ -375,6 +385,21 @@ interface Attempt {
 
 /** The faults the harness injects: the whole service, or one part of it. */
 export type FaultKind = 'kill' | 'stop-database' | 'kill-ledger' | 'kill-database';
+/** What a crash point did: killed the service at its call, or the request made fewer calls (not reached). */
+export interface CrashPointOutcome extends CrashPoint {
+  reached: boolean;
+  /** The call the hook killed at (from the service log), e.g. "dynamodb UpdateCommand". */
+  call?: string;
+  /** Not reached: how many calls the request made (the path's length that time). */
+  calls?: number;
+  imageHash: string;
+}
+
+/** One crash point of the sweep: the k-th DynamoDB or ledger call of an anchor request, before it leaves or after its answer. */
+export interface CrashPoint {
+  killAt: number;
+  when: 'before' | 'after';
+}
 
 /** A fault at a fixed time after the burst began (continuous runs). */
 export interface ScheduledFault {
@@ -415,6 +440,14 @@ export interface CrashRunOptions {
    */
   schedule?: ScheduledFault[];
   tailMs?: number;
+  /**
+   * The crash-point sweep: instead of a burst, one photo after the other (device 0), the first
+   * attempt of each armed (`x-fault-arm: 1`) on a service started with the fault hook
+   * (lib/local/fault-hook.ts) killing itself at call `killAt` of that request, `before` the call
+   * leaves or `after` its answer. The next start (with the next point's hook) is the recovery: the
+   * phone retries the interrupted photo there, unarmed, until it settles.
+   */
+  crashPoints?: CrashPoint[];
   /** Extra environment for the service (e.g. LEDGER_BATCH_WINDOW_MS). */
   env?: Record<string, string>;
   /** After settling, send a different photo at each interrupted (device, index): it must be refused.
@@ -448,6 +481,8 @@ export interface CrashReport {
   rootsTwice: number;
   /** Public reads made while the database was frozen. */
   readProbes: ReadProbe[];
+  /** The sweep's points, with whether each was reached. */
+  crashPoints: CrashPointOutcome[];
   forks: number;
   forkProbes: { sent: number; refused: number; accepted: number };
   charged: number | null;
@@ -648,6 +683,64 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       return Date.now();
     };
 
+    /** The sweep's driver (see CrashRunOptions.crashPoints). */
+    const runCrashPoints = async (points: CrashPoint[], device: DeviceChain) => {
+      // Each photo's limit runs from the start that recovers it (giveUpAt).
+      faultsDone = true;
+      let pending: HashRecord | undefined;
+      for (const [i, point] of points.entries()) {
+        // The start with this point's hook is the recovery of the previous point's photo.
+        await service.kill();
+        await service.start({ EVIDENCE_FAULT_KILL_AT: String(point.killAt), EVIDENCE_FAULT_KILL_WHEN: point.when });
+        const ready = Date.now();
+        const previous = faults.at(-1);
+        if (previous && previous.readyAt === undefined) previous.readyAt = ready;
+        lastReadyAt = ready;
+        if (pending) await sendUntilSettled(pending);
+        const next = device.nextBody();
+        const record: HashRecord = {
+          device: device.id, index: next.index, imageHash: next.imageHash, body: next.body, attempts: 1, firstSentAt: Date.now(),
+          interruptions: [], settledAt: undefined, how: undefined, settleAfterRestartMs: undefined, lastAnswer: undefined, rejected: undefined, gaveUp: false,
+        };
+        records.push(record);
+        requestsSent += 1;
+        const logBefore = readLogLength(options, service);
+        const outcome: CrashPointOutcome = { ...point, reached: false, imageHash: next.imageHash };
+        pointOutcomes.push(outcome);
+        try {
+          const res = await fetch(`${service.base}/api/v2/evidence/anchor`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': account.apiKey, 'x-fault-arm': '1' },
+            body: record.body,
+            signal: AbortSignal.timeout(60_000),
+          });
+          const text = await res.text();
+          outcome.calls = Number(res.headers.get('x-fault-calls') ?? 'NaN');
+          // Not killed: this request made fewer calls than the point (a path shorter this time).
+          if (res.status === 200) {
+            record.settledAt = Date.now();
+            record.how = '200';
+          } else record.lastAnswer = `${res.status} ${text.slice(0, 200)}`;
+          pending = record.settledAt ? undefined : record;
+        } catch (error) {
+          outcome.reached = true;
+          outcome.call = /fault-hook: SIGKILL at call \d+ \(([^)]*)\)/.exec(service.logSince(logBefore))?.[1];
+          const n = faults.filter((f) => f.kind === 'kill').length + 1;
+          record.interruptions.push(n);
+          record.lastAnswer = `killed at call ${point.killAt} ${point.when}: ${(error as Error).message}`;
+          faults.push({ kind: 'kill', n, at: Date.now(), inFlight: 1, readyAt: undefined, note: `crash point ${i + 1}/${points.length}: call ${point.killAt} ${point.when}${outcome.call ? ` (${outcome.call})` : ''}` });
+          pending = record;
+        }
+      }
+      // The last point's recovery: a start without the hook.
+      await service.kill();
+      await service.start();
+      lastReadyAt = Date.now();
+      const last = faults.at(-1);
+      if (last && last.readyAt === undefined) last.readyAt = lastReadyAt;
+      if (pending) await sendUntilSettled(pending);
+    };
+
     const chaos = async () => {
       let killNumber = 0;
       for (const fault of planned) {
@@ -703,10 +796,15 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       faultsDone = true;
     };
 
-    const chaosDone = chaos();
-    await Promise.all(devices.map((d) => runDevice(d)));
-    devicesDone.value = true;
-    await chaosDone;
+    const pointOutcomes: CrashPointOutcome[] = [];
+    if (options.crashPoints) {
+      await runCrashPoints(options.crashPoints, devices[0] as DeviceChain);
+    } else {
+      const chaosDone = chaos();
+      await Promise.all(devices.map((d) => runDevice(d)));
+      devicesDone.value = true;
+      await chaosDone;
+    }
     faultsDone = true;
     log(`burst done at ${Date.now() - t0} ms: ${records.length} hashes, ${requestsSent} requests`);
 
@@ -928,6 +1026,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       duplicates,
       rootsTwice,
       readProbes,
+      crashPoints: pointOutcomes,
       forks,
       forkProbes: { sent: probes.length, refused: probes.filter((p) => p.status >= 400 && p.status < 500).length, accepted: probes.filter((p) => p.status === 200).length },
       charged,
@@ -960,6 +1059,15 @@ export async function stopDatabase(service: Service, durationMs: number): Promis
     }
   }
   return `stopped ${targets.map((p) => p.pid).join(', ')} for ${durationMs} ms`;
+}
+
+/** How many bytes the service log holds now. */
+function readLogLength(_options: CrashRunOptions, service: Service): number {
+  try {
+    return readFileSync(service.options.logFile).length;
+  } catch {
+    return 0;
+  }
 }
 
 /** SIGKILL the database child (dynalite); the service's supervisor restarts it on the same data. */

@@ -1,8 +1,6 @@
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
-import { serve } from '@hono/node-server';
 import { resetCoreDeps } from '../../lib/deps/core.js';
-import { buildLocalApi } from '../../lib/local/server.js';
+import { buildLocalApi, listenLocalApi } from '../../lib/local/server.js';
 
 /** The service over real HTTP on a free port of 127.0.0.1, as `npm start` serves it. */
 export interface HttpService {
@@ -17,9 +15,7 @@ export interface HttpService {
  */
 export async function startHttpService(): Promise<HttpService> {
   const api = await buildLocalApi();
-  const server = await new Promise<Server>((resolve) => {
-    const s = serve({ fetch: api.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s as Server)) as Server;
-  });
+  const server = await listenLocalApi(api, { port: 0, hostname: '127.0.0.1' });
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   process.env.PUBLIC_BASE_URL = url;

@@ -1,0 +1,39 @@
+/**
+ * A sample of the crash-point sweep (`npm run sweep` runs every point): the service SIGKILLs itself
+ * at the k-th DynamoDB or ledger call of an anchor request (lib/local/fault-hook.ts), before the
+ * call leaves or after its answer arrived, at points spread over the whole path, in direct and in
+ * batch mode (sealing included); the phone's identical retry after the restart, and the
+ * reconciler, must leave every invariant of CONTRACT "Faults and retries" intact.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type CrashPoint, formatReport, runCrashExperiment } from '../support/crash-harness.js';
+
+const say = (line: string) => process.stderr.write(`${line}\n`);
+
+/** Six points spread over a path of `length` calls, alternating before and after. */
+function spread(length: number): CrashPoint[] {
+  return [1, 2, 3, 4, 5, 6].map((i) => ({ killAt: Math.max(1, Math.round((i * length) / 6)), when: i % 2 ? 'before' : 'after' }));
+}
+
+for (const [mode, window] of [
+  ['direct', '0'],
+  ['batch', '250'],
+] as const) {
+  describe(`crash points along the ${mode} anchor path`, () => {
+    it('holds every invariant when the service is killed at calls spread over the path, before and after the call', { timeout: 300_000 }, async () => {
+      const env = { LEDGER_BATCH_WINDOW_MS: window };
+      const measured = await runCrashExperiment({ devices: 1, photos: 5, kills: 0, env, forkProbe: false, crashPoints: [{ killAt: 1e6, when: 'before' }, { killAt: 1e6, when: 'before' }], log: say });
+      const length = Math.min(...measured.crashPoints.map((p) => p.calls ?? 0).slice(1));
+      assert.ok(length >= 10, `the anchor path made ${length} calls`);
+      const points = spread(length);
+      const report = await runCrashExperiment({ devices: 1, photos: 20, kills: 0, env, crashPoints: points, log: say });
+      say(formatReport(report));
+      for (const p of report.crashPoints) say(`  call ${p.killAt} ${p.when}: ${p.reached ? `killed at ${p.call ?? '?'}` : `not reached (${p.calls} calls)`}`);
+      assert.ok(report.crashPoints.filter((p) => p.reached).length >= 5, 'the service was killed at (almost) every sampled point');
+      for (const [name, items] of Object.entries(report.violations)) assert.deepEqual(items, [], `${name} (seed ${report.seed})`);
+      assert.equal(report.unsettled, 0);
+      assert.equal(report.charged, report.anchorsHeld);
+    });
+  });
+}

@@ -1,0 +1,277 @@
+/**
+ * The state machines of lib/state-machines.ts, docs/state-machines.md and the repositories agree:
+ * the document carries exactly the code's tables; no transition goes back unless it says why that
+ * is safe; and, against the real embedded DynamoDB, each transition of the evidence item and of the
+ * batch seal lands from the state and version it was computed from, and never a second time from
+ * the same read (two invocations deciding from one read: exactly one write lands).
+ */
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { before, describe, it } from 'node:test';
+import { getConfig, getDb } from '../../lib/deps/core.js';
+import { getEvidenceRepo } from '../../lib/deps/evidence.js';
+import { BatchStore, type BatchSeal } from '../../lib/evidence/batch-store.js';
+import type { AnchorClaim, EvidenceItem, SignedProofs, StoredTx } from '../../lib/evidence/records.js';
+import type { EvidenceRepository } from '../../lib/evidence/repository.js';
+import { BATCH_SEAL, EVIDENCE_ITEM, LEDGER_SLOT, STATE_MACHINES, type StateMachine } from '../../lib/state-machines.js';
+import { useStack } from '../support/stack.js';
+import { renderMachine } from './render.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+
+describe('the state machines, written once', () => {
+  it('docs/state-machines.md carries exactly the tables of lib/state-machines.ts', () => {
+    const doc = readFileSync(path.join(ROOT, 'docs', 'state-machines.md'), 'utf8');
+    for (const m of STATE_MACHINES) assert.ok(doc.includes(renderMachine(m)), `the table of the ${m.record} in docs/state-machines.md differs from the code's:\n${renderMachine(m)}`);
+  });
+
+  it('every transition starts and ends in a state of its machine', () => {
+    for (const m of STATE_MACHINES) {
+      for (const [name, t] of Object.entries(m.transitions)) {
+        for (const s of [...t.from.split('|'), t.to]) assert.ok(m.states.includes(s), `${m.record}.${name}: ${s} is not one of ${m.states.join(', ')}`);
+      }
+    }
+  });
+
+  it('no transition leads to an earlier state unless it says why going back is safe', () => {
+    const backs: string[] = [];
+    for (const m of STATE_MACHINES) {
+      const rank = (s: string) => m.states.indexOf(s);
+      for (const [name, t] of Object.entries(m.transitions)) {
+        const back = t.from.split('|').some((f) => rank(t.to) < rank(f));
+        if (back) {
+          assert.ok(t.back && t.back.length > 20, `${m.record}.${name} goes from ${t.from} back to ${t.to} without saying why that is safe`);
+          backs.push(`${m.record}.${name}`);
+        } else assert.equal(t.back, undefined, `${m.record}.${name} is marked back but goes forward`);
+      }
+    }
+    // The three moves back, and no more: an accepting claim given back, a seal claim given back, a dead slot refilled.
+    assert.deepEqual(backs.sort(), ['batch seal.abandon', 'evidence item.release', 'ledger slot.fill']);
+  });
+
+  it('anchored evidence has no way out but forward: a published anchor is never undone', () => {
+    const m: StateMachine = EVIDENCE_ITEM;
+    for (const [name, t] of Object.entries(m.transitions)) {
+      if (t.from.split('|').some((f) => f === 'publishing' || f.startsWith('anchored'))) assert.notEqual(t.to, 'none', `${name} would undo a published anchor`);
+    }
+    assert.equal(LEDGER_SLOT.transitions.persist.to, 'signed');
+  });
+});
+
+// ─── against the database ───────────────────────────────────────────────────────────────────────
+
+let repo: EvidenceRepository;
+let seals: BatchStore;
+
+before(async () => {
+  await useStack();
+  repo = getEvidenceRepo();
+  seals = new BatchStore(getDb(), getConfig().tables.batches);
+});
+
+const hex = (n = 32) => randomBytes(n).toString('hex');
+
+function claimOf(imageHash: string, fingerprint = hex()): AnchorClaim {
+  const now = Date.now();
+  const claimId = randomUUID();
+  return {
+    image_hash: imageHash,
+    claim_id: claimId,
+    fingerprint,
+    account_id: 'acc_state_machines',
+    api_version: 'v2',
+    public_key_hex: hex(),
+    signature_hex: hex(64),
+    chain_index: 0,
+    chain_hash: hex(),
+    previous_hash: null,
+    anchored_at: new Date(now).toISOString(),
+    lease_expires_at: now + 60_000,
+    quota_counter: 'quota#acc_state_machines#2026-11',
+    quota_hold: `a:${now}:${imageHash}:${claimId}`,
+  };
+}
+
+const PROOFS: SignedProofs = {
+  statement: '{}',
+  server_hash: hex(),
+  pq_algorithm: 'ML-DSA-65',
+  pq_key_id: 'k',
+  pq_public_key: 'AA==',
+  pq_signature: 'AA==',
+  tsa_response: 'AA==',
+  tsa_gen_time: new Date().toISOString(),
+  tsa_serial: '1',
+  tsa_policy: '1.2.3',
+  tsa_certificates: [],
+};
+
+const txOf = (nonce: number, hash = `0x${hex()}`): StoredTx => ({ tx_hash: hash, tx_nonce: nonce, tx_raw: '0x02', ledger_address: `0x${hex(20)}`, ledger_chain_id: 31337 });
+
+async function claimed(): Promise<EvidenceItem> {
+  const r = await repo.claimHash(claimOf(hex()));
+  assert.ok(r.ok);
+  return r.item;
+}
+
+async function stored(imageHash: string): Promise<EvidenceItem> {
+  return (await repo.get(imageHash)) as EvidenceItem;
+}
+
+describe('evidence item: each transition lands from the state and version read, and never twice from one read', () => {
+  it('claim: exactly one claim of a hash lands; the loser gets the item as it stands', async () => {
+    const h = hex();
+    const [a, b] = await Promise.all([repo.claimHash(claimOf(h)), repo.claimHash(claimOf(h))]);
+    assert.equal([a, b].filter((r) => r.ok).length, 1);
+    const lost = [a, b].find((r) => !r.ok);
+    assert.equal(lost && !lost.ok ? lost.current?.anchor_state : undefined, 'accepting');
+    assert.equal((await stored(h)).anchor_v, 1);
+  });
+
+  it('resume: the identical request takes the claim over once; a second resume from the same read, or another fingerprint, does not land', async () => {
+    const item = await claimed();
+    const next = { ...claimOf(item.image_hash, item.fingerprint) };
+    const resumed = await repo.resumeClaim(item, next);
+    assert.equal(resumed?.claim_id, next.claim_id);
+    assert.equal(resumed?.anchor_v, (item.anchor_v ?? 0) + 1);
+    assert.equal(await repo.resumeClaim(item, claimOf(item.image_hash, item.fingerprint)), null, 'from the same read');
+    assert.equal(await repo.resumeClaim(resumed as EvidenceItem, claimOf(item.image_hash)), null, 'another request (fingerprint)');
+    assert.equal((await stored(item.image_hash)).claim_id, next.claim_id);
+  });
+
+  it('release: gives an accepting claim back once; the version stays and counts on at the next claim', async () => {
+    const item = await claimed();
+    assert.equal(await repo.release(item), true);
+    assert.equal(await repo.release(item), false, 'from the same read');
+    const after = await stored(item.image_hash);
+    assert.equal(after.anchor_state, undefined);
+    assert.equal(after.claim_id, undefined);
+    assert.equal(after.anchor_v, 2);
+    const again = await repo.claimHash(claimOf(item.image_hash));
+    assert.ok(again.ok);
+    assert.equal(again.item.anchor_v, 3, 'a released and re-claimed hash never repeats a version');
+  });
+
+  it('publish: a claim moves to publishing once; a release or a second publish from the same read does not land', async () => {
+    const item = await claimed();
+    const tx = txOf(7);
+    const publishing = await repo.markPublishing(item, PROOFS, tx);
+    assert.equal(publishing?.anchor_state, 'publishing');
+    assert.equal(await repo.markPublishing(item, PROOFS, txOf(8)), null);
+    assert.equal(await repo.release(item), false, 'a published anchor is never given back');
+    const now = await stored(item.image_hash);
+    assert.equal(now.anchor_state, 'publishing');
+    assert.equal(now.tx_hash, tx.tx_hash);
+    assert.equal(now.lease_expires_at, undefined);
+  });
+
+  it('replace: of two resumers that found the transaction dead, one stores its replacement, even when both signed the same transaction', async () => {
+    const publishing = (await repo.markPublishing(await claimed(), PROOFS, txOf(7))) as EvidenceItem;
+    // Both re-signed nonce 9 with the same data and fees: the same hash (the root-twice defect).
+    const same = txOf(9);
+    const [a, b] = await Promise.all([repo.replaceTx(publishing, same), repo.replaceTx(publishing, { ...same })]);
+    assert.equal([a, b].filter((r) => r !== null).length, 1, 'exactly one replacement lands');
+    const now = await stored(publishing.image_hash);
+    assert.equal(now.tx_hash, same.tx_hash);
+    assert.equal(now.anchor_v, (publishing.anchor_v ?? 0) + 1);
+    assert.equal(await repo.replaceTx(publishing, txOf(10)), null, 'a third, from the same read: no');
+  });
+
+  it('rebatch: a left-out leaf moves to the next window once per read', async () => {
+    const item = await claimed();
+    const batch = { batch_pk: `31337#0x${hex(20)}#250#1000`, ledger_address: `0x${hex(20)}`, ledger_chain_id: 31337 };
+    const publishing = (await repo.markPublishing(item, PROOFS, batch)) as EvidenceItem;
+    const moved = await repo.moveToBatch(publishing, `${batch.batch_pk}0`);
+    assert.equal(moved?.batch_pk, `${batch.batch_pk}0`);
+    assert.equal(await repo.moveToBatch(publishing, `${batch.batch_pk}1`), null);
+    assert.equal((await stored(item.image_hash)).batch_pk, `${batch.batch_pk}0`);
+  });
+
+  it('anchor, confirm, finalize: each once from its read; an anchored item never goes back to publishing', async () => {
+    const publishing = (await repo.markPublishing(await claimed(), PROOFS, txOf(11))) as EvidenceItem;
+    const anchored = await repo.markAnchored(publishing, null);
+    assert.equal(anchored?.anchor_state, 'anchored');
+    assert.equal(anchored?.tx_status, 'pending');
+    assert.equal(await repo.markAnchored(publishing, null), null, 'anchor from the same read');
+    assert.equal(await repo.moveToBatch(publishing, 'x'), null);
+    assert.equal(await repo.replaceTx(publishing, txOf(12)), null);
+
+    const confirmed = await repo.setTxStatus(anchored as EvidenceItem, 'confirmed', 5, new Date().toISOString());
+    assert.equal(confirmed?.tx_status, 'confirmed');
+    assert.equal(await repo.setTxStatus(anchored as EvidenceItem, 'failed', 5, new Date().toISOString()), null, 'a second receipt from the same read');
+
+    const final = { block_number: 5, block_hash: `0x${hex()}`, block_time: new Date().toISOString(), confirmations: 1, from: '0x', finality: 'latest' as const, recorded_at: new Date().toISOString() };
+    assert.equal(await repo.recordFinalLedger(confirmed as EvidenceItem, final), true);
+    assert.equal(await repo.recordFinalLedger(confirmed as EvidenceItem, final), false);
+    const now = await stored(publishing.image_hash);
+    assert.equal(now.anchor_state, 'anchored');
+    assert.equal(now.tx_status, 'confirmed');
+    assert.ok(now.ledger_final);
+    assert.equal(now.anchor_v, (publishing.anchor_v ?? 0) + 3);
+  });
+
+  it('follow: an anchored, pending item names a fee-bumped version of its transaction; a confirmed one does not move', async () => {
+    const publishing = (await repo.markPublishing(await claimed(), PROOFS, txOf(13))) as EvidenceItem;
+    const anchored = (await repo.markAnchored(publishing, null)) as EvidenceItem;
+    const bumped = `0x${hex()}`;
+    assert.equal(await repo.replaceTxHash(anchored.image_hash, anchored.tx_hash as string, bumped, [anchored.tx_hash as string, bumped]), true);
+    assert.equal((await stored(anchored.image_hash)).tx_hash, bumped);
+    const current = await stored(anchored.image_hash);
+    await repo.setTxStatus(current, 'confirmed', 9, new Date().toISOString());
+    assert.equal(await repo.replaceTxHash(anchored.image_hash, bumped, `0x${hex()}`, []), false);
+  });
+
+  it('refuses to attempt a transition from a state it does not start from (a programming error, not a race)', async () => {
+    const item = await claimed();
+    await assert.rejects(repo.markAnchored(item, null), /starts from publishing/);
+  });
+});
+
+describe('batch seal: each transition lands from the state and version read, and never twice from one read', () => {
+  const pk = () => `31337#0x${hex(20)}#250#${Date.now()}`;
+  const contents = { images: Buffer.alloc(32, 1), leaves: Buffer.alloc(32, 2), root: hex(), tree_size: 1, sealed_at: new Date().toISOString() };
+
+  it('claim once; take over only a lapsed claim, once per read; the old sealer cannot seal', async () => {
+    const p = pk();
+    const [a, b] = await Promise.all([seals.claimSeal(p, 'a', Date.now() - 1), seals.claimSeal(p, 'b', Date.now() - 1)]);
+    assert.equal([a, b].filter(Boolean).length, 1);
+    const first = (a ?? b) as BatchSeal;
+    const taken = await seals.takeOverSeal(p, first, 'c', Date.now() + 60_000, Date.now());
+    assert.equal(taken?.sealer_id, 'c');
+    assert.equal(await seals.takeOverSeal(p, first, 'd', Date.now() + 60_000, Date.now()), null, 'from the same read');
+    assert.equal(await seals.takeOverSeal(p, taken as BatchSeal, 'e', Date.now() + 60_000, Date.now()), null, 'a live lease is not taken over');
+    assert.equal(await seals.markSealed(p, first, contents, txOf(1)), null, 'the sealer that lost its claim stores nothing');
+    const sealed = await seals.markSealed(p, taken as BatchSeal, contents, txOf(1));
+    assert.equal(sealed?.state, 'sealed');
+    assert.equal((await seals.getSeal(p))?.v, 3);
+  });
+
+  it('replace: of two resumers that found the sealed transaction dead, one replaces it, even with the same transaction', async () => {
+    const p = pk();
+    const claim = (await seals.claimSeal(p, 's', Date.now() + 60_000)) as BatchSeal;
+    const sealed = (await seals.markSealed(p, claim, contents, txOf(1))) as BatchSeal;
+    const same = txOf(2);
+    const [a, b] = await Promise.all([seals.replaceSealTx(p, sealed, same), seals.replaceSealTx(p, sealed, { ...same })]);
+    assert.equal([a, b].filter(Boolean).length, 1, 'exactly one replacement lands');
+    assert.equal((await seals.getSeal(p))?.tx_hash, same.tx_hash);
+    assert.equal(await seals.replaceSealTx(p, sealed, txOf(3)), null);
+  });
+
+  it('abandon: only the claim holder gives an unsealed claim back, and the next claim counts on from its version', async () => {
+    const p = pk();
+    const claim = (await seals.claimSeal(p, 's', Date.now() + 60_000)) as BatchSeal;
+    await seals.abandonSeal(p, { ...claim, sealer_id: 'someone else' });
+    assert.equal((await seals.getSeal(p))?.state, 'sealing', 'not given back by another');
+    await seals.abandonSeal(p, claim);
+    assert.equal(await seals.getSeal(p), undefined);
+    const again = await seals.claimSeal(p, 't', Date.now() + 60_000);
+    assert.equal(again?.v, 3);
+    assert.equal(await seals.markSealed(p, claim, contents, txOf(4)), null, 'the claim given back cannot seal');
+  });
+});
+
+// Keep the batch-seal machine's table and these tests in step: a transition added to it needs a test here.
+assert.deepEqual(Object.keys(BATCH_SEAL.transitions).sort(), ['abandon', 'claim', 'replace', 'seal', 'takeOver']);
+assert.deepEqual(Object.keys(EVIDENCE_ITEM.transitions).sort(), ['anchor', 'claim', 'confirm', 'fail', 'finalize', 'follow', 'publish', 'rebatch', 'release', 'replace', 'resume']);
