@@ -32,13 +32,13 @@ export interface DynamoSettings {
   endpoint?: string | undefined;
   /** Per attempt: connecting and the whole request and response (default 1500 ms). */
   attemptTimeoutMs?: number;
-  /** Per call, the SDK's retries included (default 4000 ms): the call then fails as an outage. */
+  /** Per call, the SDK's retries included (default 3500 ms): the call then fails as an outage. */
   deadlineMs?: number;
 }
 
 /** The defaults of DYNAMODB_ATTEMPT_TIMEOUT_MS and DYNAMODB_DEADLINE_MS (lib/config.ts). */
 export const DYNAMO_ATTEMPT_TIMEOUT_MS = 1500;
-export const DYNAMO_DEADLINE_MS = 4000;
+export const DYNAMO_DEADLINE_MS = 3500;
 
 /**
  * A DocumentClient over the real AWS SDK. Against the embedded server the credentials are

@@ -44,10 +44,10 @@ const without = (name: string) => plugins.filter((p) => p.name !== name);
  */
 const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   v2EvidenceHash: { maxKiB: 319, heavy: [] }, // 309.4 KiB once it notes the account's activity (the dashboard's recent evidence); 311.7 KiB with batching, final receipts and the activity note (2026-11-25); 315.6 KiB with the state-machine table the evidence repository names its writes from (2026-11-26), plus 1 %
-  v2EvidenceAnchor: { maxKiB: 1314, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
-  v2EvidenceFull: { maxKiB: 1314, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
+  v2EvidenceAnchor: { maxKiB: 1329, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] }, // 1314.9 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
+  v2EvidenceFull: { maxKiB: 1329, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] }, // 1314.9 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
   v2EvidenceVerify: { maxKiB: 397, heavy: ['@noble/post-quantum'] }, // 386.3 KiB once it serves final receipts (final-ledger.ts, the instance LRU, ?recheck=1 and their documentation) and counts public reads in memory, plus 1 %; 392.2 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v2EvidenceReceipt: { maxKiB: 321, heavy: [] }, // 311.6 KiB with its full response schema, the problem titles and the compression and ETag middleware, plus 3 %
+  v2EvidenceReceipt: { maxKiB: 327, heavy: [] }, // 311.6 KiB with its full response schema, the problem titles and the compression and ETag middleware, plus 3 %; 323.3 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
   // pdf-lib, fontkit, @signpdf, qrcode and the three DejaVu fonts (binary, ~1.8 MB) are this function's alone.
   v2EvidenceCertificate: { maxKiB: 4721, heavy: ['pkijs', '@noble/post-quantum', 'pdf-lib'] },
   v2AccountRegister: { maxKiB: 327, heavy: ['jose'] }, // 323.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
@@ -57,35 +57,35 @@ const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
   v2AccountKeysDelete: { maxKiB: 327, heavy: ['jose'] }, // 322.8 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
   v2AccountUsage: { maxKiB: 327, heavy: ['jose'] }, // 322.9 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
   v2AccountInfo: { maxKiB: 326, heavy: ['jose'] }, // 321.0 KiB: every function carries infra/tables.json, which grew by the activity table; 322.6 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v2AccountEvidence: { maxKiB: 325, heavy: ['jose'] }, // 322.6 KiB: an account endpoint and the activity repository
+  v2AccountEvidence: { maxKiB: 329, heavy: ['jose'] }, // 322.6 KiB: an account endpoint and the activity repository; 325.1 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
   v2AdminSetTier: { maxKiB: 327, heavy: ['jose'] }, // 322.8 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
   v1ChainAnchor: { maxKiB: 1325, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
   v1ChainVerify: { maxKiB: 402, heavy: ['@noble/post-quantum'] }, // 397.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
   v1Timestamp: { maxKiB: 773, heavy: ['pkijs'] },
-  v1ChainAll: { maxKiB: 330, heavy: [] }, // 326.2 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
+  v1ChainAll: { maxKiB: 334, heavy: [] }, // 326.2 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %; 330.2 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
   v1PqInfo: { maxKiB: 1321, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
-  v1PqVerify: { maxKiB: 356, heavy: ['@noble/post-quantum'] }, // 352.3 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
+  v1PqVerify: { maxKiB: 360, heavy: ['@noble/post-quantum'] }, // 352.3 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %; 356.4 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
   v1PqRegistration: { maxKiB: 1327, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
   v1LedgerStatus: { maxKiB: 738, heavy: ['ethers'] },
-  v1LedgerVerify: { maxKiB: 339, heavy: [] }, // 330.1 KiB serving final receipts, with the in-memory public limit; 335.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
+  v1LedgerVerify: { maxKiB: 343, heavy: [] }, // 330.1 KiB serving final receipts, with the in-memory public limit; 335.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %; 339.4 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
   v1Stats: { maxKiB: 314, heavy: [] }, // 308.0 KiB with the in-memory public limit and the edge check; 310.0 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v1Health: { maxKiB: 868, heavy: ['pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
+  v1Health: { maxKiB: 878, heavy: ['pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] }, // 868.9 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
   openapi: { maxKiB: 1579, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js', 'jose'] }, // 1487 KiB once it documents the problem page (its explanations) and the receipt in full, plus 3 %; 1538 KiB with the dashboard and account evidence; 1562.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
   ledgerTxPage: { maxKiB: 351, heavy: [] }, // 344 KiB with the shared style sheet's dashboard rules; 347.2 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
   verifyPage: { maxKiB: 437, heavy: ['@noble/post-quantum'] }, // 432.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  quotaReset: { maxKiB: 57, heavy: ['jose'] }, // 54.3 KiB once the limits gained the account rate and the guessing lockout (was 52.4), plus 3 %; 56.2 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
+  quotaReset: { maxKiB: 58, heavy: ['jose'] }, // 54.3 KiB once the limits gained the account rate and the guessing lockout (was 52.4), plus 3 %; 56.2 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %; 57.1 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
   reconcile: { maxKiB: 1059, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] }, // 1037.1 KiB once it finishes batched anchors (seal, tree), plus 1 %; 1048.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
   v2EvidenceTimestamp: { maxKiB: 776, heavy: ['pkijs'] }, // 767.9 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v2EvidenceSign: { maxKiB: 329, heavy: [] }, // 314 KiB since it records its answer through the evidence repository (was 300), plus 3 %; 325.0 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
+  v2EvidenceSign: { maxKiB: 333, heavy: [] }, // 314 KiB since it records its answer through the evidence repository (was 300), plus 3 %; 325.0 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %; 329.4 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
   v2Tsa: { maxKiB: 764, heavy: ['pkijs'] },
   v2TsaCertificates: { maxKiB: 301, heavy: [] }, // 297.1 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
   wellKnownJwks: { maxKiB: 309, heavy: [] }, // 305.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  wellKnownTrust: { maxKiB: 354, heavy: [] },
+  wellKnownTrust: { maxKiB: 358, heavy: [] }, // 354.4 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
   dashboardPage: { maxKiB: 355, heavy: [] }, // 348 KiB: the page framework and its 25 KB script
   landingPage: { maxKiB: 330, heavy: [] }, // the page framework, the tier table and the configuration: 320 KiB, plus 3 %
   docsPage: { maxKiB: 286, heavy: [] }, // the app factory and the page: 277 KiB, plus 3 %
   docsAssets: { maxKiB: 2225, heavy: [] }, // Swagger UI's script (1.7 MB) and style sheet inside the bundle (inline-docs-files): 2160 KiB, plus 3 %
-  problemPage: { maxKiB: 326, heavy: [] }, // the page framework and the explanations of every problem type: 316 KiB, plus 3 %
+  problemPage: { maxKiB: 330, heavy: [] }, // the page framework and the explanations of every problem type: 316 KiB, plus 3 %; 326.6 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
   methodNotAllowed: { maxKiB: 288, heavy: [] }, // the app factory (Hono, zod-openapi, the configuration for the problem type URL) and the route table: 279 KiB, plus 3 %
 };
 

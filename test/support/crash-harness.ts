@@ -417,6 +417,11 @@ export interface FaultEvent {
   inFlight: number;
   /** When the service answered health 200 again (kills), or when the fault ended. */
   readyAt: number | undefined;
+  /**
+   * How long after `readyAt` the last of the photos in flight when the fault began settled (their
+   * phones retrying the identical request): recovery should be as short as the outage.
+   */
+  recoveryMs?: number | undefined;
   note: string;
 }
 
@@ -544,6 +549,8 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     const inFlight = new Set<Attempt>();
     const faults: FaultEvent[] = [];
     const readProbes: ReadProbe[] = [];
+    /** The photos in flight when each fault began (their settling after the fault ended is the recovery). */
+    const inFlightAt = new Map<FaultEvent, HashRecord[]>();
     let requestsSent = 0;
     let lastReadyAt = Date.now();
     let faultsDone = false;
@@ -670,7 +677,19 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     const anchoredSoFar = () => records.filter((r) => r.how === '200').map((r) => r.imageHash);
 
     /** Waits until health answers 200 again (a supervised part restarted, a frozen one thawed). */
-    const healthyAgain = async (): Promise<number> => {
+    const healthyAgain = async (partWasKilled = false): Promise<number> => {
+      // A killed part: first its restart is noticed (health says down), so that "again" is not the answer from before.
+      if (partWasKilled) {
+        await waitFor('health to notice the fault', 3_000, async () => {
+          try {
+            const res = await fetch(`${service.base}/api/v1/health`, { signal: AbortSignal.timeout(5000) });
+            await res.arrayBuffer();
+            return res.status !== 200 ? true : undefined;
+          } catch {
+            return true;
+          }
+        }, 20).catch(() => undefined);
+      }
       await waitFor('health 200 after the fault', 5 * 60_000, async () => {
         try {
           const res = await fetch(`${service.base}/api/v1/health`, { signal: AbortSignal.timeout(5000) });
@@ -760,6 +779,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
         }
         await waitFor('a request in flight', 5_000, () => (inFlight.size > 0 ? true : undefined), 5).catch(() => undefined);
         const event: FaultEvent = { kind: fault.kind, n: 0, at: Date.now(), inFlight: inFlight.size, readyAt: undefined, note: '' };
+        inFlightAt.set(event, [...inFlight].map((a) => a.record));
         faults.push(event);
         if (fault.kind === 'kill') {
           killNumber += 1;
@@ -782,11 +802,11 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
           event.note += `; ${probe.length} public reads while frozen: ${summariseProbes(probe)}${slow.length ? ` (${slow.length} too slow or not 503)` : ''}; healthy ${event.readyAt - event.at - durationMs} ms after SIGCONT`;
         } else if (fault.kind === 'kill-database') {
           event.note = killDatabase(service);
-          event.readyAt = await healthyAgain();
+          event.readyAt = await healthyAgain(true);
           event.note += `; healthy again after ${event.readyAt - event.at} ms`;
         } else {
           event.note = killLedger(service);
-          event.readyAt = await healthyAgain();
+          event.readyAt = await healthyAgain(true);
           event.note += `; healthy again after ${event.readyAt - event.at} ms`;
         }
         lastReadyAt = event.readyAt;
@@ -997,6 +1017,10 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       violations.charging.push(`usage says used=${charged}, the account holds ${held()} verified anchors (${charged - held() > 0 ? 'overcharged' : 'undercharged'} by ${Math.abs(charged - held())})`);
     }
 
+    for (const [event, inflight] of inFlightAt) {
+      const settled = inflight.map((r) => r.settledAt).filter((x): x is number => x !== undefined);
+      if (event.readyAt !== undefined && settled.length === inflight.length && settled.length > 0) event.recoveryMs = Math.max(0, Math.max(...settled) - event.readyAt);
+    }
     const interruptedRecords = records.filter((r) => r.interruptions.length > 0);
     // Measured now: a restarted service may answer before the harness's health poll sees it ready.
     for (const r of interruptedRecords) {
@@ -1348,7 +1372,7 @@ export function formatReport(r: CrashReport): string {
   const rows: [string, string][] = [
     ['seed', String(r.seed)],
     ['devices × photos', `${r.devices} × ${r.photos} (${r.hashes} hashes sent)`],
-    ['faults', r.faults.map((f) => `${f.kind}${f.kind === 'kill' ? ` ${f.n}` : ''} (${f.inFlight} in flight)`).join(', ') || 'none'],
+    ['faults', r.faults.map((f) => `${f.kind}${f.kind === 'kill' ? ` ${f.n}` : ''} (${f.inFlight} in flight${f.recoveryMs !== undefined ? `, all settled ${f.recoveryMs} ms after it ended` : ''})`).join(', ') || 'none'],
     ['requests sent', String(r.requestsSent)],
     ['interrupted', String(r.interrupted)],
     ['settled 200 / 409-anchored', `${r.settled200} / ${r.settled409Anchored}`],
