@@ -14,7 +14,7 @@
  * - throughput with 16 concurrent callers: ledger submit + receipt (LedgerSender), and whole
  *   pipelines;
  * - checks: the production signer's (liboqs) signatures verify with verifyMlDsa65 (the service
- *   key, the NIST ACVP key-gen seeds and the sig-gen keys of /work/shared/vectors); both RFC 3161
+ *   key, the NIST ACVP key-gen seeds and the sig-gen keys of test/vectors); both RFC 3161
  *   verifiers accept the tokens the embedded TSA issued.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -145,7 +145,7 @@ try {
   // The production signer's signatures must verify with the service's verifier (noble).
   const signedOk = signed.filter(({ message, signature }) => verifyMlDsa65(signature, message, pk)).length;
   checks['production signer (LocalMlDsaSigner, liboqs) under the service key: signatures verified by verifyMlDsa65'] = `${signedOk}/${signed.length}`;
-  const vectorsDir = new URL('../../shared/vectors/', import.meta.url);
+  const vectorsDir = new URL('../test/vectors/', import.meta.url);
   if (existsSync(vectorsDir)) {
     const keygen = JSON.parse(readFileSync(new URL('ml-dsa-65-keygen.json', vectorsDir), 'utf8')) as { seed: string; pk: string; sk: string }[];
     let ok = 0;

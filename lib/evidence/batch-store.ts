@@ -8,7 +8,7 @@ import type { StoredTx } from './records.js';
  * DynamoDB access for ledger batches (the `batches` table, infra/tables.json). One partition per
  * window of one chain and wallet; in it one leaf item per anchor that joined the window
  * (sk `leaf#<image_hash>`) and the seal (sk `seal`). Every write is a single-item conditional
- * write; the leaves are read with a strongly consistent Query (DESIGN "Publishing in batches").
+ * write; the leaves are read with a strongly consistent Query (docs/state-machines.md, "The batch seal").
  */
 
 /** A leaf as stored: the anchor's image hash and its leaf hash (SHA-256(0x00 || image_hash || server_hash)). */

@@ -23,7 +23,7 @@ export interface LedgerReceipt {
 export type ResumeOutcome = { outcome: 'mined'; receipt: LedgerReceipt } | { outcome: 'sent'; txHash: string } | { outcome: 'dead' };
 
 /**
- * The ledger as the anchoring pipeline sees it (DESIGN "accept, then publish"). Direct mode
+ * The ledger as the anchoring pipeline sees it (docs/state-machines.md: accept, then publish). Direct mode
  * (one transaction per anchor) is lib/ledger's sender behind this port, wired in lib/deps.
  */
 export interface LedgerPublisher {

@@ -8,7 +8,7 @@ import { type FinalityReader, recordLedgerFinality } from './ledger-finality.js'
 import { type AnchoredEvidence, isAnchored } from './records.js';
 
 /**
- * The reconciler (DESIGN "The reconciler"): at start-up and on its schedule it settles every anchor
+ * The reconciler (docs/state-machines.md): at start-up and on its schedule it settles every anchor
  * that an interrupted invocation left unfinished, so that nothing stays in limbo:
  * - `accepting` whose lease lapsed → released (evidence, then link, then the quota hold refunded);
  * - `publishing` → finished with the transaction already signed (re-sent byte for byte; a new one

@@ -20,8 +20,8 @@ interface Rfc8032Vector {
 }
 
 function loadRfc8032Vectors(): Rfc8032Vector[] {
-  const dir = new URL('../../../shared/vectors/', import.meta.url);
-  if (!existsSync(dir)) throw new Error(`test vectors directory not found: ${fileURLToPath(dir)} (expected /work/shared/vectors next to the repo)`);
+  const dir = new URL('../vectors/', import.meta.url);
+  if (!existsSync(dir)) throw new Error(`test vectors directory not found: ${fileURLToPath(dir)} (test/vectors, see its README.txt)`);
   const vectors = JSON.parse(readFileSync(new URL('ed25519-rfc8032.json', dir), 'utf8')) as Rfc8032Vector[];
   if (!Array.isArray(vectors) || vectors.length === 0) throw new Error('ed25519-rfc8032.json yields no test cases');
   return vectors;

@@ -14,7 +14,7 @@ import { createMLDSA65, type MLDSA65 } from '@oqs/liboqs-js';
 import { bytesToHex, hexToBytes, sha256Hex } from '../../lib/crypto/hash.js';
 import { LocalMlDsaSigner, ML_DSA_65_SIGNATURE_BYTES, verifyMlDsa65 } from '../../lib/crypto/ml-dsa.js';
 
-const VECTORS_DIR = new URL('../../../shared/vectors/', import.meta.url);
+const VECTORS_DIR = new URL('../vectors/', import.meta.url);
 
 function loadCases<T extends { parameterSet: string }>(file: string, count: number): T[] {
   if (!existsSync(VECTORS_DIR)) throw new Error(`test vectors directory not found: ${fileURLToPath(VECTORS_DIR)}`);

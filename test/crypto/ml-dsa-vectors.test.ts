@@ -1,5 +1,5 @@
 /**
- * noble's ML-DSA-65 against the NIST ACVP vectors in /work/shared/vectors, run the way
+ * noble's ML-DSA-65 against the NIST ACVP vectors in test/vectors (provenance: its README.txt), run the way
  * vectors/README.txt prescribes: keyGen from the seed ξ, sigVer through the external (pure, with
  * context) or the internal interface as each group says, sigGen deterministically (rnd = 0^32).
  */
@@ -45,11 +45,11 @@ interface SigGenCase {
   signature: string;
 }
 
-const VECTORS_DIR = new URL('../../../shared/vectors/', import.meta.url);
+const VECTORS_DIR = new URL('../vectors/', import.meta.url);
 
 function loadCases<T extends { parameterSet: string }>(file: string): T[] {
   if (!existsSync(VECTORS_DIR)) {
-    throw new Error(`test vectors directory not found: ${fileURLToPath(VECTORS_DIR)} (expected ../shared/vectors next to the repo)`);
+    throw new Error(`test vectors directory not found: ${fileURLToPath(VECTORS_DIR)} (test/vectors, see its README.txt)`);
   }
   const cases = JSON.parse(readFileSync(new URL(file, VECTORS_DIR), 'utf8')) as T[];
   if (!Array.isArray(cases) || cases.length === 0) throw new Error(`${file} yields no test cases`);

@@ -131,7 +131,7 @@ describe('names the token supplies', () => {
     // issuerAndSerialNumber (RFC 5652 §5.3) names the signer by issuer and serial, both from the
     // token. 300 copies of the TSA certificate with the serial it names, and an issuer Name whose
     // first RDN holds 25,000 attributes: the name was decoded again for every candidate (~10 s).
-    const sample = new Uint8Array(readFileSync('/work/shared/vectors/rfc3161-sample/sigstage/response-sha256.tsr'));
+    const sample = new Uint8Array(readFileSync(new URL('../vectors/rfc3161-sample/sigstage/response-sha256.tsr', import.meta.url)));
     const [status, token] = children(decodeDer(sample)) as [DerElement, DerElement];
     const [contentType, content] = children(token) as [DerElement, DerElement];
     const [version, digestAlgorithms, encap, certs, signerInfos] = children(children(content)[0] as DerElement) as DerElement[];

@@ -28,6 +28,7 @@
  *   They are outside the signature, and neither pkijs nor openssl looks at them; RFC 5652 §5.1 and
  *   §5.3 fix their values, and the new verifier refuses others (the rule of token-certificate).
  */
+import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -45,7 +46,7 @@ import { CA_EXTENSIONS, type CertAndKey, type KeyKind, TSA_EXTENSIONS, buildResp
 type Options = newVerifier.VerifyTimestampOptions;
 type Verification = newVerifier.TimestampVerification;
 
-const SAMPLES = '/work/shared/vectors/rfc3161-sample';
+const SAMPLES = fileURLToPath(new URL('../vectors/rfc3161-sample', import.meta.url));
 const hello = readFileSync(path.join(SAMPLES, 'hello.txt'));
 const OPENSSL = '/usr/bin/openssl';
 // Set TSA_DIFF_FULL=1 to flip every byte of the IdenTrust certificates too (3.7 KB, ~1 min more).

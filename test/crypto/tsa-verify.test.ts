@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -22,7 +23,7 @@ import {
  * SHA-1, leaf not first, SHA-512 imprint) and Sigstore staging (ECDSA P-384, ESSCertIDv2,
  * SHA-256/384/512 imprints, one token without embedded certificates), all over "hello".
  */
-const SAMPLES = '/work/shared/vectors/rfc3161-sample';
+const SAMPLES = fileURLToPath(new URL('../vectors/rfc3161-sample', import.meta.url));
 const hello = readFileSync(path.join(SAMPLES, 'hello.txt'));
 const rootsOf: Record<string, string[]> = {
   identrust: [readFileSync(path.join(SAMPLES, 'identrust/root.pem'), 'utf8')],
