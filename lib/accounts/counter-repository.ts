@@ -40,18 +40,31 @@ export class CounterRepository {
           Key: { pk },
           UpdateExpression: `ADD #count :one${holdId ? ', inflight :hold' : ''} SET expires_at = :exp`,
           // A new window starts at 0 (no item, or no count yet); otherwise the count must be below
-          // the limit before this request is added.
-          ConditionExpression: 'attribute_not_exists(#count) OR #count < :limit',
+          // the limit before this request is added. A hold is added once: the SDK resends a write
+          // whose answer was lost (a deadline), and a second ADD would charge the unit twice.
+          ConditionExpression: `(attribute_not_exists(#count) OR #count < :limit)${holdId ? ' AND NOT contains(inflight, :id)' : ''}`,
           ExpressionAttributeNames: { '#count': 'count' },
-          ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':exp': expiresAt, ...(holdId ? { ':hold': new Set([holdId]) } : {}) },
+          ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':exp': expiresAt, ...(holdId ? { ':hold': new Set([holdId]), ':id': holdId } : {}) },
           ReturnValues: 'UPDATED_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return Number(out.Attributes?.count ?? 1);
     } catch (error) {
-      if (isConditionalCheckFailed(error)) return undefined;
-      throw error;
+      if (!isConditionalCheckFailed(error)) throw error;
+      if (!holdId) return undefined;
+      // Refused: the limit, or this very hold already landed (an earlier attempt of this call
+      // whose answer was lost). The item as it was tells which (DynamoDB returns it with the
+      // refusal; dynalite does not, so it is read).
+      const old = ((error as { Item?: Record<string, unknown> }).Item ?? (await this.get(pk))) as { count?: unknown; inflight?: unknown } | undefined;
+      return old?.inflight instanceof Set && old.inflight.has(holdId) ? Number(old.count ?? 1) : undefined;
     }
+  }
+
+  /** The counter item, read strongly consistent. */
+  private async get(pk: string): Promise<Record<string, unknown> | undefined> {
+    const r = await this.db.send(new GetCommand({ TableName: this.table, Key: { pk }, ConsistentRead: true }));
+    return r.Item;
   }
 
   /**

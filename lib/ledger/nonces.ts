@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { isConditionalCheckFailed } from '../store/dynamo.js';
 import { LedgerUnavailableError, sanitizeDetail } from './errors.js';
@@ -114,20 +115,27 @@ export class NonceAllocator {
     const key = { pk: `wallet#${address}`, sk: 0 };
     for (let i = 0; i < 50; i++) {
       const now = this.clock().toISOString();
+      // The allocation names itself (alloc_token) and keeps where it started (alloc_from): a write
+      // the SDK resends after a lost answer (a deadline) finds its own token and is refused, and
+      // this call still learns the nonces it got, instead of taking `count` more (a gap that would
+      // stop every later transaction of the wallet until the re-send job fills it). SET reads the
+      // old values on its right-hand side (in DynamoDB and dynalite alike), so alloc_from is the
+      // counter before this allocation.
+      const token = randomUUID();
       try {
         const r = await this.records.store(() =>
           this.db.send(
             new UpdateCommand({
               TableName: this.table,
               Key: key,
-              UpdateExpression: 'ADD next_nonce :n SET allocated_at = :now',
-              ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(released)',
-              ExpressionAttributeValues: { ':n': count, ':now': now },
+              UpdateExpression: 'SET next_nonce = next_nonce + :n, alloc_from = next_nonce, alloc_token = :t, allocated_at = :now',
+              ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(released) AND (attribute_not_exists(alloc_token) OR alloc_token <> :t)',
+              ExpressionAttributeValues: { ':n': count, ':now': now, ':t': token },
               ReturnValues: 'UPDATED_NEW',
             }),
           ),
         );
-        return { first: Number(r.Attributes?.next_nonce) - count, count, reused: false };
+        return { first: Number(r.Attributes?.alloc_from), count, reused: false };
       } catch (error) {
         if (!isConditionalCheckFailed(error)) throw error;
       }
@@ -136,6 +144,8 @@ export class NonceAllocator {
         await this.initWallet(address);
         continue;
       }
+      // Refused because an earlier attempt of this very write landed: those nonces are ours.
+      if (wallet.alloc_token === token && wallet.alloc_from !== undefined) return { first: wallet.alloc_from, count, reused: false };
       const released = [...(wallet.released ?? [])].sort((a, b) => a - b);
       const lowest = released[0];
       if (lowest === undefined) continue;

@@ -72,7 +72,7 @@ export type {
  * `signed` for rebroadcastPending(); submit() then returns with `broadcast: 'ambiguous'`.
  *
  * Allocation in batches. Submits of one sender that wait for a nonce at the same time share one
- * allocation: `ADD next_nonce :k` reserves k consecutive nonces for the k waiting submits (at most
+ * allocation: `SET next_nonce = next_nonce + :k` reserves k consecutive nonces for the k waiting submits (at most
  * 16). Nonces are never reserved ahead of demand: a nonce reserved and left unused is a gap that
  * stops every later transaction of the wallet, in every process, until the rebroadcast job fills
  * it (after `gapGraceMs`); a Lambda instance is frozen between requests and may never run again.

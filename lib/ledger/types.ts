@@ -63,6 +63,9 @@ export interface WalletItem {
   next_nonce: number;
   released?: Set<number>;
   allocated_at?: string;
+  /** The last allocation from the counter: its token and the counter before it (nonces.ts). */
+  alloc_token?: string;
+  alloc_from?: number;
   created_at: string;
   updated_at: string;
 }

@@ -25,9 +25,10 @@
  *   - then the configured mining mode and logging are restored, and the node's clock offset
  *     (moved by the past timestamps) is set back to the wall clock, so new blocks get today's time.
  * The parent hears `{type:'history-replayed', report}` before the server listens.
- * Journal lines are appended synchronously right after each block (a newHeads subscription) and
- * on SIGTERM before the node exits, so only a crash can lose the last blocks (they are then re-sent
- * by LedgerSender.replay into new blocks); a line torn by a crash is dropped at the next start.
+ * Journal lines are appended synchronously after each block, before any JSON-RPC answer can name
+ * it (journalNewBlocks), and on SIGTERM before the node exits: a crash can lose only blocks nobody
+ * was told of (their transactions are re-sent by LedgerSender.replay into new blocks); a line torn
+ * by a crash is dropped at the next start.
  */
 'use strict';
 const fs = require('node:fs');
@@ -209,9 +210,19 @@ async function replay(provider, file, blocks, options) {
   return { report, head };
 }
 
-/** Appends every block mined after `head` to the journal, as soon as it is mined. */
+/**
+ * Appends every block mined after `head` to the journal, as soon as it is mined, and before any
+ * answer of the node can name it: every JSON-RPC request is answered only once the journal holds
+ * every block mined so far (one in-process eth_blockNumber per request, and the lines of new
+ * blocks appended synchronously). A block some client saw (a receipt, a block number) is then never
+ * lost by a crash of the node: the restart rebuilds it with the same number, time and hash, so a
+ * final receipt the service stored stays true. (Measured before: a node killed between mining a
+ * block and journaling it came back without it; its transaction was re-sent into a new block, and
+ * a record whose final receipt named the lost block no longer verified.)
+ */
 async function journalNewBlocks(provider, file, head) {
-  const r = (method, params = []) => provider.request({ method, params });
+  const inner = provider.request.bind(provider);
+  const r = (method, params = []) => inner({ method, params });
   let journaled = head;
   let running = null;
   let again = false;
@@ -233,15 +244,33 @@ async function journalNewBlocks(provider, file, head) {
   const kick = () => {
     if (running) {
       again = true;
-      return;
+      return running;
     }
-    running = catchUp()
-      .catch((error) => console.error(`chain history: could not journal a block: ${error && error.message}`))
-      .finally(() => {
-        running = null;
-      });
+    running = catchUp().finally(() => {
+      running = null;
+    });
+    return running;
   };
-  provider.on('notification', kick);
+  /** Resolves once the journal holds every block mined so far; rejects if it cannot be written. */
+  const journaledNow = async () => {
+    for (;;) {
+      if (running) await running.catch(() => undefined);
+      const latest = Number(await r('eth_blockNumber'));
+      if (latest <= journaled) return;
+      await kick();
+    }
+  };
+  provider.request = async (args) => {
+    const result = await inner(args);
+    // An answer that could name a block not yet journaled waits for the journal (a failure to
+    // write it fails the request: better no answer than one about a block a crash may lose).
+    if (args.method !== 'eth_subscribe' && args.method !== 'eth_unsubscribe') await journaledNow();
+    return result;
+  };
+  const background = () => {
+    kick().catch((error) => console.error(`chain history: could not journal a block: ${error && error.message}`));
+  };
+  provider.on('notification', background);
   // EDR drops a subscription after 5 minutes (measured: the journal stopped 5 min after start), so
   // it is renewed every minute; a poll every 2 s catches anything a renewal gap let through.
   let subscription = await r('eth_subscribe', ['newHeads']);
@@ -255,14 +284,14 @@ async function journalNewBlocks(provider, file, head) {
       .catch(() => undefined);
   }, 60_000);
   renew.unref();
-  const poll = setInterval(kick, 2000);
+  const poll = setInterval(background, 2000);
   poll.unref();
-  kick();
+  background();
   // A stop (SIGTERM from chain.ts) journals the blocks mined since the last line first.
   process.once('SIGTERM', () => {
     setTimeout(() => process.exit(0), 2000).unref();
     const flush = async () => {
-      while (running) await running;
+      while (running) await running.catch(() => undefined);
       await catchUp();
     };
     flush().then(

@@ -84,7 +84,7 @@ function countingDb(): { db: DynamoDBDocumentClient; reservations: () => number 
   let count = 0;
   const db = {
     send(command: { input: { UpdateExpression?: string } }) {
-      if (command.input.UpdateExpression?.startsWith('ADD next_nonce')) count++;
+      if (command.input.UpdateExpression?.startsWith('SET next_nonce')) count++;
       return store.db.send(command as never);
     },
   } as unknown as DynamoDBDocumentClient;

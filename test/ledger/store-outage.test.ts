@@ -32,7 +32,7 @@ after(async () => {
 
 /**
  * The ledger table's client with a switch: once `failAfterReservation` is armed, the next nonce
- * reservation (ADD on the counter) succeeds and every later call fails as if DynamoDB were
+ * reservation (the counter's update) succeeds and every later call fails as if DynamoDB were
  * unreachable, until `restore()`. With `landFirst`, the first failing call (the slot write) reaches
  * the table before its answer is lost.
  */
@@ -50,7 +50,7 @@ function flakyDb(): { db: DynamoDBDocumentClient; armAfterReservation(options?: 
         throw outage();
       }
       const result: unknown = await store.db.send(command as never);
-      if (armed && command.input.UpdateExpression?.startsWith('ADD next_nonce')) {
+      if (armed && command.input.UpdateExpression?.startsWith('SET next_nonce')) {
         down = armed;
         armed = null;
       }
