@@ -208,8 +208,8 @@ export const LEDGER_SLOT = {
     fill: {
       from: 'none|released|conflict',
       to: 'signed',
-      by: 'the re-send job',
-      when: 'a nonce below the counter that nothing holds after the grace (its allocator died before persisting): an empty self-transaction',
+      by: 'the submit that gives up a nonce whose transaction an owner may hold (a failed write of unknown outcome), at once; the re-send job for older gaps',
+      when: 'the slot is still empty (an owner\'s resume() that wrote it first keeps it); for the job, a nonce below the counter that nothing holds after the grace (its allocator died): an empty self-transaction',
       back: 'a released slot\'s transaction was never sent; a conflict slot\'s nonce was used on the chain by another transaction',
     },
   },

@@ -42,6 +42,8 @@ export const DEFAULT_LEASE_MS = 20_000;
 
 /** The claim of an `accepting` item is no longer the caller's (released or taken over meanwhile). */
 export class ClaimLostError extends Error {
+  /** The ledger sender's cue: this owner refused the transaction, so it never stores it (its nonce can go back). */
+  readonly ownerRefused = true;
   constructor(readonly imageHash: string) {
     super(`the claim on ${imageHash} was released or taken over`);
     this.name = 'ClaimLostError';

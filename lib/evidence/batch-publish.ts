@@ -296,6 +296,8 @@ async function sealAs(deps: BatchStepDeps, pk: string, claim: BatchSeal): Promis
 }
 
 class SealLostError extends Error {
+  /** The ledger sender's cue: this seal refused the transaction, so it never stores it (its nonce can go back). */
+  readonly ownerRefused = true;
   constructor(pk: string) {
     super(`the seal of ${pk} was taken over`);
     this.name = 'SealLostError';

@@ -27,13 +27,14 @@ export class NonceAllocator {
   private readonly nonceQueue: { resolve: (a: NonceAllocation) => void; reject: (error: unknown) => void }[] = [];
   private allocating = false;
   /**
-   * Nonces this process allocated and could neither persist+broadcast nor give back (DynamoDB failed
-   * between the allocation and the release), with the transaction signed for them if any. We never
-   * broadcast them, so they are released before the next allocation, at once when the store is
-   * back, instead of waiting `gapGraceMs` for the re-send job to fill them (a grace meant for gaps
-   * of other processes, whose submits may still be in flight).
+   * Nonces this process took and gave up while the store (or the node) failed, with what they
+   * still need (LedgerSender.giveUpNonce): `release` (no transaction of them exists anywhere) or
+   * `fill` (a transaction was announced to its owner and may be stored there: never released, an
+   * empty filler takes the slot if it is still empty). Done before the next allocation, at once
+   * when the store is back, instead of waiting `gapGraceMs` for the re-send job (a grace meant for
+   * gaps of other processes, whose submits may still be in flight).
    */
-  readonly lost = new Map<number, string | null>();
+  readonly lost = new Map<number, 'release' | 'fill'>();
   private recovering: Promise<void> | null = null;
   private readonly db: DynamoDBDocumentClient;
   private readonly table: string;
@@ -43,6 +44,8 @@ export class NonceAllocator {
     private readonly node: LedgerNode,
     private readonly clock: () => Date,
     private readonly log: LedgerLog,
+    /** Puts an empty filler transaction into the slot of `nonce` if it is empty (LedgerSender.fillNonce). */
+    private readonly fill: (address: string, nonce: number) => Promise<boolean> = async () => false,
   ) {
     this.db = records.db;
     this.table = records.table;
@@ -83,22 +86,20 @@ export class NonceAllocator {
   }
 
   /**
-   * Gives back the nonces this process lost (see `lost`), lowest first, so that the allocation
-   * right after takes them. releaseNonce is conditional: it only releases a slot that is still
-   * missing or holds our own signed, never broadcast, transaction; a slot taken meanwhile (a gap
-   * filler, a resume elsewhere that sent it) is simply forgotten. While the store still fails, they
-   * stay for the next allocation.
+   * Settles the nonces this process lost (see `lost`), lowest first, so that the allocation right
+   * after does not wait behind them. While the store still fails, they stay for the next allocation.
    */
   recoverLost(address: string): Promise<void> {
     this.recovering ??= (async () => {
       try {
         for (const nonce of [...this.lost.keys()].sort((a, b) => a - b)) {
-          const outcome = await this.releaseNonce(address, nonce, this.lost.get(nonce) ?? null);
+          const need = this.lost.get(nonce);
+          const outcome = need === 'fill' ? ((await this.fill(address, nonce)) ? 'filled' : 'held by its owner\'s transaction') : await this.releaseNonce(address, nonce);
           this.lost.delete(nonce);
-          this.log('info', 'ledger: a nonce left by a failed send was recovered', { nonce, outcome });
+          this.log('info', 'ledger: a nonce left by a failed send was settled', { nonce, outcome });
         }
       } catch (error) {
-        this.log('warn', 'ledger: nonces left by failed sends could not be given back yet', { nonces: [...this.lost.keys()], detail: sanitizeDetail(error) });
+        this.log('warn', 'ledger: nonces left by failed sends could not be settled yet', { nonces: [...this.lost.keys()], detail: sanitizeDetail(error) });
       } finally {
         this.recovering = null;
       }
@@ -192,37 +193,14 @@ export class NonceAllocator {
     }
   }
 
-  /** releaseNonce for a submit that fails before its broadcast; what the next nonce's submit is told. */
-  async giveBack(address: string, nonce: number, txHash: string | null): Promise<BroadcastState> {
-    const released = await this.releaseNonce(address, nonce, txHash).catch(() => {
-      this.lost.set(nonce, txHash);
-      return 'failed' as const;
-    });
-    // 'failed': neither persisted nor released, a missing slot (the rebroadcast job fills it).
-    return released === 'released' || released === 'failed' ? 'released' : 'occupied';
-  }
-
   /**
-   * Gives a nonce back after a definite broadcast failure: the slot (if it holds `txHash`) becomes
-   * 'released' without its raw bytes, then the nonce joins the wallet's released set.
-   * 'ours-sent': the slot meanwhile went out (the rebroadcast job sent it), nothing was released.
-   * 'taken': another writer holds the slot (a gap filler), nothing to release.
+   * Gives a nonce back to the wallet (the released set, taken first by the next allocation): only
+   * a nonce whose slot was never written and never will be (no transaction of it was announced to
+   * an owner, or the owner refused it). A written slot is never given back (LEDGER_SLOT): 'taken'.
    */
-  async releaseNonce(address: string, nonce: number, txHash: string | null): Promise<'released' | 'ours-sent' | 'taken'> {
-    if (txHash) {
-      const marked = await this.records.setSlotStatus(address, nonce, txHash, 'released', ['signed'], {
-        set: { released_at: this.clock().toISOString() },
-        remove: ['raw'],
-      });
-      if (!marked) {
-        const slot = await this.records.getSlot(address, nonce);
-        if (slot && slot.tx_hash === txHash && slot.status !== 'released') return 'ours-sent';
-        if (slot && slot.tx_hash !== txHash && slot.status !== 'released') return 'taken';
-      }
-    } else {
-      const slot = await this.records.getSlot(address, nonce);
-      if (slot && slot.status !== 'released') return 'taken';
-    }
+  async releaseNonce(address: string, nonce: number): Promise<'released' | 'taken'> {
+    const slot = await this.records.getSlot(address, nonce);
+    if (slot && slot.status !== 'released') return 'taken';
     await this.records.store(() =>
       this.db.send(
         new UpdateCommand({

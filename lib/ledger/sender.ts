@@ -115,6 +115,14 @@ export type {
 const MAX_DATA_BYTES = 4096;
 
 /**
+ * An owner refused the transaction announced to it (its conditional write lost: the claim or
+ * seal moved on), so it never stores it: the errors the owners throw then say so.
+ */
+function isOwnerRefusal(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { ownerRefused?: unknown }).ownerRefused === true;
+}
+
+/**
  * The façade over the sender's modules (imports point downwards): records.ts (DynamoDB slots and
  * wallet item), node.ts (RPC, broadcast outcomes, receipts), fees.ts, signing.ts, nonces.ts
  * (allocation, release, resync), receipts.ts, replacement.ts, resend.ts (the re-send job and the
@@ -166,7 +174,7 @@ export class LedgerSender {
     this.txSigner = new TxSigner(options.signer, options.chainId);
     const address = () => this.address();
     this.receipts = new ReceiptBook(this.node, this.records, address, options.pollingIntervalMs ?? options.provider.pollingInterval, this.log);
-    this.nonces = new NonceAllocator(this.records, this.node, clock, this.log);
+    this.nonces = new NonceAllocator(this.records, this.node, clock, this.log, (a, n) => this.fillNonce(a, n));
     const replacer = new Replacer(this.records, this.node, this.feeOracle, this.txSigner, this.receipts, clock, options.onReplaced, this.log);
     this.resendJob = new ResendJob(
       this.records,
@@ -355,15 +363,18 @@ export class LedgerSender {
         try {
           signed = await this.txSigner.sign(address, nonce, data, fees);
         } catch (error) {
-          left = await this.nonces.giveBack(address, nonce, null);
+          left = await this.giveUpNonce(address, nonce, false); // no transaction of this nonce exists
           throw error;
         }
         if (beforePersist) {
           try {
             await beforePersist({ nonce, txHash: signed.txHash, raw: signed.raw, from: address });
           } catch (error) {
-            // Nothing persisted, nothing broadcast: given back exactly as after a failed slot write.
-            left = await this.nonces.giveBack(address, nonce, signed.txHash);
+            // Nothing persisted here, nothing broadcast. An owner that refused the transaction
+            // (its claim moved on) never stores it: the nonce goes back. Any other failure (a
+            // deadline) may have stored it: the owner may resume it, so the nonce is never given
+            // to another transaction (a filler holds it unless the owner's resume did first).
+            left = await this.giveUpNonce(address, nonce, !isOwnerRefusal(error));
             throw error;
           }
         }
@@ -374,8 +385,10 @@ export class LedgerSender {
           // may have written this very transaction into the slot first: it is ours, go on.
           if (!persisted && beforePersist) persisted = (await this.records.getSlot(address, nonce))?.tx_hash === signed.txHash;
         } catch (error) {
-          // The put may or may not have landed: release marks it released if it did.
-          left = await this.nonces.giveBack(address, nonce, signed.txHash);
+          // The put may or may not have landed. An owner holds the transaction (it may resume it):
+          // the nonce is its or a filler's. Without an owner, the slot alone holds it: a landed
+          // write is sent like any persisted transaction, an empty slot goes back to the wallet.
+          left = await this.giveUpNonce(address, nonce, Boolean(beforePersist));
           throw error;
         }
         if (!persisted) {
@@ -388,21 +401,11 @@ export class LedgerSender {
         }
         this.receipts.nonceByHash.set(signed.txHash, nonce);
 
-        if ((await this.nonces.order.before(ticket)) === 'released' && attempt < 5) {
-          // The nonce below was given up after a failed broadcast and is back in the released set:
-          // this transaction would wait behind that gap. Give this nonce back and take the lowest
-          // released one instead (most likely that very nonce). If it cannot be given back, it is
-          // sent where it is, as before.
-          const released = await this.nonces.releaseNonce(address, nonce, signed.txHash).catch(() => null);
-          if (released === 'ours-sent') {
-            left = 'occupied';
-            return { txHash: signed.txHash, nonce, from: address, broadcast: 'ambiguous', reusedNonce: reused };
-          }
-          if (released !== null) {
-            this.receipts.nonceByHash.delete(signed.txHash);
-            left = released === 'released' ? 'released' : 'occupied';
-            continue;
-          }
+        if ((await this.nonces.order.before(ticket)) === 'released') {
+          // The nonce below was given back (no transaction of it exists) after this allocation
+          // began: this transaction would wait behind that gap. A filler takes the gap now (its
+          // slot is written only while empty) and goes out first, with this process's next broadcast.
+          if (await this.nonces.claimReleased(address, nonce - 1).catch(() => false)) await this.fillNonce(address, nonce - 1).catch(() => false);
         }
         await this.flushUnsettled(address, nonce);
         const outcome = await this.node.broadcast(signed.raw, signed.txHash, undefined, address, () => this.sendBelow(address, nonce));
@@ -483,6 +486,40 @@ export class LedgerSender {
       this.unsettled.delete(n);
       if (slot.status === 'signed') await this.records.setSlotStatus(address, n, slot.tx_hash, 'sent', ['signed']).catch(() => false);
     }
+  }
+
+  /**
+   * A nonce this submit took and will not send (LEDGER_SLOT: a written slot is never given back).
+   * `ownerMayHold` false: no owner holds a transaction of this nonce, so it goes back to the
+   * wallet unless its slot was written (then that transaction is the nonce's, sent like any other).
+   * `ownerMayHold` true: a transaction was handed to its owner, which may hold it and resume it
+   * (then its slot is written with it); the nonce is never given to another transaction: a filler
+   * takes the slot now if it is still empty, so later nonces are not stuck behind a gap. When the
+   * store (or the node, for the filler's fee) fails too, it is done once they answer (`lost`).
+   */
+  private async giveUpNonce(address: string, nonce: number, ownerMayHold: boolean): Promise<BroadcastState> {
+    try {
+      if (!ownerMayHold) return (await this.nonces.releaseNonce(address, nonce)) === 'released' ? 'released' : 'occupied';
+      await this.fillNonce(address, nonce);
+      return 'occupied';
+    } catch {
+      this.nonces.lost.set(nonce, ownerMayHold ? 'fill' : 'release');
+      return ownerMayHold ? 'occupied' : 'released';
+    }
+  }
+
+  /**
+   * Writes an empty filler transaction into the slot of `nonce` if it is empty (or released, or
+   * lost to a conflict), to be sent before this process's next transaction; false when the slot
+   * holds a transaction (an owner's resume wrote it first: that one is the nonce's).
+   */
+  private async fillNonce(address: string, nonce: number): Promise<boolean> {
+    const fees = await this.feeOracle.fees();
+    const signed = await this.txSigner.sign(address, nonce, '0x', fees);
+    if (!(await this.records.persistSlot(address, nonce, signed, 'filler', 'gap-fill', true))) return false;
+    this.unsettled.set(nonce, signed);
+    this.log('info', 'ledger: a nonce given up is held by an empty filler transaction', { nonce, txHash: signed.txHash });
+    return true;
   }
 
   private async markSent(nonce: number, txHash: string): Promise<void> {

@@ -136,10 +136,13 @@ export interface SignedLedgerTx {
 export interface SubmitOptions {
   /**
    * Called after each signature and BEFORE its slot is persisted and broadcast (submit may sign
-   * again at another nonce after giving one back: each new signature is announced again). Lets the
-   * caller store the raw transaction first, so that a crash at any later line can be finished with
-   * resume() instead of signing a second transaction. If it throws, the nonce is given back (nothing
-   * persisted, nothing broadcast) and submit rethrows that error unchanged.
+   * again at another nonce when the slot was taken: each new signature is announced again). Lets
+   * the caller store the raw transaction first, so that a crash at any later line can be finished
+   * with resume() instead of signing a second transaction. If it throws, nothing is persisted or
+   * broadcast and submit rethrows that error unchanged; the nonce goes back to the wallet when the
+   * error says the caller refused the transaction (`ownerRefused: true`: it never stores it), and
+   * is otherwise held by an empty filler unless the caller's resume() writes its slot first (a
+   * failed write may have landed).
    */
   beforePersist?: (signed: SignedLedgerTx) => Promise<void>;
 }

@@ -102,23 +102,24 @@ describe('submit with beforePersist', () => {
     assert.equal((await sender.waitForReceipt(result.txHash, 10_000))?.status, 'confirmed');
   });
 
-  it('gives the nonce back and rethrows the same error when beforePersist throws; resume of that transaction is dead', async () => {
+  it('gives the nonce back and rethrows the same error when the owner refuses the transaction in beforePersist; resume of it is dead', async () => {
     const wallet = wallets[1] as Wallet;
     const sender = await warmSender(wallet);
     let copied: SignedLedgerTx | undefined;
-    const crash = new Error('evidence store down');
+    // The owner's conditional write lost (its claim moved on): it never stores this transaction.
+    const refusal = Object.assign(new Error('the claim moved on'), { ownerRefused: true });
     const thrown = await sender
       .submit(data(), { kind: 'anchor', ref: 'crashed' }, {
         beforePersist: async (signed) => {
           copied = { ...signed };
-          throw crash;
+          throw refusal;
         },
       })
       .then(
         () => null,
         (e: unknown) => e,
       );
-    assert.equal(thrown, crash, 'the very error, not wrapped');
+    assert.equal(thrown, refusal, 'the very error, not wrapped');
     assert.ok(copied);
     assert.equal(await slot(wallet, copied.nonce), undefined, 'nothing persisted');
     assert.deepEqual(await releasedSet(wallet), [copied.nonce], 'the nonce was given back');
@@ -137,6 +138,38 @@ describe('submit with beforePersist', () => {
     assert.equal((await sender.waitForReceipt(next.txHash, 10_000))?.status, 'confirmed');
     assert.deepEqual(await sender.resume({ ...copied, kind: 'anchor', ref: 'crashed' }), { outcome: 'dead' });
     assert.equal(await reader.getTransaction(copied.txHash), null);
+  });
+
+  it('never gives the nonce to another transaction when beforePersist fails with an unknown outcome (the owner may hold it): a filler takes the slot, goes out first, and the owner\'s transaction is dead', async () => {
+    const wallet = wallets[1] as Wallet;
+    const sender = await warmSender(wallet);
+    let copied: SignedLedgerTx | undefined;
+    const timeout = new Error('the evidence store did not answer in time'); // its write may have landed
+    const thrown = await sender
+      .submit(data(), { kind: 'anchor', ref: 'unknown' }, {
+        beforePersist: async (signed) => {
+          copied = { ...signed };
+          throw timeout;
+        },
+      })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    assert.equal(thrown, timeout);
+    assert.ok(copied);
+    const filler = await slot(wallet, copied.nonce);
+    assert.equal(filler?.kind, 'filler', 'a filler holds the nonce');
+    assert.notEqual(filler?.tx_hash, copied.txHash);
+    assert.deepEqual(await releasedSet(wallet), [], 'the nonce was not given back');
+    // The owner resumes its transaction: the slot holds another one, so it is dead (and can never be mined).
+    assert.deepEqual(await sender.resume({ ...copied, kind: 'anchor', ref: 'unknown' }), { outcome: 'dead' });
+    // The next submit takes the next nonce; the filler goes out before it.
+    const next = await sender.submit(data(), { kind: 'anchor', ref: 'after-filler' });
+    assert.equal(next.nonce, copied.nonce + 1);
+    assert.equal((await sender.waitForReceipt(next.txHash, 10_000))?.status, 'confirmed');
+    assert.equal((await sender.waitForReceipt(filler?.tx_hash as string, 10_000))?.status, 'confirmed');
+    assert.equal(await reader.getTransaction(copied.txHash), null, 'the owner\'s transaction never went out');
   });
 });
 

@@ -124,7 +124,7 @@ describe('a DynamoDB outage between nonce allocation and slot write', () => {
     assert.equal(status.pendingTxs, 0);
   });
 
-  it('gives back a slot whose write landed but whose answer was lost (our signed, never broadcast transaction)', async () => {
+  it('keeps a slot whose write landed but whose answer was lost: that transaction is the nonce\'s, sent before the next one', async () => {
     const wallet = wallets[1] as Wallet;
     const flaky = flakyDb();
     const sender = makeSender(store, provider, wallet, { db: flaky.db });
@@ -139,10 +139,11 @@ describe('a DynamoDB outage between nonce allocation and slot write', () => {
 
     flaky.restore();
     const next = await sender.submit(data(), { kind: 'anchor', ref: 'next' });
-    assert.equal(next.nonce, 1);
-    assert.equal(next.reusedNonce, true);
+    assert.equal(next.nonce, 2, 'nonce 1 is never given to another transaction');
+    assert.equal(next.reusedNonce, false);
     assert.equal((await sender.waitForReceipt(next.txHash, 10_000))?.status, 'confirmed');
-    assert.equal((await slot(wallet, 1))?.ref, 'next');
+    assert.equal((await sender.waitForReceipt(stranded.tx_hash, 10_000))?.status, 'confirmed', 'the stranded transaction went out first, with its own hash');
+    assert.equal((await slot(wallet, 1))?.ref, 'landed');
     assert.deepEqual((await walletItem(wallet)).released, []);
   });
 });
