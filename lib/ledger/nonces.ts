@@ -3,7 +3,7 @@ import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk
 import { isConditionalCheckFailed } from '../store/dynamo.js';
 import { LedgerUnavailableError, sanitizeDetail } from './errors.js';
 import type { LedgerNode } from './node.js';
-import { BroadcastOrder, type BroadcastState, type BroadcastTicket } from './pipeline.js';
+import { BroadcastOrder, type BroadcastTicket } from './pipeline.js';
 import type { LedgerRecords } from './records.js';
 import type { LedgerLog, WalletItem } from './types.js';
 
