@@ -8,6 +8,7 @@ import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
 import { HashParam, problemResponses } from '../../lib/http/schemas/common.js';
 import { explorerUrl } from '../../lib/ledger/anchor-data.js';
+import { verdictFields } from '../../lib/http/schemas/verdict.js';
 
 export const route = createRoute({
   method: 'get',
@@ -37,14 +38,14 @@ app.openapi(route, async (c) => {
   const { image_hash } = c.req.valid('param');
   const v = await verifyEvidence(getVerifyDeps(), image_hash);
   const r = v.record;
-  if (!r) {
+  const verdict = v.verdict;
+  if (!r || !verdict) {
     c.header('Cache-Control', 'public, max-age=5');
     if (!v.found) return c.json({ found: false, image_hash, pq_verified: false, verified: false }, 404);
     return c.json({ found: false, image_hash, pq_verified: false, verified: false, registered: true, registered_at: v.registered_at ?? undefined }, 200);
   }
-  const chainVerified = v.checks.device_signature && v.checks.chain_hash;
-  const pqVerified = v.checks.pq_signature && v.checks.pq_key_trusted;
-  c.header('Cache-Control', v.checks.ledger.final ? 'public, max-age=300' : v.checks.ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
+  const ledger = verdict.ledger;
+  c.header('Cache-Control', ledger.final ? 'public, max-age=300' : ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
   return c.json(
     {
       found: true,
@@ -52,18 +53,20 @@ app.openapi(route, async (c) => {
       chain_index: r.chain_index,
       chain_hash: r.chain_hash,
       previous_hash: r.previous_hash,
-      pq_verified: pqVerified,
-      chain_verified: chainVerified,
-      timestamp_verified: v.checks.timestamp,
-      ledger_verified: v.checks.ledger.valid,
-      verified: v.verified,
+      pq_verified: verdict.pq_verified,
+      chain_verified: verdict.proofs.device_signature.state === 'holds' && verdict.proofs.chain_link.state === 'holds',
+      timestamp_verified: verdict.proofs.timestamp.state === 'holds',
+      ledger_verified: verdict.proofs.ledger.state === 'holds',
+      verified: verdict.status === 'verified',
       tx_hash: r.tx_hash,
-      tx_status: v.checks.ledger.status,
-      confirmations: v.checks.ledger.confirmations,
+      tx_status: ledger.status === 'unchecked' ? 'pending' : ledger.status,
+      confirmations: ledger.confirmations,
+      ledger_final: ledger.final,
       explorer_url: explorerUrl(getConfig().ledger.explorerTxUrl, r.tx_hash),
       anchored_at: r.anchored_at,
       public_key_hex: r.public_key_hex,
       ...(r.device_id ? { device_id: r.device_id } : {}),
+      ...verdictFields(verdict),
     },
     200,
   );

@@ -1,12 +1,9 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getConfig } from '../../lib/deps/core.js';
-import { getEvidenceRepo, getRpcReader } from '../../lib/deps/evidence.js';
-import { finalLedgerCheck, storedFinalReceipt } from '../../lib/evidence/final-ledger.js';
-import { isAnchored } from '../../lib/evidence/records.js';
-import { notAnchored } from '../../lib/evidence/v1-read.js';
+import { getVerifyDeps } from '../../lib/deps/verification.js';
+import { verifyEvidence } from '../../lib/evidence/verify.js';
 import { LedgerVerifyResponse } from '../../lib/http/schemas/v1.js';
-import { checkLedger } from '../../lib/evidence/verify.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
 import { HashParam, problemResponses } from '../../lib/http/schemas/common.js';
@@ -39,27 +36,28 @@ export const app = createApp({ publicCors: true, etag: true });
 app.openapi(route, async (c) => {
   const { image_hash } = c.req.valid('param');
   const config = getConfig();
-  const item = await getEvidenceRepo().get(image_hash);
-  if (!isAnchored(item)) {
+  const v = await verifyEvidence(getVerifyDeps(), image_hash);
+  const item = v.record;
+  const verdict = v.verdict;
+  if (!item || !verdict) {
     c.header('Cache-Control', 'public, max-age=5');
-    const registered = notAnchored(item, image_hash);
-    if (!registered) return c.json({ found: false, image_hash, verified: false }, 404);
-    return c.json({ ...registered, verified: false }, 200);
+    if (!v.found) return c.json({ found: false, image_hash, verified: false }, 404);
+    return c.json({ found: false, image_hash, registered: true, ...(v.registered_at ? { registered_at: v.registered_at } : {}), verified: false }, 200);
   }
-  // A final transaction: its stored finalized receipt, no chain read (final-ledger.ts).
-  const final = storedFinalReceipt(item);
-  const ledger = final ? finalLedgerCheck(final, item) : await checkLedger(getRpcReader(), item);
-  c.header('Cache-Control', final ? 'public, max-age=300' : ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
+  // The ledger part of the one verdict (lib/evidence/verdict.ts): a final transaction from its stored receipt, no chain read.
+  const ledger = verdict.ledger;
+  c.header('Cache-Control', ledger.final ? 'public, max-age=300' : ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
   return c.json(
     {
       found: true,
       image_hash,
-      verified: ledger.valid,
+      verified: verdict.proofs.ledger.state === 'holds',
       tx_hash: item.tx_hash,
-      tx_status: ledger.status,
+      tx_status: ledger.status === 'unchecked' ? 'pending' : ledger.status,
       block_number: ledger.block_number,
       confirmations: ledger.confirmations,
-      data_matches: ledger.data_matches,
+      ledger_final: ledger.final,
+      data_matches: ledger.data_matches ?? false,
       expected_input_data: item.merkle ? encodeBatchData(item.merkle.root) : encodeAnchorData(item.image_hash, item.server_hash),
       from: ledger.from,
       expected_from: item.ledger_address.toLowerCase(),
@@ -67,6 +65,7 @@ app.openapi(route, async (c) => {
       network: config.ledger.network,
       explorer_url: explorerUrl(config.ledger.explorerTxUrl, item.tx_hash),
       anchored_at: item.anchored_at,
+      proof: verdict.proofs.ledger,
     },
     200,
   );

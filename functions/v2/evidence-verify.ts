@@ -8,6 +8,7 @@ import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
 import { HashParam, problemResponses } from '../../lib/http/schemas/common.js';
 import { explorerUrl } from '../../lib/ledger/anchor-data.js';
+import { verdictFields } from '../../lib/http/schemas/verdict.js';
 
 export const route = createRoute({
   method: 'get',
@@ -38,36 +39,36 @@ app.openapi(route, async (c) => {
   const { image_hash } = c.req.valid('param');
   const { recheck } = c.req.valid('query');
   const v = await verifyEvidence(getVerifyDeps(), image_hash, { recheck: recheck === '1' });
-  if (!v.found && !v.anchored) {
-    c.header('Cache-Control', 'public, max-age=5');
-    return c.json({ verified: false, image_hash, has_pq_signature: false, has_blockchain: false, has_timestamp: false }, 404);
-  }
   const r = v.record;
-  const final = v.checks.ledger.final;
+  const verdict = v.verdict;
+  if (!r || !verdict) {
+    c.header('Cache-Control', 'public, max-age=5');
+    const none = { verified: false, image_hash, has_pq_signature: false, has_blockchain: false, has_timestamp: false };
+    return v.found ? c.json({ ...none, ...(v.registered_at ? { registered_at: v.registered_at } : {}) }, 200) : c.json(none, 404);
+  }
+  const ledger = verdict.ledger;
   // A final answer no longer changes (its confirmations are the count at finality).
-  c.header('Cache-Control', final ? 'public, max-age=300' : v.checks.ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
+  c.header('Cache-Control', ledger.final && !recheck ? 'public, max-age=300' : ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');
   return c.json(
     {
-      verified: v.verified,
+      verified: verdict.status === 'verified',
       image_hash,
-      ...(r
-        ? {
-            chain_hash: r.chain_hash,
-            chain_index: r.chain_index,
-            anchored_at: r.anchored_at,
-            ledger_tx: r.tx_hash,
-            ledgerscan_url: explorerUrl(getConfig().ledger.explorerTxUrl, r.tx_hash),
-            confirmations: v.checks.ledger.confirmations,
-            ledger_final: final !== undefined,
-            ...(v.checks.ledger.block_number !== null ? { block_number: v.checks.ledger.block_number } : {}),
-            ...(final ? { block_time: final.block_time } : {}),
-          }
-        : {}),
-      has_pq_signature: v.checks.pq_signature && v.checks.pq_key_trusted,
-      has_blockchain: v.checks.ledger.valid,
-      has_timestamp: v.checks.timestamp,
-      ...(v.timestamp_time ? { timestamp_time: v.timestamp_time } : {}),
+      chain_hash: r.chain_hash,
+      chain_index: r.chain_index,
+      anchored_at: r.anchored_at,
+      ledger_tx: r.tx_hash,
+      ledgerscan_url: explorerUrl(getConfig().ledger.explorerTxUrl, r.tx_hash),
+      confirmations: ledger.confirmations,
+      ledger_final: ledger.final,
+      ...(ledger.block_number !== null ? { block_number: ledger.block_number } : {}),
+      ...(ledger.block_time ? { block_time: ledger.block_time } : {}),
+      ...(ledger.checked_at ? { ledger_checked_at: ledger.checked_at } : {}),
+      has_pq_signature: verdict.pq_verified,
+      has_blockchain: verdict.proofs.ledger.state === 'holds',
+      has_timestamp: verdict.proofs.timestamp.state === 'holds',
+      ...(verdict.timestamp_time ? { timestamp_time: verdict.timestamp_time } : {}),
       ...(v.registered_at ? { registered_at: v.registered_at } : {}),
+      ...verdictFields(verdict),
     },
     200,
   );

@@ -23,7 +23,7 @@ import { isSha256Hex, sha256Hex } from '../crypto/hash.js';
 import { canonicalize } from '../crypto/jcs.js';
 import { mlDsaPublicKeyFingerprint, ML_DSA_65_PUBLIC_KEY_BYTES } from '../crypto/ml-dsa.js';
 import { type CheckOutcome, type TimestampVerification, verifyTimestampResponse } from '../crypto/tsa/verify.js';
-import { certificatesFromPem, nameStrings } from '../crypto/tsa/x509-verify.js';
+import { describeSubject } from '../crypto/tsa/x509-verify.js';
 import {
   checkChainHash,
   checkDeviceSignature,
@@ -511,23 +511,7 @@ async function checkLedger(
 /** The TSA signer's subject (the receipt's first certificate), for display. */
 function tsaSignerName(certificates: string[]): string | null {
   const leaf = certificates[0];
-  if (!leaf) return null;
-  try {
-    return describeSubject(leaf);
-  } catch {
-    return null;
-  }
-}
-
-/** `CN (O)` of a PEM certificate's subject, or its whole name. */
-export function describeSubject(pem: string): string | null {
-  const cert = certificatesFromPem(pem)[0];
-  if (!cert) return null;
-  const parts = nameStrings(cert.subject);
-  const cn = parts.get('2.5.4.3');
-  const o = parts.get('2.5.4.10');
-  if (cn && o) return `${cn} (${o})`;
-  return cn ?? o ?? null;
+  return leaf ? describeSubject(leaf) : null;
 }
 
 function safe<T>(get: () => T): T | null {

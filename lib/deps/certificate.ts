@@ -8,7 +8,7 @@ import { importPrivateKey } from '../crypto/tsa/certificates.js';
 import { pemToDer } from '../crypto/tsa/pem.js';
 import { extractTimestampToken, verifyTimestampResponse } from '../crypto/tsa/verify.js';
 import { rawPublicKeyOf } from '../crypto/jwk.js';
-import { parseCertificateDer, nameStrings } from '../crypto/tsa/x509-verify.js';
+import { describeSubject } from '../crypto/tsa/x509-verify.js';
 import type { CertificateDeps, StandaloneEvidence } from '../evidence/certificate.js';
 import { checkTimestamp } from '../evidence/proof-check.js';
 import { checkSignatureResponse, type SignatureResponse } from '../evidence/signature.js';
@@ -55,16 +55,9 @@ const NETWORK_LABEL: Record<string, string> = {
   polygon: 'Polygon PoS mainnet',
 };
 
-/** The TSA's subject as "CN, O" from a receipt's leaf certificate. */
+/** The TSA's subject from a receipt's leaf certificate (the one formatter: crypto/tsa describeSubject). */
 function tsaNameOf(pems: string[]): string | null {
-  const leaf = pems[0];
-  if (!leaf) return null;
-  try {
-    const names = nameStrings(parseCertificateDer(pemToDer(leaf, 'CERTIFICATE')).subject);
-    return [names.get('2.5.4.3'), names.get('2.5.4.10')].filter(Boolean).join(', ') || null;
-  } catch {
-    return null;
-  }
+  return pems[0] ? describeSubject(pems[0]) : null;
 }
 
 /**

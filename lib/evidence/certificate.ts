@@ -12,6 +12,7 @@ import type { AnchoredEvidence, EvidenceItem } from './records.js';
 import { isAnchored, standaloneAnswers } from './records.js';
 import type { SignatureResponse } from './signature.js';
 import type { HashTimestamp } from './timestamp.js';
+import type { ProofResult } from './verdict.js';
 import type { EvidenceVerification } from './verify.js';
 
 /**
@@ -97,6 +98,7 @@ const TIMESTAMP_ATTACHMENT = 'timestamp.json';
 /** Builds the certificate's content for one hash. */
 export function buildCertificateModel(input: CertificateInputs): CertificateModel {
   const { item, verification: v, receipt } = input;
+  const judged = v.verdict;
   const hash = item.image_hash;
   const times: [string, string][] = [];
   if (item.registered_at) times.push(['Registered', item.registered_at]);
@@ -104,13 +106,14 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
 
   const proofs: CertificateProof[] = [];
   const absent: string[] = [];
-  if (isAnchored(item) && receipt) {
-    const tsOk = v.checks.timestamp;
+  if (isAnchored(item) && receipt && judged) {
+    const p = judged.proofs;
+    const tsStatus = statusOf(p.timestamp);
     proofs.push({
       id: 'timestamp',
       title: 'Independent timestamp (RFC 3161)',
-      status: tsOk ? 'verified' : 'failed',
-      statusText: tsOk ? 'Checks out: the token is signed by the time-stamping authority and names this fingerprint.' : 'Does NOT check out: the token does not verify.',
+      status: tsStatus,
+      statusText: wordsOf(tsStatus, 'the token is signed by the time-stamping authority and names this fingerprint', p.timestamp),
       proves: 'A time-stamping authority signed that this exact fingerprint existed at the time shown. Nobody, including us, can move that time later.',
       facts: [
         ['Time (genTime)', receipt.timestamp.gen_time],
@@ -128,14 +131,12 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
         ],
       },
     });
-    const pqOk = v.checks.statement && v.checks.pq_signature && v.checks.pq_key_trusted;
+    const pqStatus = statusOf(p.statement, p.pq_signature, p.pq_key);
     proofs.push({
       id: 'pq_signature',
       title: 'Post-quantum signature (ML-DSA-65)',
-      status: pqOk ? 'verified' : 'failed',
-      statusText: pqOk
-        ? 'Checks out: the statement hashes to server_hash and the ML-DSA-65 signature verifies with our published key.'
-        : 'Does NOT check out: the statement or its ML-DSA-65 signature does not verify.',
+      status: pqStatus,
+      statusText: wordsOf(pqStatus, 'the statement hashes to server_hash and the ML-DSA-65 signature verifies with our published key', p.statement, p.pq_signature, p.pq_key),
       proves:
         'The service signed a statement naming this fingerprint, the time and the device, with a signature scheme (FIPS 204) designed to stay secure against quantum computers.',
       facts: [
@@ -149,17 +150,18 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
         commands: ['jq -j .statement_canonical receipt.json | sha256sum', 'evidence verify photo.jpg --certificate certificate.pdf'],
       },
     });
-    const l = v.checks.ledger;
-    const ledgerStatus: ProofStatus = l.valid ? 'verified' : l.status === 'pending' || l.status === 'not_found' ? 'pending' : 'failed';
+    const l = judged.ledger;
+    const ledgerStatus = statusOf(p.ledger, p.merkle);
     proofs.push({
       id: 'ledger',
       title: 'Public ledger record',
       status: ledgerStatus,
-      statusText: l.valid
-        ? `Checks out: mined in block ${l.block_number ?? '?'} with ${l.confirmations} confirmation${l.confirmations === 1 ? '' : 's'}, carrying this fingerprint.`
-        : l.status === 'pending' || l.status === 'not_found'
-          ? 'Not yet confirmed on the ledger when this certificate was issued; check it again later.'
-          : 'Does NOT check out: the transaction failed or does not carry this fingerprint.',
+      statusText: wordsOf(
+        ledgerStatus,
+        `mined in block ${l.block_number ?? '?'} with ${l.confirmations} confirmation${l.confirmations === 1 ? '' : 's'}${l.final ? ` (final since ${l.final_since ?? '?'})` : ''}, carrying ${receipt.ledger.merkle ? 'the Merkle root its inclusion path leads to' : 'this fingerprint'}`,
+        p.ledger,
+        p.merkle,
+      ),
       proves: receipt.ledger.merkle
         ? 'The fingerprint and server_hash, as one leaf of a Merkle tree whose root was written into a public blockchain that thousands of independent computers keep; the block time bounds when it existed.'
         : 'The fingerprint and server_hash were written into a public blockchain that thousands of independent computers keep; the block time bounds when it existed.',
@@ -186,14 +188,12 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
         ],
       },
     });
-    const deviceOk = v.checks.device_signature && v.checks.chain_hash;
+    const deviceStatus = statusOf(p.device_signature, p.chain_link);
     proofs.push({
       id: 'device',
       title: 'Device signature and chain position',
-      status: deviceOk ? 'verified' : 'failed',
-      statusText: deviceOk
-        ? `Checks out: the device's Ed25519 signature verifies and the file is entry ${receipt.device.chain_index} of the device's chain.`
-        : "Does NOT check out: the device's signature or chain hash does not verify.",
+      status: deviceStatus,
+      statusText: wordsOf(deviceStatus, `the device's Ed25519 signature verifies and the file is entry ${receipt.device.chain_index} of the device's chain`, p.device_signature, p.chain_link),
       proves:
         "The capturing device signed the fingerprint with its own key, and the file holds a fixed place in that device's sequence: an entry cannot be removed or inserted without breaking the chain.",
       facts: [
@@ -356,25 +356,40 @@ function verdictOf(item: EvidenceItem, v: EvidenceVerification, proofs: Certific
       text: `This file's fingerprint was registered with us on ${item.registered_at ?? 'an unknown date'}. That is our record only: no independent proof (timestamp, signature or ledger) was made for it.`,
     };
   }
-  if (v.verified) {
+  // An anchored record: the one verdict (verdict.ts), in words.
+  const status = v.verdict?.status ?? 'failed';
+  if (status === 'verified') {
     return {
       tone: 'ok',
       headline: 'VERIFIED: every proof below checks out',
       text: 'A file whose SHA-256 fingerprint equals the one below existed, unchanged, no later than the times shown. Each proof can be checked without us.',
     };
   }
-  if (proofs.every((p) => p.status !== 'failed')) {
+  if (status === 'pending') {
     return {
       tone: 'pending',
-      headline: 'PROOFS MADE: the ledger record is still being confirmed',
-      text: 'The signature, the timestamp and the device proofs check out; the ledger transaction was not yet confirmed when this certificate was issued.',
+      headline: 'PROOFS MADE: not every proof is established yet',
+      text: `${v.verdict?.summary ?? ''} Check it again later: the verify page shows the verdict of today.`,
     };
   }
   return {
     tone: 'bad',
     headline: 'WARNING: at least one proof does NOT check out',
-    text: 'Read the proofs below: the ones marked as not checking out must not be relied on.',
+    text: `${v.verdict?.summary ?? ''} Read the proofs below: the ones marked as not checking out must not be relied on.`,
   };
+}
+
+/** The certificate's status of a group of proofs of the one verdict: any fails → failed; all hold (or absent) → verified; else pending. */
+function statusOf(...results: ProofResult[]): ProofStatus {
+  if (results.some((r) => r.state === 'fails')) return 'failed';
+  return results.every((r) => r.state === 'holds' || r.state === 'absent') ? 'verified' : 'pending';
+}
+
+/** One line: what checks out, or the verdict's reason for what does not (yet). */
+function wordsOf(status: ProofStatus, holds: string, ...results: ProofResult[]): string {
+  if (status === 'verified') return `Checks out: ${holds}.`;
+  const bad = results.find((r) => r.state === 'fails') ?? results.find((r) => r.state === 'pending' || r.state === 'unchecked');
+  return status === 'failed' ? `Does NOT check out: ${bad?.reason ?? 'see the verify page'}.` : `Not established yet when this certificate was issued: ${bad?.reason ?? 'see the verify page'}.`;
 }
 
 /** What {@link issueCertificate} needs; lib/deps/certificate.ts wires it. */

@@ -10,10 +10,10 @@
  * which never reorganises): mined.
  */
 import type { RpcReader } from '../ledger/rpc-reader.js';
-import type { LedgerCheck } from './final-ledger.js';
+import { checkLedgerTransaction, type LedgerVerdict } from './proof-check.js';
 import type { AnchoredEvidence, FinalLedgerReceipt } from './records.js';
 import type { EvidenceRepository } from './repository.js';
-import { checkLedger } from './verify.js';
+import { readLedger } from './verify.js';
 
 /** What reading finality needs: a read-only node and the configured finality rule. */
 export interface FinalityReader {
@@ -26,14 +26,14 @@ export async function readLedgerFinality(
   reader: FinalityReader,
   item: AnchoredEvidence,
   now: Date,
-): Promise<{ check: LedgerCheck; final: FinalLedgerReceipt | null }> {
-  const check = await checkLedger(reader.rpc, item);
+): Promise<{ check: LedgerVerdict; final: FinalLedgerReceipt | null }> {
+  const read = await readLedger(reader.rpc, item.tx_hash);
+  const check = checkLedgerTransaction(read, { image_hash: item.image_hash, server_hash: item.server_hash, from: item.ledger_address, merkle: item.merkle });
   if (!check.valid || check.block_number === null) return { check, final: null };
-  const [block, finalized, tx] = await Promise.all([
+  const tx = read.tx; // its input data is kept with the receipt, so that every verify can check it again offline
+  const [block, finalized] = await Promise.all([
     reader.rpc.getBlock(check.block_number),
     reader.confirmationTag === 'finalized' ? reader.rpc.getBlock('finalized') : Promise.resolve(null),
-    // Its input data, kept with the receipt so that every verify can check it again offline.
-    reader.rpc.getTransaction(item.tx_hash),
   ]);
   if (!block || block.number !== check.block_number || !tx) return { check, final: null };
   if (reader.confirmationTag === 'finalized' && (!finalized || finalized.number < block.number)) return { check, final: null };

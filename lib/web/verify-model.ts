@@ -1,32 +1,40 @@
 /**
- * What the public verify page shows, from a fresh verification (lib/evidence/verify.ts, whose
- * every verdict, the device signature and chain hash included, is lib/evidence/proof-check.ts's).
- * The page never shows a stored flag as a result and computes no verdict of its own.
+ * What the public verify page shows: the one verdict (lib/evidence/verdict.ts, via verify.ts) in
+ * words, one card per proof. The page never shows a stored flag as a result and decides nothing of
+ * its own: every tone and every status line below is read off the verdict's proof states.
  */
-import { describeSubject } from '../cli/verify-receipt.js';
-import type { EvidenceVerification, LedgerCheck } from '../evidence/verify.js';
+import { describeSubject } from '../crypto/tsa/x509-verify.js';
+import type { EvidenceVerdict, LedgerSummary, ProofResult } from '../evidence/verdict.js';
+import type { EvidenceVerification } from '../evidence/verify.js';
 import { explorerUrl } from '../ledger/anchor-data.js';
 
 export type Tone = 'ok' | 'bad' | 'warn';
 
+/** One proof card: its tone and status line from the verdict, and the verdict's reasons. */
+export interface ProofCard {
+  tone: Tone;
+  status: string;
+  /** The verdict's reasons for this card's proofs, in order. */
+  reasons: string[];
+}
+
 export interface AnchoredModel {
   kind: 'anchored';
   imageHash: string;
+  /** The verdict's status, as the page's data-status attribute says it. */
+  status: EvidenceVerdict['status'];
   verdict: { tone: Tone; title: string; summary: string };
   anchoredAt: string;
   serverHash: string;
-  statementValid: boolean;
-  pq: { valid: boolean; keyTrusted: boolean; keyId: string };
-  timestamp: { valid: boolean; time: string | null; tsa: string | null; serial: string; policy: string };
-  ledger: LedgerCheck & { chainId: number; txHash: string; explorerUrl: string };
-  device: {
+  pq: ProofCard & { keyId: string; keyPublished: boolean };
+  timestamp: ProofCard & { time: string | null; tsa: string | null; serial: string; policy: string };
+  ledger: ProofCard & Omit<LedgerSummary, 'status'> & { chainId: number; explorerUrl: string; inputData: string; batch: { root: string; leafIndex: number; treeSize: number } | null };
+  device: ProofCard & {
     publicKeyHex: string;
     deviceId: string | null;
     chainIndex: number;
     chainHash: string;
     previousHash: string | null;
-    signatureValid: boolean;
-    chainHashValid: boolean;
   };
 }
 
@@ -35,73 +43,87 @@ export type VerifyPageModel =
   | { kind: 'registered'; imageHash: string; registeredAt: string | null }
   | { kind: 'unknown'; imageHash: string };
 
+/**
+ * A card of several proofs, each given with the status line it shows when it fails: any fails →
+ * bad; all hold (or are absent) → ok; else warn (pending, or not checked).
+ */
+function card(okStatus: string, results: [string, ProofResult][]): ProofCard {
+  const failing = results.find(([, r]) => r.state === 'fails');
+  const open = results.find(([, r]) => r.state === 'pending' || r.state === 'unchecked');
+  const reasons = results.filter(([, r]) => r.state !== 'absent').map(([, r]) => r.reason);
+  if (failing) return { tone: 'bad', status: failing[0], reasons };
+  if (open) return { tone: 'warn', status: open[1].state === 'pending' ? 'Pending' : 'Not checked', reasons };
+  return { tone: 'ok', status: okStatus, reasons };
+}
+
 /** The page model of one verification; `explorerTemplate` is LEDGER_EXPLORER_TX_URL. */
 export function buildVerifyPageModel(v: EvidenceVerification, explorerTemplate: string): VerifyPageModel {
   const r = v.record;
-  if (!v.anchored || !r) {
+  const verdict = v.verdict;
+  if (!r || !verdict) {
     return v.found ? { kind: 'registered', imageHash: v.image_hash, registeredAt: v.registered_at } : { kind: 'unknown', imageHash: v.image_hash };
   }
-  const signatureValid = v.checks.device_signature;
-  const chainHashValid = v.checks.chain_hash;
-  let tsa: string | null = null;
-  try {
-    tsa = r.tsa_certificates[0] ? describeSubject(r.tsa_certificates[0]) : null;
-  } catch {
-    tsa = null;
-  }
-
-  const pqOk = v.checks.pq_signature && v.checks.pq_key_trusted;
-  const all = v.verified;
-  const failed = [
-    !v.checks.statement && 'the statement does not hash to server_hash',
-    !pqOk && 'the ML-DSA-65 signature',
-    !v.checks.timestamp && 'the RFC 3161 timestamp',
-    v.checks.ledger.status !== 'pending' && !v.checks.ledger.valid && 'the ledger transaction',
-    !signatureValid && "the device's signature",
-    !chainHashValid && 'the device chain hash',
-  ].filter((x): x is string => typeof x === 'string');
-
-  let verdict: AnchoredModel['verdict'];
-  if (all) {
-    verdict = {
-      tone: 'ok',
-      title: 'Verified',
-      summary:
-        'This SHA-256 hash is anchored. Its post-quantum signature, its RFC 3161 timestamp, its ledger transaction and its device signature ' +
-        'were all checked just now and hold.',
-    };
-  } else if (failed.length === 0 && v.checks.ledger.status === 'pending') {
-    verdict = {
-      tone: 'warn',
-      title: 'Anchored, ledger confirmation pending',
-      summary: 'The signature and the timestamp hold; the ledger transaction is sent but not yet in a block. Reload in a few seconds.',
-    };
-  } else {
-    verdict = {
-      tone: 'bad',
-      title: 'Not verified',
-      summary: `This hash has an evidence record, but ${failed.join(', ')} did not check out. Do not rely on it.`,
-    };
-  }
+  const p = verdict.proofs;
+  const l = verdict.ledger;
+  const title =
+    verdict.status === 'verified'
+      ? 'Verified'
+      : verdict.status === 'failed'
+        ? 'Not verified'
+        : verdict.open.length === 1 && verdict.open[0] === 'ledger' && p.ledger.state === 'pending'
+          ? 'Anchored, ledger confirmation pending'
+          : 'Not verified yet';
+  const tone: Tone = verdict.status === 'verified' ? 'ok' : verdict.status === 'failed' ? 'bad' : 'warn';
+  const merkle = r.merkle ? { root: r.merkle.root, leafIndex: r.merkle.leaf_index, treeSize: r.merkle.tree_size } : null;
+  const confirmations = `${l.confirmations} confirmation${l.confirmations === 1 ? '' : 's'}`;
 
   return {
     kind: 'anchored',
     imageHash: r.image_hash,
-    verdict,
+    status: verdict.status,
+    verdict: { tone, title, summary: verdict.summary },
     anchoredAt: r.anchored_at,
     serverHash: r.server_hash,
-    statementValid: v.checks.statement,
-    pq: { valid: v.checks.pq_signature, keyTrusted: v.checks.pq_key_trusted, keyId: r.pq_key_id },
-    timestamp: { valid: v.checks.timestamp, time: v.timestamp_time ?? r.tsa_gen_time, tsa, serial: r.tsa_serial, policy: r.tsa_policy },
-    ledger: { ...v.checks.ledger, chainId: r.ledger_chain_id, txHash: r.tx_hash, explorerUrl: explorerUrl(explorerTemplate, r.tx_hash) },
+    pq: {
+      ...card('ML-DSA-65 valid', [
+        ['Statement mismatch', p.statement],
+        ['ML-DSA-65 invalid', p.pq_signature],
+        ['Unknown key', p.pq_key],
+      ]),
+      keyId: r.pq_key_id,
+      keyPublished: p.pq_key.state === 'holds',
+    },
+    timestamp: {
+      ...card('RFC 3161 valid', [['RFC 3161 invalid', p.timestamp]]),
+      time: verdict.timestamp_time ?? r.tsa_gen_time,
+      tsa: r.tsa_certificates[0] ? describeSubject(r.tsa_certificates[0]) : null,
+      serial: r.tsa_serial,
+      policy: r.tsa_policy,
+    },
+    ledger: {
+      ...l, // first: the card's status line below replaces the summary's status word
+      ...card(`Confirmed, ${confirmations}${l.final ? ', final' : ''}`, [
+        [l.status === 'not_found' ? 'Not found on the chain' : l.status === 'failed' ? 'Transaction failed' : l.data_matches === false ? 'Data does not match' : 'Ledger check failed', p.ledger],
+        ['Inclusion proof invalid', p.merkle],
+      ]),
+      chainId: r.ledger_chain_id,
+      explorerUrl: explorerUrl(explorerTemplate, r.tx_hash),
+      // What the transaction's input data carries, stated as it is (a batch carries the root, not the hashes).
+      inputData: merkle
+        ? `MERKLE-SHA256: ‖ the batch's Merkle root ${merkle.root}; this anchor is leaf ${merkle.leafIndex} of ${merkle.treeSize}, and its inclusion path leads from SHA-256(0x00 ‖ image_hash ‖ server_hash) to that root`
+        : 'image_hash ‖ server_hash of this evidence',
+      batch: merkle,
+    },
     device: {
+      ...card('Ed25519 valid', [
+        ['Signature invalid', p.device_signature],
+        ['Chain hash invalid', p.chain_link],
+      ]),
       publicKeyHex: r.public_key_hex,
       deviceId: r.device_id ?? null,
       chainIndex: r.chain_index,
       chainHash: r.chain_hash,
       previousHash: r.previous_hash,
-      signatureValid,
-      chainHashValid,
     },
   };
 }

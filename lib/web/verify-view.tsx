@@ -10,8 +10,8 @@ import type { AnchoredModel, Tone, VerifyPageModel } from './verify-model.js';
 const receiptHref = (hash: string) => `../api/v2/evidence/receipt/${hash}`;
 const apiHref = (hash: string) => `../api/v2/evidence/verify/${hash}`;
 
-const Verdict: FC<{ tone: Tone; title: string; children?: Child }> = ({ tone, title, children }) => (
-  <section class={`verdict ${tone}`} aria-labelledby="verdict">
+const Verdict: FC<{ tone: Tone; title: string; status?: string; children?: Child }> = ({ tone, title, status, children }) => (
+  <section class={`verdict ${tone}`} aria-labelledby="verdict" data-status={status}>
     <h1 id="verdict">
       <span aria-hidden="true">{tone === 'ok' ? '✓ ' : tone === 'bad' ? '✗ ' : '! '}</span>
       {title}
@@ -43,88 +43,87 @@ const HashLine: FC<{ hash: string }> = ({ hash }) => (
   </p>
 );
 
-function ledgerBadge(l: AnchoredModel['ledger']): { tone: Tone; status: string } {
-  if (l.valid) return { tone: 'ok', status: `Confirmed, ${l.confirmations} confirmation${l.confirmations === 1 ? '' : 's'}` };
-  if (l.status === 'pending') return { tone: 'warn', status: 'Pending' };
-  if (!l.found) return { tone: 'bad', status: 'Not found on the chain' };
-  if (l.status === 'failed') return { tone: 'bad', status: 'Transaction failed' };
-  return { tone: 'bad', status: l.data_matches ? 'Not from the service wallet' : 'Data does not match' };
-}
+/** The verdict's reasons for a card, as its last fact. */
+const Why: FC<{ reasons: string[] }> = ({ reasons }) => (
+  <Fact term="Checked">
+    {reasons.map((r, i) => (
+      <>
+        {i > 0 ? <br /> : null}
+        {r}
+      </>
+    ))}
+  </Fact>
+);
 
-const AnchoredPage: FC<{ m: AnchoredModel }> = ({ m }) => {
-  const ledger = ledgerBadge(m.ledger);
-  const pqOk = m.pq.valid && m.pq.keyTrusted;
-  return (
-    <>
-      <Verdict tone={m.verdict.tone} title={m.verdict.title}>
-        <p>{m.verdict.summary}</p>
-        <HashLine hash={m.imageHash} />
-        <p>
-          Anchored <Time iso={m.anchoredAt} />.
-        </p>
-      </Verdict>
+const AnchoredPage: FC<{ m: AnchoredModel }> = ({ m }) => (
+  <>
+    <Verdict tone={m.verdict.tone} title={m.verdict.title} status={m.status}>
+      <p>{m.verdict.summary}</p>
+      <HashLine hash={m.imageHash} />
+      <p>
+        Anchored <Time iso={m.anchoredAt} />.
+      </p>
+    </Verdict>
 
-      <section aria-labelledby="proofs-heading">
-        <h2 id="proofs-heading">Proofs</h2>
-        <ul class="proofs">
-          <Proof
-            id="proof-pq"
-            title="Post-quantum signature"
-            tone={pqOk && m.statementValid ? 'ok' : 'bad'}
-            status={pqOk && m.statementValid ? 'ML-DSA-65 valid' : !m.pq.valid ? 'ML-DSA-65 invalid' : !m.pq.keyTrusted ? 'Unknown key' : 'Statement mismatch'}
-          >
-            <Fact term="Algorithm">ML-DSA-65 (NIST FIPS 204)</Fact>
-            <Fact term="Signed">
-              <code class="mono">server_hash</code> = SHA-256 of the RFC 8785 statement: <code class="mono">{m.serverHash}</code>
-            </Fact>
-            <Fact term="Key">
-              <code class="mono">{m.pq.keyId}</code> {m.pq.keyTrusted ? '(this service’s published key)' : '(not a key this service publishes)'}
-            </Fact>
-          </Proof>
+    <section aria-labelledby="proofs-heading">
+      <h2 id="proofs-heading">Proofs</h2>
+      <ul class="proofs">
+        <Proof id="proof-pq" title="Post-quantum signature" tone={m.pq.tone} status={m.pq.status}>
+          <Fact term="Algorithm">ML-DSA-65 (NIST FIPS 204)</Fact>
+          <Fact term="Signed">
+            <code class="mono">server_hash</code> = SHA-256 of the RFC 8785 statement: <code class="mono">{m.serverHash}</code>
+          </Fact>
+          <Fact term="Key">
+            <code class="mono">{m.pq.keyId}</code> {m.pq.keyPublished ? '(this service’s published key)' : '(not a key this service publishes)'}
+          </Fact>
+          <Why reasons={m.pq.reasons} />
+        </Proof>
 
-          <Proof id="proof-timestamp" title="Timestamp" tone={m.timestamp.valid ? 'ok' : 'bad'} status={m.timestamp.valid ? 'RFC 3161 valid' : 'RFC 3161 invalid'}>
-            <Fact term="Time">
-              <Time iso={m.timestamp.time} />
-            </Fact>
-            <Fact term="Authority">{m.timestamp.tsa ?? 'unknown'}</Fact>
-            <Fact term="Serial">
-              <code class="mono">{m.timestamp.serial}</code>
-            </Fact>
-            <Fact term="Stamped">the file’s SHA-256 itself, so OpenSSL can check it against the file</Fact>
-          </Proof>
+        <Proof id="proof-timestamp" title="Timestamp" tone={m.timestamp.tone} status={m.timestamp.status}>
+          <Fact term="Time">
+            <Time iso={m.timestamp.time} />
+          </Fact>
+          <Fact term="Authority">{m.timestamp.tsa ?? 'unknown'}</Fact>
+          <Fact term="Serial">
+            <code class="mono">{m.timestamp.serial}</code>
+          </Fact>
+          <Fact term="Stamped">the file’s SHA-256 itself, so OpenSSL can check it against the file</Fact>
+          <Why reasons={m.timestamp.reasons} />
+        </Proof>
 
-          <Proof id="proof-ledger" title="Ledger transaction" tone={ledger.tone} status={ledger.status}>
-            <Fact term="Transaction">
-              <a href={m.ledger.explorerUrl} id="explorer-link" class="mono">
-                {m.ledger.txHash}
-              </a>
-            </Fact>
-            <Fact term="Block">{m.ledger.block_number === null ? 'not yet mined' : `#${m.ledger.block_number}`}</Fact>
-            <Fact term="Confirmations">{String(m.ledger.confirmations)}</Fact>
-            <Fact term="Chain id">{String(m.ledger.chainId)}</Fact>
-            <Fact term="Input data">{m.ledger.data_matches ? 'carries this image_hash and server_hash' : 'does not carry this evidence'}</Fact>
-          </Proof>
+        <Proof id="proof-ledger" title="Ledger transaction" tone={m.ledger.tone} status={m.ledger.status}>
+          <Fact term="Transaction">
+            <a href={m.ledger.explorerUrl} id="explorer-link" class="mono">
+              {m.ledger.tx_hash}
+            </a>
+          </Fact>
+          <Fact term="Block">{m.ledger.block_number === null ? 'not yet mined' : `#${m.ledger.block_number}`}</Fact>
+          <Fact term="Confirmations">
+            {String(m.ledger.confirmations)}
+            {m.ledger.checked_at ? <> as of <Time iso={m.ledger.checked_at} /></> : null}
+          </Fact>
+          <Fact term="Final">{m.ledger.final ? <>yes, since <Time iso={m.ledger.final_since} /></> : 'not yet'}</Fact>
+          <Fact term="Chain id">{String(m.ledger.chainId)}</Fact>
+          <Fact term="Input data">{m.ledger.inputData}</Fact>
+          <Why reasons={m.ledger.reasons} />
+        </Proof>
 
-          <Proof
-            id="proof-device"
-            title="Device"
-            tone={m.device.signatureValid && m.device.chainHashValid ? 'ok' : 'bad'}
-            status={m.device.signatureValid && m.device.chainHashValid ? 'Ed25519 valid' : !m.device.signatureValid ? 'Signature invalid' : 'Chain hash invalid'}
-          >
-            <Fact term="Device key">
-              <code class="mono">{m.device.publicKeyHex}</code>
-              {m.device.deviceId ? ` (${m.device.deviceId})` : ''}
-            </Fact>
-            <Fact term="Chain position">
-              {m.device.chainIndex === 0 ? 'link 0 (the first of this device’s chain)' : `link ${m.device.chainIndex} of this device’s chain`}
-            </Fact>
-            <Fact term="Chain hash">
-              <code class="mono">{m.device.chainHash}</code>
-            </Fact>
-            <Fact term="Previous">{m.device.previousHash ? <code class="mono">{m.device.previousHash}</code> : 'none (first link)'}</Fact>
-          </Proof>
-        </ul>
-      </section>
+        <Proof id="proof-device" title="Device" tone={m.device.tone} status={m.device.status}>
+          <Fact term="Device key">
+            <code class="mono">{m.device.publicKeyHex}</code>
+            {m.device.deviceId ? ` (${m.device.deviceId})` : ''}
+          </Fact>
+          <Fact term="Chain position">
+            {m.device.chainIndex === 0 ? 'link 0 (the first of this device’s chain)' : `link ${m.device.chainIndex} of this device’s chain`}
+          </Fact>
+          <Fact term="Chain hash">
+            <code class="mono">{m.device.chainHash}</code>
+          </Fact>
+          <Fact term="Previous">{m.device.previousHash ? <code class="mono">{m.device.previousHash}</code> : 'none (first link)'}</Fact>
+          <Why reasons={m.device.reasons} />
+        </Proof>
+      </ul>
+    </section>
 
       <CheckFileBox verifyBase="./" />
 
@@ -145,8 +144,7 @@ const AnchoredPage: FC<{ m: AnchoredModel }> = ({ m }) => {
         </p>
       </section>
     </>
-  );
-};
+);
 
 /** The page for a verification model. */
 export const VerifyPage: FC<{ model: VerifyPageModel }> = ({ model }) => {

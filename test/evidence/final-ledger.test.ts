@@ -1,16 +1,42 @@
 /**
- * The stored final receipt as a ledger verdict (lib/evidence/final-ledger.ts): served only while it
- * still describes the record's transaction, with confirmations frozen at finality.
+ * The stored final receipt (lib/evidence/final-ledger.ts) as the one verdict serves it
+ * (verdict.ts, ledger `final`): served only while it still describes the record's transaction,
+ * with confirmations frozen at finality, and its input data checked again offline.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { finalLedgerCheck, storedFinalReceipt } from '../../lib/evidence/final-ledger.js';
+import { sha256Hex } from '../../lib/crypto/hash.js';
+import { storedFinalReceipt } from '../../lib/evidence/final-ledger.js';
 import { anchorLeafHash, hashChildren } from '../../lib/evidence/merkle.js';
+import { checkTimestamp } from '../../lib/evidence/proof-check.js';
 import type { AnchoredEvidence, FinalLedgerReceipt } from '../../lib/evidence/records.js';
+import { judgeEvidence } from '../../lib/evidence/verdict.js';
 import { encodeAnchorData, encodeBatchData } from '../../lib/ledger/anchor-data.js';
 
 const IMAGE = 'a1'.repeat(32);
-const SERVER = 'b2'.repeat(32);
+const STATEMENT = JSON.stringify({ image_hash: IMAGE });
+const SERVER = sha256Hex(STATEMENT);
+
+/** The ledger part of the one verdict for a record served from its final receipt. */
+function finalLedgerCheck(f: FinalLedgerReceipt, item: AnchoredEvidence) {
+  const v = judgeEvidence({
+    bundle: {
+      image_hash: item.image_hash,
+      server_hash: item.server_hash,
+      statement: STATEMENT,
+      anchored_at: '2026-11-25T09:00:00.000Z',
+      pq: { public_key: new Uint8Array(), signature: new Uint8Array() },
+      device: { public_key_hex: '', signature_hex: '', chain_index: 0, chain_hash: '', previous_hash: null },
+      ...(item.merkle ? { merkle: item.merkle } : {}),
+      tx_hash: `0x${'cd'.repeat(32)}`,
+    },
+    timestamp: checkTimestamp(null, 'not under test'),
+    timestampRootTrusted: true,
+    trustedPqKeys: [],
+    ledger: { kind: 'final', receipt: f },
+  });
+  return { valid: v.proofs.ledger.state === 'holds', ...v.ledger, overall: v.status, statement: v.proofs.statement.state };
+}
 
 const final: FinalLedgerReceipt = {
   block_number: 42,
@@ -26,10 +52,15 @@ const record = (over: Partial<AnchoredEvidence> = {}) =>
   ({ image_hash: IMAGE, server_hash: SERVER, tx_status: 'confirmed', block_number: 42, ledger_address: '0x1111111111111111111111111111111111111111', ledger_final: final, ...over }) as AnchoredEvidence;
 
 describe('a stored final receipt', () => {
-  it('is served as a valid, confirmed verdict with the confirmations at finality', () => {
+  it('is served as a holding, confirmed, final ledger proof with the confirmations at finality', () => {
     const f = storedFinalReceipt(record());
     assert.ok(f);
-    assert.deepEqual(finalLedgerCheck(f, record()), { found: true, valid: true, status: 'confirmed', block_number: 42, confirmations: 3, data_matches: true, from: final.from, final });
+    const check = finalLedgerCheck(f, record());
+    assert.equal(check.valid, true);
+    assert.deepEqual(
+      [check.status, check.block_number, check.confirmations, check.data_matches, check.from, check.final, check.final_since, check.block_time, check.checked_at],
+      ['confirmed', 42, 3, true, final.from, true, final.recorded_at, final.block_time, final.recorded_at],
+    );
   });
 
   it('is not served when it no longer describes the record: another wallet, another block, not confirmed, or none', () => {
@@ -40,10 +71,13 @@ describe('a stored final receipt', () => {
     assert.equal(storedFinalReceipt(record({ ledger_final: { ...final, input_data: undefined } })), undefined, 'stored without its input data: the chain is read');
   });
 
-  it('checks the input data again, offline: a record whose server_hash changed since fails', () => {
-    const verdict = finalLedgerCheck(final, record({ server_hash: 'c3'.repeat(32) }));
-    assert.equal(verdict.valid, false);
-    assert.equal(verdict.data_matches, false);
+  it('checks the input data again, offline: a record whose statement or server_hash changed since fails', () => {
+    const changedHash = finalLedgerCheck(final, record({ server_hash: 'c3'.repeat(32) }));
+    assert.equal(changedHash.overall, 'failed');
+    assert.equal(changedHash.statement, 'fails', 'the stated server_hash is not the statement\'s hash');
+    const otherData = finalLedgerCheck({ ...final, input_data: encodeAnchorData(IMAGE, 'c3'.repeat(32)) }, record());
+    assert.equal(otherData.valid, false);
+    assert.equal(otherData.data_matches, false);
   });
 
   it('batch mode: the stored inclusion path must still lead to the root the transaction carried', () => {

@@ -747,3 +747,22 @@ export function unvouchedCertificates(carried: Certificate[], trusted: Certifica
   }
   return pending;
 }
+
+/**
+ * A certificate's subject as people read it: `CN (O)`, or whichever of the two it has (display
+ * only; null when the PEM holds no certificate or neither attribute). The one formatter of a TSA's
+ * name: the verify page, the PDF certificate and `evidence verify` all show this.
+ */
+export function describeSubject(pem: string): string | null {
+  try {
+    const cert = certificatesFromPem(pem)[0];
+    if (!cert) return null;
+    const parts = nameStrings(cert.subject);
+    const cn = parts.get('2.5.4.3');
+    const o = parts.get('2.5.4.10');
+    if (cn && o) return `${cn} (${o})`;
+    return cn ?? o ?? null;
+  } catch {
+    return null;
+  }
+}

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { ProofsSchema, VerdictStatus } from './verdict.js';
 import { IsoTime, NullableSha256Hex, Sha256Hex } from './common.js';
 
 const Hex = (bytes: number, what: string) =>
@@ -40,17 +41,19 @@ export const AnchorResult = z
   })
   .openapi('AnchorResult');
 
-/** api-v2.md "Verification result". */
+/** api-v2.md "Verification result", with the one verdict behind its flags (lib/evidence/verdict.ts). */
 export const VerificationResult = z
   .object({
-    verified: z.boolean(),
+    verified: z.boolean().describe('status is verified: every proof holds.'),
     image_hash: z.string(),
     chain_hash: z.string().optional(),
     chain_index: z.number().int().optional(),
     anchored_at: IsoTime.optional(),
-    has_pq_signature: z.boolean(),
-    has_blockchain: z.boolean(),
-    has_timestamp: z.boolean(),
+    has_pq_signature: z
+      .boolean()
+      .describe('The statement hashes to server_hash and names this record, the ML-DSA-65 signature over server_hash verifies, and the key is one this service publishes (proofs statement, pq_signature and pq_key all hold).'),
+    has_blockchain: z.boolean().describe('The ledger proof holds.'),
+    has_timestamp: z.boolean().describe('The timestamp proof holds.'),
     ledger_tx: z.string().optional(),
     ledgerscan_url: z.string().optional(),
     registered_at: IsoTime.optional(),
@@ -59,15 +62,21 @@ export const VerificationResult = z
       .number()
       .int()
       .optional()
-      .describe('Confirmations of the ledger transaction: as read now, or, once the transaction is final (ledger_final), the count when finality was recorded, which no longer grows.'),
+      .describe(
+        'Blocks from the transaction\'s block to the latest one, inclusive (1 = just mined), as of ledger_checked_at: when the chain was read, or, for a final transaction served from its stored receipt, when finality was recorded.',
+      ),
     ledger_final: z
       .boolean()
       .optional()
       .describe(
-        'true when the ledger transaction is final and this answer comes from its finalized receipt stored on the record (read from the chain and checked once, when it became final): the chain was not asked again (unless recheck=1).',
+        'true once the transaction reached the configured finality and its receipt was recorded; it stays true (a recheck may add confirmations, and fails the ledger proof if the transaction left the block recorded at finality).',
       ),
+    ledger_checked_at: IsoTime.optional().describe('When confirmations were counted.'),
     block_number: z.number().int().optional().describe('The block of the ledger transaction (once mined).'),
     block_time: IsoTime.optional().describe("The timestamp of the transaction's block (from the finalized receipt)."),
+    status: VerdictStatus.optional(),
+    summary: z.string().optional().describe('The verdict in one sentence.'),
+    proofs: ProofsSchema.optional(),
   })
   .openapi('VerificationResult');
 

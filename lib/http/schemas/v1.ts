@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { ProofResultSchema, ProofsSchema, VerdictStatus } from './verdict.js';
 import { IsoTime, NullableSha256Hex, Sha256Hex } from './common.js';
 
 /**
@@ -67,11 +68,17 @@ export const V1VerifyResponse = z
     chain_index: z.number().int().optional(),
     chain_hash: z.string().optional(),
     previous_hash: z.string().nullable().optional(),
-    pq_verified: z.boolean().describe('The stored ML-DSA-65 signature was verified now, with a public key this service publishes (GET /pq/info).'),
-    chain_verified: z.boolean().optional().describe('chain_hash recomputes from previous_hash and image_hash, and the device Ed25519 signature verifies.'),
+    pq_verified: z
+      .boolean()
+      .describe('The statement hashes to server_hash and names this record, the ML-DSA-65 signature over server_hash verifies, and the key is one this service publishes (GET /pq/info): proofs statement, pq_signature and pq_key hold.'),
+    chain_verified: z.boolean().optional().describe('The device Ed25519 signature verifies and chain_hash recomputes from previous_hash and image_hash (proofs device_signature and chain_link hold).'),
     timestamp_verified: z.boolean().optional().describe('The RFC 3161 token verifies (imprint = image_hash, signature, certificate chain to the TSA root).'),
-    ledger_verified: z.boolean().optional().describe('The transaction was read from the chain now: mined, successful, from the service wallet, carrying image_hash || server_hash (batch mode: the batch root, with the anchor\'s inclusion path leading to it).'),
-    verified: z.boolean().describe('Every proof holds: statement, post-quantum signature, device chain, timestamp and ledger.'),
+    ledger_verified: z.boolean().optional().describe('The ledger proof holds: mined, successful, from the service wallet, carrying image_hash || server_hash (batch mode: the batch root, with the anchor\'s inclusion path leading to it); from the chain now, or from the receipt stored at finality.'),
+    verified: z.boolean().describe('status is verified: every proof holds.'),
+    ledger_final: z.boolean().optional().describe('The transaction reached the configured finality and its receipt was recorded (see the v2 verify).'),
+    status: VerdictStatus.optional(),
+    summary: z.string().optional().describe('The verdict in one sentence.'),
+    proofs: ProofsSchema.optional(),
     tx_hash: z.string().optional(),
     tx_status: z.enum(['confirmed', 'pending', 'failed', 'not_found']).optional().describe('As read from the chain now.'),
     confirmations: z.number().int().optional(),
@@ -250,11 +257,13 @@ export const LedgerVerifyResponse = z
   .object({
     found: z.boolean(),
     image_hash: z.string(),
-    verified: z.boolean().describe('Mined, successful, sent by the service wallet, input data = image_hash || server_hash (batch mode: the batch root, and the inclusion path leads to it).'),
+    verified: z.boolean().describe('The ledger proof of the one verdict holds: mined, successful, sent by the service wallet, input data = image_hash || server_hash (batch mode: the batch root, and the inclusion path leads to it).'),
     tx_hash: z.string().optional(),
     tx_status: z.enum(['confirmed', 'pending', 'failed', 'not_found']).optional(),
     block_number: z.number().int().nullable().optional(),
     confirmations: z.number().int().optional(),
+    ledger_final: z.boolean().optional().describe('The transaction reached the configured finality and its receipt was recorded.'),
+    proof: ProofResultSchema.optional().describe('The ledger proof of the one verdict: its state and why.'),
     data_matches: z.boolean().optional(),
     expected_input_data: z.string().optional(),
     from: z.string().nullable().optional(),

@@ -1,0 +1,282 @@
+/**
+ * The one verdict on an anchored record. Every reader — v1 and v2 verify, the verify page, the PDF
+ * certificate, the transaction page and the offline `evidence verify` — asks this function and
+ * renders its result; none decides anything of its own. Its inputs are the proofs as stored (or as
+ * a receipt carries them) and what the reader could establish with I/O (the RFC 3161 token
+ * verified against the roots it trusts, the ML-DSA-65 keys it trusts, the ledger transaction as a
+ * node returned it, or the final receipt stored when it became final). The individual checks are
+ * proof-check.ts's; this module only composes them, once.
+ *
+ * What the words mean (README "Verify without us"):
+ * - a proof `holds` when it was checked now and is right; `fails` when it was checked and is
+ *   wrong; `pending` when it is right so far but not complete (the transaction is not mined yet,
+ *   or has fewer confirmations than asked); `unchecked` when the reader could not establish it
+ *   (no node to ask, a trust anchor not pinned); `absent` when the record has no such proof (the
+ *   Merkle inclusion of a direct anchor).
+ * - status `verified`: every proof holds. `failed`: some proof fails. `pending`: none fails, and
+ *   some is pending or unchecked. A skipped check never counts as passed.
+ * - `pq_verified`: the statement hashes to server_hash and names this record, the ML-DSA-65
+ *   signature over that hash verifies, and the key is one the service publishes (or the reader pinned).
+ * - `confirmations`: blocks from the transaction's block to the latest one, inclusive (1 = just
+ *   mined), as of `ledger.checked_at`: the time the chain was read, or, for a final record served
+ *   from its stored receipt, the time finality was recorded.
+ * - `final`: the transaction reached the configured finality (LEDGER_CONFIRMATION_TAG: mined on a
+ *   chain that never reorganises, or at or below the node's finalized block) and the service
+ *   recorded its receipt then (`final_since`). A later reading of the chain may add confirmations;
+ *   it never turns a final record into a non-final one: it holds, or, if the transaction is no
+ *   longer in the block recorded at finality, the ledger proof fails and says so.
+ */
+import type { TimestampVerdict, LedgerRead, Verdict } from './proof-check.js';
+import {
+  checkChainHash,
+  checkDeviceSignature,
+  checkLedgerData,
+  checkLedgerTransaction,
+  checkMerkleInclusion,
+  checkPqKey,
+  checkPqSignature,
+  checkPreviousHash,
+  checkServerHash,
+  statementMismatches,
+} from './proof-check.js';
+import type { FinalLedgerReceipt } from './records.js';
+
+export type ProofState = 'holds' | 'fails' | 'pending' | 'unchecked' | 'absent';
+
+export interface ProofResult {
+  state: ProofState;
+  /** One line: why, in words. */
+  reason: string;
+}
+
+/** The proofs of an anchored record, in the order readers list them. */
+export const PROOF_NAMES = ['statement', 'pq_signature', 'pq_key', 'timestamp', 'ledger', 'merkle', 'device_signature', 'chain_link'] as const;
+export type ProofName = (typeof PROOF_NAMES)[number];
+
+/** What people call each proof (the page, the PDF, the CLI). */
+export const PROOF_TITLES: Record<ProofName, string> = {
+  statement: 'statement (RFC 8785) hashes to server_hash and names this record',
+  pq_signature: 'ML-DSA-65 signature (FIPS 204) over server_hash',
+  pq_key: 'ML-DSA-65 key published by the service',
+  timestamp: 'RFC 3161 timestamp',
+  ledger: 'ledger transaction',
+  merkle: 'Merkle inclusion (RFC 6962 batch)',
+  device_signature: "device's Ed25519 signature",
+  chain_link: 'device chain link',
+};
+
+export type EvidenceStatus = 'verified' | 'pending' | 'failed';
+
+export interface LedgerSummary {
+  status: 'confirmed' | 'pending' | 'failed' | 'not_found' | 'unchecked';
+  tx_hash: string;
+  /** The input data carries what it must (image_hash || server_hash, or the root the inclusion path leads to); null: not read. */
+  data_matches: boolean | null;
+  /** The sender as read from the chain (or recorded at finality); null: not read. */
+  from: string | null;
+  block_number: number | null;
+  confirmations: number;
+  final: boolean;
+  /** When the service recorded the final receipt (null: not final). */
+  final_since: string | null;
+  block_time: string | null;
+  /** When the confirmations were counted (the chain read, or the recording of finality); null: not read. */
+  checked_at: string | null;
+}
+
+export interface EvidenceVerdict {
+  status: EvidenceStatus;
+  /** One sentence for people. */
+  summary: string;
+  proofs: Record<ProofName, ProofResult>;
+  /** The proofs that fail, in PROOF_NAMES order. */
+  failed: ProofName[];
+  /** The proofs not established yet (pending or unchecked). */
+  open: ProofName[];
+  /** statement, ML-DSA-65 signature and key all hold. */
+  pq_verified: boolean;
+  ledger: LedgerSummary;
+  /** The token's genTime, when it could be read. */
+  timestamp_time: string | null;
+}
+
+/** The proofs of one record, as stored or as a receipt carries them. */
+export interface ProofBundle {
+  image_hash: string;
+  /** server_hash as the record states it. */
+  server_hash: string;
+  /** The statement's RFC 8785 canonical text (what server_hash is the SHA-256 of). */
+  statement: string;
+  anchored_at: string;
+  pq: { public_key: Uint8Array; signature: Uint8Array };
+  device: { public_key_hex: string; signature_hex: string; chain_index: number; chain_hash: string; previous_hash: string | null };
+  /** Batch mode: the inclusion proof as stated (absent: a direct anchor). */
+  merkle?: unknown;
+  tx_hash: string;
+}
+
+/** What the reader established about the ledger transaction. */
+export type LedgerEvidence =
+  | {
+      kind: 'read';
+      read: LedgerRead;
+      /** The sender the transaction must come from (the service wallet); undefined: the reader has none to hold it to. */
+      expectedFrom: string | undefined;
+      minConfirmations?: number;
+      checkedAt: Date;
+      /** The final receipt stored for the record, which this read rechecks. */
+      final?: FinalLedgerReceipt | undefined;
+    }
+  | { kind: 'final'; receipt: FinalLedgerReceipt }
+  | { kind: 'unchecked'; reason: string };
+
+export interface VerdictInputs {
+  bundle: ProofBundle;
+  /** The RFC 3161 token verified against the roots the reader trusts (proof-check.ts checkTimestamp). */
+  timestamp: TimestampVerdict;
+  /** false: the roots were not the reader's own (a receipt's own root): the token is then at most unchecked. */
+  timestampRootTrusted: boolean;
+  /** SHA-256 fingerprints of the ML-DSA-65 keys the reader trusts; null: none pinned (the key is then unchecked). */
+  trustedPqKeys: readonly string[] | null;
+  ledger: LedgerEvidence;
+}
+
+const holds = (reason: string): ProofResult => ({ state: 'holds', reason });
+const fails = (reason: string): ProofResult => ({ state: 'fails', reason });
+const fromVerdict = (v: Verdict): ProofResult => (v.ok ? holds(v.reason) : fails(v.reason));
+
+/** The verdict on one anchored record. Pure: no I/O, no clock. */
+export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
+  const { bundle: b } = input;
+  // The statement's real hash: what the signature and the ledger must cover. A server_hash field
+  // that differs from it fails the statement alone, not every proof after it.
+  const statementHash = checkServerHash(b.statement, b.server_hash);
+  const realHash = statementHash.recomputed;
+
+  const proofs = {} as Record<ProofName, ProofResult>;
+  proofs.statement = judgeStatement(b, statementHash);
+  proofs.pq_signature = fromVerdict(checkPqSignature({ serverHash: realHash, publicKey: b.pq.public_key, signature: b.pq.signature }));
+  proofs.pq_key =
+    input.trustedPqKeys === null
+      ? { state: 'unchecked', reason: 'the ML-DSA-65 key is not pinned: pin it (evidence trust add <url>, or --pq-key)' }
+      : fromVerdict(checkPqKey(b.pq.public_key, input.trustedPqKeys));
+  proofs.timestamp = !input.timestamp.ok
+    ? fails(input.timestamp.reason)
+    : input.timestampRootTrusted
+      ? holds(input.timestamp.reason)
+      : { state: 'unchecked', reason: `${input.timestamp.reason}, but against the receipt's own root: pin the TSA root (evidence trust add <url>, or --root)` };
+  proofs.merkle = b.merkle === undefined || b.merkle === null ? { state: 'absent', reason: 'a direct anchor: its transaction carries image_hash || server_hash itself' } : fromVerdict(checkMerkleInclusion(b.image_hash, realHash, b.merkle));
+  proofs.device_signature = fromVerdict(checkDeviceSignature({ image_hash: b.image_hash, public_key_hex: b.device.public_key_hex, signature_hex: b.device.signature_hex }));
+  proofs.chain_link = judgeChainLink(b);
+  const { proof: ledgerProof, summary: ledger } = judgeLedger(b, realHash, input.ledger);
+  proofs.ledger = ledgerProof;
+
+  const failed = PROOF_NAMES.filter((n) => proofs[n].state === 'fails');
+  const open = PROOF_NAMES.filter((n) => proofs[n].state === 'pending' || proofs[n].state === 'unchecked');
+  const status: EvidenceStatus = failed.length > 0 ? 'failed' : open.length > 0 ? 'pending' : 'verified';
+  return {
+    status,
+    summary: summarise(status, failed, open, proofs),
+    proofs,
+    failed,
+    open,
+    pq_verified: proofs.statement.state === 'holds' && proofs.pq_signature.state === 'holds' && proofs.pq_key.state === 'holds',
+    ledger,
+    timestamp_time: input.timestamp.genTime ? input.timestamp.genTime.toISOString() : null,
+  };
+}
+
+function judgeStatement(b: ProofBundle, hash: ReturnType<typeof checkServerHash>): ProofResult {
+  if (!hash.ok) return fails(hash.reason);
+  let statement: Record<string, unknown>;
+  try {
+    statement = JSON.parse(b.statement) as Record<string, unknown>;
+  } catch {
+    return fails('the statement is not JSON');
+  }
+  const differ = statementMismatches(statement, {
+    image_hash: b.image_hash,
+    anchored_at: b.anchored_at,
+    chain_index: b.device.chain_index,
+    chain_hash: b.device.chain_hash,
+    previous_hash: b.device.previous_hash,
+    public_key_hex: b.device.public_key_hex,
+    signature_hex: b.device.signature_hex,
+  });
+  return differ.length === 0 ? holds(`${hash.reason}; it names this image, time, device and chain entry`) : fails(`the signed statement names another ${differ.join(', ')}`);
+}
+
+function judgeChainLink(b: ProofBundle): ProofResult {
+  const link = { image_hash: b.image_hash, chain_index: b.device.chain_index, chain_hash: b.device.chain_hash, previous_hash: b.device.previous_hash };
+  const previous = checkPreviousHash(link);
+  if (!previous.ok) return fails(previous.reason);
+  const chain = checkChainHash(link);
+  if (!chain.ok) return fails(chain.reason);
+  return holds(`${chain.reason}${link.chain_index === 0 ? ' (the first link)' : ' (its predecessor is in GET /api/v1/chain/all/{public_key_hex})'}`);
+}
+
+function judgeLedger(b: ProofBundle, realHash: string, evidence: LedgerEvidence): { proof: ProofResult; summary: LedgerSummary } {
+  const base: LedgerSummary = { status: 'unchecked', tx_hash: b.tx_hash, data_matches: null, from: null, block_number: null, confirmations: 0, final: false, final_since: null, block_time: null, checked_at: null };
+  const expected = { image_hash: b.image_hash, server_hash: realHash, merkle: b.merkle };
+  if (evidence.kind === 'unchecked') return { proof: { state: 'unchecked', reason: evidence.reason }, summary: base };
+
+  if (evidence.kind === 'final') {
+    // Served from the receipt stored at finality: read from the chain then and held; its input
+    // data is checked again now, offline, against the record.
+    const f = evidence.receipt;
+    const data = checkLedgerData(f.input_data ?? '', expected);
+    const summary: LedgerSummary = {
+      ...base,
+      status: 'confirmed',
+      data_matches: data.ok,
+      from: f.from,
+      block_number: f.block_number,
+      confirmations: f.confirmations,
+      final: true,
+      final_since: f.recorded_at,
+      block_time: f.block_time,
+      checked_at: f.recorded_at,
+    };
+    return { proof: data.ok ? holds(`final since ${f.recorded_at}: mined in block ${f.block_number} (${f.block_time}); ${data.reason}`) : fails(data.reason), summary };
+  }
+
+  const v = checkLedgerTransaction(evidence.read, { ...expected, from: evidence.expectedFrom, minConfirmations: evidence.minConfirmations ?? 1 });
+  const f = evidence.final;
+  const summary: LedgerSummary = {
+    ...base,
+    status: v.status,
+    data_matches: v.found ? v.data_matches : null,
+    from: v.from,
+    block_number: v.block_number,
+    confirmations: v.confirmations,
+    final: f !== undefined,
+    final_since: f?.recorded_at ?? null,
+    block_time: f?.block_time ?? null,
+    checked_at: evidence.checkedAt.toISOString(),
+  };
+  if (!v.found) return { proof: fails(f ? `the transaction recorded final in block ${f.block_number} is gone from the chain` : v.transaction.reason), summary };
+  if (!v.data.ok) return { proof: fails(v.data.reason), summary };
+  if (f && v.block_number !== f.block_number) {
+    return { proof: fails(`the transaction recorded final in block ${f.block_number} is now in ${v.block_number === null ? 'no block' : `block ${v.block_number}`}`), summary };
+  }
+  if (v.status === 'pending') return { proof: { state: 'pending', reason: v.transaction.reason }, summary };
+  if (v.status === 'failed') return { proof: fails(v.transaction.reason), summary };
+  if (!v.transaction.ok) {
+    // Mined and succeeded, but not from the expected wallet (fails), or too few confirmations yet (pending).
+    return { proof: v.confirmations < (evidence.minConfirmations ?? 1) ? { state: 'pending', reason: v.transaction.reason } : fails(v.transaction.reason), summary };
+  }
+  if (evidence.expectedFrom === undefined) {
+    return { proof: { state: 'unchecked', reason: `${v.transaction.reason}; the sender is not held to a pinned service wallet (evidence trust add <url>, or --wallet)` }, summary };
+  }
+  return { proof: holds(`${v.transaction.reason}; ${v.data.reason}${f ? `; final since ${f.recorded_at}` : ''}`), summary };
+}
+
+function summarise(status: EvidenceStatus, failed: ProofName[], open: ProofName[], proofs: Record<ProofName, ProofResult>): string {
+  const names = (list: ProofName[]) => list.map((n) => PROOF_TITLES[n]).join(', ');
+  if (status === 'verified') return 'Verified: every proof was checked and holds.';
+  if (status === 'failed') return `Not verified: ${names(failed)} did not check out (${proofs[failed[0] as ProofName].reason}).`;
+  const ledgerOnly = open.length === 1 && open[0] === 'ledger' && proofs.ledger.state === 'pending';
+  return ledgerOnly
+    ? 'Anchored, ledger confirmation pending: every other proof holds; the ledger transaction is not confirmed yet.'
+    : `Not verified yet: nothing failed, but ${names(open)} ${open.length === 1 ? 'is' : 'are'} not established (${proofs[open[0] as ProofName].reason}).`;
+}
