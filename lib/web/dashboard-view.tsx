@@ -1,7 +1,9 @@
 /**
  * `/dashboard`: the account holder's page. The server sends a fixed shell (no account data: it is
- * the same for everyone and cacheable); the inline script (dashboard-script.ts) fills it from the
- * public v2 account API. Without JavaScript it says so and points to the API.
+ * the same for everyone and cacheable); the inline script fills it from the public v2 account API:
+ * DASHBOARD_SCRIPT, bundled from the browser app lib/web/dashboard/app.ts into the generated
+ * dashboard-script.ts (infra/dashboard-script.ts). Every id the app looks up is an element here.
+ * Without JavaScript it says so and points to the API.
  */
 import type { FC } from 'hono/jsx';
 import { MIN_PASSWORD_LENGTH } from '../accounts/passwords.js';
