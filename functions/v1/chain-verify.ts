@@ -8,7 +8,7 @@ import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
 import { HashParam, problemResponses } from '../../lib/http/schemas/common.js';
 import { explorerUrl } from '../../lib/ledger/anchor-data.js';
-import { verdictFields } from '../../lib/http/schemas/verdict.js';
+import { notFoundFields, verdictFields } from '../../lib/http/schemas/verdict.js';
 
 export const route = createRoute({
   method: 'get',
@@ -41,8 +41,8 @@ app.openapi(route, async (c) => {
   const verdict = v.verdict;
   if (!r || !verdict) {
     c.header('Cache-Control', 'public, max-age=5');
-    if (!v.found) return c.json({ found: false, image_hash, pq_verified: false, verified: false }, 404);
-    return c.json({ found: false, image_hash, pq_verified: false, verified: false, registered: true, registered_at: v.registered_at ?? undefined }, 200);
+    if (!v.found) return c.json({ found: false, image_hash, pq_verified: false, verified: false, ...notFoundFields(false) }, 404);
+    return c.json({ found: false, image_hash, pq_verified: false, verified: false, registered: true, registered_at: v.registered_at ?? undefined, ...notFoundFields(true) }, 200);
   }
   const ledger = verdict.ledger;
   c.header('Cache-Control', ledger.final ? 'public, max-age=300' : ledger.status === 'confirmed' ? 'public, max-age=30' : 'public, max-age=5');

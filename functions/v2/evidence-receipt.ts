@@ -30,11 +30,12 @@ app.openapi(route, async (c) => {
   const { image_hash } = c.req.valid('param');
   const item = await getEvidenceRepo().get(image_hash);
   if (!isAnchored(item)) throw notFound('evidence_not_found', `No anchored evidence for ${image_hash}.`);
-  // A receipt whose transaction is confirmed (at the configured finality) can no longer change:
-  // cached for a year, immutable. Until then every use revalidates (ETag, 304).
-  c.header('Cache-Control', item.tx_status === 'confirmed' ? 'public, max-age=31536000, immutable' : 'no-cache');
+  // A receipt whose transaction is final (ledger.final present) can no longer change: cached for a
+  // year, immutable. Until then every use revalidates (ETag, 304).
+  const receipt = buildReceipt(item, getConfig().ledger.explorerTxUrl);
+  c.header('Cache-Control', receipt.ledger.final ? 'public, max-age=31536000, immutable' : 'no-cache');
   c.header('Content-Disposition', `inline; filename="receipt-${image_hash}.json"`);
-  return c.json(buildReceipt(item, getConfig().ledger.explorerTxUrl), 200);
+  return c.json(receipt, 200);
 });
 
 export const handler = handle(app);

@@ -8,7 +8,7 @@ import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
 import { HashParam, problemResponses } from '../../lib/http/schemas/common.js';
 import { explorerUrl } from '../../lib/ledger/anchor-data.js';
-import { verdictFields } from '../../lib/http/schemas/verdict.js';
+import { notFoundFields, verdictFields } from '../../lib/http/schemas/verdict.js';
 
 export const route = createRoute({
   method: 'get',
@@ -16,8 +16,9 @@ export const route = createRoute({
   tags: ['v2 evidence'],
   summary: 'Verify a hash publicly (no credentials)',
   description:
-    'Every flag is computed now from the stored proofs: the ML-DSA-65 signature is verified, the RFC 3161 token is verified ' +
-    "against the TSA root, and the transaction is read from the chain. verified is true only when all three hold. " +
+    'The one verdict (README "What the verdict means"), computed now from the stored proofs: the statement and the ML-DSA-65 signature are verified, the RFC 3161 token is verified ' +
+    'against the TSA root, the device signature and chain link are checked, and the transaction is read from the chain: its input data is image_hash || server_hash, or in batch mode ' +
+    'ASCII "MERKLE-SHA256:" || the batch root, to which the anchor\'s stored RFC 6962 inclusion path must lead (proofs.merkle). verified is true only when every proof holds (status verified). ' +
     'Once the transaction is final, its finalized receipt (block, block time, confirmations at finality) is stored on the record ' +
     '(read from the chain and checked once, by the reconciler within a minute of finality) and served from there: ledger_final is true, ' +
     'confirmations stays the count at finality, and the chain is not asked again unless recheck=1. ' +
@@ -43,7 +44,7 @@ app.openapi(route, async (c) => {
   const verdict = v.verdict;
   if (!r || !verdict) {
     c.header('Cache-Control', 'public, max-age=5');
-    const none = { verified: false, image_hash, has_pq_signature: false, has_blockchain: false, has_timestamp: false };
+    const none = { verified: false, image_hash, has_pq_signature: false, has_blockchain: false, has_timestamp: false, ...notFoundFields(v.found) };
     return v.found ? c.json({ ...none, ...(v.registered_at ? { registered_at: v.registered_at } : {}) }, 200) : c.json(none, 404);
   }
   const ledger = verdict.ledger;
@@ -62,7 +63,9 @@ app.openapi(route, async (c) => {
       ledger_final: ledger.final,
       ...(ledger.block_number !== null ? { block_number: ledger.block_number } : {}),
       ...(ledger.block_time ? { block_time: ledger.block_time } : {}),
-      ...(ledger.checked_at ? { ledger_checked_at: ledger.checked_at } : {}),
+      ...(ledger.final_since ? { ledger_final_since: ledger.final_since } : {}),
+      // Counted for this answer: as of its Date header (so that equal answers keep one ETag); counted earlier (a final record served from its stored receipt): when.
+      ...(ledger.checked_at && ledger.checked_at === ledger.final_since ? { ledger_checked_at: ledger.checked_at } : {}),
       has_pq_signature: verdict.pq_verified,
       has_blockchain: verdict.proofs.ledger.state === 'holds',
       has_timestamp: verdict.proofs.timestamp.state === 'holds',

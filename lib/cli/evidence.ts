@@ -8,7 +8,9 @@
  *     evidence trust add|list|remove [<base-url>]
  *
  * keygen and anchor use only the public REST API; verify needs no service at all.
- * Exit codes: 0 done (verify: every check that ran passed), 1 failed, 2 usage error.
+ * Exit codes: 0 done (verify: verified, every proof checked and holding), 1 failed (verify: some
+ * proof fails), 2 usage error, 3 verify: nothing failed, but some proof was not established
+ * (pending on the ledger, or a trust anchor not pinned, or no --rpc).
  */
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -18,7 +20,9 @@ import { RpcReader } from '../ledger/rpc-reader.js';
 import { readAttachments } from '../pdf/attachments.js';
 import { CliError, anchorFile, chainStatePath, generateDeviceKey, hashWithProgress, writeKeyFile } from './client.js';
 import { addTrustedService, describeService, pinnedAnchors, readTrustFile, removeTrustedService, trustFilePath } from './trust.js';
-import { type VerifySubject, formatReport, verifyReceipt } from './verify-receipt.js';
+import { formatReport } from './receipt-report.js';
+import { type VerifySubject, verifyReceipt } from './verify-receipt.js';
+import type { EvidenceStatus } from '../evidence/verdict.js';
 import { formatStandalone, verifySignatureFile, verifyTimestampFile } from './verify-standalone.js';
 
 export const USAGE = `Usage: evidence <command> [options]
@@ -36,10 +40,12 @@ Commands:
   verify <file|sha256> [--receipt <file>.receipt.json] [--root tsa-root.pem] [--rpc URL]
          [--pq-key FINGERPRINT] [--wallet 0xADDRESS] [--min-confirmations N]
          [--timestamp t.json] [--signature s.json] [--jwks jwks.json] [--trust-file F] [--json]
-      Check a receipt without the service: the file's SHA-256, the device's Ed25519 signature, the
-      chain hash rule, server_hash (RFC 8785), the ML-DSA-65 signature, the RFC 3161 token
-      (signature, imprint, ESSCertIDv2, EKU, chain to the root) and, with --rpc, the ledger
-      transaction's input data, confirmations and sender.
+      Check a receipt without the service, with the verdict the service's own readers give: the
+      file's SHA-256, the statement (RFC 8785, server_hash), the ML-DSA-65 signature and key, the
+      RFC 3161 token (signature, imprint, ESSCertIDv2, EKU, chain to the root), the Merkle
+      inclusion of a batched anchor, the device's Ed25519 signature and chain link and, with
+      --rpc, the ledger transaction's input data, confirmations and sender. Each proof holds,
+      fails, is pending or unchecked (never counted as holding).
       --certificate cert.pdf takes the receipt attached to a PDF evidence certificate instead
       (check the PDF's own signature with pdfsig).
       --timestamp checks a stand-alone timestamp (POST /api/v2/evidence/timestamp) and
@@ -47,8 +53,8 @@ Commands:
       the receipt is checked only when --receipt names it.
       Trust anchors: the TSA root (--root), the ML-DSA-65 key (--pq-key), the ledger wallet
       (--wallet) and the Ed25519 keys (--jwks) are pinned by those flags or, without them, by the
-      trust file (evidence trust add). An anchor that is not pinned is taken from the receipt and
-      reported as "not pinned": that proves internal consistency only.
+      trust file (evidence trust add). A proof checked against an anchor that is not pinned is
+      "unchecked": the receipt is then consistent with itself, not verified.
 
   trust add <base-url> | trust list | trust remove <base-url>   [--trust-file F]
       Fetch a service's trust anchors once (its TSA root, JWK set, chain id and wallet address,
@@ -56,7 +62,9 @@ Commands:
       file (EVIDENCE_TRUST_FILE, else ~/.config/evidence/trust.json). Compare the fingerprints it
       prints with the ones the operator publishes. Later verify runs use them with no flags.
 
-Exit codes: 0 done (verify: every check that ran passed), 1 failed, 2 usage error.`;
+Exit codes: 0 done (verify: verified: every proof checked and holds), 1 failed (verify: a proof
+fails), 2 usage error, 3 verify: not established (nothing failed, but a proof is pending or
+unchecked: no --rpc, a trust anchor not pinned, too few confirmations).`;
 
 /** Where the CLI writes: results on stdout, progress and errors on stderr. */
 export interface EvidenceIo {
@@ -265,7 +273,7 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   }
 
   const name = subject.kind === 'file' ? subject.name : subject.hash;
-  const reports: { ok: boolean; kind: string; file: string; report: unknown; lines: string[] }[] = [];
+  const reports: { status: EvidenceStatus; kind: string; file: string; report: unknown; lines: string[] }[] = [];
   // A certificate carries the receipt and, when the account made them, its stand-alone answers.
   const attached = values.certificate !== undefined ? await attachedToCertificate(values.certificate) : undefined;
   let receipt: unknown;
@@ -274,7 +282,8 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       if (!attached.timestamp && !attached.signature) return reportRegistration(attached.receipt, subject, values.certificate, io);
       const { ok, lines } = registrationLines(attached.receipt, subject);
       const { image_hash, registered_at } = attached.receipt;
-      reports.push({ ok, kind: 'record attached to the certificate', file: values.certificate, report: { ok, image_hash, registered_at }, lines });
+      const status: EvidenceStatus = ok ? 'verified' : 'failed';
+      reports.push({ status, kind: 'record attached to the certificate', file: values.certificate, report: { status, ok, image_hash, registered_at }, lines });
     } else receipt = attached.receipt;
   } else if (receiptFile !== undefined) {
     try {
@@ -294,11 +303,11 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       ...(roots.length > 0 ? { rootsPem: roots, ...(rootSource ? { rootSource } : {}) } : {}),
       ...(ledger ? { ledger } : {}),
       minConfirmations,
-      ...(pqKey ? { pqKeyFingerprint: pqKey, pqKeySource: '--pq-key' } : trusted ? { pqKeyFingerprints: trusted.pqFingerprints, pqKeySource: trusted.source } : {}),
+      ...(pqKey ? { pqKeyFingerprints: [pqKey], pqKeySource: '--pq-key' } : trusted ? { pqKeyFingerprints: trusted.pqFingerprints, pqKeySource: trusted.source } : {}),
       ...(wallet ? { wallets: [wallet], walletSource: '--wallet' } : trusted ? { wallets: trusted.wallets, walletSource: trusted.source } : {}),
     });
     const kind = values.certificate !== undefined ? 'receipt attached to the certificate' : 'receipt';
-    reports.push({ ok: report.ok, kind, file: receiptFile, report, lines: formatReport(report) });
+    reports.push({ status: report.status, kind, file: receiptFile, report, lines: formatReport(report) });
   }
   // --timestamp / --signature files, and the answers attached to a certificate (same verifiers).
   const timestamps: { file: string; response: unknown }[] = [];
@@ -309,17 +318,18 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   if (attached?.signature !== undefined) signatures.push({ file: `${values.certificate ?? ''} (signature.json)`, response: attached.signature });
   for (const { file, response } of timestamps) {
     const report = await verifyTimestampFile({ response, subject, rootsPem: roots, ...(rootSource ? { rootSource } : {}) });
-    reports.push({ ok: report.ok, kind: 'timestamp', file, report, lines: formatStandalone(report) });
+    reports.push({ status: report.status, kind: 'timestamp', file, report, lines: formatStandalone(report) });
   }
   for (const { file, response } of signatures) {
     const report = verifySignatureFile({ response, subject, jwks: jwksKeys, ...(jwksSource ? { jwksSource } : {}) });
-    reports.push({ ok: report.ok, kind: 'signature', file, report, lines: formatStandalone(report) });
+    reports.push({ status: report.status, kind: 'signature', file, report, lines: formatStandalone(report) });
   }
-  const ok = reports.every((r) => r.ok);
+  // Several reports: failed if any fails, else not established if any is, else verified.
+  const status: EvidenceStatus = reports.some((r) => r.status === 'failed') ? 'failed' : reports.some((r) => r.status === 'pending') ? 'pending' : 'verified';
   if (values.json) {
-    // One receipt alone prints its report as before; several print an object keyed by kind.
+    // One receipt alone prints its report; several print an object keyed by kind.
     const only = reports.length === 1 && reports[0]?.kind === 'receipt' ? reports[0].report : undefined;
-    io.out(JSON.stringify(only ?? { ok, ...Object.fromEntries(reports.map((r) => [r.kind, r.report])) }, null, 2));
+    io.out(JSON.stringify(only ?? { status, ok: status === 'verified', ...Object.fromEntries(reports.map((r) => [r.kind, r.report])) }, null, 2));
   } else {
     reports.forEach((r, i) => {
       if (i > 0) io.out('');
@@ -327,7 +337,7 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       for (const line of r.lines) io.out(line);
     });
   }
-  return ok ? 0 : 1;
+  return status === 'verified' ? 0 : status === 'failed' ? 1 : 3;
 }
 
 /**

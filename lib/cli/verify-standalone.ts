@@ -4,28 +4,29 @@
  *     against the file's SHA-256 and the TSA root;
  *   - a signature (POST /api/v2/evidence/sign → s.json): Ed25519 over JCS(statement) with the
  *     service key whose kid the statement names, from a pinned JWK set.
- * Verdicts come from the one checkers (lib/evidence/proof-check.ts, lib/evidence/signature.ts);
- * nothing the file says about itself is believed.
+ * The verdicts are lib/evidence/standalone-verdict.ts's (the PDF certificate gives the same);
+ * this file picks the trust anchors and reports.
  */
-import { isSha256Hex } from '../crypto/hash.js';
 import { rawPublicKeyOf } from '../crypto/jwk.js';
-import { type CheckOutcome, type TimestampVerification, verifyTimestampResponse } from '../crypto/tsa/verify.js';
-import { checkTimestamp } from '../evidence/proof-check.js';
-import { checkSignatureResponse } from '../evidence/signature.js';
+import { TIMESTAMP_CHECKS } from '../evidence/proof-check.js';
+import { judgeStandaloneSignature, verifyStandaloneTimestamp } from '../evidence/standalone-verdict.js';
+import type { EvidenceStatus, ProofState } from '../evidence/verdict.js';
+import { STATUS_WORD } from './receipt-report.js';
 import type { VerifySubject } from './verify-receipt.js';
 
-export type Result = 'pass' | 'fail' | 'skipped';
-
-export interface StandaloneCheck {
+/** One line of the report, in the one verdict's words. */
+export interface StandaloneProof {
   id: string;
   label: string;
-  result: Result;
+  state: ProofState;
   reason: string;
 }
 
 export interface StandaloneVerification {
+  status: EvidenceStatus;
+  /** status === 'verified'. */
   ok: boolean;
-  checks: StandaloneCheck[];
+  proofs: StandaloneProof[];
   /** Trust notes, e.g. `root: pinned (trust file)` or a warning that an anchor is not pinned. */
   notes: string[];
 }
@@ -33,67 +34,53 @@ export interface StandaloneVerification {
 const hashOf = (subject: VerifySubject) => (subject.kind === 'file' ? subject.sha256 : subject.hash.toLowerCase());
 const what = (subject: VerifySubject) => (subject.kind === 'file' ? `SHA-256 of ${subject.name}` : 'the given hash');
 
-function finish(checks: StandaloneCheck[], notes: string[]): StandaloneVerification {
-  return { ok: checks.every((c) => c.result !== 'fail'), checks, notes };
+function finish(proofs: StandaloneProof[], notes: string[]): StandaloneVerification {
+  const status: EvidenceStatus = proofs.some((p) => p.state === 'fails') ? 'failed' : proofs.some((p) => p.state === 'unchecked' || p.state === 'pending') ? 'pending' : 'verified';
+  return { status, ok: status === 'verified', proofs, notes };
 }
 
-function fileCheck(subject: VerifySubject, stated: unknown): StandaloneCheck {
-  const label = 'file SHA-256';
-  if (typeof stated !== 'string' || !isSha256Hex(stated)) return { id: 'file', label, result: 'fail', reason: 'the answer has no sha256_hash' };
+function fileProof(subject: VerifySubject, stated: unknown): StandaloneProof {
+  const label = 'file: SHA-256 = the answer\'s sha256_hash';
+  if (typeof stated !== 'string') return { id: 'file', label, state: 'fails', reason: 'the answer has no sha256_hash' };
   const expected = hashOf(subject);
   return stated.toLowerCase() === expected
-    ? { id: 'file', label, result: 'pass', reason: `${what(subject)} is the answer's sha256_hash ${expected.slice(0, 12)}…` }
-    : { id: 'file', label, result: 'fail', reason: `${what(subject)} is ${expected}, the answer is for ${stated}: not the same file` };
+    ? { id: 'file', label, state: 'holds', reason: `${what(subject)} is the answer's sha256_hash ${expected.slice(0, 12)}…` }
+    : { id: 'file', label, state: 'fails', reason: `${what(subject)} is ${expected}, the answer is for ${stated}: not the same file` };
 }
+
+const fieldOf = (o: unknown, key: string): unknown => (typeof o === 'object' && o !== null ? (o as Record<string, unknown>)[key] : undefined);
 
 export interface VerifyTimestampFileOptions {
   /** The parsed answer of POST /api/v2/evidence/timestamp. */
   response: unknown;
   subject: VerifySubject;
-  /** Pinned TSA roots (PEM). Without any, the root inside the answer is used (not pinned). */
+  /** Pinned TSA roots (PEM). Without any, the root inside the answer is used (not pinned: at most unchecked). */
   rootsPem: string[];
   rootSource?: string;
 }
 
 /** Checks a stand-alone RFC 3161 timestamp answer against the file and the TSA root. Never throws. */
 export async function verifyTimestampFile(options: VerifyTimestampFileOptions): Promise<StandaloneVerification> {
-  const r = (typeof options.response === 'object' && options.response !== null ? options.response : {}) as Record<string, unknown>;
-  const checks: StandaloneCheck[] = [fileCheck(options.subject, r.sha256_hash)];
-  const notes: string[] = [];
-  const certificates = Array.isArray(r.tsa_certificates) ? r.tsa_certificates.filter((c): c is string => typeof c === 'string') : [];
-  let roots = options.rootsPem;
-  if (roots.length > 0) notes.push(`root: pinned${options.rootSource ? ` (${options.rootSource})` : ''}`);
-  else if (certificates.length > 0) {
-    roots = [certificates[certificates.length - 1] ?? ''];
-    notes.push('root: from the answer (not pinned): proves internal consistency only; pin the TSA root with --root or evidence trust add <url>');
-  } else notes.push('root: none: pass --root or evidence trust add <url>');
-  let result: TimestampVerification | null = null;
-  let failure: string | undefined;
-  if (typeof r.timestamp_token !== 'string' || r.timestamp_token === '') failure = 'the answer has no timestamp_token';
-  else {
-    try {
-      result = await verifyTimestampResponse(Buffer.from(r.timestamp_token, 'base64'), {
-        imprint: Buffer.from(hashOf(options.subject), 'hex'),
-        roots,
-        untrusted: certificates,
-        hashAlgorithm: 'SHA-256',
-        ...(typeof r.policy === 'string' ? { policy: r.policy } : {}),
-      });
-    } catch (error) {
-      failure = `cannot be checked: ${error instanceof Error ? error.message : String(error)}`;
+  const certificates = fieldOf(options.response, 'tsa_certificates');
+  const own = Array.isArray(certificates) && typeof certificates[certificates.length - 1] === 'string' ? (certificates[certificates.length - 1] as string) : undefined;
+  const pinned = options.rootsPem.length > 0;
+  const notes = [
+    pinned
+      ? `root: pinned${options.rootSource ? ` (${options.rootSource})` : ''}`
+      : own
+        ? 'root: from the answer (not pinned): proves internal consistency only; pin the TSA root with --root or evidence trust add <url>'
+        : 'root: none: pass --root or evidence trust add <url>',
+  ];
+  const v = await verifyStandaloneTimestamp(options.response, hashOf(options.subject), pinned ? options.rootsPem : own ? [own] : [], pinned);
+  const proofs = [fileProof(options.subject, fieldOf(options.response, 'sha256_hash')), { id: 'timestamp', label: 'RFC 3161 timestamp', state: v.state, reason: v.reason }];
+  if (v.state !== 'holds') {
+    for (const id of TIMESTAMP_CHECKS) {
+      const c = v.token.checks[id];
+      notes.push(`  timestamp ${id}: ${c.result}: ${c.reason}`);
     }
   }
-  const verdict = checkTimestamp(result, failure);
-  const add = (id: string, label: string, outcome: CheckOutcome) => checks.push({ id, label, result: outcome.result, reason: outcome.reason });
-  add('timestamp_status', 'timestamp status', verdict.checks.status);
-  add('timestamp_imprint', 'timestamp imprint', verdict.checks.imprint);
-  add('timestamp_signature', 'timestamp signature', verdict.checks.signature);
-  add('timestamp_ess_cert_id', 'timestamp ESSCertIDv2', verdict.checks.essCertIdV2);
-  add('timestamp_eku', 'timestamp EKU', verdict.checks.eku);
-  add('timestamp_policy', 'timestamp policy', verdict.checks.policy);
-  add('timestamp_chain', 'timestamp chain to root', roots.length === 0 ? { result: 'fail', reason: 'no TSA root to check the chain against' } : verdict.checks.chain);
-  if (result?.genTime) notes.push(`time-stamped: ${result.genTime.toISOString()}`);
-  return finish(checks, notes);
+  if (v.gen_time) notes.push(`time-stamped: ${v.gen_time}${v.tsa_name ? ` by ${v.tsa_name}` : ''}`);
+  return finish(proofs, notes);
 }
 
 export interface VerifySignatureFileOptions {
@@ -107,51 +94,50 @@ export interface VerifySignatureFileOptions {
 
 /** Checks an Ed25519 signature answer against the file and the pinned JWK set. Never throws. */
 export function verifySignatureFile(options: VerifySignatureFileOptions): StandaloneVerification {
-  const r = (typeof options.response === 'object' && options.response !== null ? options.response : {}) as Record<string, unknown>;
-  const st = (typeof r.statement === 'object' && r.statement !== null ? r.statement : {}) as Record<string, unknown>;
-  const checks: StandaloneCheck[] = [fileCheck(options.subject, st.sha256_hash)];
-  const notes: string[] = [];
-  const kid = typeof st.key_id === 'string' ? st.key_id : undefined;
+  const st = fieldOf(options.response, 'statement');
+  const kid = fieldOf(st, 'key_id');
   const jwk = options.jwks.find((k) => typeof k === 'object' && k !== null && (k as { kid?: unknown }).kid === kid) as Record<string, unknown> | undefined;
   const raw = jwk ? rawPublicKeyOf(jwk) : undefined;
   const publicKey = raw?.algorithm === 'Ed25519' ? raw.publicKey : undefined;
-  if (options.jwks.length === 0) notes.push('signing key: none pinned: evidence trust add <url>, or --jwks jwks.json');
-  else notes.push(`signing key: pinned${options.jwksSource ? ` (${options.jwksSource})` : ''}`);
-  const verdict = checkSignatureResponse(options.response, hashOf(options.subject), publicKey);
-  checks.push({ id: 'signature_statement', label: 'signed statement', result: verdict.statement.ok ? 'pass' : 'fail', reason: verdict.statement.reason });
-  checks.push({
+  const notes = [options.jwks.length === 0 ? 'signing key: none pinned: evidence trust add <url>, or --jwks jwks.json' : `signing key: pinned${options.jwksSource ? ` (${options.jwksSource})` : ''}`];
+  const v = judgeStandaloneSignature(options.response, hashOf(options.subject), publicKey);
+  const proofs: StandaloneProof[] = [fileProof(options.subject, fieldOf(st, 'sha256_hash'))];
+  proofs.push({ id: 'signature_statement', label: 'signed statement names this hash', state: v.checks.statement.ok ? 'holds' : 'fails', reason: v.checks.statement.reason });
+  proofs.push({
     id: 'signature_key',
     label: 'Ed25519 key pinned',
-    result: publicKey ? 'pass' : 'fail',
+    state: publicKey ? 'holds' : options.jwks.length === 0 ? 'unchecked' : 'fails',
     reason: publicKey
-      ? `${kid} is in the pinned JWK set${jwk?.status === 'retired' ? ' (retired: it no longer signs, its statements still verify)' : ''}`
+      ? `${String(kid)} is in the pinned JWK set${jwk?.status === 'retired' ? ' (retired: it no longer signs, its statements still verify)' : ''}`
       : options.jwks.length === 0
-        ? 'no JWK set pinned'
+        ? 'no JWK set pinned: the signature cannot be checked'
         : `no Ed25519 key with kid ${String(kid)} in the pinned JWK set`,
   });
-  checks.push({ id: 'signature', label: 'Ed25519 signature', result: verdict.signature.ok ? 'pass' : 'fail', reason: verdict.signature.reason });
-  checks.push(
-    verdict.device
-      ? { id: 'device_signature', label: 'device signature (Ed25519)', result: verdict.device.ok ? 'pass' : 'fail', reason: verdict.device.reason }
-      : { id: 'device_signature', label: 'device signature (Ed25519)', result: 'skipped', reason: 'the statement names no device signature' },
+  proofs.push({ id: 'signature', label: 'Ed25519 signature over JCS(statement)', state: publicKey ? (v.checks.signature.ok ? 'holds' : 'fails') : 'unchecked', reason: v.checks.signature.reason });
+  proofs.push(
+    v.checks.device
+      ? { id: 'device_signature', label: "device's Ed25519 signature", state: v.checks.device.ok ? 'holds' : 'fails', reason: v.checks.device.reason }
+      : { id: 'device_signature', label: "device's Ed25519 signature", state: 'absent', reason: 'the statement names no device signature' },
   );
-  if (typeof st.signed_at === 'string') notes.push(`signed: ${st.signed_at} by ${String(kid)}`);
-  return finish(checks, notes);
+  const signedAt = fieldOf(st, 'signed_at');
+  if (typeof signedAt === 'string') notes.push(`signed: ${signedAt} by ${String(kid)}`);
+  return finish(proofs, notes);
 }
 
-/** The report as text lines, like formatReport for receipts. */
+/** The report as text lines, like the receipt's (receipt-report.ts). */
 export function formatStandalone(report: StandaloneVerification): string[] {
-  const width = Math.max(...report.checks.map((c) => c.label.length));
-  const lines = report.checks.map((c) => `  ${c.result.padEnd(7)}  ${c.label.padEnd(width)}  ${c.reason}`);
+  const width = Math.max(...report.proofs.map((c) => c.label.length));
+  const lines = report.proofs.map((c) => `  ${c.state.padEnd(9)}  ${c.label.padEnd(width)}  ${c.reason}`);
   lines.push('');
   lines.push(...report.notes);
-  const failed = report.checks.filter((c) => c.result === 'fail');
-  const passed = report.checks.filter((c) => c.result === 'pass').length;
-  const skipped = report.checks.filter((c) => c.result === 'skipped').length;
-  lines.push(
-    failed.length === 0
-      ? `VERIFIED: ${passed} checks passed, ${skipped} skipped, none failed.`
-      : `NOT VERIFIED: ${failed.length} check${failed.length === 1 ? '' : 's'} failed (${failed.map((c) => c.id).join(', ')}); ${passed} passed, ${skipped} skipped.`,
-  );
+  const failed = report.proofs.filter((p) => p.state === 'fails').map((p) => p.id);
+  const open = report.proofs.filter((p) => p.state === 'unchecked' || p.state === 'pending').map((p) => p.id);
+  const summary =
+    report.status === 'verified'
+      ? 'every proof was checked and holds.'
+      : report.status === 'failed'
+        ? `${failed.join(', ')} did not check out.`
+        : `nothing failed, but ${open.join(', ')} ${open.length === 1 ? 'is' : 'are'} not established.`;
+  lines.push(`${STATUS_WORD[report.status]}: ${summary}`);
   return lines;
 }

@@ -6,12 +6,12 @@ import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { KmsTsaKeySigner, WebCryptoTsaKeySigner } from '../crypto/tsa/key-signer.js';
 import { importPrivateKey } from '../crypto/tsa/certificates.js';
 import { pemToDer } from '../crypto/tsa/pem.js';
-import { extractTimestampToken, verifyTimestampResponse } from '../crypto/tsa/verify.js';
+import { extractTimestampToken } from '../crypto/tsa/verify.js';
 import { rawPublicKeyOf } from '../crypto/jwk.js';
 import { describeSubject } from '../crypto/tsa/x509-verify.js';
 import type { CertificateDeps, StandaloneEvidence } from '../evidence/certificate.js';
-import { checkTimestamp } from '../evidence/proof-check.js';
-import { checkSignatureResponse, type SignatureResponse } from '../evidence/signature.js';
+import type { SignatureResponse } from '../evidence/signature.js';
+import { judgeStandaloneSignature, verifyStandaloneTimestamp } from '../evidence/standalone-verdict.js';
 import type { HashTimestamp } from '../evidence/timestamp.js';
 import { buildReceipt } from '../evidence/receipt.js';
 import { verifyEvidence } from '../evidence/verify.js';
@@ -68,28 +68,14 @@ function tsaNameOf(pems: string[]): string | null {
 async function checkStandalone(imageHash: string, answers: { timestamp?: unknown; signature?: unknown }): Promise<StandaloneEvidence> {
   const out: StandaloneEvidence = {};
   if (answers.timestamp !== undefined) {
-    const answer = answers.timestamp as HashTimestamp;
-    let ok = false;
-    try {
-      const result = await verifyTimestampResponse(Buffer.from(answer.timestamp_token, 'base64'), {
-        imprint: Buffer.from(imageHash, 'hex'),
-        roots: await loadTsaRoots(),
-        untrusted: answer.tsa_certificates,
-        hashAlgorithm: 'SHA-256',
-        policy: answer.policy,
-      });
-      ok = answer.sha256_hash === imageHash && checkTimestamp(result).ok;
-    } catch {
-      ok = false;
-    }
-    out.timestamp = { answer, ok, tsaName: tsaNameOf(Array.isArray(answer.tsa_certificates) ? answer.tsa_certificates : []) };
+    const verdict = await verifyStandaloneTimestamp(answers.timestamp, imageHash, await loadTsaRoots(), true);
+    out.timestamp = { answer: answers.timestamp as HashTimestamp, ok: verdict.state === 'holds', tsaName: verdict.tsa_name };
   }
   if (answers.signature !== undefined) {
     const answer = answers.signature as SignatureResponse;
     const jwk = (await getPublishedKeys()).find((k) => k.kid === answer.key_id);
     const raw = jwk ? rawPublicKeyOf(jwk) : undefined;
-    const verdict = checkSignatureResponse(answer, imageHash, raw?.algorithm === 'Ed25519' ? raw.publicKey : undefined);
-    out.signature = { answer, ok: verdict.statement.ok && verdict.signature.ok && (verdict.device?.ok ?? true) };
+    out.signature = { answer, ok: judgeStandaloneSignature(answer, imageHash, raw?.algorithm === 'Ed25519' ? raw.publicKey : undefined).state === 'holds' };
   }
   return out;
 }

@@ -198,9 +198,17 @@ async function acceptAndPublish(deps: AnchorDeps, claimed: EvidenceItem & Anchor
       log.warn('undo of a failed anchor failed; the identical retry resumes it, or the reconciler releases it', { image_hash: claimed.image_hash, ...describeError(undoError) });
     }
     if (!releasedNow) {
-      const item = await deps.repo.get(claimed.image_hash).catch(() => undefined);
-      if (item?.quota_hold !== claimed.quota_hold) await endHold(deps, reservation, 'refund');
-      if (error instanceof ClaimLostError) return followIdentical(deps, claimed, item);
+      // Our unit goes back only when the item is read and no longer names it. Unread (the
+      // database does not answer), the item may name it still: a write that timed out may have
+      // landed (a frozen database applies it when it wakes), even the move to publishing. The
+      // hold is then left to the reconciliation, which settles it if the item names it and is
+      // published, and refunds it otherwise: never a unit refunded for an anchor that completes.
+      const read = await deps.repo.get(claimed.image_hash).then(
+        (item) => ({ ok: true as const, item }),
+        () => ({ ok: false as const, item: undefined }),
+      );
+      if (read.ok && read.item?.quota_hold !== claimed.quota_hold) await endHold(deps, reservation, 'refund');
+      if (error instanceof ClaimLostError) return followIdentical(deps, claimed, read.item);
     }
     if (error instanceof ClaimLostError) {
       throw conflictError('hash_already_anchored', `The hash ${claimed.image_hash} was claimed by another request meanwhile.`, {}, 1);

@@ -1,7 +1,7 @@
-import { verifyDeviceSignature } from '../crypto/ed25519.js';
-import { computeChainHash, sha256Hex } from '../crypto/hash.js';
+import { sha256Hex } from '../crypto/hash.js';
 import { canonicalize } from '../crypto/jcs.js';
 import { invalid } from '../errors.js';
+import { checkChainHash, checkDeviceSignature } from './proof-check.js';
 
 /** The device's side of an anchoring request (CONTRACT "Device chains"), hashes lower-case hex. */
 export interface DeviceProof {
@@ -36,20 +36,18 @@ export function checkDeviceProof(input: DeviceProof): string | null {
   } else if (previous === null) {
     throw invalid('invalid_previous_hash', `At chain_index ${input.chainIndex}, previous_hash must be the chain_hash of entry ${input.chainIndex - 1}.`);
   }
-  const expected = computeChainHash(previous, input.imageHash);
-  if (expected !== input.chainHash) {
+  // The same checks the verdict makes (proof-check.ts), here with the request's error codes.
+  const chain = checkChainHash({ image_hash: input.imageHash, chain_index: input.chainIndex, chain_hash: input.chainHash, previous_hash: previous });
+  if (!chain.ok) {
     throw invalid('invalid_chain_hash', 'chain_hash must be SHA-256(previous chain_hash, or 32 zero bytes at index 0, || image_hash) over raw bytes.', {
-      expected_chain_hash: expected,
+      expected_chain_hash: chain.expected,
     });
   }
-  let valid: boolean;
-  try {
-    valid = verifyDeviceSignature(input.signatureHex, input.imageHash, input.publicKeyHex);
-  } catch {
-    throw invalid('invalid_public_key', 'public_key_hex is not a valid Ed25519 public key.');
-  }
-  if (!valid) {
-    throw invalid('invalid_signature', 'The Ed25519 signature does not verify for this image_hash and public_key_hex.');
+  const signature = checkDeviceSignature({ image_hash: input.imageHash, public_key_hex: input.publicKeyHex, signature_hex: input.signatureHex });
+  if (!signature.ok) {
+    throw signature.unusableKey
+      ? invalid('invalid_public_key', 'public_key_hex is not a valid Ed25519 public key.')
+      : invalid('invalid_signature', 'The Ed25519 signature does not verify for this image_hash and public_key_hex.');
   }
   return previous;
 }

@@ -13,7 +13,8 @@ export function storedFinalReceipt(item: AnchoredEvidence): FinalLedgerReceipt |
   // It was stored for the transaction the record names, sent by the record's wallet, in its block.
   if (f.from.toLowerCase() !== item.ledger_address.toLowerCase()) return undefined;
   if (item.block_number !== undefined && item.block_number !== f.block_number) return undefined;
-  // Stored before the input data was kept with it: the chain is read instead.
+  // Stored before the input data and the transaction hash were kept with it: the chain is read instead.
   if (typeof f.input_data !== 'string') return undefined;
+  if (typeof f.tx_hash !== 'string' || f.tx_hash !== item.tx_hash.toLowerCase()) return undefined;
   return f;
 }

@@ -13,7 +13,7 @@ import type { RpcReader } from '../ledger/rpc-reader.js';
 import { checkLedgerTransaction, type LedgerVerdict } from './proof-check.js';
 import type { AnchoredEvidence, FinalLedgerReceipt } from './records.js';
 import type { EvidenceRepository } from './repository.js';
-import { readLedger } from './verify.js';
+import { readLedger } from './ledger-read.js';
 
 /** What reading finality needs: a read-only node and the configured finality rule. */
 export interface FinalityReader {
@@ -47,6 +47,7 @@ export async function readLedgerFinality(
       from: (check.from ?? '').toLowerCase(),
       finality: reader.confirmationTag,
       recorded_at: now.toISOString(),
+      tx_hash: item.tx_hash.toLowerCase(),
       input_data: tx.input,
     },
   };

@@ -1,7 +1,8 @@
 /**
- * The one proof checker (STYLE "One verdict, one place"). Every reader of a proof — v1 and v2
- * verify, the v1 chain and post-quantum reads, the verify page, the offline receipt verifier —
- * asks this module for each verdict; none recomputes one of its own.
+ * The single proof checks. Each one judges one link of the evidence; verdict.ts composes them
+ * into the one verdict every reader renders (v1 and v2 verify, the v1 chain and post-quantum
+ * reads, the verify page, the PDF, the offline receipt verifier); no reader calls these itself
+ * to decide anything overall.
  *
  * Pure: no I/O, no HTTP, no ethers, no clock. What needs I/O is done by the reader and passed in:
  * the ledger transaction as read from a node ({@link LedgerRead}), the RFC 3161 verification
@@ -15,7 +16,7 @@
  *   SHA-256(prev || image_hash) = chain_hash                   checkChainHash      (CONTRACT "Device chains")
  *   previous_hash = chain_hash(i-1), null at 0                 checkPreviousHash
  *   SHA-256(RFC 8785 statement) = server_hash                  checkServerHash     (CONTRACT "Evidence")
- *   the statement names this image, chain, device, time       statementMismatches / checkStatement
+ *   the statement names this image, chain, device, time       statementMismatches (the statement proof: verdict.ts)
  *   server_hash ──ML-DSA-65 (FIPS 204, pure)──▶ service key    checkPqSignature, checkPqKey
  *   RFC 3161 token: imprint = image_hash, signature, chain     checkTimestamp
  *   ledger tx: mined, succeeded, sender, image||server data   checkLedgerData, checkLedgerTransaction
@@ -28,7 +29,7 @@ import type { CheckOutcome, TimestampVerification } from '../crypto/tsa/verify.j
 import { decodeAnchorData, decodeBatchData } from '../ledger/anchor-data.js';
 import { anchorLeafHash, rootFromInclusionProof } from './merkle.js';
 import type { RpcReceipt, RpcTransaction } from '../ledger/rpc-reader.js';
-import type { AnchoredEvidence, ChainLink, EvidenceItem, MerkleInclusion } from './records.js';
+import type { ChainLink, EvidenceItem, MerkleInclusion } from './records.js';
 import { isAnchored } from './records.js';
 
 /** Whether one proof holds, and why, in one line. */
@@ -58,7 +59,7 @@ export interface DeviceProof {
  * signature over the 64-character hex string is accepted too). A malformed key or signature is a
  * failed verdict, never an exception.
  */
-export function checkDeviceSignature(d: DeviceProof): Verdict {
+export function checkDeviceSignature(d: DeviceProof): Verdict & { unusableKey?: true } {
   if (!HASH_HEX.test(d.image_hash)) return no('image_hash is not 64 hex characters');
   if (!/^[0-9a-fA-F]{64}$/.test(d.public_key_hex)) return no('the device public key is not a 32-byte key in hex');
   if (!/^[0-9a-fA-F]{128}$/.test(d.signature_hex)) return no('the device signature is not a 64-byte signature in hex');
@@ -67,7 +68,7 @@ export function checkDeviceSignature(d: DeviceProof): Verdict {
   try {
     valid = verifyDeviceSignature(d.signature_hex, d.image_hash, d.public_key_hex);
   } catch (error) {
-    return no(`the device key cannot be used: ${error instanceof Error ? error.message : String(error)}`);
+    return { ok: false, reason: `the device key cannot be used: ${error instanceof Error ? error.message : String(error)}`, unusableKey: true };
   }
   return valid
     ? yes(`Ed25519 signature by device key ${short(key)} verifies over image_hash`)
@@ -197,20 +198,6 @@ export function statementMismatches(statement: Record<string, unknown>, subject:
     if (have !== want) out.push(key);
   }
   return out;
-}
-
-/** The stored statement of a record: it hashes to server_hash and names the record's image, chain, device and time. */
-export function checkStatement(item: Pick<AnchoredEvidence, 'statement' | 'server_hash'> & Required<Omit<StatementSubject, 'previous_hash'>> & { previous_hash: string | null }): Verdict {
-  const hash = checkServerHash(item.statement, item.server_hash);
-  if (!hash.ok) return hash;
-  let statement: Record<string, unknown>;
-  try {
-    statement = JSON.parse(item.statement) as Record<string, unknown>;
-  } catch {
-    return no('the statement is not JSON');
-  }
-  const differ = statementMismatches(statement, item);
-  return differ.length === 0 ? hash : no(`the statement names another ${differ.join(', ')}`);
 }
 
 // ── Post-quantum signature ──────────────────────────────────────────────────────────────────
@@ -361,6 +348,14 @@ export interface LedgerVerdict {
   data: Verdict;
 }
 
+/**
+ * Confirmations (README "What the verdict means"): blocks from the transaction's block to the
+ * latest one, inclusive (1 = just mined), as of the moment `latestBlock` was read.
+ */
+export function countConfirmations(blockNumber: number, latestBlock: number): number {
+  return Math.max(0, latestBlock - blockNumber + 1);
+}
+
 /** Judges a transaction read from the chain against what the evidence says it must be. */
 export function checkLedgerTransaction(read: LedgerRead, expected: LedgerExpectation): LedgerVerdict {
   const { tx } = read;
@@ -374,7 +369,7 @@ export function checkLedgerTransaction(read: LedgerRead, expected: LedgerExpecta
     return { ...base, valid: false, status: 'pending', block_number: null, confirmations: 0, transaction: no('the transaction is not mined yet (0 confirmations); retry later') };
   }
   const succeeded = read.receipt?.status === 'success';
-  const confirmations = Math.max(0, (read.latestBlock ?? tx.blockNumber) - tx.blockNumber + 1);
+  const confirmations = countConfirmations(tx.blockNumber, read.latestBlock ?? tx.blockNumber);
   const min = expected.minConfirmations ?? 1;
   let transaction: Verdict;
   if (!read.receipt) transaction = no('the node has no receipt for the mined transaction');
@@ -390,52 +385,4 @@ export function checkLedgerTransaction(read: LedgerRead, expected: LedgerExpecta
     confirmations,
     transaction,
   };
-}
-
-// ── A stored record, all verdicts at once ───────────────────────────────────────────────────
-
-/** What the reader checked with I/O, passed in. */
-export interface StoredEvidenceInputs {
-  /** The token verified against the trusted TSA roots with image_hash as the imprint. */
-  timestamp: TimestampVerdict;
-  /** SHA-256 fingerprints of the ML-DSA-65 keys this service publishes. */
-  trustedPqKeys: readonly string[];
-}
-
-/** Every verdict over the immutable bytes of a stored record (the ledger is judged separately, it changes). */
-export interface StoredEvidenceVerdicts {
-  statement: Verdict;
-  pq_signature: Verdict;
-  pq_key_trusted: Verdict;
-  timestamp: TimestampVerdict;
-  device_signature: Verdict;
-  chain_hash: LinkVerdict;
-  previous_hash: LinkVerdict;
-}
-
-/** The verdicts over a stored anchored record's bytes. */
-export function checkStoredEvidence(item: AnchoredEvidence, inputs: StoredEvidenceInputs): StoredEvidenceVerdicts {
-  const publicKey = Buffer.from(item.pq_public_key, 'base64');
-  return {
-    statement: checkStatement(item),
-    pq_signature: checkPqSignature({ serverHash: item.server_hash, publicKey, signature: Buffer.from(item.pq_signature, 'base64') }),
-    pq_key_trusted: checkPqKey(publicKey, inputs.trustedPqKeys),
-    timestamp: inputs.timestamp,
-    device_signature: checkDeviceSignature(item),
-    chain_hash: checkChainHash(item),
-    previous_hash: checkPreviousHash(item),
-  };
-}
-
-/** The device's chain entry holds: its signature, its chain_hash and its previous_hash. */
-export function deviceChainHolds(v: Pick<StoredEvidenceVerdicts, 'device_signature' | 'chain_hash' | 'previous_hash'>): boolean {
-  return v.device_signature.ok && v.chain_hash.ok && v.previous_hash.ok;
-}
-
-/**
- * The one overall verdict of a record: the statement, the post-quantum signature by a key we
- * publish, the timestamp, the ledger transaction and the device's chain entry all hold.
- */
-export function evidenceVerified(v: StoredEvidenceVerdicts, ledger: Pick<LedgerVerdict, 'valid'>): boolean {
-  return v.statement.ok && v.pq_signature.ok && v.pq_key_trusted.ok && v.timestamp.ok && ledger.valid && deviceChainHolds(v);
 }

@@ -1,4 +1,5 @@
 import { encodeBatchData, explorerUrl } from '../ledger/anchor-data.js';
+import { storedFinalReceipt } from './final-ledger.js';
 import { anchorLeafHash } from './merkle.js';
 import type { AnchoredEvidence, TxStatus } from './records.js';
 import type { EvidenceStatement } from './statement.js';
@@ -31,9 +32,22 @@ export interface EvidenceReceipt {
     input_data: string;
     /** Batch mode: the anchor's place in the tree whose root the transaction carries. */
     merkle?: ReceiptMerkle;
+    /** Once final: what the service read from the chain then (final-ledger.ts). */
+    final?: ReceiptFinal;
   };
   device: { public_key_hex: string; signature_hex: string; chain_index: number; chain_hash: string; previous_hash: string | null; device_id?: string };
   how_to_verify: string[];
+}
+
+/** A final transaction as the service recorded it (the one verdict's `final` and `final_since`). */
+export interface ReceiptFinal {
+  since: string;
+  finality: 'latest' | 'finalized';
+  block_number: number;
+  block_hash: string;
+  block_time: string;
+  confirmations: number;
+  from: string;
 }
 
 /** The inclusion proof as a receipt states it (CONTRACT "Ledger batching"). */
@@ -48,6 +62,7 @@ export interface ReceiptMerkle {
 }
 
 export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string): EvidenceReceipt {
+  const final = storedFinalReceipt(item);
   return {
     receipt_version: 1,
     image_hash: item.image_hash,
@@ -90,6 +105,19 @@ export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string): 
               tree_size: item.merkle.tree_size,
               path: item.merkle.path,
               root: item.merkle.root,
+            },
+          }
+        : {}),
+      ...(final
+        ? {
+            final: {
+              since: final.recorded_at,
+              finality: final.finality,
+              block_number: final.block_number,
+              block_hash: final.block_hash,
+              block_time: final.block_time,
+              confirmations: final.confirmations,
+              from: final.from,
             },
           }
         : {}),

@@ -72,6 +72,8 @@ export interface FinalLedgerReceipt {
   finality: 'latest' | 'finalized';
   /** When the service recorded it. */
   recorded_at: string;
+  /** The transaction it describes (lower case): a record naming another transaction is not served from it. */
+  tx_hash?: string | undefined;
   /**
    * The transaction's input data as read then (hex). Every verify checks it again, offline, against
    * the record's image_hash, server_hash and (batch mode) inclusion path: a final record is never

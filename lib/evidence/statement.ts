@@ -7,8 +7,11 @@ import { sha256Hex } from '../crypto/hash.js';
  * the 32 bytes of `server_hash`, and the ledger transaction carries it next to `image_hash`.
  * `statement_type` separates this structure from any other JSON we might ever sign.
  */
+/** The statement_type of every statement this service signs. */
+export const STATEMENT_TYPE = 'evidence-anchor-v1';
+
 export interface EvidenceStatement {
-  statement_type: 'evidence-anchor-v1';
+  statement_type: typeof STATEMENT_TYPE;
   image_hash: string;
   hash_algorithm: 'SHA-256';
   chain_index: number;
@@ -21,7 +24,7 @@ export interface EvidenceStatement {
 
 export function buildStatement(fields: Omit<EvidenceStatement, 'statement_type' | 'hash_algorithm'>): EvidenceStatement {
   return {
-    statement_type: 'evidence-anchor-v1',
+    statement_type: STATEMENT_TYPE,
     image_hash: fields.image_hash,
     hash_algorithm: 'SHA-256',
     chain_index: fields.chain_index,

@@ -1,5 +1,6 @@
 import { mlDsaKeyId } from '../crypto/ml-dsa.js';
-import { checkChainHash, checkPqKey, checkPqSignature, checkPreviousHash, checkServerHash, checkStatement, effectiveLink } from './proof-check.js';
+import { checkChainHash, checkPreviousHash, effectiveLink } from './proof-check.js';
+import { bundleOf, judgePq } from './verdict.js';
 import type { ChainLink, EvidenceItem } from './records.js';
 import type { EvidenceRepository } from './repository.js';
 import { isAnchored } from './records.js';
@@ -212,25 +213,24 @@ export async function verifyPqRecord(
 ): Promise<PqVerification | NotAnchored | undefined> {
   const item = await deps.repo.get(imageHash);
   if (!isAnchored(item)) return notAnchored(item, imageHash);
+  // The post-quantum part of the one verdict (verdict.ts judgePq): the same "pq verified" as v2 verify's pq_verified.
+  const pq = judgePq(bundleOf(item), await deps.trustedPqKeys());
+  const signatureValid = pq.pq_signature.state === 'holds';
+  const keyTrusted = pq.pq_key.state === 'holds';
+  const statementMatches = pq.statement.state === 'holds';
+  const fingerprint = pq.key_fingerprint;
   const publicKey = Buffer.from(item.pq_public_key, 'base64');
-  const signature = checkPqSignature({ serverHash: item.server_hash, publicKey, signature: Buffer.from(item.pq_signature, 'base64') });
-  const key = checkPqKey(publicKey, await deps.trustedPqKeys());
-  const statement = checkStatement(item);
-  const signatureValid = signature.ok;
-  const keyTrusted = key.ok;
-  const statementMatches = statement.ok;
-  const fingerprint = key.fingerprint;
   return {
     found: true,
     image_hash: imageHash,
-    verified: signatureValid && keyTrusted && statementMatches,
+    verified: pq.pq_verified,
     algorithm: 'ML-DSA-65',
     standard: 'FIPS 204',
     signature_valid: signatureValid,
     key_trusted: keyTrusted,
     statement_matches: statementMatches,
     server_hash: item.server_hash,
-    server_hash_recomputed: checkServerHash(item.statement, item.server_hash).recomputed,
+    server_hash_recomputed: pq.statement_hash,
     signed_message: 'server_hash (32 raw bytes)',
     key_id: mlDsaKeyId(publicKey),
     public_key_fingerprint: fingerprint,

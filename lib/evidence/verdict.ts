@@ -39,7 +39,8 @@ import {
   checkServerHash,
   statementMismatches,
 } from './proof-check.js';
-import type { FinalLedgerReceipt } from './records.js';
+import type { AnchoredEvidence, FinalLedgerReceipt } from './records.js';
+import { STATEMENT_TYPE } from './statement.js';
 
 export type ProofState = 'holds' | 'fails' | 'pending' | 'unchecked' | 'absent';
 
@@ -86,7 +87,11 @@ export interface LedgerSummary {
 
 export interface EvidenceVerdict {
   status: EvidenceStatus;
-  /** One sentence for people. */
+  /** A few words for people: Verified, Not verified, Anchored, ledger confirmation pending, Not verified yet. */
+  headline: string;
+  /** The sentence after the headline. */
+  detail: string;
+  /** One sentence for people: `${headline}: ${detail}`. */
   summary: string;
   proofs: Record<ProofName, ProofResult>;
   /** The proofs that fail, in PROOF_NAMES order. */
@@ -115,6 +120,20 @@ export interface ProofBundle {
   tx_hash: string;
 }
 
+/** A stored record as the one verdict takes it. */
+export function bundleOf(item: AnchoredEvidence): ProofBundle {
+  return {
+    image_hash: item.image_hash,
+    server_hash: item.server_hash,
+    statement: item.statement,
+    anchored_at: item.anchored_at,
+    pq: { public_key: Buffer.from(item.pq_public_key, 'base64'), signature: Buffer.from(item.pq_signature, 'base64') },
+    device: { public_key_hex: item.public_key_hex, signature_hex: item.signature_hex, chain_index: item.chain_index, chain_hash: item.chain_hash, previous_hash: item.previous_hash },
+    ...(item.merkle ? { merkle: item.merkle } : {}),
+    tx_hash: item.tx_hash,
+  };
+}
+
 /** What the reader established about the ledger transaction. */
 export type LedgerEvidence =
   | {
@@ -126,6 +145,8 @@ export type LedgerEvidence =
       checkedAt: Date;
       /** The final receipt stored for the record, which this read rechecks. */
       final?: FinalLedgerReceipt | undefined;
+      /** The sender the record (or receipt) states; the chain's sender must be it. */
+      statedFrom?: string | undefined;
     }
   | { kind: 'final'; receipt: FinalLedgerReceipt }
   | { kind: 'unchecked'; reason: string };
@@ -153,13 +174,11 @@ export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
   const statementHash = checkServerHash(b.statement, b.server_hash);
   const realHash = statementHash.recomputed;
 
+  const pq = judgePq(b, input.trustedPqKeys);
   const proofs = {} as Record<ProofName, ProofResult>;
-  proofs.statement = judgeStatement(b, statementHash);
-  proofs.pq_signature = fromVerdict(checkPqSignature({ serverHash: realHash, publicKey: b.pq.public_key, signature: b.pq.signature }));
-  proofs.pq_key =
-    input.trustedPqKeys === null
-      ? { state: 'unchecked', reason: 'the ML-DSA-65 key is not pinned: pin it (evidence trust add <url>, or --pq-key)' }
-      : fromVerdict(checkPqKey(b.pq.public_key, input.trustedPqKeys));
+  proofs.statement = pq.statement;
+  proofs.pq_signature = pq.pq_signature;
+  proofs.pq_key = pq.pq_key;
   proofs.timestamp = !input.timestamp.ok
     ? fails(input.timestamp.reason)
     : input.timestampRootTrusted
@@ -174,19 +193,57 @@ export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
   const failed = PROOF_NAMES.filter((n) => proofs[n].state === 'fails');
   const open = PROOF_NAMES.filter((n) => proofs[n].state === 'pending' || proofs[n].state === 'unchecked');
   const status: EvidenceStatus = failed.length > 0 ? 'failed' : open.length > 0 ? 'pending' : 'verified';
+  const { headline, detail } = summarise(status, failed, open, proofs);
   return {
     status,
-    summary: summarise(status, failed, open, proofs),
+    headline,
+    detail,
+    summary: `${headline}: ${detail}`,
     proofs,
     failed,
     open,
-    pq_verified: proofs.statement.state === 'holds' && proofs.pq_signature.state === 'holds' && proofs.pq_key.state === 'holds',
+    pq_verified: pq.pq_verified,
     ledger,
     timestamp_time: input.timestamp.genTime ? input.timestamp.genTime.toISOString() : null,
   };
 }
 
-function judgeStatement(b: ProofBundle, hash: ReturnType<typeof checkServerHash>): ProofResult {
+/** The post-quantum part of the verdict (also GET /api/v1/pq/verify's, which asks nothing else). */
+export interface PqJudgement {
+  statement: ProofResult;
+  pq_signature: ProofResult;
+  pq_key: ProofResult;
+  /** "pq verified": the statement holds, the ML-DSA-65 signature over its hash verifies, and the key is trusted. */
+  pq_verified: boolean;
+  /** SHA-256 of the statement as it is (what the signature must cover). */
+  statement_hash: string;
+  /** SHA-256 fingerprint of the record's ML-DSA-65 public key. */
+  key_fingerprint: string;
+}
+
+/**
+ * "pq verified" (README "What the verdict means"): the statement hashes to the stated server_hash,
+ * names this record, the ML-DSA-65 signature over the statement's hash verifies, and the key is
+ * one the reader trusts (the service's published keys, or the keys a verifier pinned).
+ */
+export function judgePq(b: Pick<ProofBundle, 'statement' | 'server_hash' | 'pq' | 'image_hash' | 'anchored_at' | 'device'>, trustedPqKeys: readonly string[] | null): PqJudgement {
+  const statementHash = checkServerHash(b.statement, b.server_hash);
+  const statement = judgeStatement(b, statementHash);
+  const pq_signature = fromVerdict(checkPqSignature({ serverHash: statementHash.recomputed, publicKey: b.pq.public_key, signature: b.pq.signature }));
+  const key = checkPqKey(b.pq.public_key, trustedPqKeys ?? []);
+  const pq_key: ProofResult =
+    trustedPqKeys === null ? { state: 'unchecked', reason: `the ML-DSA-65 key ${key.fingerprint.slice(0, 16)}… is not pinned: pin it (evidence trust add <url>, or --pq-key)` } : fromVerdict(key);
+  return {
+    statement,
+    pq_signature,
+    pq_key,
+    pq_verified: statement.state === 'holds' && pq_signature.state === 'holds' && pq_key.state === 'holds',
+    statement_hash: statementHash.recomputed,
+    key_fingerprint: key.fingerprint,
+  };
+}
+
+function judgeStatement(b: Pick<ProofBundle, 'statement' | 'image_hash' | 'anchored_at' | 'device'>, hash: ReturnType<typeof checkServerHash>): ProofResult {
   if (!hash.ok) return fails(hash.reason);
   let statement: Record<string, unknown>;
   try {
@@ -194,6 +251,7 @@ function judgeStatement(b: ProofBundle, hash: ReturnType<typeof checkServerHash>
   } catch {
     return fails('the statement is not JSON');
   }
+  if (statement.statement_type !== STATEMENT_TYPE) return fails(`the statement's statement_type is ${JSON.stringify(statement.statement_type)}, not ${STATEMENT_TYPE}`);
   const differ = statementMismatches(statement, {
     image_hash: b.image_hash,
     anchored_at: b.anchored_at,
@@ -256,6 +314,9 @@ function judgeLedger(b: ProofBundle, realHash: string, evidence: LedgerEvidence)
   };
   if (!v.found) return { proof: fails(f ? `the transaction recorded final in block ${f.block_number} is gone from the chain` : v.transaction.reason), summary };
   if (!v.data.ok) return { proof: fails(v.data.reason), summary };
+  if (evidence.statedFrom !== undefined && v.from !== null && evidence.statedFrom.toLowerCase() !== v.from.toLowerCase()) {
+    return { proof: fails(`the record says the transaction came from ${evidence.statedFrom}, the chain says ${v.from}`), summary };
+  }
   if (f && v.block_number !== f.block_number) {
     return { proof: fails(`the transaction recorded final in block ${f.block_number} is now in ${v.block_number === null ? 'no block' : `block ${v.block_number}`}`), summary };
   }
@@ -271,12 +332,13 @@ function judgeLedger(b: ProofBundle, realHash: string, evidence: LedgerEvidence)
   return { proof: holds(`${v.transaction.reason}; ${v.data.reason}${f ? `; final since ${f.recorded_at}` : ''}`), summary };
 }
 
-function summarise(status: EvidenceStatus, failed: ProofName[], open: ProofName[], proofs: Record<ProofName, ProofResult>): string {
+/** The headline and the sentence after it (summary = `${headline}: ${detail}`). */
+function summarise(status: EvidenceStatus, failed: ProofName[], open: ProofName[], proofs: Record<ProofName, ProofResult>): { headline: string; detail: string } {
   const names = (list: ProofName[]) => list.map((n) => PROOF_TITLES[n]).join(', ');
-  if (status === 'verified') return 'Verified: every proof was checked and holds.';
-  if (status === 'failed') return `Not verified: ${names(failed)} did not check out (${proofs[failed[0] as ProofName].reason}).`;
+  if (status === 'verified') return { headline: 'Verified', detail: 'every proof was checked and holds.' };
+  if (status === 'failed') return { headline: 'Not verified', detail: `${names(failed)} did not check out (${proofs[failed[0] as ProofName].reason}).` };
   const ledgerOnly = open.length === 1 && open[0] === 'ledger' && proofs.ledger.state === 'pending';
   return ledgerOnly
-    ? 'Anchored, ledger confirmation pending: every other proof holds; the ledger transaction is not confirmed yet.'
-    : `Not verified yet: nothing failed, but ${names(open)} ${open.length === 1 ? 'is' : 'are'} not established (${proofs[open[0] as ProofName].reason}).`;
+    ? { headline: 'Anchored, ledger confirmation pending', detail: 'every other proof holds; the ledger transaction is not confirmed yet.' }
+    : { headline: 'Not verified yet', detail: `nothing failed, but ${names(open)} ${open.length === 1 ? 'is' : 'are'} not established (${proofs[open[0] as ProofName].reason}).` };
 }

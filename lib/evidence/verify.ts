@@ -1,10 +1,11 @@
 import { sha256Hex } from '../crypto/hash.js';
 import { verifyTimestampResponse } from '../crypto/tsa/verify.js';
 import type { RpcReader } from '../ledger/rpc-reader.js';
-import { checkTimestamp, type LedgerRead, type TimestampVerdict } from './proof-check.js';
+import { readLedger } from './ledger-read.js';
+import { checkTimestamp, type TimestampVerdict } from './proof-check.js';
 import { storedFinalReceipt } from './final-ledger.js';
 import type { AnchoredEvidence, EvidenceItem, FinalLedgerReceipt } from './records.js';
-import { type EvidenceVerdict, judgeEvidence, type ProofBundle } from './verdict.js';
+import { bundleOf, type EvidenceVerdict, judgeEvidence } from './verdict.js';
 import type { EvidenceRepository } from './repository.js';
 import { isAnchored } from './records.js';
 
@@ -98,20 +99,6 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string, option
   return { image_hash: imageHash, found: true, registered_at: item.registered_at ?? null, anchored: true, record: item, verdict };
 }
 
-/** A stored record as the one verdict takes it. */
-export function bundleOf(item: AnchoredEvidence): ProofBundle {
-  return {
-    image_hash: item.image_hash,
-    server_hash: item.server_hash,
-    statement: item.statement,
-    anchored_at: item.anchored_at,
-    pq: { public_key: Buffer.from(item.pq_public_key, 'base64'), signature: Buffer.from(item.pq_signature, 'base64') },
-    device: { public_key_hex: item.public_key_hex, signature_hex: item.signature_hex, chain_index: item.chain_index, chain_hash: item.chain_hash, previous_hash: item.previous_hash },
-    ...(item.merkle ? { merkle: item.merkle } : {}),
-    tx_hash: item.tx_hash,
-  };
-}
-
 /**
  * The verdict of a final record served from its stored receipt: a pure function of the record's
  * immutable bytes and the trust anchors, so it is memoised per record object (a final record this
@@ -154,12 +141,4 @@ function timestampVerdict(item: AnchoredEvidence, roots: string[]): Promise<Time
   if (timestampCache.size >= TIMESTAMP_CACHE_MAX) timestampCache.delete(timestampCache.keys().next().value ?? '');
   timestampCache.set(key, computed);
   return computed;
-}
-
-/** The transaction as a node returns it now (its receipt and the latest block when it is mined). */
-export async function readLedger(rpc: VerifyDeps['rpc'], txHash: string): Promise<LedgerRead> {
-  const tx = await rpc.getTransaction(txHash);
-  if (!tx || tx.blockNumber === null) return { tx };
-  const [receipt, latestBlock] = await Promise.all([rpc.getTransactionReceipt(txHash), rpc.blockNumber()]);
-  return { tx, receipt, latestBlock };
 }

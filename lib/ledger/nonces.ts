@@ -35,6 +35,15 @@ export class NonceAllocator {
    * gaps of other processes, whose submits may still be in flight).
    */
   readonly lost = new Map<number, 'release' | 'fill'>();
+  /**
+   * Counter allocations whose answer never came (the store did not answer in time): the write may
+   * have landed anyway (a frozen database applies it when it wakes), taking `count` nonces that
+   * nobody will use, a gap every later transaction waits behind. Before the next allocation the
+   * wallet item is read: if it still carries this allocation's token, nothing was allocated since
+   * and those nonces are this process's to give back (`lost`, `release`). If another allocation
+   * came after it, the re-send job's gap filling covers them (fillGaps, after its grace).
+   */
+  private readonly unanswered: { token: string; count: number }[] = [];
   private recovering: Promise<void> | null = null;
   private readonly db: DynamoDBDocumentClient;
   private readonly table: string;
@@ -63,6 +72,7 @@ export class NonceAllocator {
     this.allocating = true;
     try {
       while (this.nonceQueue.length > 0) {
+        if (this.unanswered.length > 0) await this.recoverUnanswered(address);
         if (this.lost.size > 0) await this.recoverLost(address);
         const batch = this.nonceQueue.splice(0, NONCE_BATCH_MAX);
         const seq = this.order.mark();
@@ -107,6 +117,22 @@ export class NonceAllocator {
     return this.recovering;
   }
 
+  /** See `unanswered`: an allocation that landed unanswered gives its nonces back. */
+  private async recoverUnanswered(address: string): Promise<void> {
+    let wallet;
+    try {
+      wallet = await this.records.getWallet(address);
+    } catch {
+      return; // the store still fails: next time
+    }
+    const landed = this.unanswered.find((a) => a.token === wallet?.alloc_token);
+    if (landed && wallet?.alloc_from !== undefined) {
+      for (let n = wallet.alloc_from; n < wallet.alloc_from + landed.count; n++) this.lost.set(n, 'release');
+      this.log('warn', 'ledger: an allocation answered too late took nonces nobody uses; they are given back', { from: wallet.alloc_from, count: landed.count });
+    }
+    this.unanswered.length = 0;
+  }
+
   /**
    * Allocates nonces: the lowest released one if any (count 1), else `count` consecutive ones from
    * the counter. The common case is one UpdateItem (ADD on the counter, conditional on an empty
@@ -138,7 +164,10 @@ export class NonceAllocator {
         );
         return { first: Number(r.Attributes?.alloc_from), count, reused: false };
       } catch (error) {
-        if (!isConditionalCheckFailed(error)) throw error;
+        if (!isConditionalCheckFailed(error)) {
+          this.unanswered.push({ token, count });
+          throw error;
+        }
       }
       const wallet = await this.records.getWallet(address);
       if (!wallet) {

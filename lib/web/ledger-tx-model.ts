@@ -2,6 +2,7 @@
  * The local chain's explorer (GET /ledger/tx/{tx_hash}): a transaction as read from the chain
  * now, with its input data decoded as the service writes it (lib/ledger/anchor-data.ts).
  */
+import { countConfirmations } from '../evidence/proof-check.js';
 import { decodeLedgerData } from '../ledger/anchor-data.js';
 import type { RpcReader } from '../ledger/rpc-reader.js';
 
@@ -23,7 +24,10 @@ export interface LedgerTxDetails {
   block_hash: string | null;
   /** Time of the block (ISO 8601), null while pending. */
   block_time: string | null;
+  /** Blocks from its block to the latest, inclusive, as of `checked_at` (the one definition: proof-check.ts countConfirmations). */
   confirmations: number;
+  /** When the chain was read. */
+  checked_at: string;
   from: string;
   to: string | null;
   nonce: number;
@@ -64,7 +68,7 @@ export async function readLedgerTx(rpc: LedgerTxReader, txHash: string): Promise
     decoded,
   };
   if (tx.blockNumber === null) {
-    return { ...base, status: 'pending', block_number: null, block_hash: null, block_time: null, confirmations: 0, gas_used: null };
+    return { ...base, status: 'pending', block_number: null, block_hash: null, block_time: null, confirmations: 0, checked_at: new Date().toISOString(), gas_used: null };
   }
   const [receipt, latest, block] = await Promise.all([rpc.getTransactionReceipt(hash), rpc.blockNumber(), rpc.getBlock(tx.blockNumber)]);
   return {
@@ -73,7 +77,8 @@ export async function readLedgerTx(rpc: LedgerTxReader, txHash: string): Promise
     block_number: tx.blockNumber,
     block_hash: tx.blockHash,
     block_time: block ? new Date(block.timestamp * 1000).toISOString() : null,
-    confirmations: Math.max(0, latest - tx.blockNumber + 1),
+    confirmations: countConfirmations(tx.blockNumber, latest),
+    checked_at: new Date().toISOString(),
     gas_used: receipt ? receipt.gasUsed.toString() : null,
   };
 }

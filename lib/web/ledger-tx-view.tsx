@@ -40,7 +40,9 @@ export const LedgerTxPage: FC<{ tx: LedgerTxDetails }> = ({ tx }) => {
           <Row term="Block time">
             <Time iso={tx.block_time} />
           </Row>
-          <Row term="Confirmations">{String(tx.confirmations)}</Row>
+          <Row term="Confirmations">
+            {String(tx.confirmations)} as of <Time iso={tx.checked_at} />
+          </Row>
           <Row term="From">
             <code class="mono">{tx.from}</code>
           </Row>

@@ -23,6 +23,9 @@ export interface AnchoredModel {
   imageHash: string;
   /** The verdict's status, as the page's data-status attribute says it. */
   status: EvidenceVerdict['status'];
+  /** The proofs that fail, and the ones not established (the verdict's lists). */
+  failed: string[];
+  open: string[];
   verdict: { tone: Tone; title: string; summary: string };
   anchoredAt: string;
   serverHash: string;
@@ -65,14 +68,7 @@ export function buildVerifyPageModel(v: EvidenceVerification, explorerTemplate: 
   }
   const p = verdict.proofs;
   const l = verdict.ledger;
-  const title =
-    verdict.status === 'verified'
-      ? 'Verified'
-      : verdict.status === 'failed'
-        ? 'Not verified'
-        : verdict.open.length === 1 && verdict.open[0] === 'ledger' && p.ledger.state === 'pending'
-          ? 'Anchored, ledger confirmation pending'
-          : 'Not verified yet';
+  const title = verdict.headline;
   const tone: Tone = verdict.status === 'verified' ? 'ok' : verdict.status === 'failed' ? 'bad' : 'warn';
   const merkle = r.merkle ? { root: r.merkle.root, leafIndex: r.merkle.leaf_index, treeSize: r.merkle.tree_size } : null;
   const confirmations = `${l.confirmations} confirmation${l.confirmations === 1 ? '' : 's'}`;
@@ -81,7 +77,10 @@ export function buildVerifyPageModel(v: EvidenceVerification, explorerTemplate: 
     kind: 'anchored',
     imageHash: r.image_hash,
     status: verdict.status,
-    verdict: { tone, title, summary: verdict.summary },
+    failed: [...verdict.failed],
+    open: [...verdict.open],
+    // Under the headline, the sentence after it (capitalised).
+    verdict: { tone, title, summary: verdict.detail.charAt(0).toUpperCase() + verdict.detail.slice(1) },
     anchoredAt: r.anchored_at,
     serverHash: r.server_hash,
     pq: {

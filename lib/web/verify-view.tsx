@@ -10,8 +10,9 @@ import type { AnchoredModel, Tone, VerifyPageModel } from './verify-model.js';
 const receiptHref = (hash: string) => `../api/v2/evidence/receipt/${hash}`;
 const apiHref = (hash: string) => `../api/v2/evidence/verify/${hash}`;
 
-const Verdict: FC<{ tone: Tone; title: string; status?: string; children?: Child }> = ({ tone, title, status, children }) => (
-  <section class={`verdict ${tone}`} aria-labelledby="verdict" data-status={status}>
+/** data-status, data-failed and data-open carry the one verdict for machines (its status, the proofs that fail, the ones not established). */
+const Verdict: FC<{ tone: Tone; title: string; status?: string; failed?: string[]; open?: string[]; children?: Child }> = ({ tone, title, status, failed, open, children }) => (
+  <section class={`verdict ${tone}`} aria-labelledby="verdict" data-status={status} data-failed={failed?.join(' ')} data-open={open?.join(' ')}>
     <h1 id="verdict">
       <span aria-hidden="true">{tone === 'ok' ? '✓ ' : tone === 'bad' ? '✗ ' : '! '}</span>
       {title}
@@ -57,7 +58,7 @@ const Why: FC<{ reasons: string[] }> = ({ reasons }) => (
 
 const AnchoredPage: FC<{ m: AnchoredModel }> = ({ m }) => (
   <>
-    <Verdict tone={m.verdict.tone} title={m.verdict.title} status={m.status}>
+    <Verdict tone={m.verdict.tone} title={m.verdict.title} status={m.status} failed={m.failed} open={m.open}>
       <p>{m.verdict.summary}</p>
       <HashLine hash={m.imageHash} />
       <p>

@@ -8,7 +8,9 @@ import { after, before, describe, it } from 'node:test';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
-import { formatReport, type ReceiptVerification, verifyReceipt } from '../../lib/cli/verify-receipt.js';
+import { formatReport } from '../../lib/cli/receipt-report.js';
+import { type ReceiptVerification, verifyReceipt } from '../../lib/cli/verify-receipt.js';
+import { mlDsaPublicKeyFingerprint } from '../../lib/crypto/ml-dsa.js';
 import { RpcReader } from '../../lib/ledger/rpc-reader.js';
 import { type HttpService, startHttpService } from '../support/http-server.js';
 import { createAccount, Device, json, randomHash } from '../support/client.js';
@@ -26,7 +28,8 @@ const BIN = path.resolve(import.meta.dirname, '..', '..', 'bin', 'evidence.mjs')
 
 interface Receipt {
   image_hash: string;
-  ledger: { tx_hash: string; input_data: string; merkle?: { leaf_index: number; tree_size: number; path: string[]; root: string; leaf_hash: string } };
+  pq_signature: { public_key: string };
+  ledger: { tx_hash: string; from: string; input_data: string; merkle?: { leaf_index: number; tree_size: number; path: string[]; root: string; leaf_hash: string } };
 }
 
 let env: Record<string, string>;
@@ -81,10 +84,18 @@ after(async () => {
   await service?.close();
 });
 
-const failed = (r: ReceiptVerification) => r.checks.filter((c) => c.result === 'fail').map((c) => c.id);
-const result = (r: ReceiptVerification, id: string) => r.checks.find((c) => c.id === id)?.result;
-const verify = (receipt: unknown, photo: Buffer) =>
-  verifyReceipt({ receipt, subject: { kind: 'file', name: 'photo.jpg', sha256: sha256Hex(photo) }, rootPem, ledger: rpc });
+const failed = (r: ReceiptVerification) => [...(r.verdict?.failed ?? [])].sort();
+const state = (r: ReceiptVerification, proof: 'merkle' | 'ledger') => r.verdict?.proofs[proof].state;
+/** The offline verifier with every trust anchor pinned (the service's root, ML-DSA-65 key and wallet) and the chain read. */
+const verify = (receipt: Receipt, photo: Buffer) =>
+  verifyReceipt({
+    receipt,
+    subject: { kind: 'file', name: 'photo.jpg', sha256: sha256Hex(photo) },
+    rootsPem: [rootPem],
+    pqKeyFingerprints: [mlDsaPublicKeyFingerprint(Buffer.from((receipts[0] as Receipt).pq_signature.public_key, 'base64'))],
+    wallets: [(receipts[0] as Receipt).ledger.from],
+    ledger: rpc,
+  });
 
 function flipHex(hex: string, charIndex: number): string {
   const c = hex[charIndex] ?? '0';
@@ -110,10 +121,9 @@ describe('batch mode through the API and the verifiers', () => {
   it('verifies every receipt offline with the ledger read from the node, the inclusion path included', async () => {
     for (const [i, r] of receipts.entries()) {
       const report = await verify(r, photos[i] as Buffer);
-      assert.deepEqual(failed(report), [], formatReport(report).join('\n'));
-      assert.equal(result(report, 'ledger_merkle'), 'pass');
-      assert.equal(result(report, 'ledger_data'), 'pass');
-      assert.equal(result(report, 'ledger_tx'), 'pass');
+      assert.equal(report.status, 'verified', formatReport(report).join('\n'));
+      assert.equal(state(report, 'merkle'), 'holds');
+      assert.equal(state(report, 'ledger'), 'holds');
     }
   });
 
@@ -125,14 +135,14 @@ describe('batch mode through the API and the verifiers', () => {
       const cm = copy.ledger.merkle as typeof m;
       cm.path[j] = flipHex(cm.path[j] as string, 63);
       const report = await verify(copy, photos[0] as Buffer);
-      assert.deepEqual(failed(report), ['ledger_merkle', 'ledger_data'], formatReport(report).join('\n'));
+      assert.deepEqual(failed(report), ['ledger', 'merkle'], formatReport(report).join('\n'));
     }
     const otherRoot = structuredClone(r);
     (otherRoot.ledger.merkle as typeof m).root = flipHex(m.root, 0);
-    assert.deepEqual(failed(await verify(otherRoot, photos[0] as Buffer)), ['ledger_merkle', 'ledger_data']);
+    assert.deepEqual(failed(await verify(otherRoot, photos[0] as Buffer)), ['ledger', 'merkle']);
     const otherIndex = structuredClone(r);
     (otherIndex.ledger.merkle as typeof m).leaf_index = m.leaf_index ^ 1;
-    assert.deepEqual(failed(await verify(otherIndex, photos[0] as Buffer)), ['ledger_merkle', 'ledger_data']);
+    assert.deepEqual(failed(await verify(otherIndex, photos[0] as Buffer)), ['ledger', 'merkle']);
   });
 
   it('the local explorer decodes the batch transaction: its Merkle root', async () => {
@@ -209,14 +219,22 @@ describe('batch mode through the API and the verifiers', () => {
     const receiptFile = path.join(dir, 'photo.jpg.receipt.json');
     const receipt = JSON.parse(await readFile(receiptFile, 'utf8')) as Receipt;
     assert.ok(receipt.ledger.merkle, 'a batched receipt');
-    const ok = await run(['verify', 'photo.jpg', '--root', path.join(env.DATA_DIR ?? '', 'tsa', 'root.pem'), '--rpc', env.LEDGER_RPC_URL ?? '']);
+    // Not pinned: the service's own copy of its trust anchors proves only consistency; the verdict is "not established" (exit 3).
+    const unpinned = await run(['verify', 'photo.jpg', '--root', path.join(env.DATA_DIR ?? '', 'tsa', 'root.pem'), '--rpc', env.LEDGER_RPC_URL ?? '', '--trust-file', 'none.json']);
+    assert.equal(unpinned.code, 3, unpinned.stdout + unpinned.stderr);
+    assert.match(unpinned.stdout, /unchecked\s+ML-DSA-65 key published by the service/);
+    // Pinned once with `evidence trust add`, as the README says: verified (exit 0).
+    const trusted = await run(['trust', 'add', service.url, '--trust-file', 'trust.json']);
+    assert.equal(trusted.code, 0, trusted.stdout + trusted.stderr);
+    const ok = await run(['verify', 'photo.jpg', '--rpc', env.LEDGER_RPC_URL ?? '', '--trust-file', 'trust.json']);
     assert.equal(ok.code, 0, ok.stdout + ok.stderr);
-    assert.match(ok.stdout, /pass\s+Merkle inclusion \(RFC 6962 batch\)/);
-    assert.match(ok.stdout, /pass\s+ledger input data/);
+    assert.match(ok.stdout, /holds\s+Merkle inclusion \(RFC 6962 batch\)/);
+    assert.match(ok.stdout, /holds\s+ledger transaction/);
+    assert.match(ok.stdout, /^VERIFIED: /m);
     (receipt.ledger.merkle as NonNullable<Receipt['ledger']['merkle']>).root = flipHex(receipt.ledger.merkle?.root ?? '', 5);
     writeFileSync(receiptFile, JSON.stringify(receipt));
-    const bad = await run(['verify', 'photo.jpg', '--root', path.join(env.DATA_DIR ?? '', 'tsa', 'root.pem'), '--rpc', env.LEDGER_RPC_URL ?? '']);
+    const bad = await run(['verify', 'photo.jpg', '--rpc', env.LEDGER_RPC_URL ?? '', '--trust-file', 'trust.json']);
     assert.equal(bad.code, 1, bad.stdout);
-    assert.match(bad.stdout, /fail\s+Merkle inclusion \(RFC 6962 batch\)/);
+    assert.match(bad.stdout, /fails\s+Merkle inclusion \(RFC 6962 batch\)/);
   });
 });

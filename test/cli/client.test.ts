@@ -39,7 +39,8 @@ before(async () => {
   pro = await createAccount('pro');
   dir = mkdtempSync(path.join(os.tmpdir(), 'evidence-cli-'));
   // The child gets no stack variables: the CLI must need nothing but the URL, the key and the files.
-  env = { EVIDENCE_API_KEY: pro.apiKey, LEDGER_RPC_URL: '', DATA_DIR: '' };
+  // Its own trust file (none yet): nothing from the machine's ~/.config is pinned.
+  env = { EVIDENCE_API_KEY: pro.apiKey, LEDGER_RPC_URL: '', DATA_DIR: '', EVIDENCE_TRUST_FILE: path.join(dir, 'trust.json') };
   env.TSA_ROOT = path.join(stackEnv.DATA_DIR ?? '', 'tsa', 'root.pem');
   env.RPC = stackEnv.LEDGER_RPC_URL ?? '';
 });
@@ -64,17 +65,24 @@ describe('evidence CLI (bin/evidence.mjs) against the service over HTTP', () => 
     const receipt = JSON.parse(await readFile(path.join(dir, 'photo.jpg.receipt.json'), 'utf8')) as { image_hash: string };
     assert.equal(receipt.image_hash, sha256Hex(photo));
 
+    // Nothing pinned and no node: consistent with itself, not verified ("not established", exit 3).
     const offline = await evidence(['verify', 'photo.jpg']);
-    assert.equal(offline.code, 0, offline.stdout + offline.stderr);
+    assert.equal(offline.code, 3, offline.stdout + offline.stderr);
     assert.match(offline.stdout, /root: from receipt \(not pinned\)/);
-    assert.match(offline.stdout, /skipped\s+ledger transaction\s+no --rpc given/);
-    assert.match(offline.stdout, /VERIFIED/);
+    assert.match(offline.stdout, /unchecked\s+ledger transaction\s+not read: no --rpc given/);
+    assert.match(offline.stdout, /unchecked\s+ML-DSA-65 key published by the service/);
+    assert.match(offline.stdout, /^NOT ESTABLISHED: /m);
+    assert.doesNotMatch(offline.stdout, /\bfails\b/);
 
-    const pinned = await evidence(['verify', 'photo.jpg', '--root', env.TSA_ROOT ?? '', '--rpc', env.RPC ?? '']);
+    // The README's way: pin the service's anchors once, then verify with a node of the chain.
+    const trust = await evidence(['trust', 'add', service.url]);
+    assert.equal(trust.code, 0, trust.stdout + trust.stderr);
+    const pinned = await evidence(['verify', 'photo.jpg', '--rpc', env.RPC ?? '']);
     assert.equal(pinned.code, 0, pinned.stdout + pinned.stderr);
     assert.match(pinned.stdout, /root: pinned/);
-    assert.match(pinned.stdout, /pass\s+ledger input data/);
-    assert.match(pinned.stdout, /pass\s+ledger transaction\s+mined in block \d+ of chain \d+, \d+ confirmations?/);
+    assert.match(pinned.stdout, /holds\s+ledger transaction\s+mined in block \d+, \d+ confirmations?, from 0x[0-9a-f]{40}; input data = image_hash \|\| server_hash/);
+    assert.match(pinned.stdout, /ledger: 0x[0-9a-f]{64} on chain \d+, \d+ confirmations? as of \d{4}-/);
+    assert.match(pinned.stdout, /^VERIFIED: every proof was checked and holds\.$/m);
   });
 
   it('continues the device chain across anchors from the state file', async () => {
@@ -92,7 +100,7 @@ describe('evidence CLI (bin/evidence.mjs) against the service over HTTP', () => 
     assert.equal(state.last_chain_hash, computeChainHash(computeChainHash(null, hashes[0] ?? ''), hashes[1] ?? ''));
     const second = JSON.parse(await readFile(path.join(dir, 'b.jpg.receipt.json'), 'utf8')) as { device: { chain_index: number } };
     assert.equal(second.device.chain_index, 1);
-    assert.equal((await evidence(['verify', 'b.jpg'])).code, 0);
+    assert.equal((await evidence(['verify', 'b.jpg', '--rpc', env.RPC ?? ''])).code, 0);
   });
 
   it('fails verify with exit 1 and a one-line reason for a changed photo', async () => {
@@ -102,8 +110,8 @@ describe('evidence CLI (bin/evidence.mjs) against the service over HTTP', () => 
     writeFileSync(path.join(dir, 'c.jpg'), 'edited');
     const run = await evidence(['verify', 'c.jpg']);
     assert.equal(run.code, 1);
-    assert.match(run.stdout, /fail\s+file SHA-256\s+SHA-256 of c\.jpg is [0-9a-f]{64}, the receipt is for [0-9a-f]{64}: not the same file/);
-    assert.match(run.stdout, /NOT VERIFIED: 1 check failed \(file\)/);
+    assert.match(run.stdout, /fails\s+file: SHA-256 = image_hash\s+SHA-256 of c\.jpg is [0-9a-f]{64}, the receipt is for [0-9a-f]{64}: not the same file/);
+    assert.match(run.stdout, /^NOT VERIFIED: SHA-256 of c\.jpg is/m);
   });
 
   it('explains 409: the photo is already anchored, run verify', async () => {

@@ -55,42 +55,47 @@ before(async () => {
 after(() => service.close());
 
 describe('evidence verify without a trust file', () => {
-  it('warns that the root, the ML-DSA-65 key and the wallet are not pinned', async () => {
+  it('leaves what it checked against unpinned anchors unchecked: not established (exit 3), never verified', async () => {
     const r = await run('verify', photoPath, '--rpc', rpcUrl);
-    assert.equal(r.code, 0, r.out);
+    assert.equal(r.code, 3, r.out);
     assert.match(r.out, /root: from receipt \(not pinned\)/);
-    assert.match(r.out, /ML-DSA-65 key: from receipt \(not pinned\)/);
-    assert.match(r.out, /wallet: from receipt \(not pinned\)/);
-    assert.match(r.out, /WARNING: not pinned: the TSA root \(--root\), the ML-DSA-65 key \(--pq-key\), the ledger wallet \(--wallet\)/);
+    assert.match(r.out, /ML-DSA-65 key: not pinned/);
+    assert.match(r.out, /wallet: not pinned/);
+    assert.match(r.out, /unchecked\s+RFC 3161 timestamp\s+.*against the receipt's own root/);
+    assert.match(r.out, /unchecked\s+ML-DSA-65 key published by the service/);
+    assert.match(r.out, /unchecked\s+ledger transaction\s+.*not held to a pinned service wallet/);
+    assert.match(r.out, /^NOT ESTABLISHED: /m);
+    assert.doesNotMatch(r.out, /\bfails\b/);
   });
 
-  it('fails a receipt whose ledger.from was deleted when no wallet is pinned', async () => {
+  it('leaves the ledger unchecked for a receipt whose ledger.from was deleted, when no wallet is pinned', async () => {
     const file = path.join(dir, 'no-from.receipt.json');
     const copy = structuredClone(receipt);
     delete copy.ledger.from;
     await writeFile(file, JSON.stringify(copy));
     const r = await run('verify', photoPath, '--receipt', file, '--rpc', rpcUrl);
-    assert.equal(r.code, 1, r.out);
-    assert.match(r.out, /fail\s+ledger transaction\s+the receipt names no sender/);
+    assert.equal(r.code, 3, r.out);
+    assert.match(r.out, /unchecked\s+ledger transaction\s+.*not held to a pinned service wallet/);
   });
 
-  it('passes a receipt without ledger.from against the right --wallet, and fails a wrong --wallet', async () => {
+  it('holds a receipt without ledger.from to the right --wallet, and fails a wrong --wallet', async () => {
     const file = path.join(dir, 'no-from-2.receipt.json');
     const copy = structuredClone(receipt);
     delete copy.ledger.from;
     await writeFile(file, JSON.stringify(copy));
     const right = await run('verify', photoPath, '--receipt', file, '--rpc', rpcUrl, '--wallet', String(receipt.ledger.from));
-    assert.equal(right.code, 0, right.out);
-    assert.match(right.out, /from the pinned wallet/);
+    assert.match(right.out, /holds\s+ledger transaction\s+mined in block/);
+    assert.equal(right.code, 3, 'the root and the ML-DSA-65 key are still not pinned');
     const wrong = await run('verify', photoPath, '--rpc', rpcUrl, '--wallet', `0x${'12'.repeat(20)}`);
     assert.equal(wrong.code, 1, wrong.out);
-    assert.match(wrong.out, /fail\s+ledger transaction\s+.*expected 0x1212/);
+    assert.match(wrong.out, /fails\s+ledger transaction\s+.*expected 0x1212/);
   });
 
-  it('fails a signature when no JWK set is pinned', async () => {
+  it('leaves a signature unchecked when no JWK set is pinned', async () => {
     const r = await run('verify', photoPath, '--signature', path.join(dir, 's.json'));
-    assert.equal(r.code, 1, r.out);
+    assert.equal(r.code, 3, r.out);
     assert.match(r.out, /signing key: none pinned/);
+    assert.match(r.out, /unchecked\s+Ed25519 signature over JCS\(statement\)/);
   });
 });
 
@@ -114,8 +119,9 @@ describe('evidence trust add, then evidence verify with no flags', () => {
     const r = await run('verify', photoPath, '--rpc', rpcUrl);
     assert.equal(r.code, 0, r.out);
     assert.match(r.out, /root: pinned \(trust file/);
-    assert.match(r.out, /pass\s+ML-DSA-65 key pinned/);
-    assert.match(r.out, /from the pinned wallet/);
+    assert.match(r.out, /holds\s+ML-DSA-65 key published by the service/);
+    assert.match(r.out, /wallet: pinned 0x[0-9a-fA-F]{40} \(trust file/);
+    assert.match(r.out, /^VERIFIED: /m);
     assert.doesNotMatch(r.out, /not pinned/);
   });
 
@@ -128,9 +134,9 @@ describe('evidence trust add, then evidence verify with no flags', () => {
     const r = await run('verify', photoPath, '--timestamp', path.join(dir, 't.json'), '--signature', path.join(dir, 's.json'));
     assert.equal(r.code, 0, r.out);
     assert.match(r.out, /timestamp .*t\.json/);
-    assert.match(r.out, /pass\s+timestamp chain to root/);
-    assert.match(r.out, /pass\s+Ed25519 signature\s+Ed25519 over JCS\(statement\) verifies/);
-    assert.match(r.out, /pass\s+Ed25519 key pinned/);
+    assert.match(r.out, /holds\s+RFC 3161 timestamp\s+the RFC 3161 token verifies/);
+    assert.match(r.out, /holds\s+Ed25519 signature over JCS\(statement\)\s+Ed25519 over JCS\(statement\) verifies/);
+    assert.match(r.out, /holds\s+Ed25519 key pinned/);
   });
 
   it('fails the timestamp and the signature for another file', async () => {
@@ -138,8 +144,9 @@ describe('evidence trust add, then evidence verify with no flags', () => {
     await writeFile(other, 'another photo');
     const r = await run('verify', other, '--timestamp', path.join(dir, 't.json'), '--signature', path.join(dir, 's.json'));
     assert.equal(r.code, 1);
-    assert.match(r.out, /fail\s+timestamp imprint/);
-    assert.match(r.out, /fail\s+signed statement/);
+    assert.match(r.out, /fails\s+RFC 3161 timestamp/);
+    assert.match(r.out, /timestamp imprint: fail/);
+    assert.match(r.out, /fails\s+signed statement names this hash/);
   });
 
   it('fails a signature whose statement was changed', async () => {
@@ -149,6 +156,6 @@ describe('evidence trust add, then evidence verify with no flags', () => {
     await writeFile(file, JSON.stringify(s));
     const r = await run('verify', photoPath, '--signature', file);
     assert.equal(r.code, 1);
-    assert.match(r.out, /fail\s+Ed25519 signature/);
+    assert.match(r.out, /fails\s+Ed25519 signature over JCS\(statement\)/);
   });
 });

@@ -5,17 +5,25 @@ import { before, describe, it } from 'node:test';
 import { useStack } from '../support/stack.js';
 import { createAccount, Device, json, randomHash } from '../support/client.js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
+import { mlDsaPublicKeyFingerprint } from '../../lib/crypto/ml-dsa.js';
 import { generateTsaCertificates } from '../../lib/crypto/tsa/certificates.js';
 import { RpcReader } from '../../lib/ledger/rpc-reader.js';
-import { type ReceiptVerification, type VerifyReceiptOptions, formatReport, verifyReceipt } from '../../lib/cli/verify-receipt.js';
+import { formatReport } from '../../lib/cli/receipt-report.js';
+import { type ReceiptVerification, type VerifyReceiptOptions, verifyReceipt } from '../../lib/cli/verify-receipt.js';
+
+/**
+ * The offline verifier gives the one verdict (lib/evidence/verdict.ts) over a receipt: each
+ * tampered field fails the proof that owns it; a proof it could not establish (no node, a trust
+ * anchor not pinned, too few confirmations) is unchecked or pending, never counted as holding.
+ */
 
 type Receipt = {
   image_hash: string;
   server_hash: string;
-  pq_signature: { signature: string };
+  pq_signature: { signature: string; public_key: string };
   timestamp: { token: string; tsa_certificates: string[] };
-  ledger: { tx_hash: string };
-  device: { signature_hex: string };
+  ledger: { tx_hash: string; from: string };
+  device: { signature_hex: string; public_key_hex?: string };
 };
 
 let photo: Buffer;
@@ -48,12 +56,21 @@ before(async () => {
 
 const fileSubject = (bytes: Buffer = photo) => ({ kind: 'file' as const, name: 'photo.jpg', sha256: sha256Hex(bytes) });
 
+/** Every trust anchor pinned (as `evidence trust add` does) and the chain read. */
+const pinned = (): Partial<VerifyReceiptOptions> => ({
+  rootsPem: [serviceRoot],
+  rootSource: 'tsa-root.pem',
+  pqKeyFingerprints: [mlDsaPublicKeyFingerprint(Buffer.from(receipt.pq_signature.public_key, 'base64'))],
+  wallets: [receipt.ledger.from],
+  ledger: rpc,
+});
+
 function check(options: Partial<VerifyReceiptOptions> & { receipt?: unknown } = {}): Promise<ReceiptVerification> {
-  return verifyReceipt({ receipt, subject: fileSubject(), ...options });
+  return verifyReceipt({ receipt, subject: fileSubject(), ...pinned(), ...options });
 }
 
-const failed = (r: ReceiptVerification) => r.checks.filter((c) => c.result === 'fail').map((c) => c.id);
-const result = (r: ReceiptVerification, id: string) => r.checks.find((c) => c.id === id)?.result;
+const failed = (r: ReceiptVerification) => [...(r.verdict?.failed ?? [])].sort();
+const state = (r: ReceiptVerification, proof: keyof NonNullable<ReceiptVerification['verdict']>['proofs']) => r.verdict?.proofs[proof].state;
 
 /** A deep copy of the receipt with one change. */
 function tampered(change: (r: Receipt) => void): Receipt {
@@ -75,102 +92,102 @@ function flipHex(hex: string, charIndex: number): string {
 }
 
 describe('verifyReceipt (the offline verifier)', () => {
-  it('passes a real receipt with its file; the root comes from the receipt and the ledger is skipped, not passed', async () => {
+  it('verifies a real receipt with its file, every anchor pinned and the chain read', async () => {
     const r = await check();
-    assert.deepEqual(failed(r), [], formatReport(r).join('\n'));
+    assert.equal(r.status, 'verified', formatReport(r).join('\n'));
     assert.equal(r.ok, true);
-    assert.equal(r.root.source, 'receipt');
-    for (const id of ['file', 'device_signature', 'chain_hash', 'server_hash', 'pq_signature', 'timestamp_imprint', 'timestamp_signature', 'timestamp_ess_cert_id', 'timestamp_eku', 'timestamp_chain']) {
-      assert.equal(result(r, id), 'pass', id);
-    }
-    assert.equal(result(r, 'ledger_tx'), 'skipped');
-    assert.equal(result(r, 'ledger_data'), 'skipped');
-    assert.equal(result(r, 'pq_key'), 'skipped');
-    assert.match(formatReport(r).join('\n'), /root: from receipt \(not pinned\)/);
-    assert.match(formatReport(r).join('\n'), /--root/);
-  });
-
-  it('passes with the service TSA root pinned', async () => {
-    const r = await check({ rootPem: serviceRoot, rootSource: 'tsa-root.pem' });
-    assert.deepEqual(failed(r), []);
+    assert.equal(r.file.holds, true);
+    assert.equal(state(r, 'merkle'), 'absent');
+    assert.ok((r.ledger?.confirmations ?? 0) >= 1);
     assert.equal(r.root.source, 'pinned');
-    assert.equal(result(r, 'timestamp_chain'), 'pass');
     assert.ok(r.timestamp.gen_time);
+    assert.match(formatReport(r).join('\n'), /^VERIFIED: /m);
   });
 
-  it('fails only the file check for a changed file', async () => {
-    const r = await check({ subject: fileSubject(Buffer.concat([photo, Buffer.from(' ')])) });
-    assert.deepEqual(failed(r), ['file']);
+  it('does not verify what it could not check: nothing pinned and no node leave the key, the timestamp, and the ledger unchecked (pending)', async () => {
+    const r = await verifyReceipt({ receipt, subject: fileSubject() });
+    assert.equal(r.status, 'pending');
     assert.equal(r.ok, false);
-  });
-
-  it('fails only the device signature check for a flipped byte in the device signature', async () => {
-    const r = await check({ receipt: tampered((t) => (t.device.signature_hex = flipHex(t.device.signature_hex, 10))) });
-    assert.deepEqual(failed(r), ['device_signature']);
-  });
-
-  it('fails only the ML-DSA-65 check for a flipped byte in the post-quantum signature', async () => {
-    const r = await check({ receipt: tampered((t) => (t.pq_signature.signature = flipBase64(t.pq_signature.signature, (n) => Math.floor(n / 2)))) });
-    assert.deepEqual(failed(r), ['pq_signature']);
-  });
-
-  it('fails only the timestamp signature check for a flipped byte in the TSA token signature', async () => {
-    // The last byte of the TimeStampResp is the last byte of the SignerInfo's signature value.
-    const r = await check({ receipt: tampered((t) => (t.timestamp.token = flipBase64(t.timestamp.token, (n) => n - 1))) });
-    assert.deepEqual(failed(r), ['timestamp_signature']);
-  });
-
-  it('fails only the chain check when another root is pinned', async () => {
-    const other = await generateTsaCertificates();
-    const r = await check({ rootPem: other.rootCertPem, rootSource: 'other-root.pem' });
-    assert.deepEqual(failed(r), ['timestamp_chain']);
-  });
-
-  it('fails only the server_hash check for a changed server_hash', async () => {
-    const r = await check({ receipt: tampered((t) => (t.server_hash = flipHex(t.server_hash, 0))), ledger: rpc });
-    assert.deepEqual(failed(r), ['server_hash']);
-  });
-
-  it('reads the ledger transaction with --rpc: input data and confirmations pass', async () => {
-    const r = await check({ ledger: rpc, rootPem: serviceRoot });
     assert.deepEqual(failed(r), []);
-    assert.equal(result(r, 'ledger_tx'), 'pass');
-    assert.equal(result(r, 'ledger_data'), 'pass');
-    assert.ok((r.ledger.confirmations ?? 0) >= 1);
+    assert.deepEqual([...(r.verdict?.open ?? [])].sort(), ['ledger', 'pq_key', 'timestamp']);
+    assert.equal(r.root.source, 'receipt');
+    const text = formatReport(r).join('\n');
+    assert.match(text, /root: from receipt \(not pinned\)/);
+    assert.match(text, /--root/);
+    assert.match(text, /^NOT ESTABLISHED: /m);
   });
 
-  it('fails only the ledger data check when the transaction carries other data', async () => {
-    const r = await check({ receipt: tampered((t) => (t.ledger.tx_hash = otherReceipt.ledger.tx_hash)), ledger: rpc });
-    assert.deepEqual(failed(r), ['ledger_data']);
+  it('fails only the file for a changed file', async () => {
+    const r = await check({ subject: fileSubject(Buffer.concat([photo, Buffer.from(' ')])) });
+    assert.equal(r.file.holds, false);
+    assert.deepEqual(failed(r), []);
+    assert.equal(r.status, 'failed');
   });
 
-  it('fails the ledger transaction check for a transaction the chain does not have', async () => {
-    const r = await check({ receipt: tampered((t) => (t.ledger.tx_hash = `0x${randomHash()}`)), ledger: rpc });
-    assert.deepEqual(failed(r), ['ledger_tx']);
-    assert.equal(result(r, 'ledger_data'), 'skipped');
+  const cases: [string, () => Receipt, string[]][] = [
+    ['a flipped byte in the device signature (which the statement names too)', () => tampered((t) => (t.device.signature_hex = flipHex(t.device.signature_hex, 10))), ['device_signature', 'statement']],
+    ['a flipped byte in the post-quantum signature', () => tampered((t) => (t.pq_signature.signature = flipBase64(t.pq_signature.signature, (n) => Math.floor(n / 2)))), ['pq_signature']],
+    // The last byte of the TimeStampResp is the last byte of the SignerInfo's signature value.
+    ['a flipped byte in the TSA token signature', () => tampered((t) => (t.timestamp.token = flipBase64(t.timestamp.token, (n) => n - 1))), ['timestamp']],
+    ['a changed server_hash', () => tampered((t) => (t.server_hash = flipHex(t.server_hash, 0))), ['statement']],
+    ['the transaction of another anchor', () => tampered((t) => (t.ledger.tx_hash = otherReceipt.ledger.tx_hash)), ['ledger']],
+    ['a transaction the chain does not have', () => tampered((t) => (t.ledger.tx_hash = `0x${randomHash()}`)), ['ledger']],
+    ['another stated sender', () => tampered((t) => (t.ledger.from = '0x000000000000000000000000000000000000dead')), ['ledger']],
+  ];
+  for (const [what, make, expected] of cases) {
+    it(`fails ${expected.join(' and ')} for ${what}`, async () => {
+      const r = await check({ receipt: make() });
+      assert.deepEqual(failed(r), expected, formatReport(r).join('\n'));
+      assert.equal(r.status, 'failed');
+    });
+  }
+
+  it('fails the timestamp when another root is pinned, naming the chain', async () => {
+    const other = await generateTsaCertificates();
+    const r = await check({ rootsPem: [other.rootCertPem], rootSource: 'other-root.pem' });
+    assert.deepEqual(failed(r), ['timestamp']);
+    assert.equal(r.timestamp_checks?.chain.result, 'fail');
+    assert.match(formatReport(r).join('\n'), /chain to root\s+fail/);
   });
 
-  it('fails when more confirmations are required than the transaction has', async () => {
-    const r = await check({ ledger: rpc, minConfirmations: 1_000_000 });
-    assert.deepEqual(failed(r), ['ledger_tx']);
+  it('fails the ledger when the pinned wallet did not send the transaction', async () => {
+    const r = await check({ wallets: ['0x000000000000000000000000000000000000beef'] });
+    assert.deepEqual(failed(r), ['ledger']);
+  });
+
+  it('leaves the ledger pending when more confirmations are required than the transaction has', async () => {
+    const r = await check({ minConfirmations: 1_000_000 });
+    assert.deepEqual(failed(r), []);
+    assert.equal(state(r, 'ledger'), 'pending');
+    assert.equal(r.status, 'pending');
+  });
+
+  it('leaves the ledger unchecked on a node of another chain, and on a node that cannot be reached', async () => {
+    const otherChain = { ...rpc, chainId: async () => 1, getTransaction: rpc.getTransaction.bind(rpc), getTransactionReceipt: rpc.getTransactionReceipt.bind(rpc), blockNumber: rpc.blockNumber.bind(rpc) };
+    const a = await check({ ledger: otherChain });
+    assert.equal(state(a, 'ledger'), 'unchecked');
+    assert.match(a.verdict?.proofs.ledger.reason ?? '', /chain 1/);
+    const b = await check({ ledger: new RpcReader('http://127.0.0.1:9', { timeoutMs: 2000 }) });
+    assert.equal(state(b, 'ledger'), 'unchecked');
+    assert.equal(b.status, 'pending');
   });
 
   it('checks a bare hash against the receipt without hashing a file', async () => {
-    assert.deepEqual(failed(await check({ subject: { kind: 'hash', hash: receipt.image_hash.toUpperCase() } })), []);
-    assert.deepEqual(failed(await check({ subject: { kind: 'hash', hash: randomHash() } })), ['file']);
+    assert.equal((await check({ subject: { kind: 'hash', hash: receipt.image_hash.toUpperCase() } })).status, 'verified');
+    const other = await check({ subject: { kind: 'hash', hash: randomHash() } });
+    assert.equal(other.file.holds, false);
+    assert.equal(other.status, 'failed');
   });
 
-  it('pins the ML-DSA-65 key by fingerprint when asked', async () => {
-    const r = await check();
-    const fingerprint = /fingerprint ([0-9a-f]{64})/.exec(r.checks.find((c) => c.id === 'pq_key')?.reason ?? '')?.[1] ?? '';
-    assert.equal(result(await check({ pqKeyFingerprint: fingerprint }), 'pq_key'), 'pass');
-    assert.deepEqual(failed(await check({ pqKeyFingerprint: randomHash() })), ['pq_key']);
+  it('holds the ML-DSA-65 key to the pinned fingerprint', async () => {
+    assert.deepEqual(failed(await check({ pqKeyFingerprints: [randomHash()] })), ['pq_key']);
   });
 
-  it('fails a receipt with missing parts, naming the field, instead of throwing', async () => {
+  it('gives a receipt with missing parts no verdict, naming the field, instead of throwing', async () => {
     const r = await check({ receipt: { image_hash: receipt.image_hash } });
-    assert.equal(r.ok, false);
-    assert.match(r.checks.find((c) => c.id === 'device_signature')?.reason ?? '', /device\.public_key_hex/);
-    assert.equal(result(r, 'file'), 'pass');
+    assert.equal(r.status, 'failed');
+    assert.equal(r.verdict, null);
+    assert.ok(r.problems.some((p) => p.includes('device.public_key_hex')), r.problems.join('\n'));
+    assert.equal(r.file.holds, true);
   });
 });

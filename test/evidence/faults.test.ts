@@ -197,3 +197,47 @@ describe('a request that died without undoing its claim', () => {
     });
   });
 });
+
+describe('a database that applies the move to publishing but whose answer is lost, and then does not answer', () => {
+  it('leaves the quota hold to the reconciliation, which settles it once the retry finished the anchor: charged exactly once', async () => {
+    const { StoreUnavailableError } = await import('../../lib/store/errors.js');
+    const { reconcileAnchors } = await import('../../lib/evidence/reconcile.js');
+    const { getReconcileDeps } = await import('../../lib/deps/anchoring.js');
+    const { GetCommand } = await import('@aws-sdk/lib-dynamodb');
+    const input = anchorInputFor(new Device(), `acc_fault_${randomBytes(4).toString('hex')}`);
+    let down = false;
+    const repo = new Proxy(baseDeps.repo, {
+      get(target, prop, receiver) {
+        const real = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof real !== 'function') return real;
+        return async (...args: unknown[]) => {
+          if (down) throw new StoreUnavailableError('TimeoutError frozen');
+          const result = await (real as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+          // The write landed; its answer is lost, and the database stops answering.
+          if (prop === 'markPublishing') {
+            down = true;
+            throw new StoreUnavailableError('TimeoutError frozen');
+          }
+          return result;
+        };
+      },
+    });
+    const ended: string[] = [];
+    const quota = { reserve: baseDeps.quota.reserve.bind(baseDeps.quota), end: (hold: { counterKey: string; holdId: string }, outcome: 'settle' | 'refund') => (ended.push(outcome), baseDeps.quota.end(hold, outcome)) };
+    await assert.rejects(anchorEvidence({ ...baseDeps, repo, quota }, input), (error: unknown) => (error as { status?: number }).status === 503 || (error as DomainError).kind === 'unavailable');
+    const item = await getEvidenceRepo().get(input.imageHash);
+    assert.equal(item?.anchor_state, 'publishing', 'the move to publishing landed');
+    assert.deepEqual(ended, [], 'the request could not read the item: its unit is neither refunded nor settled by it');
+
+    // The phone retries the identical request: it finishes the anchor (its own unit goes back);
+    // the reconciliation then settles the hold the item names.
+    const result = await anchorEvidence(baseDeps, input);
+    assert.equal(result.image_hash, input.imageHash);
+    const done = await getEvidenceRepo().get(input.imageHash);
+    assert.equal(done?.anchor_state, 'anchored');
+    await reconcileAnchors(await getReconcileDeps(), { fullScan: true });
+    const counter = (await getDb().send(new GetCommand({ TableName: getConfig().tables.counters, Key: { pk: done?.quota_counter }, ConsistentRead: true }))).Item;
+    assert.ok(!(counter?.inflight as Set<string> | undefined)?.has(done?.quota_hold ?? ''), 'the hold is ended');
+    assert.equal(counter?.count, 1, 'one unit for one anchor');
+  });
+});

@@ -46,10 +46,11 @@ const final: FinalLedgerReceipt = {
   from: '0x1111111111111111111111111111111111111111',
   finality: 'finalized',
   recorded_at: '2026-11-25T10:01:00.000Z',
+  tx_hash: `0x${'cd'.repeat(32)}`,
   input_data: encodeAnchorData(IMAGE, SERVER),
 };
 const record = (over: Partial<AnchoredEvidence> = {}) =>
-  ({ image_hash: IMAGE, server_hash: SERVER, tx_status: 'confirmed', block_number: 42, ledger_address: '0x1111111111111111111111111111111111111111', ledger_final: final, ...over }) as AnchoredEvidence;
+  ({ image_hash: IMAGE, server_hash: SERVER, tx_hash: `0x${'cd'.repeat(32)}`, tx_status: 'confirmed', block_number: 42, ledger_address: '0x1111111111111111111111111111111111111111', ledger_final: final, ...over }) as AnchoredEvidence;
 
 describe('a stored final receipt', () => {
   it('is served as a holding, confirmed, final ledger proof with the confirmations at finality', () => {
@@ -63,12 +64,14 @@ describe('a stored final receipt', () => {
     );
   });
 
-  it('is not served when it no longer describes the record: another wallet, another block, not confirmed, or none', () => {
+  it('is not served when it no longer describes the record: another wallet, block or transaction, not confirmed, or none', () => {
     assert.equal(storedFinalReceipt(record({ ledger_address: '0x2222222222222222222222222222222222222222' })), undefined);
     assert.equal(storedFinalReceipt(record({ block_number: 43 })), undefined);
     assert.equal(storedFinalReceipt(record({ tx_status: 'pending' })), undefined);
     assert.equal(storedFinalReceipt(record({ ledger_final: undefined })), undefined);
     assert.equal(storedFinalReceipt(record({ ledger_final: { ...final, input_data: undefined } })), undefined, 'stored without its input data: the chain is read');
+    assert.equal(storedFinalReceipt(record({ tx_hash: `0x${'ef'.repeat(32)}` })), undefined, 'the record names another transaction');
+    assert.equal(storedFinalReceipt(record({ ledger_final: { ...final, tx_hash: undefined } })), undefined, 'stored without its transaction hash: the chain is read');
   });
 
   it('checks the input data again, offline: a record whose statement or server_hash changed since fails', () => {

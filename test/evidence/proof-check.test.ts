@@ -17,15 +17,12 @@ import {
   checkPqSignature,
   checkPreviousHash,
   checkServerHash,
-  checkStatement,
-  checkStoredEvidence,
   checkTimestamp,
   deriveLinkState,
   effectiveLink,
-  evidenceVerified,
   type LedgerRead,
-  type StoredEvidenceVerdicts,
 } from '../../lib/evidence/proof-check.js';
+import { bundleOf, type EvidenceVerdict, judgeEvidence, judgePq } from '../../lib/evidence/verdict.js';
 import type { AnchoredEvidence, ChainLink } from '../../lib/evidence/repository.js';
 import { buildStatement, canonicalStatement, computeServerHash } from '../../lib/evidence/statement.js';
 
@@ -40,11 +37,7 @@ function flipBase64(b64: string, at?: (n: number) => number): string {
   bytes[i] = (bytes[i] ?? 0) ^ 0x01;
   return bytes.toString('base64');
 }
-const failing = (v: StoredEvidenceVerdicts) =>
-  Object.entries(v)
-    .filter(([, verdict]) => !(verdict as { ok: boolean }).ok)
-    .map(([name]) => name)
-    .sort();
+const failing = (v: EvidenceVerdict) => [...v.failed].sort();
 
 let record: AnchoredEvidence;
 let predecessorChainHash: string;
@@ -112,46 +105,55 @@ before(async () => {
   ledgerRead = { tx: { from, input: encodeAnchorData(imageHash, serverHash), blockNumber: 5 }, receipt: { status: 'success' }, latestBlock: 7 };
 });
 
-/** Every verdict over a (possibly changed) record, the token verified as the API verifies it. */
-async function verdicts(item: AnchoredEvidence): Promise<StoredEvidenceVerdicts> {
+/** The one verdict over a (possibly changed) record, the token verified and the chain read as the API does it. */
+async function verdicts(item: AnchoredEvidence, trustedKeys: string[] = trusted): Promise<EvidenceVerdict> {
   const timestamp = await verifyTimestampResponse(Buffer.from(item.tsa_response, 'base64'), {
     imprint: Buffer.from(item.image_hash, 'hex'),
     roots: [rootPem],
     hashAlgorithm: 'SHA-256',
   });
-  return checkStoredEvidence(item, { timestamp: checkTimestamp(timestamp), trustedPqKeys: trusted });
+  return judgeEvidence({
+    bundle: bundleOf(item),
+    timestamp: checkTimestamp(timestamp),
+    timestampRootTrusted: true,
+    trustedPqKeys: trustedKeys,
+    ledger: { kind: 'read', read: ledgerRead, expectedFrom: record.ledger_address, checkedAt: new Date() },
+  });
 }
 
-describe('checkStoredEvidence (every verdict over a stored record)', () => {
-  it('passes every verdict of a genuine record, and the record is verified with a valid ledger transaction', async () => {
+describe('judgeEvidence (the one verdict over a stored record)', () => {
+  it('holds every proof of a genuine record: verified, pq verified, 3 confirmations', async () => {
     const v = await verdicts(record);
     assert.deepEqual(failing(v), []);
-    const ledger = checkLedgerTransaction(ledgerRead, { image_hash: record.image_hash, server_hash: record.server_hash, from: record.ledger_address });
-    assert.equal(ledger.valid, true);
-    assert.equal(ledger.confirmations, 3);
-    assert.equal(evidenceVerified(v, ledger), true);
-    assert.equal(evidenceVerified(v, { valid: false }), false);
+    assert.deepEqual(v.open, []);
+    assert.equal(v.status, 'verified');
+    assert.equal(v.pq_verified, true);
+    assert.equal(v.ledger.confirmations, 3);
+    assert.equal(v.proofs.merkle.state, 'absent');
   });
 
-  // Inputs owned by exactly one verdict: one flipped bit fails that verdict and no other.
+  // Inputs owned by exactly one proof: one flipped bit fails that proof and no other.
   const owned: [string, (r: AnchoredEvidence) => Partial<AnchoredEvidence>, string[]][] = [
     ['the ML-DSA-65 signature', (r) => ({ pq_signature: flipBase64(r.pq_signature) }), ['pq_signature']],
     ['the RFC 3161 token (its signature)', (r) => ({ tsa_response: flipBase64(r.tsa_response, (n) => n - 1) }), ['timestamp']],
-    // server_hash is what the ML-DSA-65 signature signs: both verdicts that read it fail.
-    ['the stored server_hash', (r) => ({ server_hash: flipHex(r.server_hash, 0) }), ['pq_signature', 'statement']],
+    // The signature and the ledger are held to the statement's real hash: a changed server_hash field fails the statement alone.
+    ['the stored server_hash', (r) => ({ server_hash: flipHex(r.server_hash, 0) }), ['statement']],
   ];
   for (const [what, change, expected] of owned) {
     it(`fails only ${expected.join(' and ')} for a flipped bit in ${what}`, async () => {
-      assert.deepEqual(failing(await verdicts({ ...record, ...change(record) })), expected);
+      const v = await verdicts({ ...record, ...change(record) });
+      assert.deepEqual(failing(v), expected);
+      assert.equal(v.status, 'failed');
     });
   }
 
-  // Inputs the signed statement also names: the verdict that owns the input and the statement binding fail.
+  // Inputs the signed statement also names: the proof that owns the input and the statement fail.
   const named: [string, (r: AnchoredEvidence) => Partial<AnchoredEvidence>, string[]][] = [
     ['the device signature', (r) => ({ signature_hex: flipHex(r.signature_hex) }), ['device_signature', 'statement']],
-    ['the chain hash', (r) => ({ chain_hash: flipHex(r.chain_hash) }), ['chain_hash', 'statement']],
-    ['the previous hash', (r) => ({ previous_hash: flipHex(r.previous_hash ?? '') }), ['chain_hash', 'statement']],
-    ['the statement', (r) => ({ statement: r.statement.replace(r.anchored_at, '2026-11-24T10:00:00.001Z') }), ['statement']],
+    ['the chain hash', (r) => ({ chain_hash: flipHex(r.chain_hash) }), ['chain_link', 'statement']],
+    ['the previous hash', (r) => ({ previous_hash: flipHex(r.previous_hash ?? '') }), ['chain_link', 'statement']],
+    // The statement's real hash is what the ML-DSA-65 signature and the ledger data must cover.
+    ['the statement', (r) => ({ statement: r.statement.replace(r.anchored_at, '2026-11-24T10:00:00.001Z') }), ['ledger', 'pq_signature', 'statement']],
     ['the anchoring time', () => ({ anchored_at: '2020-01-01T00:00:00.000Z' }), ['statement']],
   ];
   for (const [what, change, expected] of named) {
@@ -160,9 +162,13 @@ describe('checkStoredEvidence (every verdict over a stored record)', () => {
     });
   }
 
-  it('fails only pq_key_trusted for a key this service does not publish', async () => {
-    const timestamp = checkTimestamp(await verifyTimestampResponse(Buffer.from(record.tsa_response, 'base64'), { imprint: Buffer.from(record.image_hash, 'hex'), roots: [rootPem] }));
-    assert.deepEqual(failing(checkStoredEvidence(record, { timestamp, trustedPqKeys: [sha256Hex('another key')] })), ['pq_key_trusted']);
+  it('fails only pq_key for a key this service does not publish, and leaves it unchecked (pending) with none pinned', async () => {
+    const other = await verdicts(record, [sha256Hex('another key')]);
+    assert.deepEqual(failing(other), ['pq_key']);
+    assert.equal(other.pq_verified, false);
+    const pq = judgePq(bundleOf(record), null);
+    assert.equal(pq.pq_key.state, 'unchecked');
+    assert.equal(pq.pq_verified, false, 'a key nobody pinned is not "pq verified"');
   });
 });
 
@@ -200,12 +206,12 @@ describe('the single verdicts', () => {
     assert.equal(checkPreviousHash({ ...record, chain_index: 0 }).ok, false);
   });
 
-  it('checkServerHash and checkStatement: a flipped bit in the statement or server_hash fails them', () => {
+  it('checkServerHash and the statement proof: a flipped bit in the statement or server_hash fails them', () => {
     assert.equal(checkServerHash(record.statement, record.server_hash).ok, true);
     assert.equal(checkServerHash(record.statement, flipHex(record.server_hash)).ok, false);
     assert.equal(checkServerHash(record.statement.replace('"chain_index":1', '"chain_index":2'), record.server_hash).ok, false);
-    assert.equal(checkStatement(record).ok, true);
-    assert.match(checkStatement({ ...record, chain_index: 2 }).reason, /chain_index/);
+    assert.equal(judgePq(bundleOf(record), trusted).statement.state, 'holds');
+    assert.match(judgePq(bundleOf({ ...record, chain_index: 2 }), trusted).statement.reason, /chain_index/);
   });
 
   it('checkPqSignature and checkPqKey: a flipped bit in the signature, the message or the key fails them', () => {

@@ -9,7 +9,9 @@ import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { getKeyAuthDeps } from '../../lib/deps/key-auth.js';
 import { formatBatchKey } from '../../lib/evidence/batch-publish.js';
 import { BatchStore } from '../../lib/evidence/batch-store.js';
-import { formatReport, verifyReceipt } from '../../lib/cli/verify-receipt.js';
+import { formatReport } from '../../lib/cli/receipt-report.js';
+import { verifyReceipt } from '../../lib/cli/verify-receipt.js';
+import { loadPqFingerprints } from '../../lib/deps/verification.js';
 import { RpcReader } from '../../lib/ledger/rpc-reader.js';
 import { createAccount, Device } from '../support/client.js';
 import { transactionsWithRoot } from '../support/ledger-batches.js';
@@ -105,8 +107,15 @@ async function startOfWindow(ms: number): Promise<void> {
 async function assertReceiptVerifies(api: Api, hash: string): Promise<{ tx_hash: string; root: string }> {
   const receipt = (await (await fetch(`${api.url}/api/v2/evidence/receipt/${hash}`)).json()) as { ledger: { tx_hash: string; merkle?: { root: string } } };
   assert.ok(receipt.ledger.merkle, `${hash} was published in a batch`);
-  const report = await verifyReceipt({ receipt, subject: { kind: 'hash', hash }, rootPem, ledger: new RpcReader(env.LEDGER_RPC_URL ?? '') });
-  assert.ok(report.ok, formatReport(report).join('\n'));
+  const report = await verifyReceipt({
+    receipt,
+    subject: { kind: 'hash', hash },
+    rootsPem: [rootPem],
+    pqKeyFingerprints: await loadPqFingerprints(),
+    wallets: [wallet],
+    ledger: new RpcReader(env.LEDGER_RPC_URL ?? ''),
+  });
+  assert.equal(report.status, 'verified', formatReport(report).join('\n'));
   return { tx_hash: receipt.ledger.tx_hash, root: receipt.ledger.merkle.root };
 }
 

@@ -13,6 +13,8 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { sha256Hex } from '../../lib/crypto/hash.js';
 import { resetCoreDeps } from '../../lib/deps/core.js';
+import { getLedgerSender } from '../../lib/deps/anchoring.js';
+import { loadPqFingerprints } from '../../lib/deps/verification.js';
 import { main as evidenceCli } from '../../lib/cli/evidence.js';
 import { createAccount, Device, json, randomHash } from '../support/client.js';
 import { useStack } from '../support/stack.js';
@@ -124,12 +126,15 @@ describe('the certificate of an anchored photo', () => {
 
   it('embeds the receipt, which `evidence verify photo.jpg --certificate` checks', async () => {
     const lines: string[] = [];
-    const args = ['verify', path.join(dir, 'photo.jpg'), '--certificate', pdfFile, '--rpc', process.env.LEDGER_RPC_URL ?? '', '--root', path.join(process.env.DATA_DIR ?? '', 'tsa', 'root.pem')];
+    // Every trust anchor pinned: the service's TSA root, its published ML-DSA-65 key and its wallet.
+    const [pqKey] = await loadPqFingerprints();
+    const wallet = await (await getLedgerSender()).address();
+    const args = ['verify', path.join(dir, 'photo.jpg'), '--certificate', pdfFile, '--rpc', process.env.LEDGER_RPC_URL ?? '', '--root', path.join(process.env.DATA_DIR ?? '', 'tsa', 'root.pem'), '--pq-key', pqKey ?? '', '--wallet', wallet];
     const code = await evidenceCli(args, { out: (l) => lines.push(l), err: () => {} });
     const report = lines.join('\n');
     assert.equal(code, 0, report);
-    for (const check of ['ML-DSA-65 signature', 'timestamp chain to root', 'ledger input data', 'device signature']) assert.match(report, new RegExp(`pass\\s+${check}`), report);
-    assert.doesNotMatch(report, /skipped\s+ledger/);
+    for (const proof of ['ML-DSA-65 signature', 'RFC 3161 timestamp', 'ledger transaction', "device's Ed25519 signature"]) assert.match(report, new RegExp(`holds\\s+${proof}`), report);
+    assert.match(report, /^VERIFIED: /m);
     // The extraction command the certificate prints gives the receipt the CLI checked.
     const text = (await run('pdftotext', [pdfFile, '-'])).stdout;
     assert.match(text, /pdfdetach -save 1 -o receipt\.json certificate\.pdf/);
@@ -241,7 +246,7 @@ describe('the certificate of a hash a Starter account only time-stamped or signe
     assert.deepEqual(JSON.parse(await readFile(out, 'utf8')), answer);
     const ok = await cli(['verify', photoFile, '--certificate', file, '--root', root()]);
     assert.equal(ok.code, 0, ok.report);
-    assert.match(ok.report, /pass\s+timestamp chain to root/);
+    assert.match(ok.report, /holds\s+RFC 3161 timestamp/);
     const other = path.join(dir, 'not-the-photo.jpg');
     await writeFile(other, 'another photo');
     assert.equal((await cli(['verify', other, '--certificate', file, '--root', root()])).code, 1);
@@ -267,9 +272,11 @@ describe('the certificate of a hash a Starter account only time-stamped or signe
     await writeFile(jwks, await (await jwksApp.request('/.well-known/jwks.json')).text());
     const ok = await cli(['verify', photoFile, '--certificate', file, '--jwks', jwks]);
     assert.equal(ok.code, 0, ok.report);
-    assert.match(ok.report, /pass\s+Ed25519 signature/);
-    // Without a pinned key set the signature cannot be vouched for: the CLI says so and fails.
-    assert.equal((await cli(['verify', photoFile, '--certificate', file, '--trust-file', path.join(dir, 'no-trust.json')])).code, 1);
+    assert.match(ok.report, /holds\s+Ed25519 signature over JCS\(statement\)/);
+    // Without a pinned key set the signature cannot be checked: not established (exit 3), never verified.
+    const unpinned = await cli(['verify', photoFile, '--certificate', file, '--trust-file', path.join(dir, 'no-trust.json')]);
+    assert.equal(unpinned.code, 3, unpinned.report);
+    assert.match(unpinned.report, /unchecked\s+Ed25519 signature over JCS\(statement\)/);
   });
 
   it('both: one certificate shows both blocks and attaches both answers', async () => {

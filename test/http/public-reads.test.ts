@@ -212,8 +212,12 @@ describe('a final record', () => {
     const body = (await live.json()) as Record<string, unknown>;
     assert.equal(live.status, 200);
     assert.equal(body.verified, true);
-    assert.equal(body.ledger_final, false);
+    // Final stays final (README "What the verdict means"); the confirmations are counted now.
+    assert.equal(body.ledger_final, true);
+    assert.equal(body.ledger_final_since, final.recorded_at);
     assert.ok(Number(body.confirmations) >= final.confirmations);
+    assert.equal(body.ledger_checked_at, undefined, 'counted for this answer: as of its Date header');
+    assert.ok(Date.parse(live.headers.get('date') ?? '') >= Date.parse(final.recorded_at) - 1000);
   });
 
   it('is recorded once: a second recording finds it there and writes nothing new', async () => {

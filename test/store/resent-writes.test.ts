@@ -66,4 +66,31 @@ describe('writes the SDK sends twice', () => {
     const wallet = await records.getWallet(address);
     assert.equal(wallet?.next_nonce, 5, 'no nonce skipped');
   });
+
+  it('a nonce allocation that landed but whose answer never came gives its nonces back before the next allocation', async () => {
+    const address = new Wallet(Wallet.createRandom().privateKey).address.toLowerCase();
+    let dropAnswer = false;
+    // The store applies the allocation, then the answer is lost (a frozen database that woke after the deadline).
+    const db = {
+      async send(command: { input: { UpdateExpression?: string } }) {
+        const answer = await store.db.send(command as never);
+        if (dropAnswer && command.input.UpdateExpression?.startsWith('SET next_nonce')) {
+          dropAnswer = false;
+          throw Object.assign(new Error('deadline passed'), { name: 'TimeoutError' });
+        }
+        return answer;
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const records = new LedgerRecords(db, store.tables.ledger, 31337, () => new Date());
+    const node = { rpc: async () => 0, nonceAt: async () => 0 } as unknown as LedgerNode;
+    const nonces = new NonceAllocator(records, node, () => new Date(), () => undefined);
+    await nonces.initWallet(address);
+    assert.equal((await nonces.takeNonce(address)).nonce, 0);
+    dropAnswer = true;
+    await assert.rejects(nonces.takeNonce(address), /could not be read or written/);
+    assert.equal((await records.getWallet(address))?.next_nonce, 2, 'the unanswered allocation took nonce 1');
+    // The next submit gets nonce 1 back, not 2: no gap for later transactions to wait behind.
+    assert.equal((await nonces.takeNonce(address)).nonce, 1);
+    assert.equal((await nonces.takeNonce(address)).nonce, 2);
+  });
 });

@@ -63,7 +63,7 @@ export const VerificationResult = z
       .int()
       .optional()
       .describe(
-        'Blocks from the transaction\'s block to the latest one, inclusive (1 = just mined), as of ledger_checked_at: when the chain was read, or, for a final transaction served from its stored receipt, when finality was recorded.',
+        'Blocks from the transaction\'s block to the latest one, inclusive (1 = just mined), as of ledger_checked_at when present (a final transaction served from its stored receipt: when finality was recorded), else as of this answer (its Date header).',
       ),
     ledger_final: z
       .boolean()
@@ -71,7 +71,10 @@ export const VerificationResult = z
       .describe(
         'true once the transaction reached the configured finality and its receipt was recorded; it stays true (a recheck may add confirmations, and fails the ledger proof if the transaction left the block recorded at finality).',
       ),
-    ledger_checked_at: IsoTime.optional().describe('When confirmations were counted.'),
+    ledger_final_since: IsoTime.optional().describe('When the service recorded that the transaction reached finality (present once ledger_final is true).'),
+    ledger_checked_at: IsoTime.optional().describe(
+      'When confirmations were counted, if earlier than this answer: a final transaction served from its stored receipt (then ledger_final_since). Absent: counted for this answer, as of its Date header.',
+    ),
     block_number: z.number().int().optional().describe('The block of the ledger transaction (once mined).'),
     block_time: IsoTime.optional().describe("The timestamp of the transaction's block (from the finalized receipt)."),
     status: VerdictStatus.optional(),
@@ -162,6 +165,20 @@ export const EvidenceReceiptSchema = z
         })
         .optional()
         .describe('Batch mode only: where the anchor sits in the Merkle tree whose root the transaction carries. Absent for a direct anchor (one transaction per hash).'),
+      final: z
+        .object({
+          since: IsoTime.describe('When the service recorded that the transaction reached the configured finality.'),
+          finality: z.enum(['latest', 'finalized']).describe('latest: mined counts as final (a chain that never reorganises); finalized: at or below the node\'s finalized block.'),
+          block_number: z.number().int(),
+          block_hash: z.string().regex(/^0x[0-9a-f]{64}$/),
+          block_time: IsoTime,
+          confirmations: z.number().int().min(1).describe('Confirmations when finality was recorded.'),
+          from: z.string().describe('The sender as read from the chain then.'),
+        })
+        .optional()
+        .describe(
+          'Present once the transaction is final: what the service read from the chain then. A verifier reading the chain later must find the transaction in this block (else the ledger proof fails); `final` and `final_since` of every verify answer come from here.',
+        ),
     }),
     device: z.object({
       public_key_hex: z.string(),

@@ -19,14 +19,25 @@ export const ProofsSchema = z
   .object(Object.fromEntries(PROOF_NAMES.map((n) => [n, ProofResultSchema])) as Record<ProofName, typeof ProofResultSchema>)
   .describe(
     'Each proof: statement (SHA-256 of the RFC 8785 statement is server_hash and it names this record), pq_signature (ML-DSA-65 over server_hash), pq_key (a key the service publishes), ' +
-      'timestamp (RFC 3161), ledger (the transaction: mined, succeeded, from the service wallet, its input data), merkle (batch inclusion; absent for a direct anchor), ' +
+      'timestamp (RFC 3161), ledger (the transaction: mined, succeeded, from the service wallet; its input data image_hash || server_hash, or in batch mode ASCII "MERKLE-SHA256:" || the batch root), ' +
+      'merkle (batch mode: the RFC 6962 inclusion path leads from SHA-256(0x00 || image_hash || server_hash) to the root the transaction carries; absent for a direct anchor), ' +
       'device_signature (Ed25519 over image_hash), chain_link (chain_hash and previous_hash).',
   )
   .openapi('Proofs');
 
 export const VerdictStatus = z
-  .enum(['verified', 'pending', 'failed'])
-  .describe('verified: every proof holds. failed: some proof fails. pending: none fails, some is pending (the transaction is not confirmed yet) or unchecked.');
+  .enum(['verified', 'pending', 'failed', 'not_found'])
+  .describe(
+    'verified: every proof holds. failed: some proof fails. pending: none fails, some is pending (the transaction is not confirmed yet) or unchecked. not_found: no anchored record for this hash (it may be registered: registered_at).',
+  );
+
+/** The verdict fields of a hash with no anchored record. */
+export function notFoundFields(registered: boolean) {
+  return {
+    status: 'not_found' as const,
+    summary: registered ? 'Not anchored: the hash is registered, but no proof was made for it.' : 'Nothing is anchored for this hash.',
+  };
+}
 
 /** The verdict's fields of a verify answer. */
 export function verdictFields(v: EvidenceVerdict) {
