@@ -31,6 +31,18 @@
  * node_modules, which a Lambda does not have. In a bundle the module is replaced by one that
  * imports the files named in its FONT_FILES with esbuild's binary loader (the bytes inside the
  * bundle), exporting the same loadFontFiles(). Only the certificate function imports it.
+ *
+ * `openapi-sources`: functions/openapi-sources.ts imports the modules the OpenAPI document is
+ * built from by their paths in infra/functions.json, which esbuild cannot follow. In a bundle the
+ * module is replaced by static imports of the same list (infra/registry.cjs openApiSources), so
+ * the registry stays the only list of documented functions and the openapi bundle still holds
+ * every app it documents.
+ *
+ * `registry-route-fields`: infra/functions.json holds, per function, deployment data no function
+ * reads at run time (table access, KMS needs, OpenAPI sources, bundle budgets and their notes).
+ * In a bundle it is loaded as its HTTP routes with only the fields of ROUTE_FIELDS in
+ * lib/http/registry.ts, the one module a Lambda reads the registry through; the deployment data
+ * would otherwise weigh on every bundle that answers 405 or serves the document.
  */
 const { readFile } = require('node:fs/promises');
 const path = require('node:path');
@@ -156,7 +168,44 @@ const inlineDocsFiles = inlinePackageFiles({
   loader: 'text',
 });
 
-module.exports = [forbidLocalStack, liboqsWasmImport, zodEnglishLocaleOnly, awsSdkRequire, inlineFontFiles, inlineDocsFiles];
+const ROOT = path.resolve(__dirname, '..');
+
+const openApiSources = {
+  name: 'openapi-sources',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]functions[\\/]openapi-sources\.ts$/ }, () => {
+      const registry = require('./registry.cjs');
+      const problems = registry.validateRegistry();
+      if (problems.length > 0) return { errors: problems.map((text) => ({ text: `infra/functions.json: ${text}` })) };
+      const sources = registry.openApiSources();
+      const lines = sources.map((s, i) => `import { ${s.export} as source${i} } from ${JSON.stringify(`./${s.module}`)};`);
+      const entries = sources.map((s, i) => `${JSON.stringify(s.name)}: source${i}${s.call ? '()' : ''}`);
+      lines.push(`export function loadDocumentedApps() { return Promise.resolve({ ${entries.join(', ')} }); }`);
+      return { contents: lines.join('\n'), loader: 'ts', resolveDir: ROOT };
+    });
+  },
+};
+
+const REGISTRY_JSON = /[\\/]infra[\\/]functions\.json$/;
+const ROUTE_FIELDS = /export const ROUTE_FIELDS = \[([^\]]*)\] as const;/;
+
+const registryRouteFields = {
+  name: 'registry-route-fields',
+  setup(build) {
+    build.onLoad({ filter: REGISTRY_JSON }, async (args) => {
+      const routes = path.join(ROOT, 'lib', 'http', 'registry.ts');
+      const fields = [...(ROUTE_FIELDS.exec(await readFile(routes, 'utf8'))?.[1] ?? '').matchAll(/'(\w+)'/g)].map((m) => m[1]);
+      if (fields.length === 0) return { errors: [{ text: `no ROUTE_FIELDS found in ${path.relative(process.cwd(), routes)}: update the registry-route-fields plugin` }] };
+      const registry = JSON.parse(await readFile(args.path, 'utf8'));
+      const http = registry.http.map((fn) => Object.fromEntries(fields.filter((f) => f in fn).map((f) => [f, fn[f]])));
+      return { contents: JSON.stringify({ http }), loader: 'json' };
+    });
+  },
+};
+
+module.exports = [forbidLocalStack, liboqsWasmImport, zodEnglishLocaleOnly, awsSdkRequire, inlineFontFiles, inlineDocsFiles, openApiSources, registryRouteFields];
+module.exports.openApiSources = openApiSources;
+module.exports.registryRouteFields = registryRouteFields;
 module.exports.inlineDocsFiles = inlineDocsFiles;
 module.exports.inlineFontFiles = inlineFontFiles;
 module.exports.forbidLocalStack = forbidLocalStack;

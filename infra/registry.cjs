@@ -1,15 +1,21 @@
 'use strict';
 /**
  * The deployment model of the service, derived from the two registries and nothing else:
- *   infra/functions.json  every HTTP and scheduled function, with its table access map
+ *   infra/functions.json  every function, one entry each: its file, route, table access, KMS
+ *                         needs, OpenAPI source, alarms, environment and bundle budget
  *   infra/tables.json     every DynamoDB table
  * serverless-functions.cjs and serverless-resources.cjs turn it into serverless.yml sections,
- * infra/check-template.ts and test/infra/template.test.ts check the result against it.
+ * infra/check-template.ts and test/infra/template.test.ts check the result against it; the
+ * OpenAPI document (functions/openapi-sources.ts, and the openapi-sources esbuild plugin in a
+ * bundle) and test/infra/lambda-bundle.test.ts read the same entries. No other list of functions
+ * exists: adding a function is one entry (README "Add an endpoint").
  *
  * CommonJS on purpose: osls loads `${file(...)}` sources with require(), which cannot load
  * ESM; a `.cjs` file is CommonJS even inside a `"type": "module"` package.
  */
 
+const { existsSync } = require('node:fs');
+const path = require('node:path');
 const functionsJson = require('./functions.json');
 const tablesJson = require('./tables.json');
 
@@ -73,45 +79,27 @@ const KMS_ACTIONS = {
   decrypt: ['kms:Decrypt'],
 };
 
-const SIGN_ALL = { pqSigner: 'sign', tsa: 'sign', ledgerWallet: 'sign' };
-const JWT = { jwtSecret: 'decrypt' };
-
 /**
- * KMS needs of functions that are not `anchoring: true` (those sign with all three keys).
- * A `kms` object on a function in infra/functions.json (key → sign|public|decrypt) overrides this.
+ * Every key an anchoring function signs with (`anchoring: true` in infra/functions.json): the
+ * ML-DSA signature, the RFC 3161 timestamp and the ledger transaction.
+ */
+const ANCHORING_KMS = { pqSigner: 'sign', tsa: 'sign', ledgerWallet: 'sign' };
+
+/*
+ * The `kms` of each function in infra/functions.json, and why:
+ * - anchoring functions sign with all three keys (ANCHORING_KMS; checked below);
  * - timestamp signs RFC 3161 tokens with the TSA key;
  * - the reconciler finishes interrupted anchors (a new transaction when one can never be mined,
  *   with the proofs already made) and replaces stuck transactions, so it signs with the wallet;
  * - account endpoints issue (register, login) or verify (the rest) HS256 JWTs whose secret is
- *   KMS-encrypted configuration; admin-set-tier authenticates with ADMIN_TOKEN instead;
+ *   KMS-encrypted configuration (jwtSecret: decrypt); admin-set-tier authenticates with
+ *   ADMIN_TOKEN instead;
  * - public reads that show a key, an address or "keys loaded" only read public keys;
  * - the Starter endpoints: the stand-alone timestamps sign with the TSA key, /evidence/sign with
  *   the Ed25519 key; the JWK set and the trust-anchor document only read public keys (the ML-DSA
- *   public key and the TSA chain ship as files, so those need no KMS at all).
+ *   public key and the TSA chain ship as files, so those need no KMS at all);
+ * - the PDF certificate: its PAdES signature (PDF key) and the signature's timestamp (TSA key).
  */
-const KMS_NEEDS = {
-  v1Timestamp: { tsa: 'sign' },
-  v2EvidenceTimestamp: { tsa: 'sign' },
-  v2Tsa: { tsa: 'sign' },
-  v2TsaCertificates: { tsa: 'public' },
-  v2EvidenceSign: { ed25519Signer: 'sign' },
-  wellKnownJwks: { pqSigner: 'public', ed25519Signer: 'public' },
-  wellKnownTrust: { pqSigner: 'public', ed25519Signer: 'public', tsa: 'public', ledgerWallet: 'public' },
-  // The PDF certificate: its PAdES signature (PDF key) and the signature's timestamp (TSA key).
-  v2EvidenceCertificate: { pdfSigner: 'sign', tsa: 'sign' },
-  reconcile: { ledgerWallet: 'sign', pqSigner: 'public', tsa: 'public' },
-  v2AccountRegister: JWT,
-  v2AccountLogin: JWT,
-  v2AccountKeysCreate: JWT,
-  v2AccountKeysList: JWT,
-  v2AccountKeysDelete: JWT,
-  v2AccountUsage: JWT,
-  v2AccountInfo: JWT,
-  v1PqInfo: { pqSigner: 'public' },
-  v1PqRegistration: { pqSigner: 'public', ledgerWallet: 'public' },
-  v1LedgerStatus: { ledgerWallet: 'public' },
-  v1Health: { pqSigner: 'public', tsa: 'public', ledgerWallet: 'public' },
-};
 
 /** Lambda settings by kind. API Gateway HTTP APIs stop waiting at 30 s, so HTTP functions stay below. */
 const SIZING = {
@@ -121,23 +109,13 @@ const SIZING = {
 };
 
 /**
- * Reserved concurrency: the reconciler runs once at a time (every minute; a run that overlaps the
- * next would only race it for the same leases), and can never starve the API of concurrency.
- */
-const RESERVED_CONCURRENCY = { reconcile: 1 };
-
-/**
- * The functions whose errors and throttles are alarmed one by one: every function that makes,
- * reads or checks evidence (the others are covered by the API's 5xx-rate alarm).
+ * The functions whose errors and throttles are alarmed one by one: `alarms: true` in
+ * infra/functions.json (every function that makes, reads or checks evidence), and every scheduled
+ * function (the others are covered by the API's 5xx-rate alarm).
  */
 function isEvidenceFunction(fn) {
-  return fn.kind === 'scheduled' || (fn.kind === 'http' && /^(v2Evidence|v2Tsa$|v1Chain|v1Timestamp|v1PqVerify|v1LedgerVerify)/.test(fn.name));
+  return fn.kind === 'scheduled' || fn.alarms === true;
 }
-
-/** Environment variables only some functions get (secrets stay off functions that do not need them). */
-const FUNCTION_ENVIRONMENT = {
-  v2AdminSetTier: { ADMIN_TOKEN: '${self:custom.adminToken}' },
-};
 
 /** osls naming: `v1Health` → `V1Health` (see osls lib/plugins/aws/lib/naming.js getNormalizedFunctionName). */
 function normalizedFunctionName(name) {
@@ -190,21 +168,92 @@ function indexActions(mode) {
   return [...new Set([...mode].flatMap((letter) => INDEX_ACTIONS[letter] ?? []))].sort();
 }
 
-/** The KMS needs of one function: key → sign|public|decrypt. */
+/** The KMS needs of one function: key → sign|public|decrypt (its `kms` in infra/functions.json). */
 function kmsNeeds(fn) {
-  if (fn.kms) return fn.kms;
-  if (fn.anchoring) return SIGN_ALL;
-  return KMS_NEEDS[fn.name] ?? {};
+  return fn.kms ?? {};
 }
 
-/** Checks the registries once; every generator and check calls this first. Returns the list of problems. */
-function validateRegistry() {
+/**
+ * What the OpenAPI document is built from, in registry order: for every HTTP function whose
+ * `openapi` is not false, the module to import and its export: `app` of the function's own file
+ * (`openapi: true`), or a function of another module that returns the app to document
+ * (`openapi: { module, export }`: the route alone). functions/openapi-sources.ts imports these
+ * by path; in a Lambda bundle the openapi-sources esbuild plugin imports them statically.
+ */
+function openApiSources() {
+  return HTTP_FUNCTIONS.filter((fn) => fn.openapi !== false).map((fn) =>
+    fn.openapi === true
+      ? { name: fn.name, module: fn.file, export: 'app', call: false }
+      : { name: fn.name, module: fn.openapi.module, export: fn.openapi.export, call: true },
+  );
+}
+
+const ROOT = path.resolve(__dirname, '..');
+const SOURCE_FILE = /^(functions|lib)\/[a-z0-9/-]+\.ts$/;
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+/** The fields an entry may have, by kind (a misspelt field is an error, not a silent default). */
+const FIELDS = {
+  http: ['name', 'operationId', 'file', 'method', 'path', 'public', 'anchoring', 'alarms', 'openapi', 'access', 'kms', 'environment', 'reservedConcurrency', 'bundle'],
+  scheduled: ['name', 'file', 'schedule', 'access', 'kms', 'environment', 'reservedConcurrency', 'bundle'],
+  gateway: ['name', 'file', 'alarms', 'access', 'kms', 'environment', 'reservedConcurrency', 'bundle'],
+};
+const isObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The problems of one entry's own fields besides route and access: alarms, OpenAPI, KMS, environment, concurrency, bundle. */
+function entryProblems(fn) {
+  const problems = [];
+  for (const key of Object.keys(fn)) if (key !== 'kind' && !FIELDS[fn.kind].includes(key)) problems.push(`${fn.name}: unknown field "${key}" (${fn.kind} entries have ${FIELDS[fn.kind].join(', ')})`);
+  if (typeof fn.file === 'string' && !existsSync(path.join(ROOT, fn.file))) problems.push(`${fn.name}: file ${fn.file} does not exist`);
+  if (fn.alarms !== undefined && typeof fn.alarms !== 'boolean') problems.push(`${fn.name}: alarms must be true or false`);
+  if (fn.anchoring !== undefined && typeof fn.anchoring !== 'boolean') problems.push(`${fn.name}: anchoring must be true or false`);
+  if (!isObject(fn.access)) problems.push(`${fn.name}: access must be an object (table → r|w|d|s letters; {} for none)`);
+  if (fn.kind === 'http') {
+    const o = fn.openapi;
+    if (isObject(o)) {
+      if (!SOURCE_FILE.test(o.module ?? '') || !existsSync(path.join(ROOT, o.module))) problems.push(`${fn.name}: openapi.module must be an existing functions/ or lib/ .ts file, got "${o.module}"`);
+      if (!IDENTIFIER.test(o.export ?? '')) problems.push(`${fn.name}: openapi.export must name an export of ${o.module}, got "${o.export}"`);
+      for (const key of Object.keys(o)) if (!['module', 'export', 'note'].includes(key)) problems.push(`${fn.name}: unknown field openapi.${key}`);
+    } else if (typeof o !== 'boolean') {
+      problems.push(`${fn.name}: openapi must be true (its app), false (not documented) or { module, export }`);
+    }
+  }
+  if (!isObject(fn.kms)) {
+    problems.push(`${fn.name}: kms must be an object (key → sign|public|decrypt; {} for none)`);
+  } else if (fn.anchoring) {
+    for (const [key, use] of Object.entries(ANCHORING_KMS)) if (fn.kms[key] !== use) problems.push(`${fn.name}: an anchoring function needs kms.${key}: "${use}"`);
+  }
+  if (fn.environment !== undefined) {
+    if (!isObject(fn.environment)) problems.push(`${fn.name}: environment must be an object of strings`);
+    else for (const [name, value] of Object.entries(fn.environment)) {
+      if (!/^[A-Z][A-Z0-9_]*$/.test(name) || typeof value !== 'string') problems.push(`${fn.name}: environment.${name} must be an UPPER_CASE name with a string value`);
+    }
+  }
+  if (fn.reservedConcurrency !== undefined && !(Number.isInteger(fn.reservedConcurrency) && fn.reservedConcurrency >= 0)) problems.push(`${fn.name}: reservedConcurrency must be a whole number`);
+  const b = fn.bundle;
+  if (!isObject(b)) {
+    problems.push(`${fn.name}: bundle must be { maxKiB, heavy } (test/infra/lambda-bundle.test.ts measures it)`);
+  } else {
+    if (!(Number.isInteger(b.maxKiB) && b.maxKiB > 0)) problems.push(`${fn.name}: bundle.maxKiB must be a positive whole number of KiB`);
+    if (!Array.isArray(b.heavy) || b.heavy.some((h) => typeof h !== 'string') || new Set(b.heavy).size !== b.heavy.length) problems.push(`${fn.name}: bundle.heavy must list package names, each once`);
+    if (b.note !== undefined && typeof b.note !== 'string') problems.push(`${fn.name}: bundle.note must be a string`);
+    for (const key of Object.keys(b)) if (!['maxKiB', 'heavy', 'note'].includes(key)) problems.push(`${fn.name}: unknown field bundle.${key}`);
+  }
+  return problems;
+}
+
+/**
+ * Checks the registries once; every generator and check calls this first. Returns the list of
+ * problems. `functions` (default: every entry of infra/functions.json, with its kind) lets the
+ * tests check entries of their own.
+ */
+function validateRegistry(functions = allFunctions()) {
   const problems = [];
   const names = new Set();
   const routes = new Set();
   const operationIds = new Set();
-  for (const fn of allFunctions()) {
+  for (const fn of functions) {
     if (!/^[a-zA-Z][a-zA-Z0-9]*$/.test(fn.name)) problems.push(`function name "${fn.name}" must be alphanumeric`);
+    problems.push(...entryProblems(fn));
     if (names.has(fn.name)) problems.push(`function name "${fn.name}" is used twice`);
     names.add(fn.name);
     try {
@@ -224,7 +273,7 @@ function validateRegistry() {
     } else if (fn.kind === 'scheduled' && !/^(rate|cron)\(.+\)$/.test(fn.schedule ?? '')) {
       problems.push(`${fn.name}: schedule must be rate(...) or cron(...), got "${fn.schedule}"`);
     }
-    for (const [table, mode] of Object.entries(fn.access ?? {})) {
+    for (const [table, mode] of Object.entries(isObject(fn.access) ? fn.access : {})) {
       if (!TABLES[table]) problems.push(`${fn.name}: access names unknown table "${table}"`);
       try {
         tableActions(mode);
@@ -236,7 +285,7 @@ function validateRegistry() {
         problems.push(`${fn.name}: a public GET function may write no table, not ${table}`);
       }
     }
-    for (const [key, use] of Object.entries(kmsNeeds(fn))) {
+    for (const [key, use] of Object.entries(isObject(fn.kms) ? fn.kms : {})) {
       if (!KMS_KEYS[key]) problems.push(`${fn.name}: unknown KMS key "${key}"`);
       if (!KMS_ACTIONS[use]) problems.push(`${fn.name}: unknown KMS use "${use}" for ${key}`);
     }
@@ -277,9 +326,8 @@ module.exports = {
   WRITE_ACTIONS,
   KMS_KEYS,
   KMS_ACTIONS,
+  ANCHORING_KMS,
   SIZING,
-  FUNCTION_ENVIRONMENT,
-  RESERVED_CONCURRENCY,
   isEvidenceFunction,
   naming,
   handlerOf,
@@ -288,6 +336,7 @@ module.exports = {
   tableActions,
   indexActions,
   kmsNeeds,
+  openApiSources,
   validateRegistry,
   assertValidRegistry,
   expectedGrants,

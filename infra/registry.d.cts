@@ -2,7 +2,7 @@
 
 /** Letters of r (read), w (put/update), d (delete), s (scan), in that order. */
 export type AccessMode = string;
-export type KmsKey = 'pqSigner' | 'tsa' | 'ledgerWallet' | 'jwtSecret';
+export type KmsKey = 'pqSigner' | 'tsa' | 'ledgerWallet' | 'jwtSecret' | 'ed25519Signer' | 'pdfSigner';
 export type KmsUse = 'sign' | 'public' | 'decrypt';
 
 export interface TableDefinition {
@@ -24,9 +24,32 @@ export interface RegistryFunction {
   path?: string;
   public?: boolean;
   anchoring?: boolean;
+  /** Its errors and throttles are alarmed one by one (scheduled functions always are). */
+  alarms?: boolean;
+  /** HTTP only: true documents the file's `app`, false leaves it out, an object names the module function that returns the app to document. */
+  openapi?: boolean | { module: string; export: string; note?: string };
   schedule?: string;
   access: Record<string, AccessMode>;
-  kms?: Partial<Record<KmsKey, KmsUse>>;
+  kms: Partial<Record<KmsKey, KmsUse>>;
+  /** Environment variables only this function gets. */
+  environment?: Record<string, string>;
+  reservedConcurrency?: number;
+  /** What its Lambda bundle may weigh and exactly which heavy packages it carries (test/infra/lambda-bundle.test.ts). */
+  bundle: BundleBudget;
+}
+
+export interface BundleBudget {
+  maxKiB: number;
+  heavy: string[];
+  note?: string;
+}
+
+/** One documented function of the OpenAPI document: import `export` of `module`; `call`: it is a function returning the app. */
+export interface OpenApiSource {
+  name: string;
+  module: string;
+  export: string;
+  call: boolean;
 }
 
 export interface ExpectedGrants {
@@ -41,9 +64,8 @@ export const DYNAMO_ACTIONS: Record<'r' | 'w' | 'd' | 's', string[]>;
 export const WRITE_ACTIONS: Set<string>;
 export const KMS_KEYS: Record<KmsKey, { custom: string; envVar: string; spec: string }>;
 export const KMS_ACTIONS: Record<KmsUse, string[]>;
+export const ANCHORING_KMS: Partial<Record<KmsKey, KmsUse>>;
 export const SIZING: Record<'http' | 'anchoring' | 'scheduled', { memorySize: number; timeout: number }>;
-export const FUNCTION_ENVIRONMENT: Record<string, Record<string, string>>;
-export const RESERVED_CONCURRENCY: Record<string, number>;
 export function isEvidenceFunction(fn: RegistryFunction): boolean;
 export const naming: {
   table(key: string): string;
@@ -61,6 +83,8 @@ export function isPublicRead(fn: RegistryFunction): boolean;
 export function tableActions(mode: string): string[];
 export function indexActions(mode: string): string[];
 export function kmsNeeds(fn: RegistryFunction): Partial<Record<KmsKey, KmsUse>>;
-export function validateRegistry(): string[];
+/** What the OpenAPI document is built from, in registry order. */
+export function openApiSources(): OpenApiSource[];
+export function validateRegistry(functions?: RegistryFunction[]): string[];
 export function assertValidRegistry(): void;
 export function expectedGrants(fn: RegistryFunction): ExpectedGrants;

@@ -33,10 +33,8 @@ function buildFunctions() {
       config.maximumRetryAttempts = 2;
       config.destinations = { onFailure: { type: 'sqs', arn: { 'Fn::GetAtt': [registry.naming.failureQueue, 'Arn'] } } };
     }
-    const reserved = registry.RESERVED_CONCURRENCY[fn.name];
-    if (reserved !== undefined) config.reservedConcurrency = reserved;
-    const extraEnv = registry.FUNCTION_ENVIRONMENT[fn.name];
-    if (extraEnv) config.environment = { ...extraEnv };
+    if (fn.reservedConcurrency !== undefined) config.reservedConcurrency = fn.reservedConcurrency;
+    if (fn.environment) config.environment = { ...fn.environment };
     out[fn.name] = config;
   }
   return out;

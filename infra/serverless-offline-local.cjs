@@ -61,7 +61,7 @@ function offlineEnvironment(declared, shell, httpPort) {
   }
   for (const [name, value] of Object.entries(shell)) if (FROM_SHELL.test(name) && value !== undefined) env[name] = value;
   env.PUBLIC_BASE_URL ??= `http://localhost:${httpPort}`;
-  // Only where serverless.yml gives it (FUNCTION_ENVIRONMENT of infra/registry.cjs), as on AWS.
+  // Only where serverless.yml gives it (its `environment` in infra/functions.json), as on AWS.
   if ('ADMIN_TOKEN' in declared) env.ADMIN_TOKEN = shell.ADMIN_TOKEN ?? '';
   for (const name of Object.keys(env)) if (KMS_ONLY.test(name)) delete env[name];
   return { ...env, ...LOCAL };

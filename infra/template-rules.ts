@@ -663,7 +663,7 @@ export function checkFunctions(template: CfnTemplate): RuleResult {
     }
     const envBytes = Object.entries(env).reduce((n, [k, v]) => n + k.length + (typeof v === 'string' ? Buffer.byteLength(v) : 64), 0);
     if (envBytes > 4096) problems.push(`${fn.name}: environment is about ${envBytes} bytes (Lambda allows 4 KiB)`);
-    const extra = registry.FUNCTION_ENVIRONMENT[fn.name] ?? {};
+    const extra = fn.environment ?? {};
     if ('ADMIN_TOKEN' in env && !('ADMIN_TOKEN' in extra)) problems.push(`${fn.name}: receives ADMIN_TOKEN without needing it`);
   }
   for (const [id, res] of Object.entries(resources)) {
@@ -779,7 +779,7 @@ export function checkOperations(template: CfnTemplate): RuleResult {
       const onFailure = isObject(destination) && isObject(destination.OnFailure) ? destination.OnFailure.Destination : undefined;
       if (!isDeepStrictEqual(onFailure, { 'Fn::GetAtt': [registry.naming.failureQueue, 'Arn'] })) problems.push(`${fn.name}: no on-failure destination to ${registry.naming.failureQueue}`);
     }
-    const reserved = registry.RESERVED_CONCURRENCY[fn.name];
+    const reserved = fn.reservedConcurrency;
     if (reserved !== undefined && lambda.Properties?.ReservedConcurrentExecutions !== reserved) {
       problems.push(`${fn.name}: reserved concurrency ${String(lambda.Properties?.ReservedConcurrentExecutions)}, expected ${reserved}`);
     }

@@ -23,6 +23,7 @@ import { app as receiptApp } from '../../functions/v2/evidence-receipt.js';
 import { app as hashApp } from '../../functions/v2/evidence-hash.js';
 import { createAccount, Device, randomHash } from '../support/client.js';
 import registry from '../../infra/functions.json' with { type: 'json' };
+import type * as Registry from '../../infra/registry.cjs';
 import { BANNER, SERVERLESS_ESBUILD } from '../support/serverless-esbuild.js';
 import { useStack } from '../support/stack.js';
 
@@ -33,61 +34,19 @@ const ANCHOR_ENTRY = 'functions/v2/evidence-anchor.ts';
 const HASH_ENTRY = 'functions/v2/evidence-hash.ts';
 const LIBOQS_DIST = /node_modules\/@oqs\/liboqs-js\/dist\//;
 const ZOD_LOCALE = /node_modules\/zod\/v4\/locales\//;
+const OPENAPI_ENTRY = 'functions/openapi.ts';
+const METHOD_NOT_ALLOWED_ENTRY = 'functions/gateway/method-not-allowed.ts';
+const REGISTRY_JSON = 'infra/functions.json';
 
 const without = (name: string) => plugins.filter((p) => p.name !== name);
 
-/**
- * What each function's bundle may weigh and which heavy packages it carries: the sizes of
- * 2026-11-24 plus 3 %, and exactly today's heavy packages. A bundle that gains ethers, pkijs,
- * ML-DSA or jose (the verify, hash and account functions must not load them), or grows past its
- * budget, fails here rather than only in the bench. A bundle that sheds one: update the table.
+/*
+ * What each function's bundle may weigh and which heavy packages it carries: `bundle` of its entry
+ * in infra/functions.json ({ maxKiB, heavy, note }), measured sizes plus 1 to 3 %, and exactly
+ * today's heavy packages. A bundle that gains ethers, pkijs, ML-DSA or jose (the verify, hash and
+ * account functions must not load them), or grows past its budget, fails here rather than only in
+ * the bench. A bundle that sheds one: update its entry.
  */
-const BUNDLE_BUDGETS: Record<string, { maxKiB: number; heavy: string[] }> = {
-  v2EvidenceHash: { maxKiB: 319, heavy: [] }, // 309.4 KiB once it notes the account's activity (the dashboard's recent evidence); 311.7 KiB with batching, final receipts and the activity note (2026-11-25); 315.6 KiB with the state-machine table the evidence repository names its writes from (2026-11-26), plus 1 %
-  v2EvidenceAnchor: { maxKiB: 1329, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] }, // 1314.9 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
-  v2EvidenceFull: { maxKiB: 1329, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] }, // 1314.9 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
-  v2EvidenceVerify: { maxKiB: 397, heavy: ['@noble/post-quantum'] }, // 386.3 KiB once it serves final receipts (final-ledger.ts, the instance LRU, ?recheck=1 and their documentation) and counts public reads in memory, plus 1 %; 392.2 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v2EvidenceReceipt: { maxKiB: 327, heavy: [] }, // 311.6 KiB with its full response schema, the problem titles and the compression and ETag middleware, plus 3 %; 323.3 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
-  // pdf-lib, fontkit, @signpdf, qrcode and the three DejaVu fonts (binary, ~1.8 MB) are this function's alone.
-  v2EvidenceCertificate: { maxKiB: 4721, heavy: ['pkijs', '@noble/post-quantum', 'pdf-lib'] },
-  v2AccountRegister: { maxKiB: 327, heavy: ['jose'] }, // 323.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v2AccountLogin: { maxKiB: 328, heavy: ['jose'] }, // 322.1 KiB with the edge check of the app factory (edge_required); 323.8 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v2AccountKeysCreate: { maxKiB: 327, heavy: ['jose'] }, // 322.8 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v2AccountKeysList: { maxKiB: 326, heavy: ['jose'] }, // 322.5 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v2AccountKeysDelete: { maxKiB: 327, heavy: ['jose'] }, // 322.8 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v2AccountUsage: { maxKiB: 327, heavy: ['jose'] }, // 322.9 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v2AccountInfo: { maxKiB: 326, heavy: ['jose'] }, // 321.0 KiB: every function carries infra/tables.json, which grew by the activity table; 322.6 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v2AccountEvidence: { maxKiB: 329, heavy: ['jose'] }, // 322.6 KiB: an account endpoint and the activity repository; 325.1 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
-  v2AdminSetTier: { maxKiB: 327, heavy: ['jose'] }, // 322.8 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v1ChainAnchor: { maxKiB: 1325, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
-  v1ChainVerify: { maxKiB: 402, heavy: ['@noble/post-quantum'] }, // 397.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v1Timestamp: { maxKiB: 773, heavy: ['pkijs'] },
-  v1ChainAll: { maxKiB: 334, heavy: [] }, // 326.2 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %; 330.2 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
-  v1PqInfo: { maxKiB: 1321, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
-  v1PqVerify: { maxKiB: 360, heavy: ['@noble/post-quantum'] }, // 352.3 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %; 356.4 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
-  v1PqRegistration: { maxKiB: 1327, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] },
-  v1LedgerStatus: { maxKiB: 738, heavy: ['ethers'] },
-  v1LedgerVerify: { maxKiB: 343, heavy: [] }, // 330.1 KiB serving final receipts, with the in-memory public limit; 335.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %; 339.4 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
-  v1Stats: { maxKiB: 314, heavy: [] }, // 308.0 KiB with the in-memory public limit and the edge check; 310.0 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v1Health: { maxKiB: 878, heavy: ['pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] }, // 868.9 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
-  openapi: { maxKiB: 1579, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js', 'jose'] }, // 1487 KiB once it documents the problem page (its explanations) and the receipt in full, plus 3 %; 1538 KiB with the dashboard and account evidence; 1562.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  ledgerTxPage: { maxKiB: 351, heavy: [] }, // 344 KiB with the shared style sheet's dashboard rules; 347.2 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  verifyPage: { maxKiB: 437, heavy: ['@noble/post-quantum'] }, // 432.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  quotaReset: { maxKiB: 58, heavy: ['jose'] }, // 54.3 KiB once the limits gained the account rate and the guessing lockout (was 52.4), plus 3 %; 56.2 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %; 57.1 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
-  reconcile: { maxKiB: 1059, heavy: ['ethers', 'pkijs', '@noble/post-quantum', '@oqs/liboqs-js'] }, // 1037.1 KiB once it finishes batched anchors (seal, tree), plus 1 %; 1048.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v2EvidenceTimestamp: { maxKiB: 776, heavy: ['pkijs'] }, // 767.9 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  v2EvidenceSign: { maxKiB: 333, heavy: [] }, // 314 KiB since it records its answer through the evidence repository (was 300), plus 3 %; 325.0 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %; 329.4 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
-  v2Tsa: { maxKiB: 764, heavy: ['pkijs'] },
-  v2TsaCertificates: { maxKiB: 301, heavy: [] }, // 297.1 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  wellKnownJwks: { maxKiB: 309, heavy: [] }, // 305.4 KiB with batching, final receipts and the activity note (2026-11-25), plus 1 %
-  wellKnownTrust: { maxKiB: 358, heavy: [] }, // 354.4 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
-  dashboardPage: { maxKiB: 354, heavy: [] }, // 348 KiB: the page framework and its 25 KB script; 349.7 KiB with the script bundled from lib/web/dashboard/ (infra/dashboard-script.ts; 350.5 KiB hand-written) (2026-11-26), plus 1 %
-  landingPage: { maxKiB: 330, heavy: [] }, // the page framework, the tier table and the configuration: 320 KiB, plus 3 %
-  docsPage: { maxKiB: 286, heavy: [] }, // the app factory and the page: 277 KiB, plus 3 %
-  docsAssets: { maxKiB: 2225, heavy: [] }, // Swagger UI's script (1.7 MB) and style sheet inside the bundle (inline-docs-files): 2160 KiB, plus 3 %
-  problemPage: { maxKiB: 330, heavy: [] }, // the page framework and the explanations of every problem type: 316 KiB, plus 3 %; 326.6 KiB with the anchor's versioned state machine, its deadlines and the HTTP layer's problem types (2026-11-26), plus 1 %
-  methodNotAllowed: { maxKiB: 288, heavy: [] }, // the app factory (Hono, zod-openapi, the configuration for the problem type URL) and the route table: 279 KiB, plus 3 %
-};
 
 /** Heavy packages by the path of their files in esbuild's metafile (as bench/cold-start.ts names them). */
 const HEAVY: Record<string, RegExp> = {
@@ -99,7 +58,16 @@ const HEAVY: Record<string, RegExp> = {
   'pdf-lib': /node_modules\/(pdf-lib|@pdf-lib|@signpdf|qrcode|dejavu-fonts-ttf)\//,
 };
 
-async function bundle(entry: string, pluginList: Plugin[], outfile?: string): Promise<{ inputs: string[]; bytes: number }> {
+interface Bundle {
+  inputs: string[];
+  bytes: number;
+  /** The bundled modules that import infra/functions.json. */
+  registryImporters: string[];
+  /** Bytes of infra/functions.json in the output. */
+  registryBytes: number;
+}
+
+async function bundle(entry: string, pluginList: Plugin[], outfile?: string): Promise<Bundle> {
   const result = await build({
     ...SERVERLESS_ESBUILD,
     entryPoints: [path.join(ROOT, entry)],
@@ -111,7 +79,10 @@ async function bundle(entry: string, pluginList: Plugin[], outfile?: string): Pr
   });
   const output = Object.values(result.metafile.outputs)[0];
   assert.ok(output, 'esbuild wrote no output');
-  return { inputs: Object.keys(output.inputs), bytes: output.bytes };
+  const registryImporters = Object.entries(result.metafile.inputs)
+    .filter(([, input]) => input.imports.some((i) => i.path === REGISTRY_JSON))
+    .map(([file]) => file);
+  return { inputs: Object.keys(output.inputs), bytes: output.bytes, registryImporters, registryBytes: output.inputs[REGISTRY_JSON]?.bytesInOutput ?? 0 };
 }
 
 /** API Gateway HTTP API payload 2.0, as test/fixtures/apigw describes it. */
@@ -198,12 +169,12 @@ describe('the bundles osls package builds', () => {
       assert.ok(block.split('\n').some((l) => l.trim() === line), `serverless.yml custom.esbuild: expected "${line}"`);
     }
     const names = plugins.map((p) => p.name);
-    for (const name of ['forbid-local-stack', 'liboqs-wasm-import', 'zod-english-locale-only', 'aws-sdk-require']) assert.ok(names.includes(name), `plugin list: ${names.join(', ')}`);
+    for (const name of ['forbid-local-stack', 'liboqs-wasm-import', 'zod-english-locale-only', 'aws-sdk-require', 'openapi-sources', 'registry-route-fields']) assert.ok(names.includes(name), `plugin list: ${names.join(', ')}`);
   });
 
   describe('v2EvidenceAnchor', () => {
     const anchorFile = path.join(dir, 'v2EvidenceAnchor.mjs');
-    let built: { inputs: string[]; bytes: number } | undefined;
+    let built: Bundle | undefined;
     const built$ = () => (built ? Promise.resolve(built) : bundle(ANCHOR_ENTRY, plugins, anchorFile).then((b) => (built = b)));
 
     test('carries liboqs’ ML-DSA-65 module (the WASM inlined in dist/ml-dsa-65.min.js) and no other liboqs algorithm', async (t) => {
@@ -326,17 +297,58 @@ describe('the bundles osls package builds', () => {
     t.diagnostic(`v2EvidenceHash bundle: ${(withoutPlugin.bytes / 1024).toFixed(0)} KB → ${(withPlugin.bytes / 1024).toFixed(0)} KB`);
   });
 
-  test('every function stays within its size budget and carries only today’s heavy packages', async (t) => {
+  test('every function stays within its size budget and carries only today’s heavy packages (infra/functions.json bundle)', async (t) => {
     const functions = [...registry.http, ...registry.scheduled, ...registry.gateway];
-    assert.deepEqual(functions.map((f) => f.name).sort(), Object.keys(BUNDLE_BUDGETS).sort(), 'one budget per function of infra/functions.json');
     for (const f of functions) {
-      const budget = BUNDLE_BUDGETS[f.name];
-      assert.ok(budget);
-      const { inputs, bytes } = await bundle(f.file, plugins);
+      const budget = f.bundle;
+      assert.ok(budget, `${f.name}: no bundle budget in infra/functions.json`);
+      for (const pkg of budget.heavy) assert.ok(pkg in HEAVY, `${f.name}: bundle.heavy names "${pkg}", not one of ${Object.keys(HEAVY).join(', ')}`);
+      const { inputs, bytes, registryImporters } = await bundle(f.file, plugins);
       const heavy = Object.keys(HEAVY).filter((pkg) => inputs.some((i) => HEAVY[pkg]?.test(i)));
       assert.deepEqual(heavy, budget.heavy, `${f.name} carries ${heavy.join(', ') || 'no heavy package'}`);
       assert.ok(bytes <= budget.maxKiB * 1024, `${f.name}: ${(bytes / 1024).toFixed(1)} KiB, budget ${budget.maxKiB} KiB`);
+      // registry-route-fields trims the registry to what lib/http/registry.ts declares: no other module may read it in a bundle.
+      assert.deepEqual(registryImporters.filter((i) => i !== 'lib/http/registry.ts'), [], `${f.name}: only lib/http/registry.ts may read ${REGISTRY_JSON} in a bundle`);
       t.diagnostic(`${f.name}: ${(bytes / 1024).toFixed(0)} KiB of ${budget.maxKiB}`);
     }
+  });
+
+  test('the openapi bundle serves, in a fresh Node process, the very document of the unbundled function (openapi-sources, registry-route-fields)', async () => {
+    const file = path.join(dir, 'openapi.mjs');
+    const { inputs } = await bundle(OPENAPI_ENTRY, plugins, file);
+    const { app: openapiApp } = await import('../../functions/openapi.js');
+    const local = await openapiApp.request('/api/openapi.json');
+    assert.equal(local.status, 200);
+    const expected = (await local.json()) as { paths: Record<string, Record<string, { operationId?: string }>> };
+    const [answer] = await invokeBundle(dir, file, [{ ...apiGatewayEvent('GET', '/api/openapi.json', {}, null), body: undefined }]);
+    assert.equal(answer?.statusCode, 200, answer?.body);
+    assert.deepEqual(JSON.parse(answer?.body ?? '{}'), expected);
+    // Every documented module is inside the bundle, imported statically from the registry's list.
+    for (const source of (require('../../infra/registry.cjs') as typeof Registry).openApiSources()) assert.ok(inputs.includes(source.module), `${source.name}: ${source.module} is not in the openapi bundle`);
+    assert.ok(Object.values(expected.paths).some((item) => item.post?.operationId === 'anchorEvidence'), 'operationIds come from the trimmed registry');
+    // Without the plugin the modules are left to a computed import() the bundle cannot follow.
+    const bare = await bundle(OPENAPI_ENTRY, without('openapi-sources'));
+    assert.ok(!bare.inputs.includes('functions/v2/evidence-hash.ts'), 'without openapi-sources the documented apps are not bundled');
+  });
+
+  test('methodNotAllowed answers 405 with Allow from the trimmed registry in a fresh Node process, as the unbundled function does', async () => {
+    const file = path.join(dir, 'methodNotAllowed.mjs');
+    const trimmed = await bundle(METHOD_NOT_ALLOWED_ENTRY, plugins, file);
+    const { app: gatewayApp } = await import('../../functions/gateway/method-not-allowed.js');
+    const requests: [string, string][] = [['DELETE', '/api/v2/evidence/hash'], ['POST', '/api/v2/evidence/verify/' + 'ab'.repeat(32)], ['PUT', '/api/v2/account/keys']];
+    const answers = await invokeBundle(dir, file, requests.map(([method, p]) => ({ ...apiGatewayEvent(method, p, {}, null), body: undefined })));
+    const normalize = (text: string) => {
+      const { request_id: _r, ...rest } = JSON.parse(text) as Record<string, unknown>;
+      return rest;
+    };
+    for (const [i, [method, p]] of requests.entries()) {
+      const local = await gatewayApp.request(p, { method });
+      assert.equal(answers[i]?.statusCode, 405, answers[i]?.body);
+      assert.equal(local.status, 405);
+      assert.deepEqual(normalize(answers[i]?.body ?? '{}'), normalize(await local.text()), `${method} ${p}`);
+    }
+    // The deployment data (access maps, KMS needs, budgets and their notes) stays out of the bundle.
+    const full = await bundle(METHOD_NOT_ALLOWED_ENTRY, without('registry-route-fields'));
+    assert.ok(trimmed.registryBytes > 0 && trimmed.registryBytes < full.registryBytes / 3, `registry in the bundle: ${trimmed.registryBytes} bytes trimmed, ${full.registryBytes} whole`);
   });
 });

@@ -78,6 +78,36 @@ describe('generated functions', () => {
     assert.deepEqual(registry.validateRegistry(), []);
   });
 
+  test('the registry refuses an entry that lacks, misspells or contradicts what it must say', () => {
+    const all = registry.allFunctions();
+    /** Every entry, with `name`'s fields changed (undefined: removed). */
+    const withChange = (name: string, change: Record<string, unknown>) =>
+      all.map((fn) => {
+        if (fn.name !== name) return fn;
+        const changed: Record<string, unknown> = { ...fn, ...change };
+        for (const [key, value] of Object.entries(change)) if (value === undefined) delete changed[key];
+        return changed as unknown as RegistryFunction;
+      });
+    const cases: [string, Record<string, unknown>, RegExp][] = [
+      ['v2EvidenceHash', { bundle: undefined }, /v2EvidenceHash: bundle must be \{ maxKiB, heavy \}/],
+      ['v2EvidenceHash', { bundle: { maxKiB: '319', heavy: [] } }, /v2EvidenceHash: bundle.maxKiB must be a positive whole number/],
+      ['v2EvidenceHash', { bundle: { maxKiB: 319, heavy: ['jose', 'jose'] } }, /v2EvidenceHash: bundle.heavy must list package names, each once/],
+      ['v2EvidenceHash', { kms: undefined }, /v2EvidenceHash: kms must be an object/],
+      ['v2EvidenceHash', { kms: { tsa: 'write' } }, /v2EvidenceHash: unknown KMS use "write" for tsa/],
+      ['v2EvidenceHash', { kmss: {} }, /v2EvidenceHash: unknown field "kmss"/],
+      ['v2EvidenceHash', { openapi: undefined }, /v2EvidenceHash: openapi must be true/],
+      ['v2EvidenceHash', { openapi: { module: 'lib/http/routes/none.ts', export: 'route' } }, /v2EvidenceHash: openapi.module must be an existing/],
+      ['v2EvidenceHash', { file: 'functions/v2/none.ts' }, /v2EvidenceHash: file functions\/v2\/none.ts does not exist/],
+      ['v2EvidenceHash', { environment: { admin_token: 1 } }, /v2EvidenceHash: environment.admin_token must be/],
+      ['v2EvidenceAnchor', { kms: { pqSigner: 'sign', tsa: 'sign' } }, /v2EvidenceAnchor: an anchoring function needs kms.ledgerWallet: "sign"/],
+      ['reconcile', { openapi: true }, /reconcile: unknown field "openapi"/],
+    ];
+    for (const [name, change, expected] of cases) {
+      const problems = registry.validateRegistry(withChange(name, change));
+      assert.ok(problems.some((p) => expected.test(p)), `${name} ${JSON.stringify(change)}: ${JSON.stringify(problems)}`);
+    }
+  });
+
   test('every registry function is generated with its handler, its own role and its event', () => {
     const all = registry.allFunctions();
     assert.deepEqual(Object.keys(functions).sort(), all.map((f) => f.name).sort());
@@ -126,7 +156,7 @@ describe('generated least-privilege roles', () => {
   });
 
   test('a function whose access map says r on a table gets no write action on it', () => {
-    const fn: RegistryFunction = { name: 'probe', file: 'functions/v1/probe.ts', kind: 'http', method: 'POST', path: '/probe', public: false, access: { evidence: 'r', counters: 'rw' } };
+    const fn: RegistryFunction = { name: 'probe', file: 'functions/v1/probe.ts', kind: 'http', method: 'POST', path: '/probe', public: false, access: { evidence: 'r', counters: 'rw' }, kms: {}, bundle: { maxKiB: 300, heavy: [] } };
     const statements = buildStatements(fn);
     const onTable = statements.filter((s) => JSON.stringify(s.Resource) === JSON.stringify([{ 'Fn::GetAtt': ['EvidenceTable', 'Arn'] }]));
     const onIndexes = statements.filter((s) => JSON.stringify(s.Resource).includes('${EvidenceTable.Arn}/index/'));
