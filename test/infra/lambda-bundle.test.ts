@@ -299,18 +299,21 @@ describe('the bundles osls package builds', () => {
 
   test('every function stays within its size budget and carries only today’s heavy packages (infra/functions.json bundle)', async (t) => {
     const functions = [...registry.http, ...registry.scheduled, ...registry.gateway];
+    // Every function is measured; the failures are reported together (one run shows every budget to re-measure).
+    const over: string[] = [];
     for (const f of functions) {
       const budget = f.bundle;
       assert.ok(budget, `${f.name}: no bundle budget in infra/functions.json`);
       for (const pkg of budget.heavy) assert.ok(pkg in HEAVY, `${f.name}: bundle.heavy names "${pkg}", not one of ${Object.keys(HEAVY).join(', ')}`);
       const { inputs, bytes, registryImporters } = await bundle(f.file, plugins);
       const heavy = Object.keys(HEAVY).filter((pkg) => inputs.some((i) => HEAVY[pkg]?.test(i)));
-      assert.deepEqual(heavy, budget.heavy, `${f.name} carries ${heavy.join(', ') || 'no heavy package'}`);
-      assert.ok(bytes <= budget.maxKiB * 1024, `${f.name}: ${(bytes / 1024).toFixed(1)} KiB, budget ${budget.maxKiB} KiB`);
+      if (JSON.stringify(heavy) !== JSON.stringify(budget.heavy)) over.push(`${f.name} carries ${heavy.join(', ') || 'no heavy package'}, its budget names ${budget.heavy.join(', ') || 'none'}`);
+      if (bytes > budget.maxKiB * 1024) over.push(`${f.name}: ${(bytes / 1024).toFixed(1)} KiB, budget ${budget.maxKiB} KiB`);
       // registry-route-fields trims the registry to what lib/http/registry.ts declares: no other module may read it in a bundle.
       assert.deepEqual(registryImporters.filter((i) => i !== 'lib/http/registry.ts'), [], `${f.name}: only lib/http/registry.ts may read ${REGISTRY_JSON} in a bundle`);
-      t.diagnostic(`${f.name}: ${(bytes / 1024).toFixed(0)} KiB of ${budget.maxKiB}`);
+      t.diagnostic(`${f.name}: ${(bytes / 1024).toFixed(1)} KiB of ${budget.maxKiB}`);
     }
+    assert.deepEqual(over, []);
   });
 
   test('the openapi bundle serves, in a fresh Node process, the very document of the unbundled function (openapi-sources, registry-route-fields)', async () => {
