@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { DecryptCommand, type KMSClient } from '@aws-sdk/client-kms';
 import { createKmsClient } from '../crypto/kms-client.js';
 import type { Config } from '../config.js';
+import { ProcessCache } from '../memo.js';
 
 /** HS256 keys shorter than the hash output (32 bytes) are refused (RFC 7518 §3.2); jose itself accepts them. */
 export const MIN_JWT_SECRET_BYTES = 32;
@@ -61,7 +62,7 @@ export async function loadJwtSecret(jwt: Config['jwt'], decrypt?: KmsDecrypt, re
   return secret;
 }
 
-const cache = new Map<string, Promise<Uint8Array>>();
+const cache = new ProcessCache<string, Promise<Uint8Array>>('JWT secrets by source', 8);
 
 /**
  * {@link loadJwtSecret} memoised per source for the life of the process (one KMS call per Lambda
@@ -69,11 +70,5 @@ const cache = new Map<string, Promise<Uint8Array>>();
  */
 export function cachedJwtSecret(jwt: Config['jwt'], region: string, decrypt?: KmsDecrypt): Promise<Uint8Array> {
   const id = [jwt.source, jwt.file, jwt.kmsCiphertext ?? '', createHash('sha256').update(jwt.value ?? '').digest('hex')].join('|');
-  let secret = cache.get(id);
-  if (!secret) {
-    secret = loadJwtSecret(jwt, decrypt, region);
-    cache.set(id, secret);
-    secret.catch(() => cache.delete(id));
-  }
-  return secret;
+  return cache.getOrSet(id, () => loadJwtSecret(jwt, decrypt, region));
 }

@@ -5,8 +5,11 @@
  * failed once is retried, never cached as a failure). {@link resetDeps} forgets everything every
  * `lazy` built (tests that change the environment), disposing of clients on the way.
  *
- * Only lib/deps uses this; the domain receives what it builds as parameters.
+ * Only lib/deps uses this; the domain receives what it builds as parameters. What a process keeps
+ * besides (memoised computations) is a ProcessCache (lib/memo.ts), which resetDeps() clears too.
  */
+
+import { forgetProcessCaches } from '../memo.js';
 
 /** A lazily built dependency: call it to get (or build) the value. */
 export interface Lazy<T> {
@@ -41,7 +44,8 @@ export function lazy<T>(build: () => T, dispose?: (value: T) => void): Lazy<T> {
   return get;
 }
 
-/** Forgets every dependency built so far, in the order they were declared (tests, the admin CLI). */
+/** Forgets every dependency built so far, in the order they were declared, and every ProcessCache (tests, the admin CLI). */
 export function resetDeps(): void {
   for (const reset of resets) reset();
+  forgetProcessCaches();
 }

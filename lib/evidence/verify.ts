@@ -1,4 +1,5 @@
 import { sha256Hex } from '../crypto/hash.js';
+import { ProcessCache } from '../memo.js';
 import { verifyTimestampResponse } from '../crypto/tsa/verify.js';
 import type { RpcReader } from '../ledger/rpc-reader.js';
 import { readLedger } from './ledger-read.js';
@@ -44,22 +45,14 @@ export interface VerifyOptions {
  * needs no read at all. Small and bounded (least recently used out first); a Lambda instance keeps
  * it between invocations, a cold one starts empty.
  */
-const finalRecords = new Map<string, AnchoredEvidence>();
-const FINAL_RECORDS_MAX = 2000;
+const finalRecords = new ProcessCache<string, AnchoredEvidence>('final evidence records', 2000);
 
 function rememberFinal(item: AnchoredEvidence): void {
-  finalRecords.delete(item.image_hash);
   finalRecords.set(item.image_hash, item);
-  if (finalRecords.size > FINAL_RECORDS_MAX) finalRecords.delete(finalRecords.keys().next().value ?? '');
 }
 
 function recallFinal(imageHash: string): AnchoredEvidence | undefined {
-  const hit = finalRecords.get(imageHash);
-  if (hit) {
-    finalRecords.delete(imageHash); // most recently used last
-    finalRecords.set(imageHash, hit);
-  }
-  return hit;
+  return finalRecords.get(imageHash);
 }
 
 /** Forgets the final records this instance holds (tests). */
@@ -123,22 +116,18 @@ function finalVerdict(item: AnchoredEvidence, final: FinalLedgerReceipt, roots: 
  * its imprint and the roots: the same bytes always verify the same way, so a hit is the same
  * computation, never a stored flag.
  */
-const timestampCache = new Map<string, Promise<TimestampVerdict>>();
-const TIMESTAMP_CACHE_MAX = 5000;
+const timestampCache = new ProcessCache<string, Promise<TimestampVerdict>>('RFC 3161 verifications', 5000);
 
 function timestampVerdict(item: AnchoredEvidence, roots: string[]): Promise<TimestampVerdict> {
   const key = sha256Hex(JSON.stringify([item.image_hash, item.tsa_response, roots]));
-  const hit = timestampCache.get(key);
-  if (hit) return hit;
-  const computed = verifyTimestampResponse(Buffer.from(item.tsa_response, 'base64'), {
-    imprint: Buffer.from(item.image_hash, 'hex'),
-    roots,
-    hashAlgorithm: 'SHA-256',
-  }).then(
-    (verification) => checkTimestamp(verification),
-    (error: unknown) => checkTimestamp(null, `cannot be checked: ${error instanceof Error ? error.message : String(error)}`),
+  return timestampCache.getOrSet(key, () =>
+    verifyTimestampResponse(Buffer.from(item.tsa_response, 'base64'), {
+      imprint: Buffer.from(item.image_hash, 'hex'),
+      roots,
+      hashAlgorithm: 'SHA-256',
+    }).then(
+      (verification) => checkTimestamp(verification),
+      (error: unknown) => checkTimestamp(null, `cannot be checked: ${error instanceof Error ? error.message : String(error)}`),
+    ),
   );
-  if (timestampCache.size >= TIMESTAMP_CACHE_MAX) timestampCache.delete(timestampCache.keys().next().value ?? '');
-  timestampCache.set(key, computed);
-  return computed;
 }

@@ -19,6 +19,7 @@ import {
   toHex,
 } from './asn1.js';
 import { derToPem, pemBlocks, pemToDer } from './pem.js';
+import { ProcessCache } from '../../memo.js';
 
 const subtle = globalThis.crypto.subtle;
 
@@ -343,8 +344,7 @@ export function parseCertificate(input: string | Uint8Array): pkijs.Certificate 
 }
 
 // pkijs takes a few milliseconds to decode a certificate; roots are the same on every call.
-const parsedPem = new Map<string, pkijs.Certificate[]>();
-const PARSED_PEM_LIMIT = 64;
+const parsedPem = new ProcessCache<string, pkijs.Certificate[]>('pkijs certificates by PEM text', 64);
 
 /**
  * Every certificate in a PEM text (e.g. a chain file), in order. Results are cached per text (the
@@ -352,15 +352,7 @@ const PARSED_PEM_LIMIT = 64;
  * @throws Error when a block is not a certificate.
  */
 export function parseCertificates(pemText: string): pkijs.Certificate[] {
-  const cached = parsedPem.get(pemText);
-  if (cached) return cached;
-  const certs = pemBlocks(pemText, 'CERTIFICATE').map((b) => parseCertificate(b.der));
-  if (parsedPem.size >= PARSED_PEM_LIMIT) {
-    const oldest = parsedPem.keys().next();
-    if (!oldest.done) parsedPem.delete(oldest.value);
-  }
-  parsedPem.set(pemText, certs);
-  return certs;
+  return parsedPem.getOrSet(pemText, () => pemBlocks(pemText, 'CERTIFICATE').map((b) => parseCertificate(b.der)));
 }
 
 const CURVE_BY_OID: Readonly<Record<string, string>> = {

@@ -40,6 +40,7 @@ import {
   toHex,
 } from './der.js';
 import { derToPem, pemBlocks } from './pem.js';
+import { ProcessCache } from '../../memo.js';
 
 /** One certificate extension (RFC 5280 §4.1.2.9). */
 export interface CertExtension {
@@ -170,16 +171,7 @@ function checkName(name: DerElement, what: string): void {
 
 // Certificates seen before (roots on every call, a TSA's leaf in every token): parsing is cheap,
 // but the public key import and the verified issuer links are worth keeping.
-const byDer = new Map<string, Certificate>();
-const CACHE_LIMIT = 128;
-
-function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
-  if (map.size >= CACHE_LIMIT) {
-    const oldest = map.keys().next();
-    if (!oldest.done) map.delete(oldest.value);
-  }
-  map.set(key, value);
-}
+const byDer = new ProcessCache<string, Certificate>('certificates by DER', 128);
 
 /**
  * A certificate from DER, shared with earlier calls for the same bytes (do not modify it).
@@ -187,15 +179,10 @@ function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
  */
 export function certificateFromDer(der: Uint8Array): Certificate {
   const key = Buffer.from(der.buffer, der.byteOffset, der.byteLength).toString('base64');
-  let cert = byDer.get(key);
-  if (!cert) {
-    cert = parseCertificateDer(der);
-    remember(byDer, key, cert);
-  }
-  return cert;
+  return byDer.getOrSet(key, () => parseCertificateDer(der));
 }
 
-const byPem = new Map<string, Certificate[]>();
+const byPem = new ProcessCache<string, Certificate[]>('certificates by PEM text', 128);
 
 /**
  * Every `CERTIFICATE` block of a PEM text (RFC 7468), in order; text around the blocks is ignored.
@@ -212,7 +199,7 @@ export function certificatesFromPem(pemText: string): Certificate[] {
       throw new Error(`not an X.509 certificate (${err instanceof Error ? err.message : String(err)})`);
     }
   });
-  remember(byPem, pemText, certs);
+  byPem.set(pemText, certs);
   return certs;
 }
 
