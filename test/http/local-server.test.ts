@@ -5,6 +5,10 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { Device, createAccount, json } from '../support/client.js';
 import { after, before, describe, it } from 'node:test';
 import { resetCoreDeps } from '../../lib/deps/core.js';
+import { getReconcileDeps } from '../../lib/deps/anchoring.js';
+import { getEvidenceRepo } from '../../lib/deps/evidence.js';
+import { reconcileAnchors } from '../../lib/evidence/reconcile.js';
+import { waitFor } from '../support/wait.js';
 import { type HttpService, startHttpService } from '../support/http-server.js';
 import { freePort, useStack } from '../support/stack.js';
 
@@ -46,7 +50,7 @@ describe('the local API over real HTTP', () => {
     assert.equal((await raw('identity')).headers['content-encoding'], undefined);
   });
 
-  it('answers verify and the receipt with an ETag, 304 for If-None-Match, and caches a confirmed receipt for good', async () => {
+  it('answers verify and the receipt with an ETag, 304 for If-None-Match, and caches a final receipt for good', async () => {
     const account = await createAccount('pro');
     const device = new Device();
     const link = device.next();
@@ -66,15 +70,18 @@ describe('the local API over real HTTP', () => {
       assert.equal(other.status, 200, path);
       await other.arrayBuffer();
     }
-    // The receipt of a confirmed anchor can no longer change.
-    let cache = '';
-    for (let i = 0; i < 100 && !cache.includes('immutable'); i++) {
-      const r = await fetch(`${base}/api/v2/evidence/receipt/${link.sha256_hash}`);
-      cache = r.headers.get('cache-control') ?? '';
-      await r.arrayBuffer();
-      if (!cache.includes('immutable')) await new Promise((res) => setTimeout(res, 100));
-    }
-    assert.equal(cache, 'public, max-age=31536000, immutable');
+    // Until its transaction is final, the receipt may still change: every use revalidates.
+    const before = await fetch(`${base}/api/v2/evidence/receipt/${link.sha256_hash}`);
+    const early = (await before.json()) as { ledger: { final?: unknown } };
+    if (!early.ledger.final) assert.equal(before.headers.get('cache-control'), 'no-cache');
+    // Once final (the reconciler's pass records it), it can no longer change: cached for good.
+    await waitFor('the final receipt', 30_000, async () => {
+      await reconcileAnchors(await getReconcileDeps(), { fullScan: true });
+      return (await getEvidenceRepo().get(link.sha256_hash))?.ledger_final;
+    });
+    const after = await fetch(`${base}/api/v2/evidence/receipt/${link.sha256_hash}`);
+    assert.ok(((await after.json()) as { ledger: { final?: unknown } }).ledger.final);
+    assert.equal(after.headers.get('cache-control'), 'public, max-age=31536000, immutable');
   });
 
   it('keeps the client working after a 413: the next request on the same keep-alive pool succeeds', async () => {
