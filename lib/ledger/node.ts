@@ -98,7 +98,9 @@ export class LedgerNode {
         return { kind: 'accepted', known: false };
       } catch (error) {
         const kind = classifySendError(error);
-        const detail = sanitizeDetail((error as { info?: { error?: { message?: unknown } } }).info?.error?.message ?? error);
+        // The node's own words when ethers could not classify them ("could not coalesce error" keeps them in `error`).
+        const e = error as { info?: { error?: { message?: unknown } }; error?: { message?: unknown } };
+        const detail = sanitizeDetail(e.info?.error?.message ?? e.error?.message ?? error);
         if (kind === 'nonce_too_high' && from !== undefined && retryMs > 0) {
           const now = await this.nonceAt(from, 'pending').catch(() => pending);
           if (now > pending) {
@@ -109,6 +111,15 @@ export class LedgerNode {
         if (kind === 'nonce_too_high' && sendBelow && Date.now() - belowAt >= 250) {
           belowAt = Date.now();
           await sendBelow().catch(() => undefined);
+          // What sendBelow sent is progress too: sending many lower transactions one by one can
+          // take longer than `retryMs` (measured: 60 of them, 3.3 s), which must not count as a stall.
+          if (from !== undefined && retryMs > 0) {
+            const now = await this.nonceAt(from, 'pending').catch(() => pending);
+            if (now > pending) {
+              deadline = Date.now() + retryMs;
+              pending = now;
+            }
+          }
         }
         if (kind === 'nonce_too_high' && Date.now() + delay < deadline) {
           await sleep(delay);

@@ -381,9 +381,11 @@ export class LedgerSender {
         let persisted: boolean;
         try {
           persisted = await this.records.persistSlot(address, nonce, signed, meta.kind, meta.ref, false);
-          // resume() (another process finishing the transaction the caller stored in beforePersist)
-          // may have written this very transaction into the slot first: it is ours, go on.
-          if (!persisted && beforePersist) persisted = (await this.records.getSlot(address, nonce))?.tx_hash === signed.txHash;
+          // The slot may hold this very transaction: resume() (another process finishing the
+          // transaction the caller stored in beforePersist) wrote it first, or this put landed
+          // before a later write to the slot replaced its write token (lib/store/resend-safe.ts).
+          // It is ours either way: go on, never re-sign its data at another nonce.
+          if (!persisted) persisted = (await this.records.getSlot(address, nonce))?.tx_hash === signed.txHash;
         } catch (error) {
           // The put may or may not have landed. An owner holds the transaction (it may resume it):
           // the nonce is its or a filler's. Without an owner, the slot alone holds it: a landed

@@ -224,41 +224,46 @@ async function journalNewBlocks(provider, file, head) {
   const inner = provider.request.bind(provider);
   const r = (method, params = []) => inner({ method, params });
   let journaled = head;
-  let running = null;
-  let again = false;
-  const catchUp = async () => {
-    do {
-      again = false;
-      const latest = Number(await r('eth_blockNumber'));
-      let lines = '';
-      for (let n = journaled + 1; n <= latest; n++) {
-        const b = await r('eth_getBlockByNumber', [hex(n), false]);
-        lines += lineOf({ n, t: Number(b.timestamp), h: b.hash, tx: b.transactions });
-      }
-      if (lines) {
-        fs.appendFileSync(file, lines);
-        journaled = latest;
-      }
-    } while (again);
-  };
-  const kick = () => {
-    if (running) {
-      again = true;
-      return running;
+  /** One pass: journals every block mined up to the moment it starts. */
+  const catchUpOnce = async () => {
+    const latest = Number(await r('eth_blockNumber'));
+    let lines = '';
+    for (let n = journaled + 1; n <= latest; n++) {
+      const b = await r('eth_getBlockByNumber', [hex(n), false]);
+      lines += lineOf({ n, t: Number(b.timestamp), h: b.hash, tx: b.transactions });
     }
-    running = catchUp().finally(() => {
-      running = null;
-    });
-    return running;
+    if (lines) {
+      fs.appendFileSync(file, lines);
+      journaled = latest;
+    }
   };
-  /** Resolves once the journal holds every block mined so far; rejects if it cannot be written. */
+  // Passes run one at a time, in order; callers that arrive before the next pass has started share
+  // it (it reads the head when it starts, after they asked), so the queue never grows.
+  let tail = Promise.resolve();
+  let queued = null;
+  const pass = () => {
+    if (queued) return queued;
+    const p = tail
+      .catch(() => undefined)
+      .then(() => {
+        if (queued === p) queued = null;
+        return catchUpOnce();
+      });
+    queued = p;
+    tail = p;
+    return p;
+  };
+  /**
+   * Resolves once the journal holds every block mined up to now (the blocks an answer computed
+   * before this call can name); rejects if it cannot be written. Blocks mined later are not waited
+   * for: under a steady stream of transactions the head keeps moving, and an answer that waited
+   * for "every block so far" again and again was held for seconds (measured: a "nonce too high"
+   * answered 3.3 s late, so a sender gave up on a nonce that had been filled meanwhile). At most
+   * two passes: the one running (which may have started before) and the next.
+   */
   const journaledNow = async () => {
-    for (;;) {
-      if (running) await running.catch(() => undefined);
-      const latest = Number(await r('eth_blockNumber'));
-      if (latest <= journaled) return;
-      await kick();
-    }
+    const target = Number(await r('eth_blockNumber'));
+    while (journaled < target) await pass();
   };
   provider.request = async (args) => {
     const result = await inner(args);
@@ -268,7 +273,7 @@ async function journalNewBlocks(provider, file, head) {
     return result;
   };
   const background = () => {
-    kick().catch((error) => console.error(`chain history: could not journal a block: ${error && error.message}`));
+    pass().catch((error) => console.error(`chain history: could not journal a block: ${error && error.message}`));
   };
   provider.on('notification', background);
   // EDR drops a subscription after 5 minutes (measured: the journal stopped 5 min after start), so
@@ -290,10 +295,7 @@ async function journalNewBlocks(provider, file, head) {
   // A stop (SIGTERM from chain.ts) journals the blocks mined since the last line first.
   process.once('SIGTERM', () => {
     setTimeout(() => process.exit(0), 2000).unref();
-    const flush = async () => {
-      while (running) await running.catch(() => undefined);
-      await catchUp();
-    };
+    const flush = () => pass();
     flush().then(
       () => process.exit(0),
       () => process.exit(0),

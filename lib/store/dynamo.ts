@@ -2,6 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import tableSpec from '../../infra/tables.json' with { type: 'json' };
 import { isStoreOutage, StoreUnavailableError } from './errors.js';
+import { installResendSafeWrites } from './resend-safe.js';
 
 /** Logical names of the service's tables, as in infra/tables.json. */
 export type TableKey = 'accounts' | 'apiKeys' | 'evidence' | 'chains' | 'counters' | 'ledger' | 'batches' | 'activity';
@@ -79,6 +80,8 @@ export function createDocumentClient(settings: DynamoSettings): DynamoDBDocument
     },
     { step: 'initialize', name: 'storeOutageMiddleware', priority: 'high' },
   );
+  // A conditional write the SDK sent again after a late answer recognises its own first attempt.
+  installResendSafeWrites(client);
   const documents = DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true },
   });

@@ -71,6 +71,8 @@ export function makeSender(
     chainId: CHAIN_ID,
     priorityFeeGwei: 1,
     maxFeeGwei: 100,
+    // LEDGER_TEST_LOG=1 prints what the senders log (to see why a broadcast was kept or a nonce given back).
+    ...(process.env.LEDGER_TEST_LOG ? { log: (level: string, message: string, fields?: Record<string, unknown>) => console.error(new Date().toISOString(), level, message, JSON.stringify(fields ?? {})) } : {}),
     ...extra,
   });
 }
