@@ -146,8 +146,13 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
         ['server_hash', receipt.server_hash],
       ],
       check: {
-        intro: 'server_hash is the SHA-256 of the statement; the signature verifies with any FIPS 204 library, or offline with our open-source CLI:',
-        commands: ['jq -j .statement_canonical receipt.json | sha256sum', 'evidence verify photo.jpg --certificate certificate.pdf'],
+        intro:
+          'server_hash is the SHA-256 of the statement; the signature verifies with any FIPS 204 library, or offline with our open-source CLI, which checks every proof once our keys are pinned:',
+        commands: [
+          'jq -j .statement_canonical receipt.json | sha256sum',
+          `evidence trust add ${input.publicBaseUrl}`,
+          'evidence verify photo.jpg --certificate certificate.pdf --rpc $RPC_URL',
+        ],
       },
     });
     const l = judged.ledger;

@@ -34,8 +34,8 @@ export const AnchorResult = z
     tx_hash: z
       .string()
       .describe(
-        'The ledger transaction: its input is image_hash || server_hash, or with LEDGER_BATCH_WINDOW_MS > 0 the Merkle root of the batch the anchor joined ' +
-          '(anchors of one window share it; the receipt gives the leaf index and the inclusion path).',
+        'The ledger transaction. In batch mode (LEDGER_BATCH_WINDOW_MS > 0, the default) its input is ASCII "MERKLE-SHA256:" followed by the root of the RFC 6962 tree of the window the anchor joined ' +
+          '(anchors of one window share it; the receipt gives the leaf index and the inclusion path from SHA-256(0x00 || image_hash || server_hash) to that root); with LEDGER_BATCH_WINDOW_MS=0 its input is image_hash || server_hash.',
       ),
     ledgerscan_url: z.string().url(),
   })

@@ -54,7 +54,7 @@ export const V1AnchorResponse = z
     chain_index: z.number().int(),
     pq_signature: Base64('ML-DSA-65 (FIPS 204, pure, empty context) signature, 3309 bytes, over the 32 bytes of server_hash; GET /pq/verify/{image_hash} gives server_hash, its statement and the public key.'),
     timestamp_token: Base64('RFC 3161 TimeStampResp, DER; its message imprint is SHA-256 = image_hash, so `openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem` checks it.'),
-    tx_hash: TxHash.describe('Ledger transaction id, 0x-prefixed; its input data is image_hash || server_hash, or in batch mode the Merkle root of the batch the anchor joined.'),
+    tx_hash: TxHash.describe('Ledger transaction id, 0x-prefixed; its input data is, in batch mode (the default), ASCII "MERKLE-SHA256:" || the root of the batch the anchor joined (the receipt holds the inclusion path), else image_hash || server_hash.'),
     tx_status: TxStatus,
     anchored_at: IsoTime,
   })
