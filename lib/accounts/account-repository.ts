@@ -1,5 +1,5 @@
 import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { TierName } from '../config.js';
+import type { TierName } from './tiers.js';
 import { isConditionalCheckFailed } from '../store/dynamo.js';
 
 /** An account as stored (accounts table, `pk = acct#<account_id>`). */

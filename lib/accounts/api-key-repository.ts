@@ -6,7 +6,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { TierName } from '../config.js';
+import type { TierName } from './tiers.js';
 import { isConditionalCheckFailed } from '../store/dynamo.js';
 
 /** An API key as stored (apiKeys table, key = `key_hash`). Never holds the key itself. */

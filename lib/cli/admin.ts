@@ -1,8 +1,8 @@
 import { pathToFileURL } from 'node:url';
 import { runQuotaReset, UnknownAccountError } from '../../functions/jobs/quota-reset.js';
 import { type AccountDeps, getAccountDeps } from '../deps/accounts.js';
-import { isTierName } from '../accounts/tiers.js';
-import { ConfigError, TIER_NAMES } from '../config.js';
+import { isTierName, TIER_NAMES } from '../accounts/tiers.js';
+import { ConfigError } from '../config.js';
 import { resetCoreDeps } from '../deps/core.js';
 import { DomainError } from '../errors.js';
 import { HttpError } from '../http/errors.js';

@@ -1,4 +1,4 @@
-import type { TierName } from '../config.js';
+import type { TierName } from '../accounts/tiers.js';
 import type { QuotaReservation } from '../accounts/limits.js';
 
 /** A signed ledger transaction, as the publisher announces it before it can reach any node. */

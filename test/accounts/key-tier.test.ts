@@ -10,7 +10,7 @@ import { ApiKeyService, newApiKeyRecord } from '../../lib/accounts/api-keys.js';
 import { createAccountDeps } from '../../lib/deps/accounts.js';
 import { ApiKeyAuthenticator } from '../../lib/accounts/key-auth.js';
 import { randomId } from '../../lib/accounts/random.js';
-import type { TierName } from '../../lib/config.js';
+import type { TierName } from '../../lib/accounts/tiers.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { useStack } from '../support/stack.js';
 import { bearer, evidenceTestApp, fastHasher, post, provider, registerDirect, testDeps, uniqueEmail, withKey } from './support.js';
