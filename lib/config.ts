@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { TableKey, TableNames } from './store/dynamo.js';
 import { DYNAMO_ATTEMPT_TIMEOUT_MS, DYNAMO_DEADLINE_MS, TABLE_DEFINITIONS, TABLE_KEYS } from './store/dynamo.js';
+import type { JwtSecretSource } from './accounts/jwt-secret.js';
 import { DEFAULT_TIERS, TIER_NAMES, type TierLimits, type TierName, type TierTable } from './accounts/tiers.js';
 
 /**
@@ -76,12 +77,8 @@ export interface Config {
     dynamoDeadlineMs: number;
   };
   tables: TableNames;
-  jwt: {
-    /** Exactly one source: a file (local, generated), a plain value, or a KMS-encrypted value. */
-    source: 'file' | 'env' | 'kms';
-    file: string;
-    value: string | undefined;
-    kmsCiphertext: string | undefined;
+  /** The HS256 secret's one source (lib/accounts/jwt-secret.ts) and the tokens' claims. */
+  jwt: JwtSecretSource & {
     issuer: string;
     audience: string;
     ttlSeconds: number;

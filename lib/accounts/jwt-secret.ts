@@ -2,10 +2,20 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { DecryptCommand, type KMSClient } from '@aws-sdk/client-kms';
 import { createKmsClient } from '../crypto/kms-client.js';
-import type { Config } from '../config.js';
 
 /** HS256 keys shorter than the hash output (32 bytes) are refused (RFC 7518 §3.2); jose itself accepts them. */
 export const MIN_JWT_SECRET_BYTES = 32;
+
+/**
+ * Where the HS256 secret comes from (the configuration's `jwt`): exactly one source, a file
+ * (local, generated), a plain value (JWT_SECRET), or a KMS-encrypted value (JWT_SECRET_KMS_CIPHERTEXT).
+ */
+export interface JwtSecretSource {
+  source: 'file' | 'env' | 'kms';
+  file: string;
+  value: string | undefined;
+  kmsCiphertext: string | undefined;
+}
 
 /** Decrypts a KMS ciphertext (the port the KMS source uses; tests pass their own). */
 export type KmsDecrypt = (ciphertext: Uint8Array) => Promise<Uint8Array>;
@@ -38,7 +48,7 @@ export function kmsDecrypt(region: string | KMSClient): KmsDecrypt {
  * - `kms`: JWT_SECRET_KMS_CIPHERTEXT (base64), decrypted with KMS (the plaintext bytes).
  * Throws {@link JwtSecretError} for a secret under 32 bytes.
  */
-export async function loadJwtSecret(jwt: Config['jwt'], decrypt?: KmsDecrypt, region = 'eu-central-1'): Promise<Uint8Array> {
+export async function loadJwtSecret(jwt: JwtSecretSource, decrypt?: KmsDecrypt, region = 'eu-central-1'): Promise<Uint8Array> {
   let secret: Uint8Array;
   switch (jwt.source) {
     case 'env':
@@ -67,7 +77,7 @@ const cache = new Map<string, Promise<Uint8Array>>();
  * {@link loadJwtSecret} memoised per source for the life of the process (one KMS call per Lambda
  * container). A failed load is forgotten so that the next request tries again.
  */
-export function cachedJwtSecret(jwt: Config['jwt'], region: string, decrypt?: KmsDecrypt): Promise<Uint8Array> {
+export function cachedJwtSecret(jwt: JwtSecretSource, region: string, decrypt?: KmsDecrypt): Promise<Uint8Array> {
   const id = [jwt.source, jwt.file, jwt.kmsCiphertext ?? '', createHash('sha256').update(jwt.value ?? '').digest('hex')].join('|');
   let secret = cache.get(id);
   if (!secret) {

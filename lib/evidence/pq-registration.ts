@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Config } from '../config.js';
 import { ML_DSA_65_PUBLIC_KEY_BYTES, mlDsaKeyId } from '../crypto/ml-dsa.js';
 import type { PqSigner } from '../crypto/ports.js';
 import { decodePqKeyData, encodePqKeyData, pqKeyFingerprint } from '../ledger/anchor-data.js';
@@ -323,13 +322,13 @@ export async function checkPqRegistrationOnChain(
  * the public key file (written next to the seed locally, shipped with the functions in AWS), or,
  * when there is none and the signer is in KMS, `fromSigner` (KMS GetPublicKey; lib/deps wires it).
  */
-export async function loadPqPublicKey(config: Config, fromSigner: () => Promise<Uint8Array>): Promise<Uint8Array> {
+export async function loadPqPublicKey(signer: { publicKeyFile: string; scheme: 'local' | 'kms' }, fromSigner: () => Promise<Uint8Array>): Promise<Uint8Array> {
   try {
-    const key = new Uint8Array(await readFile(config.signer.publicKeyFile));
+    const key = new Uint8Array(await readFile(signer.publicKeyFile));
     if (key.length !== ML_DSA_65_PUBLIC_KEY_BYTES) throw new Error(`the ML-DSA-65 public key file holds ${key.length} bytes, not ${ML_DSA_65_PUBLIC_KEY_BYTES}`);
     return key;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || config.signer.scheme !== 'kms') throw error;
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || signer.scheme !== 'kms') throw error;
     return fromSigner();
   }
 }
