@@ -1,6 +1,9 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { EvidenceRepository } from '../evidence/repository.js';
-import { StatsRecorder } from '../evidence/stats.js';
+import { type StatsPort, StatsRecorder } from '../evidence/stats.js';
 import { RpcReader } from '../ledger/rpc-reader.js';
+import { ChainTable } from '../store/chain-table.js';
+import { EvidenceTable } from '../store/evidence-table.js';
 import { getConfig, getDb } from './core.js';
 import { lazy } from './lazy.js';
 
@@ -9,8 +12,11 @@ import { lazy } from './lazy.js';
 /** The public statistics' counters (GET /api/v1/stats and the events that feed them). */
 export const getStats: () => StatsRecorder = /* @__PURE__ */ lazy(() => new StatsRecorder(getDb(), getConfig().tables.counters));
 
-export const getEvidenceRepo: () => EvidenceRepository = /* @__PURE__ */ lazy(
-  () => new EvidenceRepository(getDb(), { evidence: getConfig().tables.evidence, chains: getConfig().tables.chains }, getStats()),
-);
+/** The evidence items and device chains over their tables (lib/store), with the statistics of first registrations. */
+export function createEvidenceRepository(db: DynamoDBDocumentClient, tables: { evidence: string; chains: string }, stats?: StatsPort): EvidenceRepository {
+  return new EvidenceRepository(new EvidenceTable(db, tables.evidence), new ChainTable(db, tables.chains), stats);
+}
+
+export const getEvidenceRepo: () => EvidenceRepository = /* @__PURE__ */ lazy(() => createEvidenceRepository(getDb(), getConfig().tables, getStats()));
 
 export const getRpcReader: () => RpcReader = /* @__PURE__ */ lazy(() => new RpcReader(getConfig().ledger.rpcUrl, { timeoutMs: 5000 }));

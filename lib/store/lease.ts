@@ -9,7 +9,8 @@ import { setClause, tryWrite, type WriteOutcome } from './conditional.js';
  * the owner makes as the owner is conditional on its token, so an owner that outlived its lease
  * (it hung, and was taken over) changes nothing. The records that are claimed this way:
  *
- *   batch seal        sealer_id, lease_expires_at   versioned (lib/store/versioned.ts): claim, takeOver, abandon, seal
+ *   evidence item     claim_id, lease_expires_at    versioned (lib/store/versioned.ts): claim, resume
+ *   batch seal        sealer_id, lease_expires_at   versioned: claim, takeOver, abandon, seal
  *
  * A versioned record's moves pass their {@link LeaseStep} to moveState, which adds its parts to
  * the one conditional UpdateItem of the move (the conditions on state and version stay); a record
