@@ -1,9 +1,10 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { EvidenceRepository } from '../evidence/repository.js';
-import { type StatsPort, StatsRecorder } from '../evidence/stats.js';
+import type { StatsPort } from '../evidence/stats.js';
 import { RpcReader } from '../ledger/rpc-reader.js';
 import { ChainTable } from '../store/chain-table.js';
 import { EvidenceTable } from '../store/evidence-table.js';
+import { StatsRecorder } from '../store/stats-counters.js';
 import { getConfig, getDb } from './core.js';
 import { lazy } from './lazy.js';
 
