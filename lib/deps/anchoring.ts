@@ -19,7 +19,7 @@ import { createLedgerProvider, LedgerSender } from '../ledger/sender.js';
 import { log } from '../log.js';
 import { BatchTable } from '../store/batch-table.js';
 import { getConfig, getDb } from './core.js';
-import { getEvidenceRepo, getRpcReader, getStats } from './evidence.js';
+import { getEvidenceRepo, getPqRegistrations, getRpcReader, getStats } from './evidence.js';
 import { getKeyAuthDeps } from './key-auth.js';
 import { lazy } from './lazy.js';
 import { watchPort } from './port-hooks.js';
@@ -158,8 +158,7 @@ export async function getPqRegistrationDeps(): Promise<PqRegistrationDeps> {
   const config = getConfig();
   const [signer, sender] = await Promise.all([getSigner(), getLedgerSender()]);
   return {
-    db: getDb(),
-    table: config.tables.ledger,
+    store: getPqRegistrations(),
     signer,
     ledger: {
       chainId: config.ledger.chainId,

@@ -4,6 +4,7 @@ import type { StatsPort } from '../evidence/stats.js';
 import { RpcReader } from '../ledger/rpc-reader.js';
 import { ChainTable } from '../store/chain-table.js';
 import { EvidenceTable } from '../store/evidence-table.js';
+import { PqRegistrationTable } from '../store/pq-registration-table.js';
 import { StatsRecorder } from '../store/stats-counters.js';
 import { getConfig, getDb } from './core.js';
 import { lazy } from './lazy.js';
@@ -19,5 +20,8 @@ export function createEvidenceRepository(db: DynamoDBDocumentClient, tables: { e
 }
 
 export const getEvidenceRepo: () => EvidenceRepository = /* @__PURE__ */ lazy(() => createEvidenceRepository(getDb(), getConfig().tables, getStats()));
+
+/** The ML-DSA-65 key registrations (in the ledger table): read by GET /api/v1/pq/registration, written by the registration. */
+export const getPqRegistrations: () => PqRegistrationTable = /* @__PURE__ */ lazy(() => new PqRegistrationTable(getDb(), getConfig().tables.ledger));
 
 export const getRpcReader: () => RpcReader = /* @__PURE__ */ lazy(() => new RpcReader(getConfig().ledger.rpcUrl, { timeoutMs: 5000 }));

@@ -167,3 +167,46 @@ export interface ChainLinkStore {
   /** Names a replacement of the link's transaction on the link of `imageHash`. */
   followTx(publicKeyHex: string, index: number, imageHash: string, txHash: string): Promise<void>;
 }
+
+/** Where a registration stands. */
+export type PqRegistrationState = 'claimed' | 'sent' | 'confirmed' | 'failed';
+
+/** The stored registration of one public key. */
+export interface PqKeyRegistration {
+  algorithm: 'ML-DSA-65';
+  /** SHA-256 of the raw 1952-byte public key, lower-case hex: what the transaction carries. */
+  fingerprint: string;
+  key_id: string;
+  state: PqRegistrationState;
+  chain_id: number;
+  created_at: string;
+  /** Wallet that sent the transaction (lower case). */
+  from?: string;
+  tx_hash?: string;
+  nonce?: number;
+  sent_at?: string;
+  block_number?: number;
+  confirmed_at?: string;
+}
+
+/**
+ * Where the registrations are kept, one per fingerprint (lib/store/pq-registration-table.ts).
+ * A run claims the record under a lease before it sends; every write it makes as the claimant is
+ * conditional on its claim id (lib/store/lease.ts).
+ */
+export interface PqRegistrationStore {
+  /** The registration of `fingerprint`, read strongly consistent. */
+  read(fingerprint: string): Promise<PqKeyRegistration | undefined>;
+  /**
+   * Claims the record (state `claimed`) for `claimId` until `expiresAt`: free when never claimed or
+   * when its transaction failed; a claim whose run died (its lease lapsed before `nowMs`, no hash
+   * recorded) is taken over; never while another run is sending. True when this claim landed.
+   */
+  claim(registration: PqKeyRegistration, claimId: string, expiresAt: number, nowMs: number): Promise<boolean>;
+  /** Records the sent transaction (`sent`) and ends the claim, as its owner: the record as stored, or undefined when the claim was lost. */
+  recordSent(fingerprint: string, claimId: string, sent: { txHash: string; nonce: number; from: string; sentAt: string }): Promise<PqKeyRegistration | undefined>;
+  /** Records the receipt of the transaction the record names (`txHash`); nothing when it names another. */
+  recordReceipt(fingerprint: string, txHash: string, receipt: { status: 'confirmed' | 'failed'; blockNumber: number; confirmedAt: string }): Promise<void>;
+  /** Expires `claimId`'s claim at once (if it is still claimed by it), so that the next run may claim again. */
+  releaseClaim(fingerprint: string, claimId: string): Promise<void>;
+}

@@ -11,6 +11,7 @@ import { setClause, tryWrite, type WriteOutcome } from './conditional.js';
  *
  *   evidence item     claim_id, lease_expires_at    versioned (lib/store/versioned.ts): claim, resume
  *   batch seal        sealer_id, lease_expires_at   versioned: claim, takeOver, abandon, seal
+ *   pq-key record     claim_id, claim_expires_at    a put (claim or take-over), the owner's update, an early expiry
  *
  * A versioned record's moves pass their {@link LeaseStep} to moveState, which adds its parts to
  * the one conditional UpdateItem of the move (the conditions on state and version stay); a record
