@@ -244,6 +244,12 @@ describe('the layers of lib/ and functions/', () => {
     assert.deepEqual(violations(imports), []);
   });
 
+  it('keeps the AWS SDK out of the domain: the store implements its ports', () => {
+    assert.deepEqual(domainImportsOf(importsOf('lib/accounts/x.ts', "import { GetCommand } from '@aws-sdk/lib-dynamodb';"), '@aws-sdk/'), ['lib/accounts/x.ts imports @aws-sdk/lib-dynamodb']);
+    assert.deepEqual(domainImportsOf(importsOf('lib/store/x.ts', "import { GetCommand } from '@aws-sdk/lib-dynamodb';"), '@aws-sdk/'), []);
+    assert.deepEqual(domainImportsOf(imports, '@aws-sdk/'), []);
+  });
+
   it('keeps the base at the bottom: it imports nothing of lib/ but the base', () => {
     const up = imports.filter((i) => !i.external && inside(i.from, BASE) && i.to.startsWith('lib/') && !inside(i.to, BASE));
     assert.deepEqual(up.map((i) => `${i.from} imports ${i.to}`), []);

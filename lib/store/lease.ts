@@ -6,8 +6,9 @@ import { setClause, tryWrite, type WriteOutcome } from './conditional.js';
  * (docs/state-machines.md, "Claims under a lease"). A claim names its owner (a random token) and
  * the lease's expiry (epoch ms) on the record, in one conditional write; while the lease runs
  * nobody else takes the record, once it lapsed another invocation may take it over; every write
- * the owner makes as the owner is conditional on its token, so an owner that outlived its lease
- * (it hung, and was taken over) changes nothing. The records that are claimed this way:
+ * the owner makes as the owner is conditional on its token (on a versioned record, on the version
+ * it read, which every take-over moves on), so an owner that outlived its lease (it hung, and was
+ * taken over) changes nothing. The records that are claimed this way:
  *
  *   evidence item     claim_id, lease_expires_at    versioned (lib/store/versioned.ts): claim, resume
  *   batch seal        sealer_id, lease_expires_at   versioned: claim, takeOver, abandon, seal
