@@ -1,3 +1,9 @@
+/**
+ * The ports of the evidence domain: what it needs of the ledger (LedgerPublisher), of the monthly
+ * quota (QuotaPort) and of the store: the evidence items, the device chains and the ML-DSA-65 key
+ * registrations (the batches: batch-store.ts; the statistics: stats.ts). The domain owns these
+ * interfaces; the adapters implement them (lib/ledger, lib/store) and lib/deps plugs them in.
+ */
 import type { TierName } from '../accounts/tiers.js';
 import type { QuotaReservation } from '../accounts/limits.js';
 import type {
