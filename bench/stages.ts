@@ -23,7 +23,7 @@ import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { Hono } from 'hono';
 import { getAccountDeps } from '../lib/deps/accounts.js';
-import { CounterRepository } from '../lib/accounts/counter-repository.js';
+import { CounterTable } from '../lib/store/counter-table.js';
 import { createScryptHasher } from '../lib/accounts/passwords.js';
 import { verifyDeviceSignature } from '../lib/crypto/ed25519.js';
 import { hexToBytes } from '../lib/crypto/hash.js';
@@ -231,7 +231,7 @@ try {
   });
 
   // ---------------------------------------------------------------- DynamoDB calls of the hot paths
-  const counters = new CounterRepository(db, config.tables.counters);
+  const counters = new CounterTable(db, config.tables.counters);
   const counterKey = `bench#${randomUUID()}`;
   await counters.increment(counterKey, 1e9, 2e9);
   await stage('DynamoDB GetItem, consistent (key, account, evidence reads)', N(500), async () => {

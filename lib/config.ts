@@ -1,33 +1,14 @@
 import path from 'node:path';
 import type { TableKey, TableNames } from './store/dynamo.js';
 import { DYNAMO_ATTEMPT_TIMEOUT_MS, DYNAMO_DEADLINE_MS, TABLE_DEFINITIONS, TABLE_KEYS } from './store/dynamo.js';
+import type { JwtSecretSource } from './accounts/jwt-secret.js';
+import { DEFAULT_TIERS, TIER_NAMES, type TierLimits, type TierName, type TierTable } from './accounts/tiers.js';
 
 /**
  * Every setting of the service, read from the environment once and validated as a whole:
  * a bad configuration fails at start with one line per bad value, never later in a request.
  * Adapters receive the parts they need; nothing else reads process.env.
  */
-
-export type TierName = 'free' | 'starter' | 'pro' | 'enterprise';
-export const TIER_NAMES: readonly TierName[] = ['free', 'starter', 'pro', 'enterprise'];
-
-export type Feature = 'hash' | 'verify' | 'timestamp' | 'ed25519_signing' | 'pdf_certificate' | 'anchor' | 'full';
-
-export interface TierLimits {
-  monthly_quota: number;
-  rate_per_minute: number;
-  price_eur_per_month: number;
-}
-
-export type TierTable = Readonly<Record<TierName, TierLimits>>;
-
-/** The tier table of api-v2.md ("Tier"); TIER_LIMITS overrides any part of it. */
-export const DEFAULT_TIERS: TierTable = {
-  free: { monthly_quota: 50, rate_per_minute: 10, price_eur_per_month: 0 },
-  starter: { monthly_quota: 500, rate_per_minute: 60, price_eur_per_month: 29 },
-  pro: { monthly_quota: 2000, rate_per_minute: 200, price_eur_per_month: 99 },
-  enterprise: { monthly_quota: 5000, rate_per_minute: 500, price_eur_per_month: 299 },
-};
 
 /**
  * The default TSA policy OID (RFC 3161 §2.4.2 `policy`): ours, under the `2.25` arc of ITU-T X.667
@@ -96,12 +77,8 @@ export interface Config {
     dynamoDeadlineMs: number;
   };
   tables: TableNames;
-  jwt: {
-    /** Exactly one source: a file (local, generated), a plain value, or a KMS-encrypted value. */
-    source: 'file' | 'env' | 'kms';
-    file: string;
-    value: string | undefined;
-    kmsCiphertext: string | undefined;
+  /** The HS256 secret's one source (lib/accounts/jwt-secret.ts) and the tokens' claims. */
+  jwt: JwtSecretSource & {
     issuer: string;
     audience: string;
     ttlSeconds: number;

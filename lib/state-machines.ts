@@ -1,7 +1,7 @@
 /**
  * The state machines of every record that anchoring writes, in one place: each state, who may
  * move it, to what, and under which condition. docs/state-machines.md is this table in prose; a
- * test keeps the two identical, and the repositories name the transition of each write they make.
+ * test keeps the two identical, and the store's tables (lib/store) name the transition of each write they make.
  *
  * Every transition is one conditional single-item write (DynamoDB, no transactions) from the
  * state AND version the writer read to the next state and version + 1 (lib/store/versioned.ts).

@@ -1,10 +1,15 @@
 /**
  * The layers, as the import statements of lib/ and functions/ draw them (README "Layout"):
  *
- *     functions/<area>/<endpoint>.ts  →  lib/http + lib/deps  →  lib/evidence, lib/accounts  →  lib/crypto, lib/ledger, lib/store
+ *     entry      functions/<area>/<endpoint>.ts, functions/jobs/
+ *     delivery   lib/http, lib/web, lib/cli, lib/local
+ *     wiring     lib/deps (the one composition root), lib/config.ts, lib/health.ts
+ *     domain     lib/evidence, lib/accounts
+ *     adapters   lib/crypto, lib/ledger, lib/store, lib/pdf
+ *     base       lib/log.ts, lib/errors.ts, lib/state-machines.ts, lib/package-files.ts, lib/types.d.ts
  *
- * Arrows point down only: the domain never reaches up into HTTP or the composition root (it
- * receives its dependencies as parameters), and an adapter never knows the domain that uses it.
+ * Every file under lib/ and functions/ belongs to exactly one layer (a file in a folder the map
+ * does not name fails the test), and the eight rules below say which imports may not be made.
  * Static imports, re-exports and dynamic import() all count; type-only imports too (a type
  * import up the layers is the first step of a real one).
  */
@@ -15,83 +20,243 @@ import { describe, it } from 'node:test';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
-const DOMAIN = ['lib/evidence', 'lib/accounts'];
-const ADAPTERS = ['lib/crypto', 'lib/ledger', 'lib/store'];
-const WIRING_AND_HTTP = ['lib/deps', 'lib/http', 'lib/local', 'lib/cli', 'lib/web', 'lib/pdf', 'functions'];
+/** The layer map: a folder (or a file) → its layer. The longest matching entry wins. */
+const LAYERS = {
+  entry: ['functions'],
+  delivery: ['lib/http', 'lib/web', 'lib/cli', 'lib/local'],
+  wiring: ['lib/deps', 'lib/config.ts', 'lib/health.ts'],
+  domain: ['lib/evidence', 'lib/accounts'],
+  adapters: ['lib/crypto', 'lib/ledger', 'lib/store', 'lib/pdf'],
+  base: ['lib/log.ts', 'lib/errors.ts', 'lib/state-machines.ts', 'lib/memo.ts', 'lib/package-files.ts', 'lib/types.d.ts'],
+} as const;
+type Layer = keyof typeof LAYERS;
 
-/** Who may not import what: [importer folders, forbidden target folders, why]. */
-const RULES: [string[], string[], string][] = [
-  [DOMAIN, WIRING_AND_HTTP, 'the domain receives its dependencies as parameters and throws DomainError, never HTTP errors'],
-  [ADAPTERS, [...DOMAIN, ...WIRING_AND_HTTP], 'an adapter takes its clients and config in the constructor and knows no domain'],
-  [['lib/http'], ['functions', 'lib/local', 'lib/cli'], 'the HTTP layer serves the functions, not the other way round'],
+const { entry: ENTRY, delivery: DELIVERY, wiring: WIRING, domain: DOMAIN, adapters: ADAPTERS, base: BASE } = LAYERS;
+
+/**
+ * The domain's ports: the interfaces it owns for what it stores and the records (and their pure
+ * helpers) that cross them. The store implements them (lib/store/*-table.ts), so an adapter may
+ * import these modules of the domain and no other.
+ */
+const PORTS = [
+  'lib/evidence/ports.ts',
+  'lib/evidence/records.ts',
+  'lib/evidence/batch-store.ts',
+  'lib/evidence/stats.ts',
+  'lib/accounts/account-repository.ts',
+  'lib/accounts/api-key-repository.ts',
+  'lib/accounts/counter-repository.ts',
+  'lib/accounts/activity-repository.ts',
+  'lib/accounts/tiers.ts',
+];
+
+interface Rule {
+  name: string;
+  /** Who may not import… */
+  importers: readonly string[];
+  /** …anything in these… */
+  forbidden: readonly string[];
+  /** …but these. */
+  except?: readonly string[];
+  why: string;
+}
+
+/** The eight rules. Each must hold on the real code, and each is shown to catch a planted violation. */
+export const RULES: readonly Rule[] = [
+  {
+    name: '1. domain ↛ wiring',
+    importers: DOMAIN,
+    forbidden: WIRING,
+    why: 'the domain receives its dependencies and settings as parameters from lib/deps; it never reads the configuration, and owns the types the configuration fills in (tiers)',
+  },
+  {
+    name: '2. domain ↛ delivery, functions',
+    importers: DOMAIN,
+    forbidden: [...DELIVERY, ...ENTRY],
+    why: 'the domain throws DomainError and knows no HTTP, page, CLI, local stack or Lambda handler',
+  },
+  {
+    name: '3. adapters ↛ domain, but its ports',
+    importers: ADAPTERS,
+    forbidden: DOMAIN,
+    except: PORTS,
+    why: 'an adapter knows no domain logic: it implements the ports the domain owns and may import those (the interfaces and the records they carry), nothing else; a model the domain hands to an adapter is the adapter\'s (lib/pdf/certificate-model.ts); lib/deps plugs the adapters in',
+  },
+  {
+    name: '4. adapters ↛ wiring, delivery, functions',
+    importers: ADAPTERS,
+    forbidden: [...WIRING, ...DELIVERY, ...ENTRY],
+    why: 'an adapter takes its clients and settings in its constructor; it never reads the configuration nor serves a request',
+  },
+  {
+    name: '5. http ↛ functions, local, cli, web',
+    importers: ['lib/http'],
+    forbidden: ['functions', 'lib/local', 'lib/cli', 'lib/web'],
+    why: 'the HTTP layer (app factory, middleware, routes, schemas) serves the functions and the pages, not the other way round',
+  },
+  {
+    name: '6. web ↛ cli, functions, local',
+    importers: ['lib/web'],
+    forbidden: ['lib/cli', 'functions', 'lib/local'],
+    why: 'the pages render what the functions hand them; what they share with the CLI (verification) comes from the domain, not from the CLI',
+  },
+  {
+    name: '7. cli ↛ functions, web, http',
+    importers: ['lib/cli'],
+    forbidden: ['functions', 'lib/web', 'lib/http'],
+    why: 'the CLIs are clients: they reach the service over HTTP or the domain through lib/deps, and share no code with its handlers, pages or HTTP layer',
+  },
+  {
+    name: '8. wiring ↛ functions, delivery',
+    importers: WIRING,
+    forbidden: [...ENTRY, ...DELIVERY],
+    why: 'the composition root builds what the functions and the delivery layers use; it never depends on one of them',
+  },
 ];
 
 interface Import {
   from: string;
+  /** A repository path (relative imports, resolved; .js → the .ts/.tsx source), or a package name. */
   to: string;
+  external: boolean;
 }
 
 const SPECIFIER = /(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
 
-/** The relative imports of one source text, resolved to repository paths (.js → the .ts/.tsx source). */
+/** The imports of one source text: relative ones resolved to repository paths, packages by name. */
 export function importsOf(file: string, text: string): Import[] {
   const out: Import[] = [];
   // Comments may quote import statements; they are not imports.
   const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
   for (const m of code.matchAll(SPECIFIER)) {
     const spec = m[1] ?? m[2] ?? m[3];
-    if (!spec?.startsWith('.')) continue;
+    if (!spec || spec.startsWith('node:')) continue;
+    if (!spec.startsWith('.')) {
+      out.push({ from: file, to: spec, external: true });
+      continue;
+    }
     const to = path.posix.normalize(path.posix.join(path.posix.dirname(file), spec)).replace(/\.js$/, '');
-    out.push({ from: file, to });
+    out.push({ from: file, to, external: false });
   }
   return out;
 }
 
-function sourceFiles(dir: string): string[] {
+/** Every file under `dir` (any kind: the layer map must cover them all). */
+function allFiles(dir: string): string[] {
   return readdirSync(path.join(ROOT, dir), { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile() && /\.(ts|tsx|mts|mjs)$/.test(e.name) && !e.name.endsWith('.d.ts'))
+    .filter((e) => e.isFile())
     .map((e) => path.relative(ROOT, path.join(e.parentPath, e.name)).split(path.sep).join('/'));
 }
 
-const inside = (p: string, folders: string[]) => folders.some((f) => p === f || p.startsWith(`${f}/`));
+const isSource = (f: string) => /\.(ts|tsx|mts|mjs|cjs)$/.test(f) && !/\.d\.m?ts$/.test(f);
+const inside = (p: string, folders: readonly string[]) => folders.some((f) => p === f || p.startsWith(`${f}/`) || p === f.replace(/\.tsx?$/, ''));
 
-export function violations(imports: Import[]): string[] {
+/** The layer of a repository path (a file, or an import's target without extension); undefined when the map does not name it. */
+export function layerOf(p: string): Layer | undefined {
+  let best: { layer: Layer; length: number } | undefined;
+  for (const [layer, entries] of Object.entries(LAYERS) as [Layer, readonly string[]][]) {
+    for (const entry of entries) {
+      if (inside(p, [entry]) && (!best || entry.length > best.length)) best = { layer, length: entry.length };
+    }
+  }
+  return best?.layer;
+}
+
+/** Every import that breaks one of the rules, one line each. */
+export function violations(imports: Import[], rules: readonly Rule[] = RULES): string[] {
   const out: string[] = [];
-  for (const { from, to } of imports) {
-    for (const [importers, forbidden, why] of RULES) {
-      if (inside(from, importers) && inside(to, forbidden)) out.push(`${from} imports ${to}: ${why}`);
+  for (const { from, to, external } of imports) {
+    if (external) continue;
+    for (const rule of rules) {
+      if (inside(from, rule.importers) && inside(to, rule.forbidden) && !inside(to, rule.except ?? [])) out.push(`${from} imports ${to}: rule ${rule.name}: ${rule.why}`);
     }
   }
   return out;
 }
 
-const files = [...sourceFiles('lib'), ...sourceFiles('functions')];
-const imports = files.flatMap((f) => importsOf(f, readFileSync(path.join(ROOT, f), 'utf8')));
+/** Imports of a package family that a domain file makes (the domain owns ports; the store implements them). */
+export function domainImportsOf(imports: Import[], packagePrefix: string): string[] {
+  return imports.filter((i) => i.external && i.to.startsWith(packagePrefix) && inside(i.from, DOMAIN)).map((i) => `${i.from} imports ${i.to}`);
+}
+
+const files = [...allFiles('lib'), ...allFiles('functions')];
+const sources = files.filter(isSource);
+const imports = sources.flatMap((f) => importsOf(f, readFileSync(path.join(ROOT, f), 'utf8')));
 
 describe('the layers of lib/ and functions/', () => {
   it('finds the import statements it judges (the reader has not rotted)', () => {
-    assert.ok(files.length > 100, `${files.length} files`);
+    assert.ok(sources.length > 100, `${sources.length} files`);
     assert.ok(imports.some((i) => i.from === 'functions/v2/evidence-anchor.ts' && i.to === 'lib/http/routes/evidence-anchor'));
     assert.ok(imports.some((i) => i.from === 'lib/evidence/anchor.ts' && i.to.startsWith('lib/')), 'the domain imports something');
     assert.ok(imports.some((i) => i.from === 'lib/deps/pq-key.ts' && i.to === 'lib/deps/anchoring'), 'dynamic import() is read');
+    assert.ok(imports.some((i) => i.from === 'lib/store/dynamo.ts' && i.external && i.to === '@aws-sdk/lib-dynamodb'), 'package imports are read');
   });
 
-  it('flags a domain module that imports HTTP or the composition root, and an adapter that imports the domain', () => {
-    const found = violations([
-      ...importsOf('lib/accounts/x.ts', "import { notFound } from '../http/errors.js';"),
-      ...importsOf('lib/evidence/x.ts', "const { getSigner } = await import('../deps/anchoring.js');"),
-      ...importsOf('lib/ledger/x.ts', "import type { AnchorDeps } from '../evidence/anchor.js';"),
+  it('maps every file under lib/ and functions/ to a layer (a new folder must be placed first)', () => {
+    assert.deepEqual(files.filter((f) => layerOf(f) === undefined), []);
+    assert.equal(layerOf('lib/newfolder/x.ts'), undefined, 'an unmapped folder is not guessed');
+    assert.equal(layerOf('lib/new-file.ts'), undefined, 'nor an unmapped file at the top of lib/');
+    assert.equal(layerOf('lib/http/routes/evidence-anchor'), 'delivery');
+    assert.equal(layerOf('lib/config'), 'wiring', 'an import target without its extension');
+  });
+
+  it('states eight rules, each with its reason', () => {
+    assert.equal(RULES.length, 8);
+    for (const rule of RULES) assert.ok(rule.why.length > 40 && rule.importers.length > 0 && rule.forbidden.length > 0, rule.name);
+  });
+
+  it('flags a planted violation of each rule, and neither a comment nor an import down the layers', () => {
+    const planted: [number, string, string][] = [
+      [1, 'lib/accounts/x.ts', "import type { Config } from '../config.js';"],
+      [2, 'lib/evidence/x.ts', "import { notFound } from '../http/errors.js';"],
+      [3, 'lib/pdf/x.ts', "import type { CertificateModel } from '../evidence/certificate.js';"],
+      [4, 'lib/ledger/x.ts', "const { getDb } = await import('../deps/core.js');"],
+      [5, 'lib/http/x.ts', "export { app } from '../../functions/v2/evidence-anchor.js';"],
+      [6, 'lib/web/x.ts', "import { verifyReceipt } from '../cli/verify-receipt.js';"],
+      [7, 'lib/cli/x.ts', "import { runQuotaReset } from '../../functions/jobs/quota-reset.js';"],
+      [8, 'lib/deps/x.ts', "import { createApp } from '../http/app.js';"],
+    ];
+    for (const [n, file, text] of planted) {
+      const found = violations(importsOf(file, text));
+      assert.equal(found.length, 1, `rule ${n}: ${found.join('\n')}`);
+      assert.match(found[0] ?? '', new RegExp(`rule ${n}\\. `));
+    }
+    const allowed = violations([
       ...importsOf('lib/evidence/y.ts', "// import { getConfig } from '../deps/core.js';\nimport { log } from '../log.js';"),
+      ...importsOf('lib/evidence/z.ts', "import type { CertificateModel } from '../pdf/certificate-model.js';"),
+      ...importsOf('lib/deps/y.ts', "import { renderCertificate } from '../pdf/certificate-pdf.js';"),
+      ...importsOf('lib/web/y.ts', "import { problemTypePath } from '../http/problem-titles.js';"),
+      ...importsOf('functions/v2/y.ts', "import { getConfig } from '../../lib/deps/core.js';"),
+      ...importsOf('lib/store/y.ts', "import type { EvidenceItemStore } from '../evidence/ports.js';"),
     ]);
-    assert.equal(found.length, 3, found.join('\n'));
+    assert.deepEqual(allowed, []);
+    // The ports are the only way in: an adapter that imports a domain service is flagged.
+    const service = violations(importsOf('lib/store/z.ts', "import { anchorEvidence } from '../evidence/anchor.js';"));
+    assert.equal(service.length, 1, service.join('\n'));
   });
 
-  it('has no import that points up the layers', () => {
+  it('finds the ports it lets the adapters import', () => {
+    for (const port of PORTS) assert.ok(files.includes(port), `${port} is not a file`);
+    assert.ok(imports.some((i) => i.from === 'lib/store/batch-table.ts' && i.to === 'lib/evidence/batch-store'), 'the store implements a port of the domain');
+  });
+
+  it('has no import that breaks a rule', () => {
     assert.deepEqual(violations(imports), []);
   });
 
-  it('keeps the wiring in lib/deps: no domain folder holds a composition module', () => {
-    const wiring = files.filter((f) => inside(f, [...DOMAIN, ...ADAPTERS]) && /(^|\/|-)deps\.ts$/.test(f));
+  it('keeps the AWS SDK out of the domain: the store implements its ports', () => {
+    assert.deepEqual(domainImportsOf(importsOf('lib/accounts/x.ts', "import { GetCommand } from '@aws-sdk/lib-dynamodb';"), '@aws-sdk/'), ['lib/accounts/x.ts imports @aws-sdk/lib-dynamodb']);
+    assert.deepEqual(domainImportsOf(importsOf('lib/store/x.ts', "import { GetCommand } from '@aws-sdk/lib-dynamodb';"), '@aws-sdk/'), []);
+    assert.deepEqual(domainImportsOf(imports, '@aws-sdk/'), []);
+  });
+
+  it('keeps the base at the bottom: it imports nothing of lib/ but the base', () => {
+    const up = imports.filter((i) => !i.external && inside(i.from, BASE) && i.to.startsWith('lib/') && !inside(i.to, BASE));
+    assert.deepEqual(up.map((i) => `${i.from} imports ${i.to}`), []);
+  });
+
+  it('keeps the wiring in lib/deps: no domain or adapter folder holds a composition module', () => {
+    const wiring = sources.filter((f) => inside(f, [...DOMAIN, ...ADAPTERS]) && /(^|\/|-)deps\.ts$/.test(f));
     assert.deepEqual(wiring, []);
   });
 });

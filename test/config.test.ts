@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, DEFAULT_TIERS, loadConfig } from '../lib/config.js';
+import { DEFAULT_TIERS } from '../lib/accounts/tiers.js';
+import { ConfigError, loadConfig } from '../lib/config.js';
 
 describe('loadConfig', () => {
   it('gives a complete local configuration with no environment at all', () => {

@@ -1,59 +1,11 @@
-import { type AccountDeps, getAccountDeps } from '../../lib/deps/accounts.js';
+import { type QuotaResetResult, runQuotaReset } from '../../lib/accounts/quota-reset.js';
+import { getAccountDeps } from '../../lib/deps/accounts.js';
 import { log } from '../../lib/log.js';
 
 /**
- * The monthly quota reset: EventBridge `cron(0 0 1 * ? *)` (00:00 UTC on the 1st), and
- * `npm run admin -- reset-quotas [account]` locally, which calls {@link runQuotaReset} too.
- *
- * What "reset" means. Quota counters are keyed by month (`quota#<account>#2026-11`), so a new
- * month starts at zero by itself: no run is needed for anyone to get their quota back, and a
- * missed or late run never locks anyone out. What the job does:
- * - without an account: deletes every limit counter (quota, rate, per-IP) whose window has ended.
- *   At 00:00 on the 1st that is every quota counter of the month just ended, so the monthly
- *   counters are reset as the CONTRACT says; it is also the clean-up that the table's TTL does
- *   only eventually in AWS (up to days late) and never on dynalite. Other counters in the table
- *   (statistics) are left alone, and so is every counter of a window still running.
- * - with an account (e-mail or id): resets that account's current month to zero (operators'
- *   goodwill after an incident, support, demos).
- * Idempotent: both are deletions conditioned on the window being over (or of one fixed key), so
- * a second run, a retried or duplicated EventBridge delivery, or two runs at once end in the same
- * state and never touch a running window.
+ * The monthly quota reset (lib/accounts/quota-reset.ts says what it does): EventBridge
+ * `cron(0 0 1 * ? *)`, 00:00 UTC on the 1st. `npm run admin -- reset-quotas [account]` runs the same.
  */
-
-/** What a run did. */
-export interface QuotaResetResult {
-  /** Limit counters of ended windows deleted by this run. */
-  expired_counters_deleted: number;
-  /** The account whose current month was reset, when one was given. */
-  account_reset?: string;
-}
-
-/** Options of {@link runQuotaReset}. */
-export interface QuotaResetOptions {
-  /** E-mail address or account id: reset that account's current month instead of the sweep. */
-  account?: string | undefined;
-  deps?: AccountDeps;
-}
-
-/** Thrown when the account to reset does not exist. */
-export class UnknownAccountError extends Error {
-  constructor(readonly account: string) {
-    super(`no account "${account}"`);
-    this.name = 'UnknownAccountError';
-  }
-}
-
-/** The reset itself (the scheduled handler and the admin CLI both call this). */
-export async function runQuotaReset(options: QuotaResetOptions = {}): Promise<QuotaResetResult> {
-  const deps = options.deps ?? getAccountDeps();
-  if (options.account !== undefined) {
-    const account = await deps.accounts.find(options.account);
-    if (!account) throw new UnknownAccountError(options.account);
-    await deps.limits.resetQuota(account.account_id);
-    return { expired_counters_deleted: 0, account_reset: account.account_id };
-  }
-  return { expired_counters_deleted: await deps.limits.removeExpiredCounters() };
-}
 
 /** The EventBridge scheduled event, as far as this job reads it. */
 export interface ScheduledEvent {
@@ -67,7 +19,7 @@ export interface ScheduledEvent {
  * now is right for an on-time run, a late run and a replay alike.
  */
 export async function handler(event: ScheduledEvent = {}): Promise<QuotaResetResult> {
-  const result = await runQuotaReset();
+  const result = await runQuotaReset({ deps: getAccountDeps() });
   log.info('quota reset', { event_id: event.id, scheduled_time: event.time, ...result });
   return result;
 }

@@ -1,10 +1,10 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { mlDsaKeyId, mlDsaPublicKeyFingerprint } from '../../lib/crypto/ml-dsa.js';
-import { getConfig, getDb } from '../../lib/deps/core.js';
-import { getRpcReader } from '../../lib/deps/evidence.js';
+import { getConfig } from '../../lib/deps/core.js';
+import { getPqRegistrations, getRpcReader } from '../../lib/deps/evidence.js';
 import { loadServicePqPublicKey } from '../../lib/deps/pq-key.js';
-import { checkPqRegistrationOnChain, readPqRegistration } from '../../lib/evidence/pq-registration.js';
+import { checkPqRegistrationOnChain } from '../../lib/evidence/pq-registration.js';
 import { PqRegistrationResponse } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
 import { serviceUnavailable } from '../../lib/http/errors.js';
@@ -44,7 +44,7 @@ app.openapi(route, async (c) => {
   }
   const fingerprint = mlDsaPublicKeyFingerprint(publicKey);
   const base = { algorithm: 'ML-DSA-65' as const, fingerprint, key_id: mlDsaKeyId(publicKey) };
-  const registration = await readPqRegistration(getDb(), config.tables.ledger, fingerprint);
+  const registration = await getPqRegistrations().read(fingerprint);
   const txHash = registration?.tx_hash;
   if (!registration || !txHash) {
     c.header('Cache-Control', 'no-cache');

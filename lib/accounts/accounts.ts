@@ -1,4 +1,3 @@
-import type { Feature, TierLimits, TierName, TierTable } from '../config.js';
 import { conflictError, invalid, notFoundError, unauthenticated } from '../errors.js';
 import { describeError, log } from '../log.js';
 import { type AccountRecord, type AccountRepository, tierStamp } from './account-repository.js';
@@ -9,7 +8,7 @@ import type { IssuedToken, TokenService } from './jwt.js';
 import { copyTierToKeys } from './key-auth.js';
 import { MIN_PASSWORD_LENGTH, type PasswordHasher } from './passwords.js';
 import { randomId } from './random.js';
-import { featuresOf, isTierName, limitsOf } from './tiers.js';
+import { type Feature, featuresOf, isTierName, limitsOf, type TierLimits, type TierName, type TierTable } from './tiers.js';
 
 /** Body of `POST /account/register`. */
 export interface RegisterInput {

@@ -1,10 +1,9 @@
-import type { TierName } from '../config.js';
 import { describeError, log } from '../log.js';
 import type { AccountRepository, TierStamp } from './account-repository.js';
 import { hashApiKey, isWellFormedApiKey } from './api-key-format.js';
 import type { ApiKeyRecord, ApiKeyRepository } from './api-key-repository.js';
 import { type Clock, systemClock } from './clock.js';
-import { isTierName } from './tiers.js';
+import { isTierName, type TierName } from './tiers.js';
 
 /**
  * Authentication of API keys: on the hot path one strongly consistent GetItem of the key item.

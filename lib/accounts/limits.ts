@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { TierName, TierTable } from '../config.js';
+import type { TierName, TierTable } from './tiers.js';
 import { type Clock, systemClock } from './clock.js';
 import type { CounterRepository } from './counter-repository.js';
 

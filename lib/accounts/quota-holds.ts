@@ -1,7 +1,6 @@
-import type { TierName } from '../config.js';
 import { DomainError } from '../errors.js';
 import { type LimitService, parseHoldId, type QuotaReservation } from './limits.js';
-import { tierLabel } from './tiers.js';
+import { tierLabel, type TierName } from './tiers.js';
 
 /**
  * Exact charging (CONTRACT "Faults and retries"): every reserved unit of the monthly quota is a

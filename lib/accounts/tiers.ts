@@ -1,5 +1,32 @@
-import { type Feature, type TierLimits, type TierName, type TierTable, TIER_NAMES } from '../config.js';
 import { forbiddenError } from '../errors.js';
+
+/**
+ * The tiers of api-v2.md ("Tier"), their limits and the features each includes. The configuration
+ * (lib/config.ts) reads TIER_LIMITS over {@link DEFAULT_TIERS}; lib/deps hands the resulting table
+ * to the services that need it.
+ */
+
+export type TierName = 'free' | 'starter' | 'pro' | 'enterprise';
+/** Ordered: each tier includes everything of the tiers before it. */
+export const TIER_NAMES: readonly TierName[] = ['free', 'starter', 'pro', 'enterprise'];
+
+export type Feature = 'hash' | 'verify' | 'timestamp' | 'ed25519_signing' | 'pdf_certificate' | 'anchor' | 'full';
+
+export interface TierLimits {
+  monthly_quota: number;
+  rate_per_minute: number;
+  price_eur_per_month: number;
+}
+
+export type TierTable = Readonly<Record<TierName, TierLimits>>;
+
+/** The tier table of api-v2.md ("Tier"); TIER_LIMITS overrides any part of it. */
+export const DEFAULT_TIERS: TierTable = {
+  free: { monthly_quota: 50, rate_per_minute: 10, price_eur_per_month: 0 },
+  starter: { monthly_quota: 500, rate_per_minute: 60, price_eur_per_month: 29 },
+  pro: { monthly_quota: 2000, rate_per_minute: 200, price_eur_per_month: 99 },
+  enterprise: { monthly_quota: 5000, rate_per_minute: 500, price_eur_per_month: 299 },
+};
 
 /**
  * The lowest tier that includes each feature (api-v2.md "Limits", CONTRACT "Limits"): hash and

@@ -1,11 +1,10 @@
 import { pathToFileURL } from 'node:url';
-import { runQuotaReset, UnknownAccountError } from '../../functions/jobs/quota-reset.js';
 import { type AccountDeps, getAccountDeps } from '../deps/accounts.js';
-import { isTierName } from '../accounts/tiers.js';
-import { ConfigError, TIER_NAMES } from '../config.js';
+import { runQuotaReset, UnknownAccountError } from '../accounts/quota-reset.js';
+import { isTierName, TIER_NAMES } from '../accounts/tiers.js';
+import { ConfigError } from '../config.js';
 import { resetCoreDeps } from '../deps/core.js';
 import { DomainError } from '../errors.js';
-import { HttpError } from '../http/errors.js';
 
 // Lambda runs nodejs22.x; locally Node 20 is supported, so the SDK's Node 22 notice is not repeated.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -105,7 +104,7 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
   } catch (error) {
     if (error instanceof UnknownAccountError) return fail(io, `No account "${error.account}".`);
     if (error instanceof ConfigError) return fail(io, error.message);
-    if (error instanceof DomainError || error instanceof HttpError) return fail(io, error.detail);
+    if (error instanceof DomainError) return fail(io, error.detail);
     const message = error instanceof Error ? error.message : String(error);
     return fail(io, `Failed: ${message}. Is the local stack running (npm start), or are AWS credentials set?`);
   }

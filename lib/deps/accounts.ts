@@ -1,7 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AccountRepository } from '../accounts/account-repository.js';
 import { AccountService } from '../accounts/accounts.js';
-import { ApiKeyRepository } from '../accounts/api-key-repository.js';
 import { ApiKeyService } from '../accounts/api-keys.js';
 import { type Clock, systemClock } from '../accounts/clock.js';
 import { TokenService } from '../accounts/jwt.js';
@@ -9,6 +7,9 @@ import { type KmsDecrypt, cachedJwtSecret } from '../accounts/jwt-secret.js';
 import type { LimitService } from '../accounts/limits.js';
 import { type PasswordHasher, createScryptHasher } from '../accounts/passwords.js';
 import type { Config } from '../config.js';
+import { kmsDecrypt } from '../crypto/kms-decrypt.js';
+import { AccountTable } from '../store/account-table.js';
+import { ApiKeyTable } from '../store/api-key-table.js';
 import { getConfig, getDb } from './core.js';
 import { createLimitService, type KeyAuthDeps } from './key-auth.js';
 import { lazy } from './lazy.js';
@@ -48,9 +49,11 @@ const productionHasher = /* @__PURE__ */ lazy(createScryptHasher);
 export function createAccountDeps(options: AccountDepsOptions): AccountDeps {
   const { config, db } = options;
   const clock = options.clock ?? systemClock;
-  const accountRepo = new AccountRepository(db, config.tables.accounts);
-  const keyRepo = new ApiKeyRepository(db, config.tables.apiKeys);
-  const secret = options.jwtSecret ?? (() => cachedJwtSecret(config.jwt, config.aws.region, options.kmsDecrypt));
+  const accountRepo = new AccountTable(db, config.tables.accounts);
+  const keyRepo = new ApiKeyTable(db, config.tables.apiKeys);
+  // KMS only for a KMS-encrypted secret: the client is built when the secret is first read.
+  const decrypt: KmsDecrypt = options.kmsDecrypt ?? ((ciphertext) => kmsDecrypt(config.aws.region)(ciphertext));
+  const secret = options.jwtSecret ?? (() => cachedJwtSecret(config.jwt, decrypt));
   const tokens = new TokenService(secret, { issuer: config.jwt.issuer, audience: config.jwt.audience, ttlSeconds: config.jwt.ttlSeconds }, clock);
   const passwords = options.passwords ?? productionHasher();
   return {

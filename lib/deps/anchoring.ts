@@ -9,7 +9,7 @@ import { KmsTsaKeySigner } from '../crypto/tsa/key-signer.js';
 import { RemoteTsa } from '../crypto/tsa/remote.js';
 import { reconcileQuotaHolds } from '../accounts/quota-holds.js';
 import type { AnchorDeps } from '../evidence/anchor.js';
-import { BatchStore } from '../evidence/batch-store.js';
+import type { BatchStore } from '../evidence/batch-store.js';
 import type { PqRegistrationDeps } from '../evidence/pq-registration.js';
 import type { ReconcileDeps } from '../evidence/reconcile.js';
 import { tsaFiles } from '../crypto/tsa/files.js';
@@ -17,8 +17,9 @@ import { encodeAnchorData } from '../ledger/anchor-data.js';
 import { KmsLedgerSigner } from '../ledger/kms-signer.js';
 import { createLedgerProvider, LedgerSender } from '../ledger/sender.js';
 import { log } from '../log.js';
+import { BatchTable } from '../store/batch-table.js';
 import { getConfig, getDb } from './core.js';
-import { getEvidenceRepo, getRpcReader, getStats } from './evidence.js';
+import { getEvidenceRepo, getPqRegistrations, getRpcReader, getStats } from './evidence.js';
 import { getKeyAuthDeps } from './key-auth.js';
 import { lazy } from './lazy.js';
 import { watchPort } from './port-hooks.js';
@@ -102,7 +103,7 @@ export const getLedgerSender: () => Promise<LedgerSender> = /* @__PURE__ */ lazy
 });
 
 /** The ledger batches (one per process: its waiters share their reads of a batch's seal). */
-export const getBatchStore: () => BatchStore = /* @__PURE__ */ lazy(() => new BatchStore(getDb(), getConfig().tables.batches));
+export const getBatchStore: () => BatchStore = /* @__PURE__ */ lazy(() => new BatchTable(getDb(), getConfig().tables.batches));
 
 /**
  * Everything anchorEvidence needs: the ledger sender behind the LedgerPublisher port, one
@@ -157,8 +158,7 @@ export async function getPqRegistrationDeps(): Promise<PqRegistrationDeps> {
   const config = getConfig();
   const [signer, sender] = await Promise.all([getSigner(), getLedgerSender()]);
   return {
-    db: getDb(),
-    table: config.tables.ledger,
+    store: getPqRegistrations(),
     signer,
     ledger: {
       chainId: config.ledger.chainId,

@@ -1,11 +1,11 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AccountRepository } from '../accounts/account-repository.js';
-import { ApiKeyRepository } from '../accounts/api-key-repository.js';
 import { type Clock, systemClock } from '../accounts/clock.js';
-import { CounterRepository } from '../accounts/counter-repository.js';
 import { ApiKeyAuthenticator, type KeyAuthenticator } from '../accounts/key-auth.js';
 import { LimitService } from '../accounts/limits.js';
 import type { Config } from '../config.js';
+import { AccountTable } from '../store/account-table.js';
+import { ApiKeyTable } from '../store/api-key-table.js';
+import { CounterTable } from '../store/counter-table.js';
 import { getConfig, getDb } from './core.js';
 import { lazy } from './lazy.js';
 
@@ -28,7 +28,7 @@ export type KeyAuthDepsProvider = () => KeyAuthDeps;
 /** The limit service over the configured counters table. */
 export function createLimitService(config: Config, db: DynamoDBDocumentClient, clock: Clock): LimitService {
   return new LimitService(
-    new CounterRepository(db, config.tables.counters),
+    new CounterTable(db, config.tables.counters),
     config.tiers,
     { publicPerMinute: config.publicRatePerMinute, accountPerMinute: config.accountRatePerMinute, authFailuresPerWindow: config.authFailuresPerWindow },
     clock,
@@ -42,7 +42,7 @@ export function createKeyAuthDeps(options: { config: Config; db: DynamoDBDocumen
   return {
     config,
     clock,
-    apiKeys: new ApiKeyAuthenticator(new ApiKeyRepository(db, config.tables.apiKeys), new AccountRepository(db, config.tables.accounts), clock),
+    apiKeys: new ApiKeyAuthenticator(new ApiKeyTable(db, config.tables.apiKeys), new AccountTable(db, config.tables.accounts), clock),
     limits: createLimitService(config, db, clock),
   };
 }

@@ -8,7 +8,7 @@ import { getConfig } from './core.js';
  * lib/deps/verification.ts: the verification functions must not bundle the anchoring wiring.
  */
 export function loadServicePqPublicKey(): Promise<Uint8Array> {
-  return loadPqPublicKey(getConfig(), async () => {
+  return loadPqPublicKey(getConfig().signer, async () => {
     const { getSigner } = await import('./anchoring.js');
     return (await getSigner()).publicKey();
   });

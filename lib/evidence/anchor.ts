@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { newHoldId, quotaCounterKey, type QuotaReservation } from '../accounts/limits.js';
 import { quotaExceeded } from '../accounts/quota-holds.js';
-import type { TierName } from '../config.js';
+import type { TierName } from '../accounts/tiers.js';
 import { conflictError, invalid, unavailable } from '../errors.js';
 import { describeError, log } from '../log.js';
 import {

@@ -13,6 +13,7 @@ import { isAnchored, standaloneAnswers } from './records.js';
 import type { SignatureResponse } from './signature.js';
 import type { HashTimestamp } from './timestamp.js';
 import type { ProofResult } from './verdict.js';
+import type { CertificateModel as PdfCertificateModel, CertificateProof as PdfCertificateProof, ProofStatus } from '../pdf/certificate-model.js';
 import type { EvidenceVerification } from './verify.js';
 
 /**
@@ -40,39 +41,14 @@ export function requireHeldEvidence(item: EvidenceItem | undefined, accountId: s
   return item;
 }
 
-export type ProofStatus = 'verified' | 'failed' | 'pending';
-
-/** One proof as the certificate presents it. */
-export interface CertificateProof {
+/** One proof as the certificate presents it (the PDF's model, lib/pdf/certificate-model.ts), named by what it proves. */
+export interface CertificateProof extends PdfCertificateProof {
   id: 'timestamp' | 'pq_signature' | 'ledger' | 'device' | 'standalone_timestamp' | 'ed25519_signature';
-  title: string;
-  status: ProofStatus;
-  /** One line: the checker's verdict at the time of issue, in words. */
-  statusText: string;
-  /** What it proves, in plain language. */
-  proves: string;
-  /** The precise values, label and value. */
-  facts: [string, string][];
-  /** How to check it without us: a sentence, then the exact commands. */
-  check: { intro: string; commands: string[] };
 }
 
-export interface CertificateModel {
-  image_hash: string;
-  issued_at: string;
-  verify_url: string;
-  verdict: { tone: 'ok' | 'pending' | 'bad' | 'registered'; headline: string; text: string };
-  /** Registration and anchoring times, label and value. */
-  times: [string, string][];
+/** The certificate's content for one hash: what the PDF renders, with the proofs named. */
+export interface CertificateModel extends PdfCertificateModel {
   proofs: CertificateProof[];
-  /** Proofs this hash does not have, said plainly. */
-  absent: string[];
-  /** The attached file: its name and content. */
-  attachment: { name: string; description: string; json: string };
-  /** The stand-alone answers attached after it (signature.json, timestamp.json), in this order. */
-  more: { name: string; description: string; json: string }[];
-  /** How to take the attached files out of the PDF. */
-  extract: string[];
 }
 
 export interface CertificateInputs {

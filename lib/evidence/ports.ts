@@ -1,5 +1,23 @@
-import type { TierName } from '../config.js';
+/**
+ * The ports of the evidence domain: what it needs of the ledger (LedgerPublisher), of the monthly
+ * quota (QuotaPort) and of the store: the evidence items, the device chains and the ML-DSA-65 key
+ * registrations (the batches: batch-store.ts; the statistics: stats.ts). The domain owns these
+ * interfaces; the adapters implement them (lib/ledger, lib/store) and lib/deps plugs them in.
+ */
+import type { TierName } from '../accounts/tiers.js';
 import type { QuotaReservation } from '../accounts/limits.js';
+import type {
+  AnchorClaim,
+  AnchoredEvidence,
+  ChainLink,
+  EvidenceItem,
+  FinalLedgerReceipt,
+  MerkleInclusion,
+  SignedProofs,
+  StandaloneProofStore,
+  StoredTx,
+  TxStatus,
+} from './records.js';
 
 /** A signed ledger transaction, as the publisher announces it before it can reach any node. */
 export interface SignedTx {
@@ -54,4 +72,147 @@ export interface QuotaPort {
   reserve(accountId: string, tier: TierName, holdId: string): Promise<QuotaReservation>;
   /** Ends a hold: settle keeps the unit, refund gives it back; each hold ends once (true for the call that ended it). */
   end(hold: { counterKey: string; holdId: string }, outcome: 'settle' | 'refund'): Promise<boolean>;
+}
+
+/** Batch mode: the batch an anchor's leaf joined, and the chain and wallet it will be published with. */
+export interface BatchRef {
+  batch_pk: string;
+  ledger_address: string;
+  ledger_chain_id: number;
+}
+
+/** A claim: the item as claimed (with its version), or the item as it stands (undefined when it vanished meanwhile). */
+export type HashClaimResult = { ok: true; item: EvidenceItem } | { ok: false; current: EvidenceItem | undefined };
+
+/**
+ * Where the evidence items are kept (lib/store/evidence-table.ts): reads, registrations,
+ * stand-alone proofs, and the transitions of EVIDENCE_ITEM (lib/state-machines.ts,
+ * docs/state-machines.md). Each transition is one conditional write from the item as the caller
+ * read it, conditional on that state AND version, moving the version on. It returns the item as it
+ * now stands (computed, not read back), or null when the item had moved on meanwhile: the caller
+ * then reads it again and decides from what it finds. Nothing ever overwrites a newer state.
+ */
+export interface EvidenceItemStore extends StandaloneProofStore {
+  /** The item, read strongly consistent (verify must see a just-finished anchor). */
+  get(imageHash: string): Promise<EvidenceItem | undefined>;
+  /** Unfinished anchors from the sparse index, oldest first (a hint: scanUnfinished is the full pass). */
+  listUnfinished(limit: number): Promise<string[]>;
+  /** Every unfinished anchor, read from the items themselves. */
+  scanUnfinished(): Promise<string[]>;
+  /** Registers a hash, idempotently; `first` for exactly one of any number of concurrent registrations. */
+  register(imageHash: string, accountId: string, now: string): Promise<{ registeredAt: string; first: boolean }>;
+  /**
+   * claim (none → accepting) under the claim's lease: exactly one of any number of concurrent
+   * claims wins (a registration may be there). No read first; the item as it was comes back when the claim fails.
+   */
+  claimHash(claim: AnchorClaim): Promise<HashClaimResult>;
+  /** resume (accepting → accepting): the identical request (same fingerprint) takes the claim over at once, with a new lease and hold. */
+  resumeClaim(
+    current: EvidenceItem,
+    next: Pick<AnchorClaim, 'claim_id' | 'anchored_at' | 'lease_expires_at' | 'quota_counter' | 'quota_hold' | 'fingerprint'>,
+  ): Promise<EvidenceItem | null>;
+  /**
+   * release (accepting → none): the anchor's fields go, a registration stays, and so does the
+   * version. A release and a move to publishing of the same version are exclusive.
+   */
+  release(current: EvidenceItem): Promise<boolean>;
+  /**
+   * publish (accepting → publishing): every proof and either the signed transaction (direct mode,
+   * BEFORE the ledger sender persists or broadcasts it) or the batch its leaf joins (batch mode).
+   */
+  markPublishing(current: EvidenceItem, proofs: SignedProofs, tx: StoredTx | BatchRef): Promise<EvidenceItem | null>;
+  /** rebatch (publishing → publishing): a leaf its batch was sealed without moves to a later window. */
+  moveToBatch(current: EvidenceItem, toBatch: string): Promise<EvidenceItem | null>;
+  /** replace (publishing → publishing): a transaction that can never be mined is replaced, by exactly one of the resumers that found it dead. */
+  replaceTx(current: EvidenceItem, tx: StoredTx): Promise<EvidenceItem | null>;
+  /**
+   * anchor (publishing → anchored): the transaction (or its batch's) was handed to the ledger;
+   * with a receipt, its status in the same write; batch mode: the batch's transaction and the
+   * inclusion proof too. The anchored item for the call that made the move; null when another did.
+   */
+  markAnchored(
+    current: EvidenceItem,
+    receipt: { status: TxStatus; blockNumber: number; at: string; minedTxHash: string; txHashes?: string[] | undefined } | null,
+    batch?: { tx: Omit<StoredTx, 'tx_raw'>; merkle: MerkleInclusion },
+  ): Promise<AnchoredEvidence | null>;
+  /** confirm / fail (anchored:pending → confirmed | failed): the receipt of a version of the named transaction. */
+  setTxStatus(
+    current: EvidenceItem,
+    status: 'confirmed' | 'failed',
+    blockNumber: number | undefined,
+    at: string,
+    landed?: { txHash?: string; txHashes?: string[] },
+  ): Promise<EvidenceItem | null>;
+  /** follow (anchored:pending → pending): the record names a fee replacement of its transaction; `txHashes` every version, oldest first. */
+  follow(current: EvidenceItem, txHash: string, txHashes: string[]): Promise<EvidenceItem | null>;
+  /** finalize (anchored:confirmed → final): the finalized receipt, stored once; true for the call that stored it. */
+  recordFinalLedger(current: EvidenceItem, final: FinalLedgerReceipt): Promise<boolean>;
+  /** Takes an item out of the unfinished index (a stray entry); conditional on the version read. */
+  clearUnfinished(current: EvidenceItem): Promise<void>;
+}
+
+/**
+ * Where the device-chain links are kept (lib/store/chain-table.ts). Plain conditional writes; the
+ * rules that keep a chain from forking are the domain's (EvidenceRepository.claimLink).
+ */
+export interface ChainLinkStore {
+  lastLink(publicKeyHex: string): Promise<ChainLink | undefined>;
+  getLink(publicKeyHex: string, index: number): Promise<ChainLink | undefined>;
+  /** A page of a device's chain in index order. */
+  listLinks(publicKeyHex: string, fromIndex: number, limit: number): Promise<ChainLink[]>;
+  /** The links at index − 1, index and index + 1 that exist, read together and strongly consistent. */
+  linksAround(publicKeyHex: string, index: number): Promise<Map<number, ChainLink>>;
+  /** Writes a new link if its position is free; false when it is taken. */
+  putLink(link: ChainLink): Promise<boolean>;
+  /** Moves a claimed link of `link.image_hash` from the claim `wasClaimId` to `claimId`; false when it moved on. */
+  moveLinkClaim(link: Pick<ChainLink, 'public_key_hex' | 'chain_index' | 'image_hash'>, claimId: string, wasClaimId: string): Promise<boolean>;
+  /** Frees a link still claimed by `claimId`; never an anchored one. */
+  releaseLink(publicKeyHex: string, index: number, claimId: string): Promise<boolean>;
+  /** Marks the link of `imageHash` anchored. Idempotent. */
+  anchorLink(publicKeyHex: string, index: number, imageHash: string, anchoredAt: string, txHash: string): Promise<void>;
+  /** Names a replacement of the link's transaction on the link of `imageHash`. */
+  followTx(publicKeyHex: string, index: number, imageHash: string, txHash: string): Promise<void>;
+}
+
+/** Where a registration stands. */
+export type PqRegistrationState = 'claimed' | 'sent' | 'confirmed' | 'failed';
+
+/** The stored registration of one public key. */
+export interface PqKeyRegistration {
+  algorithm: 'ML-DSA-65';
+  /** SHA-256 of the raw 1952-byte public key, lower-case hex: what the transaction carries. */
+  fingerprint: string;
+  key_id: string;
+  state: PqRegistrationState;
+  chain_id: number;
+  created_at: string;
+  /** Wallet that sent the transaction (lower case). */
+  from?: string;
+  tx_hash?: string;
+  nonce?: number;
+  sent_at?: string;
+  block_number?: number;
+  confirmed_at?: string;
+}
+
+/**
+ * Where the registrations are kept, one per fingerprint (lib/store/pq-registration-table.ts).
+ * A run claims the record under a lease before it sends; every write it makes as the claimant is
+ * conditional on its claim id (lib/store/lease.ts).
+ */
+export interface PqRegistrationStore {
+  /** The registration of `fingerprint`, read strongly consistent. */
+  read(fingerprint: string): Promise<PqKeyRegistration | undefined>;
+  /**
+   * Claims the record (state `claimed`) for `claimId` until `expiresAt`: free when never claimed or
+   * when its transaction failed; a claim whose run died (its lease lapsed before `nowMs`, no hash
+   * recorded) is taken over; never while another run is sending. True when this claim landed.
+   */
+  claim(registration: PqKeyRegistration, claimId: string, expiresAt: number, nowMs: number): Promise<boolean>;
+  /** Records the sent transaction (`sent`) and ends the claim, as its owner: the record as stored, or undefined when the claim was lost. */
+  recordSent(fingerprint: string, claimId: string, sent: { txHash: string; nonce: number; from: string; sentAt: string }): Promise<PqKeyRegistration | undefined>;
+  /** Records the receipt of the transaction the record names (`txHash`); nothing when it names another. */
+  recordReceipt(fingerprint: string, txHash: string, receipt: { status: 'confirmed' | 'failed'; blockNumber: number; confirmedAt: string }): Promise<void>;
+  /** Expires `claimId`'s claim at once (if it is still claimed by it), so that the next run may claim again. */
+  releaseClaim(fingerprint: string, claimId: string): Promise<void>;
 }

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Config } from '../config.js';
 import { ML_DSA_65_PUBLIC_KEY_BYTES, mlDsaKeyId } from '../crypto/ml-dsa.js';
 import type { PqSigner } from '../crypto/ports.js';
 import { decodePqKeyData, encodePqKeyData, pqKeyFingerprint } from '../ledger/anchor-data.js';
 import type { RpcReader } from '../ledger/rpc-reader.js';
 import { describeError, log } from '../log.js';
-import { isConditionalCheckFailed } from '../store/dynamo.js';
+import type { PqKeyRegistration, PqRegistrationStore } from './ports.js';
 import type { StatsPort } from './stats.js';
 
 /**
@@ -17,40 +15,11 @@ import type { StatsPort } from './stats.js';
  * (lib/ledger/anchor-data.ts). Anyone can then check that the key which signs the evidence was
  * announced, by this wallet, at a block that predates the evidence signed with it.
  *
- * The registration is recorded in the ledger table under a reserved key (pk `pqkey#<fingerprint>`,
- * sk 0: the sender's items are `wallet#…` and `tx#…`, so the names cannot collide). A conditional
- * put claims the record before anything is sent, so of any number of concurrent runs exactly one
- * sends the transaction; the others wait for its hash. A new key (rotation) has a new fingerprint
- * and hence its own record and transaction.
+ * The registration is recorded once per key (the store keeps it in the ledger table:
+ * lib/store/pq-registration-table.ts). A claim under a lease takes the record before anything is
+ * sent, so of any number of concurrent runs exactly one sends the transaction; the others wait for
+ * its hash. A new key (rotation) has a new fingerprint and hence its own record and transaction.
  */
-
-/** Where a registration stands. */
-export type PqRegistrationState = 'claimed' | 'sent' | 'confirmed' | 'failed';
-
-/** The stored registration of one public key. */
-export interface PqKeyRegistration {
-  algorithm: 'ML-DSA-65';
-  /** SHA-256 of the raw 1952-byte public key, lower-case hex: what the transaction carries. */
-  fingerprint: string;
-  key_id: string;
-  state: PqRegistrationState;
-  chain_id: number;
-  created_at: string;
-  /** Wallet that sent the transaction (lower case). */
-  from?: string;
-  tx_hash?: string;
-  nonce?: number;
-  sent_at?: string;
-  block_number?: number;
-  confirmed_at?: string;
-}
-
-interface RegistrationItem extends PqKeyRegistration {
-  pk: string;
-  sk: 0;
-  claim_id?: string;
-  claim_expires_at?: number;
-}
 
 /** What registering needs of the ledger sender (lib/ledger/sender.ts fits it). */
 export interface PqRegistrationLedger {
@@ -67,9 +36,7 @@ export interface PqRegistrationLedger {
 
 /** Dependencies of {@link ensurePqKeyRegistered}. */
 export interface PqRegistrationDeps {
-  db: DynamoDBDocumentClient;
-  /** The ledger table's name. */
-  table: string;
+  store: PqRegistrationStore;
   signer: Pick<PqSigner, 'publicKey'>;
   ledger: PqRegistrationLedger;
   /** How long to await the receipt before answering `sent` (the transaction still completes). */
@@ -96,10 +63,7 @@ const DEFAULT_CLAIM_TTL_MS = 120_000;
 const SLOT_LIVE = new Set(['signed', 'sent', 'confirmed']);
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Key of the registration record of a fingerprint in the ledger table. */
-export function pqRegistrationKey(fingerprint: string): { pk: string; sk: 0 } {
-  return { pk: `pqkey#${fingerprint}`, sk: 0 };
-}
+export type { PqKeyRegistration, PqRegistrationState, PqRegistrationStore } from './ports.js';
 
 /**
  * Registers the signer's ML-DSA-65 public key fingerprint on the ledger, once and idempotently:
@@ -112,7 +76,7 @@ export function pqRegistrationKey(fingerprint: string): { pk: string; sk: 0 } {
  * - a `failed` (reverted) transaction is replaced by a new one.
  *
  * `npm run admin -- register-pq-key` and `npm start` pass the process-wide configuration's signer,
- * ledger sender (DynamoDB nonces) and tables (lib/deps/anchoring.ts getPqRegistrationDeps).
+ * ledger sender (DynamoDB nonces) and store (lib/deps/anchoring.ts getPqRegistrationDeps).
  *
  * @returns the registration and whether this call sent its transaction.
  * @throws LedgerUnavailableError when the transaction could not be sent (the claim is released);
@@ -122,39 +86,24 @@ export async function ensurePqKeyRegistered(d: PqRegistrationDeps): Promise<{ re
   const clock = d.clock ?? (() => new Date());
   const publicKey = await d.signer.publicKey();
   const fingerprint = pqKeyFingerprint(publicKey);
-  const key = pqRegistrationKey(fingerprint);
 
-  const existing = await readRecord(d.db, d.table, fingerprint);
+  const existing = await d.store.read(fingerprint);
   if (existing?.tx_hash && existing.state !== 'failed') return { registration: await settle(d, existing), sentNow: false };
 
   const claimId = randomUUID();
   const ttl = d.claimTtlMs ?? DEFAULT_CLAIM_TTL_MS;
   const now = clock();
-  const item: RegistrationItem = {
-    ...key,
+  const registration: PqKeyRegistration = {
     algorithm: 'ML-DSA-65',
     fingerprint,
     key_id: mlDsaKeyId(publicKey),
     state: 'claimed',
     chain_id: d.ledger.chainId,
     created_at: existing?.created_at ?? now.toISOString(),
-    claim_id: claimId,
-    claim_expires_at: now.getTime() + ttl,
   };
-  try {
-    await d.db.send(
-      new PutCommand({
-        TableName: d.table,
-        Item: item,
-        // Free when never claimed, when its claimant died (claim expired before a hash was
-        // recorded), or when its transaction failed; never while another run is sending.
-        ConditionExpression: 'attribute_not_exists(pk) OR (#state = :claimed AND claim_expires_at < :now) OR #state = :failed',
-        ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':claimed': 'claimed', ':failed': 'failed', ':now': now.getTime() },
-      }),
-    );
-  } catch (error) {
-    if (!isConditionalCheckFailed(error)) throw error;
+  // Free when never claimed, when its claimant died (claim expired before a hash was recorded), or
+  // when its transaction failed; never while another run is sending.
+  if (!(await d.store.claim(registration, claimId, now.getTime() + ttl, now.getTime()))) {
     return { registration: await waitForOther(d, fingerprint), sentNow: false };
   }
 
@@ -167,7 +116,7 @@ export async function ensurePqKeyRegistered(d: PqRegistrationDeps): Promise<{ re
       sentNow = true;
     }
   } catch (error) {
-    await releaseClaim(d, fingerprint, claimId).catch((e: unknown) =>
+    await d.store.releaseClaim(fingerprint, claimId).catch((e: unknown) =>
       log.error('pq-key claim not released; it expires by itself', { fingerprint, ...describeError(e) }),
     );
     throw error;
@@ -175,26 +124,12 @@ export async function ensurePqKeyRegistered(d: PqRegistrationDeps): Promise<{ re
   if (sentNow) await d.stats?.record({ transactions: 1 });
 
   const from = await d.ledger.address();
-  let recorded: PqKeyRegistration;
-  try {
-    const r = await d.db.send(
-      new UpdateCommand({
-        TableName: d.table,
-        Key: key,
-        UpdateExpression: 'SET #state = :sent, tx_hash = :tx, nonce = :n, #from = :from, sent_at = :at REMOVE claim_id, claim_expires_at',
-        // Only our own claim: a run that outlived its claim must not overwrite its successor's record.
-        ConditionExpression: 'claim_id = :id',
-        ExpressionAttributeNames: { '#state': 'state', '#from': 'from' },
-        ExpressionAttributeValues: { ':sent': 'sent', ':tx': sent.txHash, ':n': sent.nonce, ':from': from, ':at': clock().toISOString(), ':id': claimId },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    recorded = publicView(r.Attributes as RegistrationItem);
-  } catch (error) {
-    if (!isConditionalCheckFailed(error)) throw error;
+  // Only our own claim: a run that outlived its claim must not overwrite its successor's record.
+  const recorded = await d.store.recordSent(fingerprint, claimId, { txHash: sent.txHash, nonce: sent.nonce, from, sentAt: clock().toISOString() });
+  if (!recorded) {
     log.error('pq-key claim lost before its transaction was recorded', { fingerprint, tx_hash: sent.txHash });
-    const current = await readRecord(d.db, d.table, fingerprint);
-    if (!current) throw error;
+    const current = await d.store.read(fingerprint);
+    if (!current) throw new Error(`the pq-key registration ${fingerprint.slice(0, 16)}… vanished after its claim was lost`);
     return { registration: current, sentNow };
   }
   return { registration: await settle(d, recorded), sentNow };
@@ -209,20 +144,7 @@ async function settle(d: PqRegistrationDeps, record: PqKeyRegistration): Promise
   });
   if (!receipt) return record;
   const confirmedAt = (d.clock ?? (() => new Date()))().toISOString();
-  try {
-    await d.db.send(
-      new UpdateCommand({
-        TableName: d.table,
-        Key: pqRegistrationKey(record.fingerprint),
-        UpdateExpression: 'SET #state = :s, block_number = :b, confirmed_at = :at',
-        ConditionExpression: 'tx_hash = :tx',
-        ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':s': receipt.status, ':b': receipt.blockNumber, ':at': confirmedAt, ':tx': record.tx_hash },
-      }),
-    );
-  } catch (error) {
-    if (!isConditionalCheckFailed(error)) throw error;
-  }
+  await d.store.recordReceipt(record.fingerprint, record.tx_hash, { status: receipt.status, blockNumber: receipt.blockNumber, confirmedAt });
   return { ...record, state: receipt.status, block_number: receipt.blockNumber, confirmed_at: confirmedAt };
 }
 
@@ -230,28 +152,10 @@ async function settle(d: PqRegistrationDeps, record: PqKeyRegistration): Promise
 async function waitForOther(d: PqRegistrationDeps, fingerprint: string): Promise<PqKeyRegistration> {
   const deadline = Date.now() + (d.waitForOtherMs ?? 30_000);
   for (;;) {
-    const current = await readRecord(d.db, d.table, fingerprint);
+    const current = await d.store.read(fingerprint);
     if (current?.tx_hash && current.state !== 'failed') return settle(d, current);
     if (Date.now() >= deadline) throw new PqRegistrationInProgressError(fingerprint);
     await sleep(d.pollMs ?? 100);
-  }
-}
-
-async function releaseClaim(d: PqRegistrationDeps, fingerprint: string, claimId: string): Promise<void> {
-  try {
-    await d.db.send(
-      new UpdateCommand({
-        TableName: d.table,
-        Key: pqRegistrationKey(fingerprint),
-        // Expire the claim at once (keeping created_at) so that the next run may claim again.
-        UpdateExpression: 'SET claim_expires_at = :zero',
-        ConditionExpression: 'claim_id = :id AND #state = :claimed',
-        ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':zero': 0, ':id': claimId, ':claimed': 'claimed' },
-      }),
-    );
-  } catch (error) {
-    if (!isConditionalCheckFailed(error)) throw error;
   }
 }
 
@@ -261,21 +165,6 @@ async function findSentSlot(ledger: PqRegistrationLedger, fingerprint: string): 
   const slots = await ledger.listSlots(0);
   const slot = slots.find((s) => s.kind === 'pq-key' && s.ref === fingerprint && SLOT_LIVE.has(s.status));
   return slot ? { txHash: slot.tx_hash, nonce: slot.nonce } : undefined;
-}
-
-async function readRecord(db: DynamoDBDocumentClient, table: string, fingerprint: string): Promise<PqKeyRegistration | undefined> {
-  const r = await db.send(new GetCommand({ TableName: table, Key: pqRegistrationKey(fingerprint), ConsistentRead: true }));
-  return r.Item ? publicView(r.Item as RegistrationItem) : undefined;
-}
-
-function publicView(item: RegistrationItem): PqKeyRegistration {
-  const { pk: _pk, sk: _sk, claim_id: _claim, claim_expires_at: _exp, ...rest } = item;
-  return rest;
-}
-
-/** The stored registration of `fingerprint`, if any (read path: no signer, no ethers). */
-export async function readPqRegistration(db: DynamoDBDocumentClient, table: string, fingerprint: string): Promise<PqKeyRegistration | undefined> {
-  return readRecord(db, table, fingerprint);
 }
 
 /** The registration transaction as read from the chain now. */
@@ -323,13 +212,13 @@ export async function checkPqRegistrationOnChain(
  * the public key file (written next to the seed locally, shipped with the functions in AWS), or,
  * when there is none and the signer is in KMS, `fromSigner` (KMS GetPublicKey; lib/deps wires it).
  */
-export async function loadPqPublicKey(config: Config, fromSigner: () => Promise<Uint8Array>): Promise<Uint8Array> {
+export async function loadPqPublicKey(signer: { publicKeyFile: string; scheme: 'local' | 'kms' }, fromSigner: () => Promise<Uint8Array>): Promise<Uint8Array> {
   try {
-    const key = new Uint8Array(await readFile(config.signer.publicKeyFile));
+    const key = new Uint8Array(await readFile(signer.publicKeyFile));
     if (key.length !== ML_DSA_65_PUBLIC_KEY_BYTES) throw new Error(`the ML-DSA-65 public key file holds ${key.length} bytes, not ${ML_DSA_65_PUBLIC_KEY_BYTES}`);
     return key;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || config.signer.scheme !== 'kms') throw error;
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || signer.scheme !== 'kms') throw error;
     return fromSigner();
   }
 }

@@ -2,7 +2,7 @@
  * What the evidence table holds: the evidence item of an image hash (registration, the anchor's
  * state and proofs) and the links of device chains. Types and pure predicates only (no SDK), so
  * that readers such as the offline verifier can use them without loading the AWS SDK;
- * repository.ts reads and writes them.
+ * the store reads and writes them behind the ports of ports.ts (lib/store/evidence-table.ts, chain-table.ts).
  */
 
 /** Ledger state of an anchor's transaction. */

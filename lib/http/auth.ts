@@ -1,9 +1,8 @@
 import type { MiddlewareHandler } from 'hono';
-import type { Feature, TierName } from '../config.js';
 import type { AuthenticatedKey } from '../accounts/key-auth.js';
 import { getKeyAuthDeps, type KeyAuthDepsProvider } from '../deps/key-auth.js';
 import type { QuotaReservation, RateDecision } from '../accounts/limits.js';
-import { assertFeature, isTierName, tierAllows, tierLabel } from '../accounts/tiers.js';
+import { assertFeature, type Feature, isTierName, tierAllows, tierLabel, type TierName } from '../accounts/tiers.js';
 import type { AppContext, AppEnv } from './app.js';
 import { HttpError, tooManyRequests, unauthorized } from './errors.js';
 import { refundQuota, runWithQuota, setRateLimitHeaders } from './limits.js';

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler, Next } from 'hono';
-import type { TierName } from '../config.js';
+import type { TierName } from '../accounts/tiers.js';
 import { getKeyAuthDeps, type KeyAuthDepsProvider } from '../deps/key-auth.js';
 import { IpRateWindow } from '../accounts/ip-rate-window.js';
 import type { IpScope, LimitService, QuotaReservation, RateDecision } from '../accounts/limits.js';

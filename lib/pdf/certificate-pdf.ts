@@ -1,5 +1,5 @@
 /**
- * Lays out the evidence certificate (lib/evidence/certificate.ts's model) on A4 pages with pdf-lib:
+ * Lays out the evidence certificate (its model: lib/pdf/certificate-model.ts, built by lib/evidence/certificate.ts) on A4 pages with pdf-lib:
  * embedded, subset TrueType fonts (text extracts with pdftotext), the QR code from the `qrcode`
  * package's module matrix, and the receipt attached as a PDF/A-3 style associated file
  * (/AF, AFRelationship /Data).
@@ -10,7 +10,7 @@
 import fontkit from '@pdf-lib/fontkit';
 import { AFRelationship, PDFDocument, type PDFFont, type PDFPage, rgb } from 'pdf-lib';
 import QRCode from 'qrcode';
-import type { CertificateModel, CertificateProof, ProofStatus } from '../evidence/certificate.js';
+import type { CertificateModel, CertificateProof, ProofStatus } from './certificate-model.js';
 import { loadFontFiles } from './font-files.js';
 
 const A4: [number, number] = [595.28, 841.89];

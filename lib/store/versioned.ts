@@ -1,5 +1,6 @@
 import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { setClause, tryWrite, type WriteOutcome } from './conditional.js';
+import { type LeaseAttributes, leaseParts, type LeaseStep } from './lease.js';
 
 /**
  * One move of a record's state machine (docs/state-machines.md) as a single conditional
@@ -28,15 +29,18 @@ export interface VersionedMove {
   to: string | null;
   set?: Record<string, unknown>;
   remove?: readonly string[];
-  /** An extra condition, ANDed (its placeholders must not collide with #s, #v, :from, :to, :v, :v1, :zero, :one). */
+  /** An extra condition, ANDed (its placeholders must not collide with #s, #v, :from, :to, :v, :v1, :zero, :one, nor the lease's). */
   also?: { expression: string; names?: Record<string, string>; values?: Record<string, unknown> };
+  /** What the move does with the record's lease (lib/store/lease.ts), if it is claimed under one. */
+  lease?: { attributes: LeaseAttributes; step: LeaseStep };
   /** What the write returns: the whole new item, or the attributes it set (e.g. the version of a claim). */
   returnValues?: 'ALL_NEW' | 'UPDATED_NEW';
 }
 
 /** Builds and sends the conditional update of a {@link VersionedMove}. */
 export function moveState(db: DynamoDBDocumentClient, m: VersionedMove): Promise<WriteOutcome> {
-  const { sets, names, values } = setClause(m.set ?? {});
+  const lease = m.lease ? leaseParts(m.lease.attributes, m.lease.step) : undefined;
+  const { sets, names, values } = setClause({ ...m.set, ...lease?.set });
   names['#s'] = m.stateAttribute;
   names['#v'] = m.versionAttribute;
   const conditions: string[] = [];
@@ -50,10 +54,11 @@ export function moveState(db: DynamoDBDocumentClient, m: VersionedMove): Promise
     conditions.push('#v = :v');
     values[':v'] = m.version;
   }
-  if (m.also) {
-    conditions.push(`(${m.also.expression})`);
-    Object.assign(names, m.also.names ?? {});
-    Object.assign(values, m.also.values ?? {});
+  for (const also of [m.also, lease?.condition]) {
+    if (!also) continue;
+    conditions.push(`(${also.expression})`);
+    Object.assign(names, also.names ?? {});
+    Object.assign(values, also.values ?? {});
   }
   if (m.version === 'unread') {
     values[':zero'] = 0;
@@ -63,7 +68,7 @@ export function moveState(db: DynamoDBDocumentClient, m: VersionedMove): Promise
     values[':v1'] = (m.version ?? 0) + 1;
     sets.push('#v = :v1');
   }
-  const removes = [...(m.remove ?? [])];
+  const removes = [...(m.remove ?? []), ...(lease?.remove ?? [])];
   if (m.to === null) removes.push('#s');
   else {
     sets.push('#s = :to');

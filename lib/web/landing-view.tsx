@@ -1,6 +1,6 @@
 /** `/`: what the service does, the tiers, and the ways in (check a file or a hash, the API reference). */
 import type { FC } from 'hono/jsx';
-import type { Feature, TierName, TierTable } from '../config.js';
+import type { Feature, TierName, TierTable } from '../accounts/tiers.js';
 import { FEATURE_MIN_TIER, tierLabel } from '../accounts/tiers.js';
 import { CheckFileBox, Page } from './layout.js';
 

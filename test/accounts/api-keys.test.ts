@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AccountRepository } from '../../lib/accounts/account-repository.js';
-import { ApiKeyRepository } from '../../lib/accounts/api-key-repository.js';
 import { ApiKeyService } from '../../lib/accounts/api-keys.js';
 import { generateApiKey } from '../../lib/accounts/api-key-format.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
+import { AccountTable } from '../../lib/store/account-table.js';
+import { ApiKeyTable } from '../../lib/store/api-key-table.js';
 import { useStack } from '../support/stack.js';
 import { frozenClock, registerDirect, testDeps } from './support.js';
 
 /** The real repository, counting the lookups of the authentication path. */
-class CountingKeyRepository extends ApiKeyRepository {
+class CountingKeyRepository extends ApiKeyTable {
   lookups = 0;
   touches = 0;
   override async getByHash(keyHash: string) {
@@ -28,7 +28,7 @@ await useStack();
 
 describe('API key authentication', () => {
   const keys = new CountingKeyRepository(getDb(), getConfig().tables.apiKeys);
-  const accounts = new AccountRepository(getDb(), getConfig().tables.accounts);
+  const accounts = new AccountTable(getDb(), getConfig().tables.accounts);
 
 
   it('rejects a key with a bad checksum without a database lookup', async () => {

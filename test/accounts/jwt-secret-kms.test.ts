@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { EncryptCommand } from '@aws-sdk/client-kms';
-import { JwtSecretError, kmsDecrypt, loadJwtSecret } from '../../lib/accounts/jwt-secret.js';
+import { JwtSecretError, loadJwtSecret } from '../../lib/accounts/jwt-secret.js';
+import { kmsDecrypt } from '../../lib/crypto/kms-decrypt.js';
 import { loadConfig } from '../../lib/config.js';
 import { ecdsaTestKey, startKmsTestServer, symmetricTestKey, type KmsTestServer } from '../support/kms-server.js';
 

@@ -127,8 +127,8 @@ describe('JWT secret source', () => {
       return plaintext;
     };
     const jwt = { ...base, source: 'kms' as const, kmsCiphertext: ciphertext.toString('base64') };
-    const [a, b] = await Promise.all([cachedJwtSecret(jwt, 'eu-central-1', decrypt), cachedJwtSecret(jwt, 'eu-central-1', decrypt)]);
-    await cachedJwtSecret(jwt, 'eu-central-1', decrypt);
+    const [a, b] = await Promise.all([cachedJwtSecret(jwt, decrypt), cachedJwtSecret(jwt, decrypt)]);
+    await cachedJwtSecret(jwt, decrypt);
     assert.deepEqual(Buffer.from(a), plaintext);
     assert.equal(a, b);
     assert.equal(calls, 1);

@@ -3,15 +3,17 @@ import { describe, it } from 'node:test';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createAccountKeysCreateApp } from '../../functions/v2/account-keys-create.js';
 import { createAdminSetTierApp } from '../../functions/v2/admin-set-tier.js';
-import { AccountRepository, type AccountRecord } from '../../lib/accounts/account-repository.js';
+import type { AccountRecord } from '../../lib/accounts/account-repository.js';
 import { generateApiKey, hashApiKey } from '../../lib/accounts/api-key-format.js';
-import { type ApiKeyRecord, ApiKeyRepository } from '../../lib/accounts/api-key-repository.js';
+import type { ApiKeyRecord } from '../../lib/accounts/api-key-repository.js';
 import { ApiKeyService, newApiKeyRecord } from '../../lib/accounts/api-keys.js';
 import { createAccountDeps } from '../../lib/deps/accounts.js';
 import { ApiKeyAuthenticator } from '../../lib/accounts/key-auth.js';
 import { randomId } from '../../lib/accounts/random.js';
-import type { TierName } from '../../lib/config.js';
+import type { TierName } from '../../lib/accounts/tiers.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
+import { AccountTable } from '../../lib/store/account-table.js';
+import { ApiKeyTable } from '../../lib/store/api-key-table.js';
 import { useStack } from '../support/stack.js';
 import { bearer, evidenceTestApp, fastHasher, post, provider, registerDirect, testDeps, uniqueEmail, withKey } from './support.js';
 
@@ -19,7 +21,7 @@ import { bearer, evidenceTestApp, fastHasher, post, provider, registerDirect, te
 await useStack();
 
 /** The real account repository, counting the calls the authentication path could make. */
-class CountingAccountRepository extends AccountRepository {
+class CountingAccountRepository extends AccountTable {
   gets = 0;
   enlists = 0;
   override async get(accountId: string) {
@@ -33,7 +35,7 @@ class CountingAccountRepository extends AccountRepository {
 }
 
 /** The real key repository, with a hook that runs just before a key item is written. */
-class HookedKeyRepository extends ApiKeyRepository {
+class HookedKeyRepository extends ApiKeyTable {
   beforeCreate: ((record: ApiKeyRecord) => Promise<void>) | undefined;
   override async create(record: ApiKeyRecord) {
     await this.beforeCreate?.(record);
@@ -44,7 +46,7 @@ class HookedKeyRepository extends ApiKeyRepository {
 const db = getDb();
 const tables = getConfig().tables;
 const deps = testDeps();
-const keys = new ApiKeyRepository(db, tables.apiKeys);
+const keys = new ApiKeyTable(db, tables.apiKeys);
 
 async function keyItem(apiKey: string): Promise<ApiKeyRecord> {
   const item = await keys.getByHash(hashApiKey(apiKey));
@@ -77,7 +79,7 @@ async function legacyAccount(tier: TierName): Promise<{ accountId: string; apiKe
     created_at: new Date().toISOString(),
     active_keys: 1,
   };
-  await new AccountRepository(db, tables.accounts).create(account);
+  await new AccountTable(db, tables.accounts).create(account);
   const { apiKey, record } = newApiKeyRecord(accountId, 'legacy', new Date());
   assert.equal(record.tier, undefined);
   await keys.create(record);
@@ -149,7 +151,7 @@ describe('a key created while its account changes tier', () => {
   it('is corrected when the tier changed between its slot reservation and its write', async () => {
     const registration = await registerDirect(deps);
     const hooked = new HookedKeyRepository(db, tables.apiKeys);
-    const accounts = new AccountRepository(db, tables.accounts);
+    const accounts = new AccountTable(db, tables.accounts);
     const service = new ApiKeyService(hooked, accounts);
     let written: TierName | undefined;
     // The worst interleaving: the reservation has read Free, then the whole tier change runs
@@ -266,7 +268,7 @@ describe('a key written before keys carried the tier', () => {
 
   it('is refused when its account is gone, as before', async () => {
     const { accountId, apiKey } = await legacyAccount('pro');
-    await new AccountRepository(db, tables.accounts).remove(accountId);
+    await new AccountTable(db, tables.accounts).remove(accountId);
     assert.equal(await deps.apiKeys.authenticate(apiKey), undefined);
     assert.equal((await evidenceTestApp(deps).request('/op', withKey(apiKey))).status, 401);
     const out = await db.send(new GetCommand({ TableName: tables.accounts, Key: { pk: `acct#${accountId}` }, ConsistentRead: true }));

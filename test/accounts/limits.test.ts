@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { CounterRepository } from '../../lib/accounts/counter-repository.js';
+import { CounterTable } from '../../lib/store/counter-table.js';
 import { counterKeys, minuteWindow, monthWindow } from '../../lib/accounts/limits.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { useStack } from '../support/stack.js';
@@ -93,7 +93,7 @@ describe('limit counters on the embedded DynamoDB', () => {
   });
 
   it('do not trust a counter whose expires_at has passed, as DynamoDB deletes it late', async () => {
-    const counters = new CounterRepository(getDb(), getConfig().tables.counters);
+    const counters = new CounterTable(getDb(), getConfig().tables.counters);
     const pk = counterKeys.quota(`acc_stale_${Date.now()}`, monthWindow(new Date('2026-11-22T10:00:00Z')));
     await getDb().send(new PutCommand({ TableName: getConfig().tables.counters, Item: { pk, count: 7, expires_at: 1000 } }));
     assert.equal(await counters.read(pk, 2000), 0);

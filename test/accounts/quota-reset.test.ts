@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { handler, runQuotaReset, UnknownAccountError } from '../../functions/jobs/quota-reset.js';
+import { handler } from '../../functions/jobs/quota-reset.js';
+import { runQuotaReset, UnknownAccountError } from '../../lib/accounts/quota-reset.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { useStack } from '../support/stack.js';
 import { frozenClock, registerDirect, testDeps } from './support.js';

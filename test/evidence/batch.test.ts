@@ -6,7 +6,8 @@ import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { anchorEvidence, type AnchorDeps } from '../../lib/evidence/anchor.js';
 import { Wallet } from 'ethers';
 import { parseBatchKey } from '../../lib/evidence/batch-publish.js';
-import { type BatchLeaf, type BatchSeal, BatchStore } from '../../lib/evidence/batch-store.js';
+import type { BatchLeaf, BatchSeal } from '../../lib/evidence/batch-store.js';
+import { BatchTable } from '../../lib/store/batch-table.js';
 import type { LedgerPublisher } from '../../lib/evidence/ports.js';
 import { anchorLeafHash, verifyInclusion } from '../../lib/evidence/merkle.js';
 import type { AnchoredEvidence } from '../../lib/evidence/records.js';
@@ -74,7 +75,7 @@ function publisher(hooks: { afterPersist?: () => Promise<void> } = {}): LedgerPu
 
 /** The deps of one "process": its own batch store instance (so its waiters share nothing with another's). */
 function proc(windowMs: number, overrides: Partial<AnchorDeps> = {}, batching: Partial<NonNullable<AnchorDeps['batching']>> = {}): AnchorDeps {
-  return { ...baseDeps, batching: { store: new BatchStore(getDb(), getConfig().tables.batches), windowMs, ...batching }, ...overrides };
+  return { ...baseDeps, batching: { store: new BatchTable(getDb(), getConfig().tables.batches), windowMs, ...batching }, ...overrides };
 }
 
 /** The transaction as the chain has it: its sender and the Merkle root its input carries. */
@@ -149,7 +150,7 @@ describe('ledger batching', () => {
     const lateHash = lateInput.imageHash;
     const a = proc(windowMs, { ledger: publisher() });
     // Process B's leaf write for `late` is slow: it lands only after process A sealed the window.
-    const slowStore = new (class extends BatchStore {
+    const slowStore = new (class extends BatchTable {
       override async putLeaf(pk: string, leaf: BatchLeaf, nowMs: number): Promise<void> {
         if (leaf.image_hash === lateHash && !this.delayed) {
           this.delayed = true;
@@ -177,7 +178,7 @@ describe('ledger batching', () => {
     await startOfWindow(windowMs, 400);
     // Process A: its first winning claim dies on the spot (a SIGKILL right after the conditional put).
     const claims: { pk: string; sealerId: string }[] = [];
-    const dyingStore = new (class extends BatchStore {
+    const dyingStore = new (class extends BatchTable {
       override async claimSeal(pk: string, sealerId: string, leaseExpiresAt: number): Promise<BatchSeal | null> {
         const won = await super.claimSeal(pk, sealerId, leaseExpiresAt);
         if (won && claims.length === 0) {
@@ -245,7 +246,7 @@ describe('ledger batching', () => {
     const device = new Device();
     const input = anchorInputFor(device, account.accountId);
     // The invocation dies while it waits for the window's end: it never reads the seal.
-    const dying = new (class extends BatchStore {
+    const dying = new (class extends BatchTable {
       override getSeal(): Promise<undefined> {
         return never();
       }

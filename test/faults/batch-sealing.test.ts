@@ -8,7 +8,7 @@ import { getConfig, getDb } from '../../lib/deps/core.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { getKeyAuthDeps } from '../../lib/deps/key-auth.js';
 import { formatBatchKey } from '../../lib/evidence/batch-publish.js';
-import { BatchStore } from '../../lib/evidence/batch-store.js';
+import { BatchTable } from '../../lib/store/batch-table.js';
 import { formatReport } from '../../lib/cli/receipt-report.js';
 import { verifyReceipt } from '../../lib/cli/verify-receipt.js';
 import { loadPqFingerprints } from '../../lib/deps/verification.js';
@@ -165,7 +165,7 @@ describe('batch sealing across two API processes', () => {
     await startOfWindow(1800);
     const windowStart = Math.floor(Date.now() / WINDOW_MS) * WINDOW_MS;
     const pk = formatBatchKey({ chainId: getConfig().ledger.chainId, address: wallet, windowMs: WINDOW_MS, startMs: windowStart });
-    const store = new BatchStore(getDb(), getConfig().tables.batches);
+    const store = new BatchTable(getDb(), getConfig().tables.batches);
     const toA = Array.from({ length: 4 }, () => new Device().next());
     const toB = Array.from({ length: 2 }, () => new Device().next());
     const lost = toA.map((body) => a.anchor(body).then(

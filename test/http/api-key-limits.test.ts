@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createKeyAuthDeps, type KeyAuthDeps } from '../../lib/deps/key-auth.js';
-import type { TierName } from '../../lib/config.js';
+import type { TierName } from '../../lib/accounts/tiers.js';
 import { getDb } from '../../lib/deps/core.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';

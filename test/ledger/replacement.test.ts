@@ -4,7 +4,8 @@ import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { JsonRpcProvider, Network, Transaction, parseUnits, type Wallet } from 'ethers';
 import { encodeAnchorData } from '../../lib/ledger/anchor-data.js';
 import { createLedgerProvider, type LedgerSenderOptions, type LedgerSlot } from '../../lib/ledger/sender.js';
-import { EvidenceRepository, type EvidenceItem } from '../../lib/evidence/repository.js';
+import { createEvidenceRepository } from '../../lib/deps/evidence.js';
+import type { EvidenceItem, EvidenceRepository } from '../../lib/evidence/repository.js';
 import { reconcileAnchors, type ReconcileDeps } from '../../lib/evidence/reconcile.js';
 import { startLocalChain, type LocalChain } from '../../lib/local/chain.js';
 import { CHAIN_ID, FUNDS, freePort, makeSender, newWallet, randomHash, startStore, tempLog, type Store } from './helpers.js';
@@ -36,7 +37,7 @@ before(async () => {
   });
   provider = createLedgerProvider({ rpcUrl: chain.url, chainId: CHAIN_ID, pollingIntervalMs: 50 });
   await provider.send('evm_setAutomine', [false]);
-  repo = new EvidenceRepository(store.db, { evidence: store.tables.evidence, chains: store.tables.chains });
+  repo = createEvidenceRepository(store.db, store.tables);
 });
 
 after(async () => {

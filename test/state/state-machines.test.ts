@@ -12,10 +12,11 @@ import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
-import { BatchStore, type BatchSeal } from '../../lib/evidence/batch-store.js';
+import type { BatchSeal, BatchStore } from '../../lib/evidence/batch-store.js';
 import type { AnchorClaim, EvidenceItem, SignedProofs, StoredTx } from '../../lib/evidence/records.js';
 import type { EvidenceRepository } from '../../lib/evidence/repository.js';
 import { BATCH_SEAL, EVIDENCE_ITEM, LEDGER_SLOT, STATE_MACHINES, type StateMachine } from '../../lib/state-machines.js';
+import { BatchTable } from '../../lib/store/batch-table.js';
 import { useStack } from '../support/stack.js';
 import { renderMachine } from './render.js';
 
@@ -68,7 +69,7 @@ let seals: BatchStore;
 before(async () => {
   await useStack();
   repo = getEvidenceRepo();
-  seals = new BatchStore(getDb(), getConfig().tables.batches);
+  seals = new BatchTable(getDb(), getConfig().tables.batches);
 });
 
 const hex = (n = 32) => randomBytes(n).toString('hex');

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Wallet } from 'ethers';
-import { CounterRepository } from '../../lib/accounts/counter-repository.js';
+import { CounterTable } from '../../lib/store/counter-table.js';
 import { NonceAllocator } from '../../lib/ledger/nonces.js';
 import { LedgerRecords } from '../../lib/ledger/records.js';
 import type { LedgerNode } from '../../lib/ledger/node.js';
@@ -38,7 +38,7 @@ function resendingDb(resend: (expression: string) => boolean): DynamoDBDocumentC
 
 describe('writes the SDK sends twice', () => {
   it('a quota hold is added once: the resent reservation finds its own hold and answers as the first', async () => {
-    const counters = new CounterRepository(resendingDb((e) => e.startsWith('ADD #count')), store.tables.counters);
+    const counters = new CounterTable(resendingDb((e) => e.startsWith('ADD #count')), store.tables.counters);
     const pk = `quota#acc_${randomBytes(4).toString('hex')}#2026-11`;
     assert.equal(await counters.increment(pk, 5, 2_000_000_000, 'a:1:h1'), 1);
     assert.equal(await counters.increment(pk, 5, 2_000_000_000, 'a:1:h2'), 2);
@@ -48,7 +48,7 @@ describe('writes the SDK sends twice', () => {
   });
 
   it('a quota reservation at the limit is still refused when resent', async () => {
-    const counters = new CounterRepository(resendingDb((e) => e.startsWith('ADD #count')), store.tables.counters);
+    const counters = new CounterTable(resendingDb((e) => e.startsWith('ADD #count')), store.tables.counters);
     const pk = `quota#acc_${randomBytes(4).toString('hex')}#2026-11`;
     assert.equal(await counters.increment(pk, 1, 2_000_000_000, 'a:1:only'), 1);
     assert.equal(await counters.increment(pk, 1, 2_000_000_000, 'a:1:over'), undefined);

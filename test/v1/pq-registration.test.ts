@@ -4,6 +4,7 @@ import { before, describe, it } from 'node:test';
 import { useStack } from '../support/stack.js';
 import { LocalMlDsaSigner } from '../../lib/crypto/ml-dsa.js';
 import { getLedgerSender, getPqRegistrationDeps } from '../../lib/deps/anchoring.js';
+import { getPqRegistrations } from '../../lib/deps/evidence.js';
 import { getConfig, getDb, resetCoreDeps } from '../../lib/deps/core.js';
 import { ensureTables } from '../../lib/store/tables.js';
 import { ensurePqKeyRegistered, type PqRegistrationDeps } from '../../lib/evidence/pq-registration.js';
@@ -51,8 +52,7 @@ async function depsForNewKey(options: { failFirstSubmits?: number } = {}): Promi
   return {
     submits: () => submits,
     deps: {
-      db: getDb(),
-      table: config.tables.ledger,
+      store: getPqRegistrations(),
       signer: LocalMlDsaSigner.fromSeed(randomBytes(32)),
       ledger: {
         chainId: config.ledger.chainId,

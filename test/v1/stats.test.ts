@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { before, describe, it } from 'node:test';
 import { useStack } from '../support/stack.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
-import { StatsRecorder } from '../../lib/evidence/stats.js';
+import { StatsRecorder } from '../../lib/store/stats-counters.js';
 import { setLogLevel } from '../../lib/log.js';
 
 /** A recorder over the real counters table, with its own keys and a clock the test moves. */

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { TIER_NAMES } from '../../config.js';
+import { TIER_NAMES } from '../../accounts/tiers.js';
 import { MIN_PASSWORD_LENGTH } from '../../accounts/passwords.js';
 import { FEATURE_MIN_TIER } from '../../accounts/tiers.js';
 

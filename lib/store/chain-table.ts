@@ -1,0 +1,135 @@
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { ChainLinkStore } from '../evidence/ports.js';
+import type { ChainLink } from '../evidence/records.js';
+import { tryWrite } from './conditional.js';
+
+/**
+ * The chains table (infra/tables.json, key public_key_hex + chain_index): the device-chain links
+ * behind the domain's ChainLinkStore port (lib/evidence/ports.ts). The rules that keep a chain
+ * from forking are the domain's (lib/evidence/repository.ts claimLink); each write here is one
+ * conditional single-item write, its condition explained where it is written.
+ */
+export class ChainTable implements ChainLinkStore {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly table: string,
+  ) {}
+
+  /** The last link of a device's chain, if any (to tell a client the next free index). */
+  async lastLink(publicKeyHex: string): Promise<ChainLink | undefined> {
+    const r = await this.db.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'public_key_hex = :pk',
+        ExpressionAttributeValues: { ':pk': publicKeyHex },
+        ScanIndexForward: false,
+        Limit: 1,
+        ConsistentRead: true,
+      }),
+    );
+    return r.Items?.[0] as ChainLink | undefined;
+  }
+
+  async getLink(publicKeyHex: string, index: number): Promise<ChainLink | undefined> {
+    const r = await this.db.send(
+      new GetCommand({ TableName: this.table, Key: { public_key_hex: publicKeyHex, chain_index: index }, ConsistentRead: true }),
+    );
+    return r.Item as ChainLink | undefined;
+  }
+
+  /** A page of a device's chain in index order. */
+  async listLinks(publicKeyHex: string, fromIndex: number, limit: number): Promise<ChainLink[]> {
+    const r = await this.db.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'public_key_hex = :pk AND chain_index >= :from',
+        ExpressionAttributeValues: { ':pk': publicKeyHex, ':from': fromIndex },
+        Limit: limit,
+      }),
+    );
+    return (r.Items ?? []) as ChainLink[];
+  }
+
+  /** The links at index − 1, index and index + 1 that exist, in one strongly consistent Query. */
+  async linksAround(publicKeyHex: string, index: number): Promise<Map<number, ChainLink>> {
+    const r = await this.db.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'public_key_hex = :pk AND chain_index BETWEEN :lo AND :hi',
+        // chain_index is at most 2^53 − 1 (CONTRACT "Faults of the parts", Numbers): the bound stays a safe integer.
+        ExpressionAttributeValues: { ':pk': publicKeyHex, ':lo': Math.max(0, index - 1), ':hi': Math.min(Number.MAX_SAFE_INTEGER, index + 1) },
+        ConsistentRead: true,
+      }),
+    );
+    return new Map(((r.Items ?? []) as ChainLink[]).map((l) => [l.chain_index, l]));
+  }
+
+  /** Writes a new link; false when its position is taken (put if absent). */
+  async putLink(link: ChainLink): Promise<boolean> {
+    const put = await tryWrite(this.db, new PutCommand({ TableName: this.table, Item: link, ConditionExpression: 'attribute_not_exists(public_key_hex)' }));
+    return put.ok;
+  }
+
+  /**
+   * Moves the claim of a claimed link to `claimId` (the identical retry took its evidence over):
+   * only the link of that very hash, still claimed, by the claim read (`wasClaimId`). False when it moved on.
+   */
+  async moveLinkClaim(link: Pick<ChainLink, 'public_key_hex' | 'chain_index' | 'image_hash'>, claimId: string, wasClaimId: string): Promise<boolean> {
+    const moved = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { public_key_hex: link.public_key_hex, chain_index: link.chain_index },
+        UpdateExpression: 'SET claim_id = :id',
+        ConditionExpression: 'image_hash = :img AND #state = :claimed AND claim_id = :was',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':id': claimId, ':img': link.image_hash, ':claimed': 'claimed', ':was': wasClaimId },
+      }),
+    );
+    return moved.ok;
+  }
+
+  /** Deletes a claimed link of the claim `claimId`; never an anchored one. False when it was not (any more) that claim's. */
+  async releaseLink(publicKeyHex: string, index: number, claimId: string): Promise<boolean> {
+    const r = await tryWrite(
+      this.db,
+      new DeleteCommand({
+        TableName: this.table,
+        Key: { public_key_hex: publicKeyHex, chain_index: index },
+        ConditionExpression: 'claim_id = :id AND #state = :claimed',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':id': claimId, ':claimed': 'claimed' },
+      }),
+    );
+    return r.ok;
+  }
+
+  /** Marks the link of `imageHash` anchored (whatever claim holds it: only that hash can ever complete it). Idempotent. */
+  async anchorLink(publicKeyHex: string, index: number, imageHash: string, anchoredAt: string, txHash: string): Promise<void> {
+    await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { public_key_hex: publicKeyHex, chain_index: index },
+        UpdateExpression: 'SET #state = :anchored, anchored_at = :at, tx_hash = :tx',
+        ConditionExpression: 'image_hash = :img',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':anchored': 'anchored', ':at': anchoredAt, ':tx': txHash, ':img': imageHash },
+      }),
+    );
+  }
+
+  /** Names `txHash` (a replacement of the link's transaction) on the link of `imageHash`. */
+  async followTx(publicKeyHex: string, index: number, imageHash: string, txHash: string): Promise<void> {
+    await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { public_key_hex: publicKeyHex, chain_index: index },
+        UpdateExpression: 'SET tx_hash = :tx',
+        ConditionExpression: 'image_hash = :img', // the link of this very item
+        ExpressionAttributeValues: { ':tx': txHash, ':img': imageHash },
+      }),
+    );
+  }
+}
