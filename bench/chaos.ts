@@ -2,7 +2,7 @@
  * `npm run chaos`: the longer crash run. Same harness as test/faults/crash.test.ts
  * (test/support/crash-harness.ts): `npm start` in its own process group, a burst of chained
  * anchors from many devices retrying as phone apps do, SIGKILLs of the whole tree at random
- * (seeded) moments, restarts on the same DATA_DIR, then the five invariants of CONTRACT.md
+ * (seeded) moments, restarts on the same DATA_DIR, then the five invariants of docs/decisions.md
  * "Faults and retries" read back through the public API and the chain's JSON-RPC.
  *
  * Environment (all optional):

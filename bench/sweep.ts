@@ -5,7 +5,7 @@
  * call of an armed anchor request, before the call leaves or after its answer arrived. For every k
  * of the path, in direct and batch mode (sealing included), the service is killed there,
  * restarted, the phone retries the identical request, the reconciler runs, and then every
- * invariant of CONTRACT "Faults and retries" is checked (test/support/crash-harness.ts): every 200
+ * invariant of decisions.md "Faults and retries" is checked (test/support/crash-harness.ts): every 200
  * verifies, nothing in limbo, each hash and each Merkle root on the ledger at most once, no fork,
  * exact charging.
  *

@@ -1,7 +1,7 @@
 'use strict';
 /**
  * The edge in front of the API: where the per-IP limit of the public reads is enforced in AWS
- * (CONTRACT "Limits": at the edge in production, a WAF rate-based rule; a public read writes
+ * (decisions.md "Limits": at the edge in production, a WAF rate-based rule; a public read writes
  * nothing to DynamoDB). Functions run with PUBLIC_RATE_LIMIT=edge and count nothing themselves.
  *
  * Why CloudFront and a separate WebACL stack: AWS WAF cannot be associated with an API Gateway

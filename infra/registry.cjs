@@ -33,7 +33,7 @@ function httpPaths() {
 }
 
 /**
- * A public GET function writes no table (CONTRACT "Limits": a public read writes nothing to
+ * A public GET function writes no table (decisions.md "Limits": a public read writes nothing to
  * DynamoDB). Its per-IP limit is the WAF rate-based rule at the edge (infra/edge-waf.cjs), or an
  * in-memory window locally (lib/accounts/ip-rate-window.ts); register and login are POSTs and keep
  * their DynamoDB counter.

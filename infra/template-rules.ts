@@ -518,7 +518,7 @@ export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
       if (!isDeepStrictEqual(got, want)) kms.push(`${fn.name}: KMS key ${key} grants ${show(got)}; expected ${show(want)}`);
     }
 
-    // Public reads: whatever the registry says, no write at all (CONTRACT "Limits").
+    // Public reads: whatever the registry says, no write at all (decisions.md "Limits").
     if (registry.isPublicRead(fn)) {
       for (const [table, actions] of gotTable) {
         const writes = [...actions].filter((a) => registry.WRITE_ACTIONS.has(a));

@@ -145,7 +145,7 @@ export interface Config {
     /** A transaction still unmined after this long is re-signed with ≥ 10 % higher fees (0: never). */
     replaceAfterMinutes: number;
     /**
-     * CONTRACT "Ledger batching": 0 sends one transaction per anchor (direct mode); above 0 the
+     * decisions.md "Ledger batching": 0 sends one transaction per anchor (direct mode); above 0 the
      * anchors accepted within one window of this many ms share one transaction carrying the Merkle
      * root of their leaves (lib/evidence/batch-publish.ts).
      */

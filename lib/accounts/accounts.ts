@@ -17,7 +17,7 @@ export interface RegisterInput {
   name?: string | null | undefined;
 }
 
-/** Response of `POST /account/register` (CONTRACT "Accounts"). */
+/** Response of `POST /account/register` (decisions.md "Accounts"). */
 export interface Registration extends IssuedToken {
   account_id: string;
   email: string;
@@ -54,7 +54,7 @@ export interface AccountServiceDeps {
   clock?: Clock;
 }
 
-/** E-mail addresses are compared and stored lower-cased and trimmed (CONTRACT "Accounts"). */
+/** E-mail addresses are compared and stored lower-cased and trimmed (decisions.md "Accounts"). */
 export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
 }

@@ -3,7 +3,7 @@ import { crc32 } from 'node:zlib';
 import { randomBase62, toBase62 } from './random.js';
 
 /**
- * The API key format (CONTRACT "API keys"), chosen so that a secret scanner can recognise a
+ * The API key format (decisions.md "API keys"), chosen so that a secret scanner can recognise a
  * leaked key offline, the way GitHub's tokens work:
  *
  *     eas_<32 random base62 characters><6 base62 characters of CRC32>

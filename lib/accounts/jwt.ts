@@ -2,7 +2,7 @@ import { SignJWT, jwtVerify } from 'jose';
 import { type Clock, systemClock } from './clock.js';
 import { JwtSecretError, MIN_JWT_SECRET_BYTES } from './jwt-secret.js';
 
-/** Claims settings of the account-management JWT (CONTRACT "Accounts"). */
+/** Claims settings of the account-management JWT (decisions.md "Accounts"). */
 export interface TokenSettings {
   issuer: string;
   audience: string;

@@ -4,7 +4,7 @@ import { type Clock, systemClock } from './clock.js';
 import type { CounterRepository } from './counter-repository.js';
 
 /**
- * Per-minute rate limits and monthly quotas as DynamoDB counters (CONTRACT "Limits").
+ * Per-minute rate limits and monthly quotas as DynamoDB counters (decisions.md "Limits").
  *
  * Counter items (counters table):
  * - `rate#<account_id>#<YYYY-MM-DDTHH:MM>`: requests of one account in one UTC minute;
@@ -120,7 +120,7 @@ export interface QuotaReservation {
   holdId: string;
 }
 
-/** Response of `GET /account/usage` (CONTRACT "Accounts"). */
+/** Response of `GET /account/usage` (decisions.md "Accounts"). */
 export interface Usage {
   tier: TierName;
   period_start: string;

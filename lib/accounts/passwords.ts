@@ -18,7 +18,7 @@ export interface ScryptCost {
 /** What production uses: N = 2^15, r = 8, p = 1 (~90 ms and 32 MiB per hash on the reference machine). */
 export const PRODUCTION_SCRYPT_COST: ScryptCost = Object.freeze({ log2N: 15, r: 8, p: 1 });
 
-/** Minimum password length (CONTRACT "Accounts"). */
+/** Minimum password length (decisions.md "Accounts"). */
 export const MIN_PASSWORD_LENGTH = 12;
 
 const SALT_BYTES = 16;

@@ -3,7 +3,7 @@ import { type LimitService, parseHoldId, type QuotaReservation } from './limits.
 import { tierLabel, type TierName } from './tiers.js';
 
 /**
- * Exact charging (CONTRACT "Faults and retries"): every reserved unit of the monthly quota is a
+ * Exact charging (decisions.md "Faults and retries"): every reserved unit of the monthly quota is a
  * hold on the counter item (limits.ts), ended exactly once — settled when its operation completed,
  * refunded when it did not. A request ends its own hold; one that died (a killed Lambda, a refund
  * lost to a database outage) leaves it open, and this reconciliation ends it:

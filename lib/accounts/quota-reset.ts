@@ -10,7 +10,7 @@ import type { LimitService } from './limits.js';
  * missed or late run never locks anyone out. What a run does:
  * - without an account: deletes every limit counter (quota, rate, per-IP) whose window has ended.
  *   At 00:00 on the 1st that is every quota counter of the month just ended, so the monthly
- *   counters are reset as the CONTRACT says; it is also the clean-up that the table's TTL does
+ *   counters are reset as decisions.md "Limits" says; it is also the clean-up that the table's TTL does
  *   only eventually in AWS (up to days late) and never on dynalite. Other counters in the table
  *   (statistics) are left alone, and so is every counter of a window still running.
  * - with an account (e-mail or id): resets that account's current month to zero (operators'

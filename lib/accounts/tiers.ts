@@ -29,7 +29,7 @@ export const DEFAULT_TIERS: TierTable = {
 };
 
 /**
- * The lowest tier that includes each feature (api-v2.md "Limits", CONTRACT "Limits"): hash and
+ * The lowest tier that includes each feature (api-v2.md "Limits", decisions.md "Limits"): hash and
  * verify on all tiers; Ed25519 signing, the stand-alone RFC 3161 timestamp (v1 /timestamp) and
  * PDF certificates from Starter; ledger anchoring and the full pipeline (v1 /chain/anchor too) from Pro.
  */

@@ -176,7 +176,7 @@ export async function sha256File(file: string, onProgress?: (done: number, total
   return { hash: hash.digest('hex'), size };
 }
 
-/** The anchor request body for the next link of the chain (CONTRACT "Device chains"). */
+/** The anchor request body for the next link of the chain (decisions.md "Device chains"). */
 export function buildAnchorRequest(key: DeviceKeyFile, state: ChainState, imageHash: string) {
   const previous = state.next_index === 0 ? null : state.last_chain_hash;
   const chainHash = computeChainHash(previous, imageHash);

@@ -61,7 +61,7 @@ export function verifyEd25519(signature: Uint8Array, message: Uint8Array, public
 }
 
 /**
- * Verifies a device's signature on a chain link (CONTRACT, "Device chains"): the device signs the
+ * Verifies a device's signature on a chain link (decisions.md "Device chains"): the device signs the
  * 32 raw bytes of `image_hash`; a signature over the 64-character lower-case hex string of
  * `image_hash` (its ASCII bytes) is accepted too, because some device SDKs can only sign text.
  *

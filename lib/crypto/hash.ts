@@ -12,7 +12,7 @@ const SHA256_HEX_RE = /^[0-9a-fA-F]{64}$/;
 /** Length of a SHA-256 digest in bytes (FIPS 180-4). */
 export const SHA256_BYTES = 32;
 
-/** 32 zero bytes: the `prev` of the first link of a device chain (CONTRACT, "Device chains"). */
+/** 32 zero bytes: the `prev` of the first link of a device chain (decisions.md "Device chains"). */
 const ZERO_HASH = new Uint8Array(SHA256_BYTES);
 
 /**
@@ -56,7 +56,7 @@ export function isSha256Hex(s: unknown): s is string {
 
 /**
  * Returns a SHA-256 hex digest in lower case, the form we store and answer with
- * (CONTRACT, "Formats": upper case is accepted and answered in lower case).
+ * (decisions.md "Formats": upper case is accepted and answered in lower case).
  *
  * @throws {TypeError} if `s` is not 64 hex characters.
  */
@@ -66,7 +66,7 @@ export function normaliseHash(s: string): string {
 }
 
 /**
- * Device chain rule (CONTRACT, "Device chains"):
+ * Device chain rule (decisions.md "Device chains"):
  * `chain_hash(i) = SHA-256(prev || image_hash)` over raw bytes, where `prev` is 32 zero bytes for
  * `i = 0` and the raw `chain_hash(i-1)` otherwise.
  *

@@ -7,7 +7,7 @@ const KMS_DEADLINE_MS = 8000;
 /**
  * The one way the service builds a KMS client (the ML-DSA-65, Ed25519 and TSA signers, the PDF
  * signer, the wallet, the JWT secret): every call has a deadline per attempt and per call
- * (CONTRACT "Faults of the parts"), so a KMS that hangs fails the request with a 503 instead of
+ * (decisions.md "Faults of the parts"), so a KMS that hangs fails the request with a 503 instead of
  * holding it until the Lambda's own timeout.
  */
 export function createKmsClient(region: string): KMSClient {

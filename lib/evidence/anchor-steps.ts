@@ -31,7 +31,7 @@ export interface AnchorDeps {
   /** Public statistics (anchors, new devices, transactions); best-effort, never fails a request. */
   stats?: StatsPort;
   /**
-   * Ledger batching (CONTRACT "Ledger batching", batch-publish.ts): with `windowMs` > 0 anchors
+   * Ledger batching (decisions.md "Ledger batching", batch-publish.ts): with `windowMs` > 0 anchors
    * share one transaction per window. Present in direct mode too, so that anchors a batch-mode
    * run left publishing are still finished.
    */

@@ -29,7 +29,7 @@ export interface AnchorInput extends DeviceProof {
 }
 
 /**
- * Anchors one hash (CONTRACT "Device chains", "Evidence", "Faults and retries"), along the
+ * Anchors one hash (decisions.md "Device chains", "Evidence", "Faults and retries"), along the
  * transitions of EVIDENCE_ITEM (lib/state-machines.ts, docs/state-machines.md):
  * 1. the device's proof is checked (400s, before anything is written);
  * 2. claim: the hash is claimed (`accepting`, under a lease) while one unit of the monthly quota

@@ -11,7 +11,7 @@ import type { EvidenceRepository } from './repository.js';
 import type { StatsPort } from './stats.js';
 
 /**
- * Batch mode (CONTRACT "Ledger batching", docs/state-machines.md): the anchors accepted
+ * Batch mode (decisions.md "Ledger batching", docs/state-machines.md): the anchors accepted
  * within one window of `windowMs` share one transaction whose input data is the RFC 6962 Merkle
  * root of their leaves. On DynamoDB's single-item conditional writes, across any number of
  * concurrent invocations (Lambdas, processes):

@@ -1,5 +1,5 @@
 /**
- * What the PDF evidence certificate says (CONTRACT "Starter features", last item): the hash, the
+ * What the PDF evidence certificate says (decisions.md "Starter features", last item): the hash, the
  * times, each proof present (what it proves, its precise values, the command that checks it
  * without this service), the proofs not present, and the machine-readable file attached to it.
  *

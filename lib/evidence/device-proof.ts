@@ -3,7 +3,7 @@ import { canonicalize } from '../crypto/jcs.js';
 import { invalid } from '../errors.js';
 import { checkChainHash, checkDeviceSignature } from './proof-check.js';
 
-/** The device's side of an anchoring request (CONTRACT "Device chains"), hashes lower-case hex. */
+/** The device's side of an anchoring request (decisions.md "Device chains"), hashes lower-case hex. */
 export interface DeviceProof {
   imageHash: string;
   chainIndex: number;

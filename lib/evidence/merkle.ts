@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /**
- * The Merkle tree of a ledger batch (CONTRACT "Ledger batching"), written from RFC 6962 §2.1
+ * The Merkle tree of a ledger batch (decisions.md "Ledger batching"), written from RFC 6962 §2.1
  * (the Merkle Tree Hash and audit paths) and RFC 9162 §2.1.3.2 (verifying an inclusion proof).
  * Pure, node:crypto only: the offline verifier loads it.
  *

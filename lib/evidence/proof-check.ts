@@ -13,14 +13,14 @@
  * owns it:
  *
  *   image_hash ──Ed25519──▶ device key                         checkDeviceSignature
- *   SHA-256(prev || image_hash) = chain_hash                   checkChainHash      (CONTRACT "Device chains")
+ *   SHA-256(prev || image_hash) = chain_hash                   checkChainHash      (decisions.md "Device chains")
  *   previous_hash = chain_hash(i-1), null at 0                 checkPreviousHash
- *   SHA-256(RFC 8785 statement) = server_hash                  checkServerHash     (CONTRACT "Evidence")
+ *   SHA-256(RFC 8785 statement) = server_hash                  checkServerHash     (decisions.md "Evidence")
  *   the statement names this image, chain, device, time       statementMismatches (the statement proof: verdict.ts)
  *   server_hash ──ML-DSA-65 (FIPS 204, pure)──▶ service key    checkPqSignature, checkPqKey
  *   RFC 3161 token: imprint = image_hash, signature, chain     checkTimestamp
  *   ledger tx: mined, succeeded, sender, image||server data   checkLedgerData, checkLedgerTransaction
- *   batch: leaf --RFC 6962 path--> root = the tx's root      checkMerkleInclusion (CONTRACT "Ledger batching")
+ *   batch: leaf --RFC 6962 path--> root = the tx's root      checkMerkleInclusion (decisions.md "Ledger batching")
  */
 import { verifyDeviceSignature } from '../crypto/ed25519.js';
 import { computeChainHash, sha256Hex } from '../crypto/hash.js';
@@ -55,7 +55,7 @@ export interface DeviceProof {
 }
 
 /**
- * CONTRACT "Device chains": Ed25519 by the device key over the 32 raw bytes of image_hash (the
+ * decisions.md "Device chains": Ed25519 by the device key over the 32 raw bytes of image_hash (the
  * signature over the 64-character hex string is accepted too). A malformed key or signature is a
  * failed verdict, never an exception.
  */
@@ -93,7 +93,7 @@ export interface LinkVerdict extends Verdict {
 
 /**
  * chain_hash(i) = SHA-256(prev || image_hash), prev = 32 zero bytes at i = 0 and the raw
- * previous_hash otherwise (CONTRACT "Device chains"). `expected` is the recomputed hash, null
+ * previous_hash otherwise (decisions.md "Device chains"). `expected` is the recomputed hash, null
  * when the inputs are not hashes. A missing previous_hash past index 0 is hashed as zeros here
  * and is {@link checkPreviousHash}'s failure.
  */
@@ -136,7 +136,7 @@ export function checkPreviousHash(link: ChainFields, predecessorChainHash?: stri
  * The state a reader reports for a device-chain link. The write path marks the evidence item
  * anchored before the link, so a link may lag (a crash between the two writes, or a reader
  * between them): a link that is not 'anchored' but whose evidence item is anchored with the same
- * image hash, device key and index is reported as anchored (CONTRACT "Faults and retries":
+ * image hash, device key and index is reported as anchored (decisions.md "Faults and retries":
  * evidence anchored ⇔ its link anchored; the lag changes nothing anyone can observe).
  * `item` is the evidence item of `link.image_hash` (undefined when there is none).
  */
@@ -280,7 +280,7 @@ export interface LedgerExpectation {
 }
 
 /**
- * Batch mode (CONTRACT "Ledger batching"): the anchor's leaf, SHA-256(0x00 || image_hash ||
+ * Batch mode (decisions.md "Ledger batching"): the anchor's leaf, SHA-256(0x00 || image_hash ||
  * server_hash), leads by its RFC 6962 inclusion path (RFC 9162 §2.1.3.2) to the batch's root.
  * Offline: the root compared here is the one the record names; {@link checkLedgerData} then
  * holds it against the transaction's input. Malformed proofs are a failed verdict, never a throw.
@@ -302,7 +302,7 @@ export function checkMerkleInclusion(imageHash: string, serverHash: string | nul
 }
 
 /**
- * The ledger transaction's input data is image_hash || server_hash (CONTRACT "Evidence"); for a
+ * The ledger transaction's input data is image_hash || server_hash (decisions.md "Evidence"); for a
  * batched anchor (`merkle` given) it is the batch's root, and the anchor's inclusion proof leads to it.
  */
 export function checkLedgerData(input: string, expected: Pick<LedgerExpectation, 'image_hash' | 'server_hash' | 'merkle'>): Verdict {

@@ -5,7 +5,7 @@ import type { AnchoredEvidence, TxStatus } from './records.js';
 import type { EvidenceStatement } from './statement.js';
 
 /**
- * The self-contained receipt (CONTRACT "Evidence"): everything a third party needs to check the
+ * The self-contained receipt (decisions.md "Evidence"): everything a third party needs to check the
  * evidence without this service — with OpenSSL (the token and the TSA chain), any ML-DSA-65
  * implementation (public key, signature, the statement whose SHA-256 is server_hash) and any
  * Ethereum node (chain id and transaction hash).
@@ -50,7 +50,7 @@ export interface ReceiptFinal {
   from: string;
 }
 
-/** The inclusion proof as a receipt states it (CONTRACT "Ledger batching"). */
+/** The inclusion proof as a receipt states it (decisions.md "Ledger batching"). */
 export interface ReceiptMerkle {
   algorithm: 'RFC 6962 SHA-256';
   leaf: 'SHA-256(0x00 || image_hash || server_hash)';

@@ -83,7 +83,7 @@ export interface FinalLedgerReceipt {
 }
 
 /**
- * The inclusion of an anchor in a ledger batch (CONTRACT "Ledger batching", lib/evidence/merkle.ts):
+ * The inclusion of an anchor in a ledger batch (decisions.md "Ledger batching", lib/evidence/merkle.ts):
  * leaf = SHA-256(0x00 || image_hash || server_hash), `path` the RFC 6962 audit path (sibling
  * hashes, nearest first) from leaf `leaf_index` of `tree_size` leaves up to `root`, the root
  * the batch's transaction carries.

@@ -1,5 +1,5 @@
 /**
- * The stand-alone Ed25519 signature of a hash (POST /api/v2/evidence/sign, CONTRACT "Starter
+ * The stand-alone Ed25519 signature of a hash (POST /api/v2/evidence/sign, decisions.md "Starter
  * features"): the service signs the UTF-8 bytes of the RFC 8785 canonical form of a statement that
  * names the hash, the time and the key, and, when the caller sends them, the device's key and
  * Ed25519 signature over the hash (verified first). Anyone checks it with the JWK set alone:
@@ -58,7 +58,7 @@ export interface SignHashDeps {
 
 /**
  * Signs a hash. A device signature, when given, must come with its key and verify over the hash
- * (as for anchors: CONTRACT "Device chains"), else `invalid`.
+ * (as for anchors: decisions.md "Device chains"), else `invalid`.
  */
 export async function signHash(deps: SignHashDeps, input: SignHashInput): Promise<SignatureResponse> {
   const { sha256_hash, public_key_hex, signature_hex } = input;

@@ -149,7 +149,7 @@ export async function readChainPage(repo: EvidenceRepository, publicKeyHex: stri
   };
 }
 
-/** CONTRACT "Device chains", as proof-check.ts judges it: the link into the entry before, then chain_hash. */
+/** decisions.md "Device chains", as proof-check.ts judges it: the link into the entry before, then chain_hash. */
 function checkLink(link: ChainLink, predecessor: ChainLink | undefined, broken: BrokenLink[]): void {
   const previous = checkPreviousHash(link, predecessor?.chain_hash);
   if (!previous.ok) broken.push({ chain_index: link.chain_index, problem: 'previous_hash_mismatch', expected: previous.expected, found: previous.found });

@@ -11,7 +11,7 @@ import { getConfig } from '../deps/core.js';
 import { compressBody } from './compress.js';
 import { HttpError, badRequest, dependencyUnavailable, payloadTooLarge } from './errors.js';
 
-/** Largest accepted request body (CONTRACT: 64 KiB, else 413). */
+/** Largest accepted request body (decisions.md "Formats": 64 KiB, else 413). */
 export const MAX_BODY_BYTES = 64 * 1024;
 
 /** What middleware leaves on the context for the handlers. */

@@ -13,7 +13,7 @@ export interface ApiKeyAuthOptions {
   feature: Feature;
   /**
    * A quota-counted endpoint (v2 hash, anchor, full; v1 anchor, timestamp): also reserve one unit
-   * of the monthly quota, and give it back when the request fails (CONTRACT "Limits").
+   * of the monthly quota, and give it back when the request fails (decisions.md "Limits").
    */
   quota?: boolean;
   /**
@@ -36,7 +36,7 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
  * 1. the key: 401 `invalid_api_key` when missing, malformed (checked offline, no lookup), unknown
  *    or deactivated, and for a JWT sent as an API key;
  * 2. the per-minute rate of the account (all its keys together): every authenticated request
- *    counts (CONTRACT "Limits"), so the RateLimit-* headers are on every response from here on,
+ *    counts (decisions.md "Limits"), so the RateLimit-* headers are on every response from here on,
  *    and 429 `rate_limit_exceeded` with Retry-After once the minute's budget is spent;
  * 3. the tier gate: 403 `tier_insufficient` naming the tier needed;
  * 4. with `quota`, the monthly quota: 429 `quota_exceeded` with Retry-After until the month ends;

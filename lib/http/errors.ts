@@ -60,7 +60,7 @@ export const serviceUnavailable = (code: string, detail: string, retryAfterSecon
 export const notImplemented = (detail: string) => new HttpError(501, 'not_implemented', 'Not Implemented', detail);
 
 /**
- * The adapters' "dependency down" errors as the 503 a client sees (CONTRACT "Faults and retries":
+ * The adapters' "dependency down" errors as the 503 a client sees (decisions.md "Faults and retries":
  * public reads answer 503 problem+json, never another 5xx). The detail names the dependency and
  * nothing else: the adapter's message may name a host and port, and an SDK's names its endpoint.
  * undefined for any other error.

@@ -73,7 +73,7 @@ export async function runWithQuota(
 const NOT_COMPLETED = 'quotaNotCompleted';
 
 /**
- * Marks the request as not completed although its HTTP status is a success (CONTRACT "Limits": a
+ * Marks the request as not completed although its HTTP status is a success (decisions.md "Limits": a
  * request that fails consumes nothing), so that {@link runWithQuota} refunds its unit.
  */
 export function markNotCompleted(c: AppContext): void {

@@ -56,7 +56,7 @@ export class ChainTable implements ChainLinkStore {
       new QueryCommand({
         TableName: this.table,
         KeyConditionExpression: 'public_key_hex = :pk AND chain_index BETWEEN :lo AND :hi',
-        // chain_index is at most 2^53 − 1 (CONTRACT "Faults of the parts", Numbers): the bound stays a safe integer.
+        // chain_index is at most 2^53 − 1 (decisions.md "Faults of the parts", Numbers): the bound stays a safe integer.
         ExpressionAttributeValues: { ':pk': publicKeyHex, ':lo': Math.max(0, index - 1), ':hi': Math.min(Number.MAX_SAFE_INTEGER, index + 1) },
         ConsistentRead: true,
       }),

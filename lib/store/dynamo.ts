@@ -45,7 +45,7 @@ export const DYNAMO_DEADLINE_MS = 3500;
  * A DocumentClient over the real AWS SDK. Against the embedded server the credentials are
  * placeholders (dynalite does not check them); in AWS the default provider chain (the Lambda role) is used.
  *
- * Every call has two deadlines (CONTRACT "Faults of the parts"): each attempt (connect, request,
+ * Every call has two deadlines (decisions.md "Faults of the parts"): each attempt (connect, request,
  * response) ends after `attemptTimeoutMs` and is retried by the SDK (3 attempts), and the call as
  * a whole ends after `deadlineMs`, retries included. A database that hangs (a frozen process, a
  * partition) therefore costs a public read at most `deadlineMs` before its 503, never forever. A

@@ -1,5 +1,5 @@
 /**
- * CONTRACT "Faults of the parts", Numbers: every integer a request carries is within
+ * decisions.md "Faults of the parts", Numbers: every integer a request carries is within
  * 0 … 2^53 − 1, and anything else (beyond it, negative, not an integer, not a number) is a 400
  * problem+json, in v1 and v2 alike, never a 5xx. The fields are not listed here: they are read
  * from the served OpenAPI document (every integer property of a JSON request body, every integer

@@ -13,7 +13,7 @@ import { sha256Hex } from '../../lib/crypto/hash.js';
 import { LocalMlDsaSigner, mlDsaKeyId, mlDsaPublicKeyFingerprint, verifyMlDsa65 } from '../../lib/crypto/ml-dsa.js';
 
 const seed = Uint8Array.from({ length: 32 }, (_, i) => i);
-// What the service signs: the 32 bytes of a server_hash (CONTRACT, "Evidence").
+// What the service signs: the 32 bytes of a server_hash (decisions.md "Evidence").
 const message = Uint8Array.from(Buffer.from(sha256Hex('canonical statement'), 'hex'));
 
 function flipBit(bytes: Uint8Array, index: number): Uint8Array {

@@ -20,7 +20,7 @@ import { useStack } from '../support/stack.js';
 import { waitFor } from '../support/wait.js';
 
 /**
- * Batch mode (CONTRACT "Ledger batching") on the real embedded parts: anchors of one window share
+ * Batch mode (decisions.md "Ledger batching") on the real embedded parts: anchors of one window share
  * one transaction whose input is the Merkle root, each inclusion proof leads from the anchor's leaf
  * to that root as read back from the chain; late leaves move on; a sealer that died (its claim
  * left behind, or its transaction stored but never sent) is taken over; the reconciler and the

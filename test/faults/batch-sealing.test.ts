@@ -19,7 +19,7 @@ import { waitFor } from '../support/wait.js';
 import { freePort, useStack } from '../support/stack.js';
 
 /**
- * Batch mode across processes (CONTRACT "Ledger batching", "Faults and retries"): two API
+ * Batch mode across processes (decisions.md "Ledger batching", "Faults and retries"): two API
  * processes (lib/local/start.ts, as `npm start` runs it) against one database and one chain node.
  * Anchors sent to both in one window share one transaction, sealed by exactly one of them; an API
  * process SIGKILLed mid-window, with its anchors waiting for the seal, leaves nothing that blocks:

@@ -3,7 +3,7 @@
  * at the k-th DynamoDB or ledger call of an anchor request (lib/local/fault-hook.ts), before the
  * call leaves or after its answer arrived, at points spread over the whole path, in direct and in
  * batch mode (sealing included); the phone's identical retry after the restart, and the
- * reconciler, must leave every invariant of CONTRACT "Faults and retries" intact.
+ * reconciler, must leave every invariant of decisions.md "Faults and retries" intact.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

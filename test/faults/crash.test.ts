@@ -1,5 +1,5 @@
 /**
- * CONTRACT.md "Faults and retries" under SIGKILL: `npm start` is killed (its whole process group)
+ * decisions.md "Faults and retries" under SIGKILL: `npm start` is killed (its whole process group)
  * three times at random moments of a burst of chained anchors from 8 devices, restarted on the
  * same DATA_DIR each time, while the devices retry exactly as a phone app does. Then the five
  * promises are checked through the public API and the chain's own JSON-RPC.

@@ -1,5 +1,5 @@
 /**
- * CONTRACT "Faults of the parts", tried as an SRE would, in the default (batched) mode: devices
+ * decisions.md "Faults of the parts", tried as an SRE would, in the default (batched) mode: devices
  * anchoring continuously, each retrying its identical request until it gets a 200, while the
  * ledger node is SIGKILLed four times in 20 s, the database is frozen (SIGSTOP) and then killed,
  * and finally the whole service is killed. Then, through the public API, the chain's JSON-RPC and

@@ -1,5 +1,5 @@
 /**
- * The Starter features (issue 14, CONTRACT "Starter features"): stand-alone timestamps over JSON
+ * The Starter features (issue 14, decisions.md "Starter features"): stand-alone timestamps over JSON
  * and RFC 3161 HTTP, the TSA chain, Ed25519 signatures, the JWK set and the trust anchors, each
  * checked by an independent tool: `openssl ts` for tokens, node:crypto for signatures.
  */

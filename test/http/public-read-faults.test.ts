@@ -1,5 +1,5 @@
 /**
- * CONTRACT "Faults and retries": every public read answers 200 (or its documented 404), or 503
+ * decisions.md "Faults and retries": every public read answers 200 (or its documented 404), or 503
  * problem+json naming the dependency that is down, never another 5xx, and never an internal
  * address or an SDK message. The dependencies are stopped for real: a chain node and a DynamoDB
  * server of this file's own, started, used, then stopped while the service still points at them.

@@ -1,5 +1,5 @@
 /**
- * CONTRACT "Limits" and issue 18 item 4: public reads write nothing. Every public GET of the
+ * decisions.md "Limits" and issue 18 item 4: public reads write nothing. Every public GET of the
  * registry is called over real HTTP while every command the process sends to DynamoDB is counted
  * (a middleware on the one document client the functions share): not one write. The per-IP limit
  * of the public reads is counted in memory (PUBLIC_RATE_LIMIT=process) and answers 429 with

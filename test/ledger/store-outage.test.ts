@@ -9,7 +9,7 @@ import type { LedgerSlot, SubmitResult } from '../../lib/ledger/sender.js';
 import { makeSender, newWallet, randomHash, type Store, startLedgerFixture, type LedgerFixture } from './helpers.js';
 
 /**
- * A DynamoDB outage between the nonce allocation and the slot write (CONTRACT "Faults and
+ * A DynamoDB outage between the nonce allocation and the slot write (decisions.md "Faults and
  * retries"): the submits caught in it fail, and once the store answers again the next submits of
  * the process reuse the nonces left behind at once, instead of waiting behind a gap until the
  * re-send job's grace period (120 s by default, unchanged here) lets it fill them.

@@ -2,7 +2,7 @@
  * Crash harness: runs `npm start` (lib/local/start.ts) as a user would, in its own process group,
  * drives a burst of chained anchors from N devices with a phone app's retry rule, SIGKILLs the
  * whole process tree at random moments (seeded), restarts it on the same DATA_DIR, and then checks
- * the promises of CONTRACT.md "Faults and retries" through public interfaces and independent reads
+ * the promises of decisions.md "Faults and retries" through public interfaces and independent reads
  * (the API, the local chain's JSON-RPC):
  *   1. every 200 verifies and has a receipt;
  *   2. no limbo: every interrupted hash settles within 60 s of the restart that follows;
@@ -1102,7 +1102,7 @@ export function killDatabase(service: Service): string {
   return `killed database ${targets.map((p) => p.pid).join(', ')}`;
 }
 
-/** CONTRACT "Faults of the parts": while the database does not answer, public reads answer 503 within 5 s. */
+/** decisions.md "Faults of the parts": while the database does not answer, public reads answer 503 within 5 s. */
 export const READ_DEADLINE_MS = 5_000;
 
 /** One public read made while a part was down: what it answered and how long it took. */

@@ -2,7 +2,7 @@ import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi';
 import { apiKeyAuth } from '../auth.js';
 import { HashParam, problemResponses } from '../schemas/common.js';
 
-/** GET /api/v2/evidence/certificate/{image_hash} (CONTRACT "Starter features"). */
+/** GET /api/v2/evidence/certificate/{image_hash} (decisions.md "Starter features"). */
 export const certificateRoute = createRoute({
   method: 'get',
   path: '/api/v2/evidence/certificate/{image_hash}',

@@ -4,7 +4,7 @@ import { MIN_PASSWORD_LENGTH } from '../../accounts/passwords.js';
 import { FEATURE_MIN_TIER } from '../../accounts/tiers.js';
 
 /**
- * Request and response schemas of the account endpoints (CONTRACT "Accounts"): they validate at
+ * Request and response schemas of the account endpoints (decisions.md "Accounts"): they validate at
  * the edge and produce the OpenAPI document. Requests are strict objects: unknown fields → 400.
  */
 

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 
-/** A SHA-256 hash: 64 hex characters; upper case accepted and answered in lower case (CONTRACT "Formats"). */
+/** A SHA-256 hash: 64 hex characters; upper case accepted and answered in lower case (decisions.md "Formats"). */
 export const Sha256Hex = z
   .string()
   .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hexadecimal characters (a SHA-256 hash)')

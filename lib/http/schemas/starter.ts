@@ -1,5 +1,5 @@
 /**
- * Request and response schemas of the Starter features (CONTRACT "Starter features"): the
+ * Request and response schemas of the Starter features (decisions.md "Starter features"): the
  * stand-alone timestamp, the RFC 3161 HTTP endpoint, the Ed25519 signature, the JWK set and the
  * trust-anchor document. The same schemas validate and document (OpenAPI).
  */

@@ -5,7 +5,7 @@ import { IsoTime, NullableSha256Hex, Sha256Hex } from './common.js';
 /**
  * Request and response schemas of API v1 (api-v1.md). The same objects validate requests and
  * document them (functions/openapi.ts). Where api-v1.md says "not shown", the decision is written
- * in the schema's description; CONTRACT.md decisions are kept as they are for v2.
+ * in the schema's description; the decisions of docs/decisions.md are kept for v2.
  */
 
 const Hex = (bytes: number, what: string) =>
