@@ -1,5 +1,6 @@
 import { handle } from 'hono/aws-lambda';
 import { getConfig } from '../lib/deps/core.js';
+import { lazy } from '../lib/deps/lazy.js';
 import { createApp } from '../lib/http/app.js';
 import { buildOpenApiDocument } from '../lib/http/openapi.js';
 import { loadDocumentedApps } from './openapi-sources.js';
@@ -13,12 +14,12 @@ export const DOCUMENTED_APPS = await loadDocumentedApps();
 
 export const app = createApp({ publicCors: true });
 
-let document: ReturnType<typeof buildOpenApiDocument> | undefined;
+/** Built once per process from the configuration (rebuilt after resetDeps(), like every lazy()). */
+const document = lazy(() => buildOpenApiDocument(Object.values(DOCUMENTED_APPS), getConfig().publicBaseUrl));
 
 app.get('/api/openapi.json', (c) => {
-  document ??= buildOpenApiDocument(Object.values(DOCUMENTED_APPS), getConfig().publicBaseUrl);
   c.header('Cache-Control', 'public, max-age=300');
-  return c.json(document);
+  return c.json(document());
 });
 
 export const handler = handle(app);

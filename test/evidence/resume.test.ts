@@ -76,12 +76,22 @@ function publisherOver(sender: LedgerSender, hooks: { afterPersist?: () => Promi
 }
 
 /** The deps of a live invocation (its own sender), optionally overridden. */
+/** The hashes this file anchors: its reconciler sees only those (the tables are shared with other test files, whose anchors go through other wallets). */
+const mine = new Set<string>();
+
 function live(overrides: Partial<AnchorDeps> = {}): AnchorDeps {
-  return { ...baseDeps, ledger: publisherOver(newSender()), ...overrides };
+  const repo = baseDeps.repo;
+  const own = Object.assign(Object.create(repo) as typeof repo, {
+    listUnfinished: async (limit: number) => (await repo.listUnfinished(limit)).filter((h) => mine.has(h)),
+    scanUnfinished: async () => (await repo.scanUnfinished()).filter((h) => mine.has(h)),
+  });
+  return { ...baseDeps, repo: own, ledger: publisherOver(newSender()), ...overrides };
 }
 
 function inputFor(device: Device, accountId: string): AnchorInput {
-  return anchorInputFor(device, accountId);
+  const input = anchorInputFor(device, accountId);
+  mine.add(input.imageHash);
+  return input;
 }
 
 async function waitFor(imageHash: string, state: EvidenceItem['anchor_state']): Promise<EvidenceItem> {
