@@ -42,3 +42,27 @@ export const notFoundError = (code: string, detail: string, extensions?: Record<
 export const conflictError = (code: string, detail: string, extensions?: Record<string, unknown>, retryAfterSeconds?: number) =>
   new DomainError('conflict', code, detail, extensions, retryAfterSeconds);
 export const unavailable = (code: string, detail: string, retryAfterSeconds = 5) => new DomainError('unavailable', code, detail, {}, retryAfterSeconds);
+
+/**
+ * The database cannot be used right now (unreachable, timed out, throttled, or a server-side fault):
+ * what a store port raises (lib/store: dynamo.ts), HTTP 503 `database_unavailable`. Nothing was
+ * recorded that blocks a retry; a write that timed out may have landed (the state machines allow for it).
+ */
+export class StoreUnavailableError extends Error {
+  readonly code = 'database_unavailable' as const;
+  readonly status = 503;
+
+  constructor(
+    /** A short, sanitised technical detail for logs (the SDK error's name and code, never its message: it names the endpoint). */
+    readonly detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super('The database cannot be reached right now', options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** True for a StoreUnavailableError (also across module copies). */
+export function isStoreUnavailable(error: unknown): error is StoreUnavailableError {
+  return error instanceof StoreUnavailableError || (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'database_unavailable');
+}

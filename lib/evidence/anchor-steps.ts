@@ -3,7 +3,7 @@ import type { IssuedTimestamp, PqSigner, TimestampAuthority } from '../crypto/po
 import { DomainError, unavailable } from '../errors.js';
 import { describeError, log } from '../log.js';
 import type { LedgerPublisher, QuotaPort, ResumeOutcome, SignedTx } from './ports.js';
-import { isStoreUnavailable } from '../store/errors.js';
+import { isStoreUnavailable } from '../errors.js';
 import type { AnchorClaim, AnchoredEvidence, EvidenceItem, SignedProofs, StoredTx } from './records.js';
 import type { EvidenceRepository } from './repository.js';
 import { buildStatement, canonicalStatement, computeServerHash } from './statement.js';

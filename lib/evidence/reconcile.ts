@@ -2,7 +2,7 @@ import { parseHoldId } from '../accounts/limits.js';
 import { type HoldReport, type HoldVerdict } from '../accounts/quota-holds.js';
 import { DomainError } from '../errors.js';
 import { describeError, log } from '../log.js';
-import { isStoreUnavailable } from '../store/errors.js';
+import { isStoreUnavailable } from '../errors.js';
 import { type AnchorDeps, DEFAULT_LEASE_MS, finishPublishing, releaseAnchor } from './anchor-steps.js';
 import { type FinalityReader, recordLedgerFinality } from './ledger-finality.js';
 import { type AnchoredEvidence, isAnchored } from './records.js';

@@ -1,6 +1,6 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isLedgerUnavailable } from '../ledger/errors.js';
-import { isStoreUnavailable } from '../store/errors.js';
+import { isStoreUnavailable } from '../errors.js';
 import { PROBLEM_TITLES, problemTypePath } from './problem-titles.js';
 
 /**

@@ -6,7 +6,7 @@ import type { IpScope, LimitService, QuotaReservation, RateDecision } from '../a
 import { quotaExceeded } from '../accounts/quota-holds.js';
 import { describeError, log } from '../log.js';
 import type { AppContext, AppEnv } from './app.js';
-import { isStoreUnavailable } from '../store/errors.js';
+import { isStoreUnavailable } from '../errors.js';
 import { tooManyRequests } from './errors.js';
 
 /** Options shared by the limit middleware. */

@@ -1,7 +1,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import tableSpec from '../../infra/tables.json' with { type: 'json' };
-import { isStoreOutage, StoreUnavailableError } from './errors.js';
+import { StoreUnavailableError } from '../errors.js';
+import { isStoreOutage } from './errors.js';
 import { installResendSafeWrites } from './resend-safe.js';
 
 /** Logical names of the service's tables, as in infra/tables.json. */

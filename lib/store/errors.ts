@@ -1,27 +1,8 @@
 /**
- * Errors of the DynamoDB adapter, without the SDK: imported by the error renderer of every
- * function, so it must stay this small.
+ * What the DynamoDB adapter counts as an outage, without the SDK. The error it raises for one,
+ * StoreUnavailableError, is the base's (lib/errors.ts): the domain and the HTTP layer see it
+ * through the ports, without importing the store.
  */
-
-/** DynamoDB cannot be used right now (unreachable, timed out, throttled, or a server-side fault): HTTP 503 `database_unavailable`. */
-export class StoreUnavailableError extends Error {
-  readonly code = 'database_unavailable' as const;
-  readonly status = 503;
-
-  constructor(
-    /** A short, sanitised technical detail for logs (the SDK error's name and code, never its message: it names the endpoint). */
-    readonly detail: string,
-    options?: { cause?: unknown },
-  ) {
-    super('The database cannot be reached right now', options);
-    this.name = 'StoreUnavailableError';
-  }
-}
-
-/** True for a StoreUnavailableError (also across module copies). */
-export function isStoreUnavailable(error: unknown): error is StoreUnavailableError {
-  return error instanceof StoreUnavailableError || (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'database_unavailable');
-}
 
 /** Socket-level failures: the endpoint could not be reached or dropped the connection. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE', 'EADDRNOTAVAIL']);

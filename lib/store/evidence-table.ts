@@ -297,26 +297,17 @@ export class EvidenceTable implements EvidenceItemStore {
 
   /** Takes an item out of the unfinished index (a stray entry: nothing left to do for it); conditional on the version read. */
   async clearUnfinished(current: EvidenceItem): Promise<void> {
-    if (current.anchor_state === undefined && current.anchor_v === undefined) {
-      await tryWrite(
-        this.db,
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { image_hash: current.image_hash },
-          UpdateExpression: 'REMOVE pending_shard',
-          ConditionExpression: 'attribute_not_exists(anchor_state) AND attribute_not_exists(anchor_v)',
-        }),
-      );
-      return;
-    }
+    const values: Record<string, unknown> = {};
+    if (current.anchor_state !== undefined) values[':s'] = current.anchor_state;
+    if (current.anchor_v !== undefined) values[':v'] = current.anchor_v;
     await tryWrite(
       this.db,
       new UpdateCommand({
         TableName: this.table,
         Key: { image_hash: current.image_hash },
         UpdateExpression: 'REMOVE pending_shard',
-        ConditionExpression: current.anchor_state === undefined ? 'attribute_not_exists(anchor_state) AND anchor_v = :v' : 'anchor_state = :s AND anchor_v = :v',
-        ExpressionAttributeValues: { ':v': current.anchor_v, ...(current.anchor_state === undefined ? {} : { ':s': current.anchor_state }) },
+        ConditionExpression: `${current.anchor_state === undefined ? 'attribute_not_exists(anchor_state)' : 'anchor_state = :s'} AND ${current.anchor_v === undefined ? 'attribute_not_exists(anchor_v)' : 'anchor_v = :v'}`,
+        ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
       }),
     );
   }

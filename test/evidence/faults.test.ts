@@ -200,7 +200,7 @@ describe('a request that died without undoing its claim', () => {
 
 describe('a database that applies the move to publishing but whose answer is lost, and then does not answer', () => {
   it('leaves the quota hold to the reconciliation, which settles it once the retry finished the anchor: charged exactly once', async () => {
-    const { StoreUnavailableError } = await import('../../lib/store/errors.js');
+    const { StoreUnavailableError } = await import('../../lib/errors.js');
     const { reconcileAnchors } = await import('../../lib/evidence/reconcile.js');
     const { getReconcileDeps } = await import('../../lib/deps/anchoring.js');
     const { GetCommand } = await import('@aws-sdk/lib-dynamodb');
