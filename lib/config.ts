@@ -68,6 +68,13 @@ export interface Config {
   authFailuresPerWindow: number;
   /** `npm start`: how often the reconciler passes over unfinished anchors (the Lambda runs every minute). */
   reconcileIntervalMs: number;
+  /**
+   * RECONCILE_SAFETY_SCAN_ITEMS: items of the evidence and counters tables each reconciler pass
+   * reads itself, a segment at a time (lib/store/segment-scan.ts), under the sparse indexes:
+   * 1000 locally (dynalite can lose an index entry to a SIGKILL), 0 in AWS (DynamoDB's indexes
+   * lose nothing; docs/decisions.md "Background cost").
+   */
+  reconcileSafetyScanItems: number;
   aws: {
     region: string;
     dynamoEndpoint: string | undefined;
@@ -258,6 +265,7 @@ export function loadConfig(env: Env = process.env): Config {
     accountRatePerMinute: r.integer('ACCOUNT_RATE_PER_MINUTE', 120, 1),
     authFailuresPerWindow: r.integer('AUTH_FAILURES_PER_WINDOW', 10, 1),
     reconcileIntervalMs: r.integer('RECONCILE_INTERVAL_MS', 5000, 100),
+    reconcileSafetyScanItems: r.integer('RECONCILE_SAFETY_SCAN_ITEMS', local ? 1000 : 0, 0),
     aws: {
       region: r.string('AWS_REGION', local ? 'local' : 'eu-central-1'),
       dynamoEndpoint,

@@ -1,4 +1,5 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { getConfig } from '../../lib/deps/core.js';
 import { getLedgerSender, getReconcileDeps } from '../../lib/deps/anchoring.js';
 import { reconcileAnchors, type ReconcileReport } from '../../lib/evidence/reconcile.js';
 import { describeError, log } from '../../lib/log.js';
@@ -14,18 +15,20 @@ const metrics = new Metrics({ namespace: 'EvidenceAnchoring', serviceName: 'evid
 /**
  * Scheduled every minute (infra/functions.json): settles every anchor an interrupted invocation
  * left unfinished, records late receipts, re-sends what the ledger node lacks and ends abandoned
- * quota holds (lib/evidence/reconcile.ts). It finds its work through the sparse pending_tx index;
- * in the first minute of each hour (or with `{ "fullScan": true }`) it scans the items themselves,
- * which catches an entry the index lost. Two runs at once are safe (every move is a conditional
+ * quota holds (lib/evidence/reconcile.ts). It finds its work through the sparse indexes only
+ * (pending_tx of the evidence table, open_holds of the counters), so a run costs what the work
+ * left costs, not what the tables hold (docs/decisions.md "Background cost"). An operator can
+ * invoke it with `{ "fullScan": true }` to read every evidence item once (the runbook's
+ * check after a restore). Two runs at once are safe (every move is a conditional
  * write); `npm start` runs the same function on a timer locally. Each run publishes the age of the
  * oldest anchor still waiting for its transaction and whether the wallet is below its low-balance
  * threshold (every minute: the wallet alarm treats silence as an alarm).
  */
 export async function handler(event?: { fullScan?: boolean }): Promise<ReconcileReport> {
-  const fullScan = event?.fullScan ?? new Date().getUTCMinutes() === 0;
+  const fullScan = event?.fullScan === true;
   try {
     const [report, wallet] = await Promise.all([
-      reconcileAnchors(await getReconcileDeps(), { fullScan }),
+      reconcileAnchors(await getReconcileDeps(), { fullScan, safetyScanItems: getConfig().reconcileSafetyScanItems }),
       getLedgerSender()
         .then((sender) => sender.walletStatus())
         .catch((error: unknown) => {

@@ -16,8 +16,13 @@ export interface CounterRepository {
   decrement(pk: string): Promise<void>;
   /** Ends the hold `holdId` once: `refund` gives its unit back, otherwise it stays counted. True for the call that ended it. */
   endHold(pk: string, holdId: string, refund: boolean): Promise<boolean>;
-  /** Counters under `prefix` that have holds not yet ended: their keys and hold ids. */
-  listHolds(prefix: string): Promise<{ pk: string; holds: string[] }[]>;
+  /**
+   * Counters under `prefix` that have holds not yet ended: their keys and hold ids. The cost
+   * follows the counters with holds, not the table (decisions.md "Background cost");
+   * `safetyScanItems` > 0 also reads that many items of the table itself, a segment at a time
+   * (the local net under the index).
+   */
+  listHolds(prefix: string, safetyScanItems?: number): Promise<{ pk: string; holds: string[] }[]>;
   /** The current count (strongly consistent); 0 for a missing counter or one whose window has ended. */
   read(pk: string, nowEpochSeconds: number): Promise<number>;
   /** Deletes one counter (whatever its state). */

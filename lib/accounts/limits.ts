@@ -265,9 +265,12 @@ export class LimitService {
     return this.counters.endHold(counterKey, holdId, outcome === 'refund');
   }
 
-  /** Quota counters with open holds (the reconciler's input). */
-  async openHolds(): Promise<{ counterKey: string; holdId: string }[]> {
-    const rows = await this.counters.listHolds('quota#');
+  /**
+   * Quota counters with open holds (the reconciler's input), from the counters with holds only;
+   * `safetyScanItems` > 0 also reads a bounded segment of the table (CounterRepository.listHolds).
+   */
+  async openHolds(safetyScanItems = 0): Promise<{ counterKey: string; holdId: string }[]> {
+    const rows = await this.counters.listHolds('quota#', safetyScanItems);
     return rows.flatMap((r) => r.holds.map((holdId) => ({ counterKey: r.pk, holdId })));
   }
 

@@ -25,10 +25,10 @@ export interface HoldReport {
 export async function reconcileQuotaHolds(
   limits: LimitService,
   judgeAnchorHold: (ref: string, holdId: string, ageMs: number) => Promise<HoldVerdict>,
-  options: { nowMs: number; requestMaxMs: number },
+  options: { nowMs: number; requestMaxMs: number; safetyScanItems?: number },
 ): Promise<HoldReport> {
   const report: HoldReport = { open: 0, settled: 0, refunded: 0 };
-  for (const { counterKey, holdId } of await limits.openHolds()) {
+  for (const { counterKey, holdId } of await limits.openHolds(options.safetyScanItems ?? 0)) {
     report.open++;
     const hold = parseHoldId(holdId);
     const age = hold ? options.nowMs - hold.createdAtMs : Number.POSITIVE_INFINITY;

@@ -95,10 +95,12 @@ export type HashClaimResult = { ok: true; item: EvidenceItem } | { ok: false; cu
 export interface EvidenceItemStore extends StandaloneProofStore {
   /** The item, read strongly consistent (verify must see a just-finished anchor). */
   get(imageHash: string): Promise<EvidenceItem | undefined>;
-  /** Unfinished anchors from the sparse index, oldest first (a hint: scanUnfinished is the full pass). */
+  /** Unfinished anchors from the sparse index, oldest first (a hint: the scans below read the items). */
   listUnfinished(limit: number): Promise<string[]>;
-  /** Every unfinished anchor, read from the items themselves. */
+  /** Every unfinished anchor, read from the items themselves (a full scan: an operator's tool). */
   scanUnfinished(): Promise<string[]>;
+  /** The unfinished anchors among the next `budget` items, read from the items (a bounded, resumable pass). */
+  scanUnfinishedSegment(budget: number): Promise<string[]>;
   /** Registers a hash, idempotently; `first` for exactly one of any number of concurrent registrations. */
   register(imageHash: string, accountId: string, now: string): Promise<{ registeredAt: string; first: boolean }>;
   /**

@@ -24,8 +24,11 @@ import { type AnchoredEvidence, isAnchored } from './records.js';
 export interface ReconcileDeps extends AnchorDeps {
   /** Re-sends what the ledger's records hold and the node lacks (the ledger sender's job); optional. */
   rebroadcast?: () => Promise<{ resent: number }>;
-  /** Ends the quota holds left open (bound to lib/accounts/quota-holds.ts reconcileQuotaHolds). */
-  reconcileHolds?: (judge: (ref: string, holdId: string, ageMs: number) => Promise<HoldVerdict>) => Promise<HoldReport>;
+  /**
+   * Ends the quota holds left open (bound to lib/accounts/quota-holds.ts reconcileQuotaHolds);
+   * `safetyScanItems` as in {@link ReconcileOptions}.
+   */
+  reconcileHolds?: (judge: (ref: string, holdId: string, ageMs: number) => Promise<HoldVerdict>, safetyScanItems: number) => Promise<HoldReport>;
   /** Reads finality from the chain (ledger-finality.ts); without it confirmed anchors simply leave the index. */
   finality?: FinalityReader;
 }
@@ -56,10 +59,26 @@ const PUBLISHING_GRACE_MS = DEFAULT_LEASE_MS;
 /** A hold of an anchor that never named it is refunded after this long (the reservation runs beside the claim). */
 const UNNAMED_HOLD_GRACE_MS = 30_000;
 
-export async function reconcileAnchors(
-  deps: ReconcileDeps,
-  options: { fullScan?: boolean; limit?: number; concurrency?: number } = {},
-): Promise<ReconcileReport> {
+/**
+ * What one pass reads (docs/decisions.md "Background cost"). By default only the work left: the
+ * sparse indexes of unfinished anchors and of counters with open holds, so a pass costs the same
+ * on a table of ten items or of ten million.
+ */
+export interface ReconcileOptions {
+  /** Also scan every item of the evidence table (an operator's tool: its cost grows with the table). */
+  fullScan?: boolean;
+  /**
+   * Also read this many items of the evidence and counters tables themselves, a segment per pass
+   * from where the last pass stopped (lib/store/segment-scan.ts): the local net for an index
+   * entry that dynalite lost to a SIGKILL. 0 (AWS, where indexes lose nothing) reads none.
+   */
+  safetyScanItems?: number;
+  /** Most unfinished anchors read from the index per pass (500). */
+  limit?: number;
+  concurrency?: number;
+}
+
+export async function reconcileAnchors(deps: ReconcileDeps, options: ReconcileOptions = {}): Promise<ReconcileReport> {
   const clock = deps.clock ?? (() => new Date());
   const report: ReconcileReport = { checked: 0, released: 0, finished: 0, confirmed: 0, finalized: 0, waiting: 0, failed: 0, resent: 0, oldestWaitingMs: 0 };
   if (deps.rebroadcast) {
@@ -69,8 +88,12 @@ export async function reconcileAnchors(
       log.warn('reconcile: ledger re-send failed; anchors are still examined', describeError(error));
     }
   }
-  const hashes = options.fullScan ? await deps.repo.scanUnfinished() : await deps.repo.listUnfinished(options.limit ?? 500);
-  const queue = [...new Set(hashes)];
+  const safety = options.safetyScanItems ?? 0;
+  const [listed, scanned] = await Promise.all([
+    options.fullScan ? deps.repo.scanUnfinished() : deps.repo.listUnfinished(options.limit ?? 500),
+    !options.fullScan && safety > 0 ? deps.repo.scanUnfinishedSegment(safety) : [],
+  ]);
+  const queue = [...new Set([...listed, ...scanned])];
   // A dependency that is down (503) fails every anchor that needs it: the pass stops at the first
   // such failure and leaves the rest to the next pass, with one log line instead of one per anchor.
   let down: { image_hash: string; error: ReturnType<typeof describeError> } | undefined;
@@ -94,7 +117,7 @@ export async function reconcileAnchors(
   }
 
   if (deps.reconcileHolds) {
-    report.holds = await deps.reconcileHolds((ref, holdId, ageMs) => judgeAnchorHold(deps, ref, holdId, ageMs));
+    report.holds = await deps.reconcileHolds((ref, holdId, ageMs) => judgeAnchorHold(deps, ref, holdId, ageMs), safety);
   }
   if (report.checked > 0 || report.resent > 0 || (report.holds?.open ?? 0) > 0) log.info('reconcile', { ...report, holds: report.holds });
   return report;

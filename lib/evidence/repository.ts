@@ -47,14 +47,19 @@ export class EvidenceRepository implements StandaloneProofStore {
     return this.items.get(imageHash);
   }
 
-  /** Unfinished anchors from the sparse pending_tx index, oldest first (a hint; scanUnfinished() is the full pass). */
+  /** Unfinished anchors from the sparse pending_tx index, oldest first (a hint; the scans read the items). */
   listUnfinished(limit: number): Promise<string[]> {
     return this.items.listUnfinished(limit);
   }
 
-  /** Every unfinished anchor, read from the items themselves (a full scan: at start and now and then). */
+  /** Every unfinished anchor, read from the items themselves (a full scan: an operator's tool). */
   scanUnfinished(): Promise<string[]> {
     return this.items.scanUnfinished();
+  }
+
+  /** The unfinished anchors among the next `budget` items (a bounded, resumable pass: the local net under the index). */
+  scanUnfinishedSegment(budget: number): Promise<string[]> {
+    return this.items.scanUnfinishedSegment(budget);
   }
 
   /** The last link of a device's chain, if any (to tell a client the next free index). */

@@ -173,28 +173,30 @@ try {
   stops.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
   say(`api        http://${config.host}:${config.port} (health: /api/v1/health, OpenAPI: /api/openapi.json)`);
 
-  // The scheduled Lambda's local twin (functions/jobs/reconcile.ts): a full pass over the items at
-  // start settles what a crash left (lapsed claims, publishing anchors, open quota holds), then a
-  // pass over the unfinished index every few seconds. One pass at a time. The ledger's re-send job
-  // (and its health line) runs every 30 s, as often as before, not on every pass.
+  // The scheduled Lambda's local twin (functions/jobs/reconcile.ts): a pass every few seconds over
+  // the work left (the sparse indexes of unfinished anchors and of open quota holds), plus a
+  // bounded segment of the tables themselves (RECONCILE_SAFETY_SCAN_ITEMS), the net for an index
+  // entry dynalite lost to a kill: a pass costs the same however large the tables grow
+  // (decisions.md "Background cost"). The first pass runs at once and settles what a crash left.
+  // One pass at a time. The ledger's re-send job (and its health line) runs every 30 s, not on every pass.
   let reconciling = false;
   let resentAt = 0;
-  const reconcile = async (fullScan: boolean) => {
+  const reconcile = async () => {
     if (reconciling) return;
     reconciling = true;
     try {
       const { rebroadcast, ...deps } = await getReconcileDeps();
-      const resend = fullScan || Date.now() - resentAt >= 30_000;
+      const resend = Date.now() - resentAt >= 30_000;
       if (resend) resentAt = Date.now();
-      await reconcileAnchors(resend ? { ...deps, rebroadcast } : deps, { fullScan });
+      await reconcileAnchors(resend ? { ...deps, rebroadcast } : deps, { safetyScanItems: config.reconcileSafetyScanItems });
     } catch (error) {
       log.warn('reconcile failed', describeError(error));
     } finally {
       reconciling = false;
     }
   };
-  void reconcile(true);
-  const timer = setInterval(() => void reconcile(false), config.reconcileIntervalMs);
+  void reconcile();
+  const timer = setInterval(() => void reconcile(), config.reconcileIntervalMs);
   timer.unref();
   stops.push(async () => clearInterval(timer));
 

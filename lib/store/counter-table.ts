@@ -2,11 +2,16 @@ import {
   DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
+  QueryCommand,
   ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { CounterRepository } from '../accounts/counter-repository.js';
 import { isConditionalCheckFailed } from './dynamo.js';
+import { SegmentScan } from './segment-scan.js';
+
+/** The one partition of the sparse index `open_holds` (infra/tables.json). */
+const HOLD_SHARD = 'open';
 
 /**
  * Windowed counters in the counters table (infra/tables.json), behind the domain's
@@ -40,13 +45,15 @@ export class CounterTable implements CounterRepository {
         new UpdateCommand({
           TableName: this.table,
           Key: { pk },
-          UpdateExpression: `ADD #count :one${holdId ? ', inflight :hold' : ''} SET expires_at = :exp`,
+          // A hold also puts the counter on the sparse index open_holds (hold_shard), in the same
+          // write; the reconciler takes it off once no hold is left (listHolds).
+          UpdateExpression: `ADD #count :one${holdId ? ', inflight :hold' : ''} SET expires_at = :exp${holdId ? ', hold_shard = :shard' : ''}`,
           // A new window starts at 0 (no item, or no count yet); otherwise the count must be below
           // the limit before this request is added. A hold is added once: the SDK resends a write
           // whose answer was lost (a deadline), and a second ADD would charge the unit twice.
           ConditionExpression: `(attribute_not_exists(#count) OR #count < :limit)${holdId ? ' AND NOT contains(inflight, :id)' : ''}`,
           ExpressionAttributeNames: { '#count': 'count' },
-          ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':exp': expiresAt, ...(holdId ? { ':hold': new Set([holdId]), ':id': holdId } : {}) },
+          ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':exp': expiresAt, ...(holdId ? { ':hold': new Set([holdId]), ':id': holdId, ':shard': HOLD_SHARD } : {}) },
           ReturnValues: 'UPDATED_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
@@ -115,28 +122,80 @@ export class CounterTable implements CounterRepository {
     }
   }
 
-  /** Counters under `prefix` that have holds not yet ended: their keys and hold ids. */
-  async listHolds(prefix: string): Promise<{ pk: string; holds: string[] }[]> {
-    const out: { pk: string; holds: string[] }[] = [];
+  /**
+   * Counters under `prefix` that have holds not yet ended: their keys and hold ids. Read from the
+   * sparse index open_holds, so the cost follows the counters with holds, not the table: one
+   * Query page per 1,000 of them, then one strongly consistent GetItem each (the index is
+   * eventually consistent and carries keys only). A counter on the index without a hold left is
+   * taken off it with one conditional write (`attribute_not_exists(inflight)`: a hold added
+   * meanwhile keeps it on). With `safetyScanItems`, a bounded segment of the table is read as
+   * well (lib/store/segment-scan.ts): the local net for an index entry dynalite lost.
+   */
+  async listHolds(prefix: string, safetyScanItems = 0): Promise<{ pk: string; holds: string[] }[]> {
+    const keys = new Set<string>();
     let start: Record<string, unknown> | undefined;
     do {
       const page = await this.db.send(
-        new ScanCommand({
+        new QueryCommand({
           TableName: this.table,
-          ProjectionExpression: 'pk, inflight',
-          FilterExpression: 'begins_with(pk, :p) AND attribute_exists(inflight)',
-          ExpressionAttributeValues: { ':p': prefix },
-          ConsistentRead: true,
+          IndexName: 'open_holds',
+          KeyConditionExpression: 'hold_shard = :s AND begins_with(pk, :p)',
+          ExpressionAttributeValues: { ':s': HOLD_SHARD, ':p': prefix },
           ...(start ? { ExclusiveStartKey: start } : {}),
         }),
       );
-      for (const item of page.Items ?? []) {
-        const holds = item.inflight instanceof Set ? [...(item.inflight as Set<string>)] : [];
-        if (holds.length > 0) out.push({ pk: String(item.pk), holds });
-      }
+      for (const item of page.Items ?? []) keys.add(String(item.pk));
       start = page.LastEvaluatedKey;
     } while (start);
-    return out;
+    if (safetyScanItems > 0) {
+      for (const item of await this.safetyScan(prefix).next(safetyScanItems)) keys.add(String(item.pk));
+    }
+    const out: { pk: string; holds: string[] }[] = [];
+    const list = [...keys];
+    for (let i = 0; i < list.length; i += 16) {
+      await Promise.all(
+        list.slice(i, i + 16).map(async (pk) => {
+          const item = await this.get(pk);
+          const holds = item?.inflight instanceof Set ? [...(item.inflight as Set<string>)] : [];
+          if (holds.length > 0) out.push({ pk, holds });
+          else if (item?.hold_shard !== undefined) await this.leaveHoldIndex(pk);
+        }),
+      );
+    }
+    return out.sort((a, b) => (a.pk < b.pk ? -1 : 1));
+  }
+
+  private scans = new Map<string, SegmentScan>();
+
+  private safetyScan(prefix: string): SegmentScan {
+    let scan = this.scans.get(prefix);
+    if (!scan) {
+      scan = new SegmentScan(this.db, {
+        TableName: this.table,
+        ProjectionExpression: 'pk',
+        FilterExpression: 'begins_with(pk, :p) AND attribute_exists(inflight)',
+        ExpressionAttributeValues: { ':p': prefix },
+        ConsistentRead: true,
+      });
+      this.scans.set(prefix, scan);
+    }
+    return scan;
+  }
+
+  /** Takes a counter without holds off the open_holds index; a hold added meanwhile keeps it on. */
+  private async leaveHoldIndex(pk: string): Promise<void> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk },
+          UpdateExpression: 'REMOVE hold_shard',
+          ConditionExpression: 'attribute_exists(hold_shard) AND attribute_not_exists(inflight)',
+        }),
+      );
+    } catch (error) {
+      if (!isConditionalCheckFailed(error)) throw error;
+    }
   }
 
   /** The current count (strongly consistent); 0 for a missing item or one whose window has ended. */

@@ -15,10 +15,20 @@ import {
 import { EVIDENCE_ITEM } from '../state-machines.js';
 import { tryWrite, type WriteOutcome } from './conditional.js';
 import { type LeaseAttributes, leaseParts, type LeaseStep } from './lease.js';
+import { SegmentScan } from './segment-scan.js';
 import { moveState, type VersionedMove } from './versioned.js';
 
 /** The one partition of the pending_tx index (pending anchors are few: minutes' worth at most). */
 const PENDING_SHARD = 'pending';
+
+/** What a scan for unfinished anchors reads: their keys, tested on the items themselves. */
+const UNFINISHED_SCAN = (table: string) => ({
+  TableName: table,
+  ProjectionExpression: 'image_hash',
+  FilterExpression: 'anchor_state IN (:a, :p) OR (anchor_state = :d AND tx_status = :pending) OR attribute_exists(pending_shard)',
+  ExpressionAttributeValues: { ':a': 'accepting', ':p': 'publishing', ':d': 'anchored', ':pending': 'pending' },
+  ConsistentRead: true,
+});
 
 /** The transitions of an evidence item (lib/state-machines.ts EVIDENCE_ITEM). */
 type EvidenceTransition = keyof typeof EVIDENCE_ITEM.transitions;
@@ -72,8 +82,8 @@ export class EvidenceTable implements EvidenceItemStore {
   /**
    * Unfinished anchors (accepting, publishing, or anchored with the transaction pending), from the
    * sparse pending_tx index, oldest first. The index is a hint: it is eventually consistent, and
-   * dynalite can lose an entry to a SIGKILL between an item and its index; scanUnfinished() is
-   * the full pass that catches those.
+   * dynalite can lose an entry to a SIGKILL between an item and its index; scanUnfinishedSegment()
+   * is the bounded local pass that catches those.
    */
   async listUnfinished(limit: number): Promise<string[]> {
     const r = await this.db.send(
@@ -88,25 +98,31 @@ export class EvidenceTable implements EvidenceItemStore {
     return (r.Items ?? []).map((i) => String(i.image_hash));
   }
 
-  /** Every unfinished anchor, read from the items themselves (a full scan: at start and now and then). */
+  /**
+   * Every unfinished anchor, read from the items themselves: a full scan, whose cost grows with
+   * the table. Only an operator runs it (the reconcile job with `{ "fullScan": true }`, the
+   * runbook); the schedule reads the index, and locally a bounded segment as well (below).
+   */
   async scanUnfinished(): Promise<string[]> {
     const out: string[] = [];
     let start: Record<string, unknown> | undefined;
     do {
-      const page = await this.db.send(
-        new ScanCommand({
-          TableName: this.table,
-          ProjectionExpression: 'image_hash',
-          FilterExpression: 'anchor_state IN (:a, :p) OR (anchor_state = :d AND tx_status = :pending) OR attribute_exists(pending_shard)',
-          ExpressionAttributeValues: { ':a': 'accepting', ':p': 'publishing', ':d': 'anchored', ':pending': 'pending' },
-          ConsistentRead: true,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
+      const page = await this.db.send(new ScanCommand({ ...UNFINISHED_SCAN(this.table), ...(start ? { ExclusiveStartKey: start } : {}) }));
       out.push(...(page.Items ?? []).map((i) => String(i.image_hash)));
       start = page.LastEvaluatedKey;
     } while (start);
     return out;
+  }
+
+  private segments: SegmentScan | undefined;
+
+  /**
+   * The unfinished anchors among the next `budget` items of the table (lib/store/segment-scan.ts):
+   * a bounded, resumable pass, the local net under the index (dynalite can lose an entry to a SIGKILL).
+   */
+  async scanUnfinishedSegment(budget: number): Promise<string[]> {
+    this.segments ??= new SegmentScan(this.db, UNFINISHED_SCAN(this.table));
+    return (await this.segments.next(budget)).map((i) => String(i.image_hash));
   }
 
   // ------------------------------------------------------------------ registration

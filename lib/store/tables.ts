@@ -1,6 +1,12 @@
-import { CreateTableCommand, DescribeTableCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { TABLE_DEFINITIONS, TABLE_KEYS, type TableNames } from './dynamo.js';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  type DescribeTableCommandOutput,
+  ResourceNotFoundException,
+} from '@aws-sdk/client-dynamodb';
+import { BatchWriteCommand, type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { TABLE_DEFINITIONS, TABLE_KEYS, type TableDefinition, type TableNames } from './dynamo.js';
 
 /**
  * Creates every table of infra/tables.json that does not exist yet (the embedded stack and tests).
@@ -12,24 +18,93 @@ export async function ensureTables(client: DynamoDBDocumentClient, names: TableN
   for (const key of TABLE_KEYS) {
     const def = TABLE_DEFINITIONS[key];
     const name = names[key];
-    try {
-      await client.send(new DescribeTableCommand({ TableName: name }));
+    const [table, moving] = await Promise.all([describe(client, name), describe(client, migratingName(name))]);
+    if (table && !moving && !missingIndexes(table, def).length) continue;
+    if (table || moving) {
+      await migrateTable(client, name, def);
       continue;
-    } catch (error) {
-      if (!(error instanceof ResourceNotFoundException)) throw error;
     }
-    await client.send(
-      new CreateTableCommand({
-        TableName: name,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: def.AttributeDefinitions,
-        KeySchema: def.KeySchema,
-        ...(def.GlobalSecondaryIndexes ? { GlobalSecondaryIndexes: def.GlobalSecondaryIndexes } : {}),
-      }),
-    );
+    await createTable(client, name, def);
     created.push(name);
   }
   return created;
+}
+
+/**
+ * A local table made by an earlier version, which lacks an index that infra/tables.json now
+ * defines (dynalite cannot add an index to a table): rebuilt under the same name with every item.
+ * Each step can be interrupted and is resumed at the next start: the items are first copied to
+ * `<name>-migrating` (created with the new definition), then the table is re-created and the items
+ * copied back, then `<name>-migrating` is deleted. Copies are idempotent puts of whole items, and
+ * nothing else writes while the tables are ensured (before the service starts). In AWS,
+ * CloudFormation adds indexes itself and this never runs.
+ */
+async function migrateTable(client: DynamoDBDocumentClient, name: string, def: TableDefinition): Promise<void> {
+  const moving = migratingName(name);
+  const table = await describe(client, name);
+  if (table && missingIndexes(table, def).length) {
+    if (!(await describe(client, moving))) await createTable(client, moving, def);
+    await copyItems(client, name, moving);
+    await client.send(new DeleteTableCommand({ TableName: name }));
+    await waitFor(client, name, (t) => !t);
+  }
+  if (!(await describe(client, name))) await createTable(client, name, def);
+  await copyItems(client, moving, name);
+  await client.send(new DeleteTableCommand({ TableName: moving }));
+  await waitFor(client, moving, (t) => !t);
+}
+
+const migratingName = (name: string) => `${name}-migrating`;
+
+function missingIndexes(table: NonNullable<DescribeTableCommandOutput['Table']>, def: TableDefinition): string[] {
+  const have = new Set((table.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName));
+  return (def.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName).filter((n) => !have.has(n));
+}
+
+async function describe(client: DynamoDBDocumentClient, name: string): Promise<DescribeTableCommandOutput['Table'] | undefined> {
+  try {
+    return (await client.send(new DescribeTableCommand({ TableName: name }))).Table;
+  } catch (error) {
+    if (error instanceof ResourceNotFoundException) return undefined;
+    throw error;
+  }
+}
+
+async function createTable(client: DynamoDBDocumentClient, name: string, def: TableDefinition): Promise<void> {
+  await client.send(
+    new CreateTableCommand({
+      TableName: name,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: def.AttributeDefinitions,
+      KeySchema: def.KeySchema,
+      ...(def.GlobalSecondaryIndexes ? { GlobalSecondaryIndexes: def.GlobalSecondaryIndexes } : {}),
+    }),
+  );
+  await waitFor(client, name, (t) => t?.TableStatus === 'ACTIVE');
+}
+
+/** Table operations complete at once on the embedded dynalite; another local server may take a moment. */
+async function waitFor(client: DynamoDBDocumentClient, name: string, done: (t: DescribeTableCommandOutput['Table'] | undefined) => boolean): Promise<void> {
+  for (let i = 0; !done(await describe(client, name)); i++) {
+    if (i >= 600) throw new Error(`table ${name} did not settle within 60 s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function copyItems(client: DynamoDBDocumentClient, from: string, to: string): Promise<void> {
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await client.send(new ScanCommand({ TableName: from, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start } : {}) }));
+    const items = page.Items ?? [];
+    for (let i = 0; i < items.length; i += 25) {
+      let requests = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
+      while (requests.length) {
+        const out = await client.send(new BatchWriteCommand({ RequestItems: { [to]: requests } }));
+        requests = (out.UnprocessedItems?.[to] ?? []) as typeof requests;
+      }
+    }
+    start = page.LastEvaluatedKey;
+  } while (start);
 }
 
 /** Checks that every table answers DescribeTable (used by the health endpoint). */
