@@ -13,7 +13,7 @@
  *   must not grow with them.
  * Writes its JSON result as the last line of stdout (bench/run.ts section `requests`).
  *
- * Environment: REQUESTS_IDLE_S=60 (length of each idle window), REQUESTS_GROW=10000,
+ * Environment: REQUESTS_TRACE=1 (print the requests of one hash registration and one anchor), REQUESTS_IDLE_S=60 (length of each idle window), REQUESTS_GROW=10000,
  * REQUESTS_HASH_N=200, REQUESTS_ANCHOR_N=160.
  */
 import { spawn } from 'node:child_process';
@@ -27,6 +27,7 @@ import { freePort } from '../lib/local/net.js';
 import { cpuMs } from './lib/cpu.js';
 import { BenchDevice, type AnchorBody } from './lib/device.js';
 import { type Counts, diffCounts, startCountingProxy, summarise } from './lib/dynamo-count.js';
+import type { BackgroundRow, RequestRow, RequestsResult } from './lib/report.js';
 import { BENCH_TIER_LIMITS } from './lib/stack.js';
 import { REPO_ROOT } from './lib/proc.js';
 
@@ -41,40 +42,11 @@ const hashN = num('REQUESTS_HASH_N', 200);
 const anchorN = num('REQUESTS_ANCHOR_N', 160);
 const log = (line: string) => process.stderr.write(`requests: ${line}\n`);
 
-export interface RequestRow {
-  operation: string;
-  clients: number;
-  count: number;
-  requestsEach: number;
-  writesEach: number;
-  writeUnitsEach: number;
-  readUnitsEach: number;
-  byOperationEach: Record<string, number>;
-  writesByTableEach: Record<string, number>;
-  writeUnitsByTableEach: Record<string, number>;
-  p50Ms: number;
-  /** CPU of the API process and the ledger node per operation (ms). */
-  serviceCpuMsEach: number;
-}
-
-export interface BackgroundRow {
-  what: string;
-  items: number;
-  seconds: number;
-  requestsPerMinute: number;
-  readUnitsPerMinute: number;
-  byOperationPerMinute: Record<string, number>;
-}
-
-export interface RequestsResult {
-  rows: RequestRow[];
-  background: BackgroundRow[];
-}
-
 // ------------------------------------------------------------------ the stack
 
 const dynamo = await startEmbeddedDynamo();
-const proxy = await startCountingProxy(dynamo.endpoint);
+const tracing = { on: false };
+const proxy = await startCountingProxy(dynamo.endpoint, process.env.REQUESTS_TRACE ? (line) => tracing.on && log(`  ${line}`) : undefined);
 const dataDir = await mkdtemp(path.join(os.tmpdir(), 'evidence-requests-'));
 const port = await freePort();
 const adminToken = randomBytes(24).toString('base64url');
@@ -198,9 +170,19 @@ const anchorOnce = async (body: AnchorBody) => {
   anchored.push(body.sha256_hash);
 };
 
-// Warm-up: every module loaded and every path taken once.
+// Warm-up: every module loaded and every path taken once. REQUESTS_TRACE=1 prints every request
+// of one more hash registration and one more anchor, in order.
 await hashOnce();
 await anchorOnce(new BenchDevice().next());
+if (process.env.REQUESTS_TRACE) {
+  tracing.on = true;
+  log('trace: one hash registration');
+  await hashOnce();
+  log('trace: one anchor');
+  await anchorOnce(new BenchDevice().next());
+  await new Promise((r) => setTimeout(r, 1000));
+  tracing.on = false;
+}
 
 await measure('hash registration', 1, hashN, hashOnce);
 await measure('hash registration', 10, hashN, hashOnce);

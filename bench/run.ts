@@ -14,8 +14,9 @@
  *      /proc/stat and shown next to it): the edge cache of bench/variants.ts in front of warm
  *      verify, and, with LEDGER_BLOCK_TIME_MS blocks, answering anchors without waiting for the
  *      receipt (LEDGER_RECEIPT_TIMEOUT_MS=0, a configuration of the production code).
- * 2. In-process stage costs (bench/stages.ts, its own process and stack).
- * 3. Cold start (bench/cold-start.ts): esbuild bundles and fresh-process imports.
+ * 2. DynamoDB requests per operation (bench/requests.ts: `npm start` behind a counting proxy).
+ * 3. In-process stage costs (bench/stages.ts, its own process and stack).
+ * 4. Cold start (bench/cold-start.ts): esbuild bundles and fresh-process imports.
  * Writes bench/results/latest.json and bench/results/latest.md.
  *
  * Environment (all optional):
@@ -25,9 +26,13 @@
  *   BENCH_CONNECTIONS=16       connections of the throughput runs
  *   BENCH_ANCHOR_CONNECTIONS=16
  *   BENCH_BLOCK_TIME_MS=2000   block time of the second chain
- *   BENCH_SECTIONS=http,variants,blocks,issue18,stages,cold   what to run (variants: the alternatives
+ *   BENCH_SECTIONS=http,variants,blocks,issue18,requests,stages,cold   what to run (variants: the alternatives
  *                              next to the http and blocks runs: edge-cached verify, no receipt wait;
- *                              issue18: the goals of issue 18 side by side, see below)
+ *                              issue18: the goals of issue 18 side by side, see below; requests: DynamoDB
+ *                              requests, writes and capacity units per operation and per idle minute,
+ *                              bench/requests.ts, its own REQUESTS_* settings)
+ *   BENCH_DDB_WRU_USD_PER_MILLION=0.625, BENCH_DDB_RRU_USD_PER_MILLION=0.125   requests: the on-demand
+ *                              prices (us-east-1 since November 2024) the DynamoDB cost per 1,000 anchors assumes
  *   BENCH_BATCH_WINDOW_MS=250  issue18: LEDGER_BATCH_WINDOW_MS of the batched run (the direct run has 0)
  *   BENCH_GAS_PRICE_GWEI=30    issue18: the Polygon gas price the cost per 1,000 anchors assumes
  *   BENCH_POL_USD=0.25         issue18: the POL price in USD it assumes
@@ -46,7 +51,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { LoadResult, LoadSpec } from './load.js';
 import { REPO_ROOT, runWorker, startServer, type Server } from './lib/proc.js';
-import { renderMarkdown, type ColdRow, type HttpRun, type Issue18Row, type StagesResult } from './lib/report.js';
+import { renderMarkdown, type ColdRow, type HttpRun, type Issue18Row, type RequestsResult, type StagesResult } from './lib/report.js';
 import { cpuMs, machineBusyMs, selfCpuMs } from './lib/cpu.js';
 import { startBenchStack, stopBenchDynamo, type BenchStack } from './lib/stack.js';
 
@@ -62,7 +67,10 @@ const settings = {
   connections: num('BENCH_CONNECTIONS', 16),
   anchorConnections: num('BENCH_ANCHOR_CONNECTIONS', 16),
   blockTimeMs: num('BENCH_BLOCK_TIME_MS', 2000),
-  sections: (process.env.BENCH_SECTIONS ?? 'http,variants,blocks,issue18,stages,cold').split(',').map((s) => s.trim()),
+  sections: (process.env.BENCH_SECTIONS ?? 'http,variants,blocks,issue18,requests,stages,cold').split(',').map((s) => s.trim()),
+  /** DynamoDB on-demand prices the cost per 1,000 anchors assumes (USD per million request units). */
+  ddbWriteUsdPerMillion: num('BENCH_DDB_WRU_USD_PER_MILLION', 0.625),
+  ddbReadUsdPerMillion: num('BENCH_DDB_RRU_USD_PER_MILLION', 0.125),
   batchWindowMs: num('BENCH_BATCH_WINDOW_MS', 250),
   gasPriceGwei: num('BENCH_GAS_PRICE_GWEI', 30),
   polUsd: num('BENCH_POL_USD', 0.25),
@@ -73,7 +81,15 @@ const want = (endpoint: 'hash' | 'anchor' | 'verify' | 'login') => endpoints.inc
 const started = Date.now();
 const say = (line: string) => process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}\n`);
 const runs: HttpRun[] = [];
-const results: { settings: typeof settings; machine: Record<string, unknown>; http: HttpRun[]; issue18?: Issue18Row[]; stages?: StagesResult; cold?: ColdRow[] } = {
+const results: {
+  settings: typeof settings;
+  machine: Record<string, unknown>;
+  http: HttpRun[];
+  issue18?: Issue18Row[];
+  requests?: RequestsResult;
+  stages?: StagesResult;
+  cold?: ColdRow[];
+} = {
   settings,
   machine: {
     nproc: os.cpus().length,
@@ -412,6 +428,10 @@ async function gasPerAnchor(rpcUrl: string, txAnchors: Record<string, number>): 
   return anchors > 0 ? gas / anchors : NaN;
 }
 
+if (settings.sections.includes('requests')) {
+  say('DynamoDB requests per operation and per idle minute (bench/requests.ts: npm start behind a counting proxy)');
+  results.requests = await runWorker<RequestsResult>('bench/requests.ts', {}, { echoStderr: true });
+}
 if (settings.sections.includes('stages')) {
   say('in-process stage costs (bench/stages.ts)');
   results.stages = await runWorker<StagesResult>('bench/stages.ts', { BENCH_STAGE_SCALE: process.env.BENCH_STAGE_SCALE ?? '0.4' }, { echoStderr: true });

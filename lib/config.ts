@@ -72,7 +72,7 @@ export interface Config {
    * RECONCILE_SAFETY_SCAN_ITEMS: items of the evidence and counters tables each reconciler pass
    * reads itself, a segment at a time (lib/store/segment-scan.ts), under the sparse indexes:
    * 1000 locally (dynalite can lose an index entry to a SIGKILL), 0 in AWS (DynamoDB's indexes
-   * lose nothing; docs/decisions.md "Background cost").
+   * lose nothing; docs/decisions.md "Cost").
    */
   reconcileSafetyScanItems: number;
   aws: {

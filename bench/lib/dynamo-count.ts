@@ -69,10 +69,22 @@ export function summarise(counts: Counts): {
   return s;
 }
 
+/** What a request does, in a few words (its key, expression or index), for the trace. */
+function describe(body: Buffer): string {
+  try {
+    const j = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+    const key = j.Key ? Object.values(j.Key as Record<string, Record<string, string>>).map((v) => String(Object.values(v)[0]).slice(0, 24)).join('/') : '';
+    const what = (j.UpdateExpression ?? j.KeyConditionExpression ?? j.ConditionExpression ?? j.FilterExpression ?? '') as string;
+    return `${j.IndexName ? `[${String(j.IndexName)}] ` : ''}${key} ${what.slice(0, 90)}`.trim();
+  } catch {
+    return '';
+  }
+}
+
 const tableOf = (name: unknown): string => (typeof name === 'string' ? name.replace(/^bench-[0-9a-f]+-/, '') : '?');
 
 /** Starts the proxy on a free port of 127.0.0.1, forwarding to `target` (dynalite's endpoint). */
-export async function startCountingProxy(target: string): Promise<CountingProxy> {
+export async function startCountingProxy(target: string, trace?: (line: string) => void): Promise<CountingProxy> {
   const upstream = new URL(target);
   const counts: Counts = {};
   const add = (key: string, units: number, bytes: number) => {
@@ -116,6 +128,7 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
             // an error answer
           }
           for (const t of tables) add(`${t} ${op}`, units / tables.length, sentBytes / tables.length);
+          if (trace) trace(`${tables.join(',')} ${op} ${describe(body)} → ${up.statusCode} ${units} units`);
           res.writeHead(up.statusCode ?? 500, up.headers);
           res.end(answer);
         });

@@ -167,12 +167,67 @@ function issue18Table(rows: Issue18Row[], settings: Record<string, unknown>): st
   ].join('\n');
 }
 
+/** One operation's DynamoDB cost (bench/requests.ts). */
+export interface RequestRow {
+  operation: string;
+  clients: number;
+  count: number;
+  requestsEach: number;
+  writesEach: number;
+  writeUnitsEach: number;
+  readUnitsEach: number;
+  byOperationEach: Record<string, number>;
+  writesByTableEach: Record<string, number>;
+  writeUnitsByTableEach: Record<string, number>;
+  p50Ms: number;
+  /** CPU of the API process and the ledger node per operation (ms). */
+  serviceCpuMsEach: number;
+}
+
+export interface BackgroundRow {
+  what: string;
+  items: number;
+  seconds: number;
+  requestsPerMinute: number;
+  readUnitsPerMinute: number;
+  byOperationPerMinute: Record<string, number>;
+}
+
+export interface RequestsResult {
+  rows: RequestRow[];
+  background: BackgroundRow[];
+}
+
+/** DynamoDB requests per operation (bench/requests.ts), with the cost of 1,000 of each at on-demand prices. */
+export function requestsTable(r: RequestsResult, settings: Record<string, unknown>): string {
+  const wru = Number(settings.ddbWriteUsdPerMillion ?? 0.625);
+  const rru = Number(settings.ddbReadUsdPerMillion ?? 0.125);
+  const fmt = (o: Record<string, number>) => Object.entries(o).map(([k, v]) => `${k} ${v}`).join(', ');
+  const rows = r.rows.map((x) => {
+    const usd = ((x.writeUnitsEach * wru + x.readUnitsEach * rru) * 1000) / 1e6;
+    return `| ${x.operation} | ${x.clients} | ${x.count} | **${x.requestsEach}** (${fmt(x.byOperationEach)}) | **${x.writesEach}** (${fmt(x.writesByTableEach)}) | ${x.writeUnitsEach} (${fmt(x.writeUnitsByTableEach)}) | ${x.readUnitsEach} | $${usd.toFixed(4)} | ${x.p50Ms} | ${x.serviceCpuMsEach} |`;
+  });
+  const idle = r.background.map((b) => `| ${b.what} | ${b.items} | ${b.seconds} | **${b.requestsPerMinute}** (${fmt(b.byOperationPerMinute)}) | ${b.readUnitsPerMinute} |`);
+  return [
+    '| operation | clients | n | requests each (by operation) | writes each (by table) | WCU each (by table) | RCU each | DynamoDB $ per 1,000 | p50 ms | service CPU ms each |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    `Prices: $${wru} per million write units, $${rru} per million read units (on demand). Service CPU: the API process and the ledger node.`,
+    '',
+    '| background (idle) | items in the tables | seconds | requests a minute (by operation) | RCU a minute |',
+    '|---|---|---|---|---|',
+    ...idle,
+  ].join('\n');
+}
+
 /** Everything run.ts writes to latest.md. */
 export interface BenchResults {
   settings: Record<string, unknown>;
   machine: Record<string, unknown>;
   http: HttpRun[];
   issue18?: Issue18Row[];
+  requests?: RequestsResult;
   stages?: StagesResult;
   cold?: ColdRow[];
 }
@@ -189,6 +244,7 @@ export function renderMarkdown(results: BenchResults): string {
   ];
   if (results.http.length) md.push('## HTTP (autocannon, separate process)', '', httpTable(results.http), '');
   if (results.issue18?.length) md.push('## Issue 18 goals, side by side', '', issue18Table(results.issue18, results.settings), '');
+  if (results.requests) md.push('## DynamoDB requests per operation (npm start behind a counting proxy)', '', requestsTable(results.requests, results.settings), '');
   const s = results.stages;
   if (s) {
     md.push('## Stages (in-process)', '', stagesTable(s), '');

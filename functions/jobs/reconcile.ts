@@ -17,7 +17,7 @@ const metrics = new Metrics({ namespace: 'EvidenceAnchoring', serviceName: 'evid
  * left unfinished, records late receipts, re-sends what the ledger node lacks and ends abandoned
  * quota holds (lib/evidence/reconcile.ts). It finds its work through the sparse indexes only
  * (pending_tx of the evidence table, open_holds of the counters), so a run costs what the work
- * left costs, not what the tables hold (docs/decisions.md "Background cost"). An operator can
+ * left costs, not what the tables hold (docs/decisions.md "Cost"). An operator can
  * invoke it with `{ "fullScan": true }` to read every evidence item once (the runbook's
  * check after a restore). Two runs at once are safe (every move is a conditional
  * write); `npm start` runs the same function on a timer locally. Each run publishes the age of the

@@ -18,7 +18,7 @@ export interface CounterRepository {
   endHold(pk: string, holdId: string, refund: boolean): Promise<boolean>;
   /**
    * Counters under `prefix` that have holds not yet ended: their keys and hold ids. The cost
-   * follows the counters with holds, not the table (decisions.md "Background cost");
+   * follows the counters with holds, not the table (decisions.md "Cost");
    * `safetyScanItems` > 0 also reads that many items of the table itself, a segment at a time
    * (the local net under the index).
    */

@@ -60,7 +60,7 @@ const PUBLISHING_GRACE_MS = DEFAULT_LEASE_MS;
 const UNNAMED_HOLD_GRACE_MS = 30_000;
 
 /**
- * What one pass reads (docs/decisions.md "Background cost"). By default only the work left: the
+ * What one pass reads (docs/decisions.md "Cost"). By default only the work left: the
  * sparse indexes of unfinished anchors and of counters with open holds, so a pass costs the same
  * on a table of ten items or of ten million.
  */

@@ -177,7 +177,7 @@ try {
   // the work left (the sparse indexes of unfinished anchors and of open quota holds), plus a
   // bounded segment of the tables themselves (RECONCILE_SAFETY_SCAN_ITEMS), the net for an index
   // entry dynalite lost to a kill: a pass costs the same however large the tables grow
-  // (decisions.md "Background cost"). The first pass runs at once and settles what a crash left.
+  // (decisions.md "Cost"). The first pass runs at once and settles what a crash left.
   // One pass at a time. The ledger's re-send job (and its health line) runs every 30 s, not on every pass.
   let reconciling = false;
   let resentAt = 0;

@@ -1,4 +1,4 @@
-import { GetCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { BatchRef, EvidenceItemStore, HashClaimResult } from '../evidence/ports.js';
 import {
   type AnchorClaim,
@@ -13,6 +13,8 @@ import {
   type TxStatus,
 } from '../evidence/records.js';
 import { EVIDENCE_ITEM } from '../state-machines.js';
+import { isConditionalCheckFailed } from './dynamo.js';
+import { type Blob, decodeItem, encodeFields, encodeRemove, missingBlobs } from './evidence-codec.js';
 import { tryWrite, type WriteOutcome } from './conditional.js';
 import { type LeaseAttributes, leaseParts, type LeaseStep } from './lease.js';
 import { SegmentScan } from './segment-scan.js';
@@ -51,6 +53,13 @@ const ANCHOR_FIELDS = [
   'tx_hash', 'tx_nonce', 'tx_raw', 'ledger_address', 'ledger_chain_id', 'batch_pk', 'merkle',
 ] as const;
 
+/**
+ * Blob values by key (lib/store/evidence-codec.ts): content-addressed and never changed, so one
+ * process-wide map serves every table; and the write of each blob, per table (done or under way).
+ */
+const blobValues = new Map<string, unknown>();
+const blobWrites = new Map<string, Promise<void>>();
+
 /** What a move of an evidence item writes besides its state and version. */
 interface MoveOptions {
   set?: Record<string, unknown>;
@@ -76,7 +85,53 @@ export class EvidenceTable implements EvidenceItemStore {
   /** The evidence item, read strongly consistent (verify must see a just-finished anchor). */
   async get(imageHash: string): Promise<EvidenceItem | undefined> {
     const r = await this.db.send(new GetCommand({ TableName: this.table, Key: { image_hash: imageHash }, ConsistentRead: true }));
-    return r.Item as EvidenceItem | undefined;
+    return r.Item ? this.decode(r.Item) : undefined;
+  }
+
+  /**
+   * An item as read, laid out as the domain knows it (lib/store/evidence-codec.ts): a blob it names
+   * is read once per process (strongly consistent: it was stored before the item named it).
+   */
+  private async decode(raw: Record<string, unknown>): Promise<EvidenceItem> {
+    const missing = missingBlobs(raw, (key) => blobValues.has(key));
+    await Promise.all(
+      missing.map(async (key) => {
+        const r = await this.db.send(new GetCommand({ TableName: this.table, Key: { image_hash: key }, ConsistentRead: true }));
+        if (r.Item) blobValues.set(key, r.Item.value);
+      }),
+    );
+    return decodeItem(raw, (key) => blobValues.get(key)) as unknown as EvidenceItem;
+  }
+
+  /**
+   * Stores the blobs a write will name, before it names them: once per table and process (writes
+   * of the same blob at once share one request; a failed one is tried again by the next write).
+   */
+  private async storeBlobs(blobs: Blob[]): Promise<void> {
+    await Promise.all(
+      blobs.map(({ key, value }) => {
+        const known = `${this.table}|${key}`;
+        let write = blobWrites.get(known);
+        if (!write) {
+          write = this.putBlob(key, value).catch((error: unknown) => {
+            blobWrites.delete(known);
+            throw error;
+          });
+          blobWrites.set(known, write);
+        }
+        return write;
+      }),
+    );
+  }
+
+  private async putBlob(key: string, value: unknown): Promise<void> {
+    try {
+      await this.db.send(new PutCommand({ TableName: this.table, Item: { image_hash: key, value }, ConditionExpression: 'attribute_not_exists(image_hash)' }));
+    } catch (error) {
+      // Already stored: the key is the hash of the value, so what is there is this value.
+      if (!isConditionalCheckFailed(error)) throw error;
+    }
+    blobValues.set(key, value);
   }
 
   /**
@@ -193,7 +248,7 @@ export class EvidenceTable implements EvidenceItemStore {
       const version = Number((r.attributes as { anchor_v?: unknown } | undefined)?.anchor_v);
       return { ok: true, item: { ...claim, anchor_state: 'accepting', anchor_v: version, pending_shard: PENDING_SHARD } };
     }
-    return { ok: false, current: (r.old as unknown as EvidenceItem | undefined) ?? (await this.get(claim.image_hash)) };
+    return { ok: false, current: r.old ? await this.decode(r.old as Record<string, unknown>) : await this.get(claim.image_hash) };
   }
 
   /**
@@ -352,7 +407,7 @@ export class EvidenceTable implements EvidenceItemStore {
     return next as unknown as EvidenceItem;
   }
 
-  private move(
+  private async move(
     current: Pick<EvidenceItem, 'image_hash' | 'anchor_state' | 'anchor_v'>,
     transition: EvidenceTransition,
     options: MoveOptions & { version?: 'unread'; returnUpdated?: boolean },
@@ -368,6 +423,9 @@ export class EvidenceTable implements EvidenceItemStore {
     const also = sub && options.also
       ? { expression: `${sub.expression} AND (${options.also.expression})`, values: { ...sub.values, ...options.also.values }, names: { ...options.also.names } }
       : (sub ?? options.also);
+    const encoded = options.set ? encodeFields(options.set) : undefined;
+    const remove = options.remove ? encodeRemove(options.remove) : undefined;
+    if (encoded?.blobs.length) await this.storeBlobs(encoded.blobs);
     return moveState(this.db, {
       table: this.table,
       key: { image_hash: current.image_hash },
@@ -376,8 +434,8 @@ export class EvidenceTable implements EvidenceItemStore {
       from,
       version: options.version ?? current.anchor_v,
       to,
-      ...(options.set ? { set: options.set } : {}),
-      ...(options.remove ? { remove: options.remove } : {}),
+      ...(encoded ? { set: encoded.fields } : {}),
+      ...(remove ? { remove } : {}),
       ...(also ? { also } : {}),
       ...(options.lease ? { lease: { attributes: ANCHOR_LEASE, step: options.lease } } : {}),
       ...(options.returnUpdated ? { returnValues: 'UPDATED_NEW' as const } : {}),

@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, ScanCommand, type ScanCommandInput } from '@aws-sdk/lib-dynamodb';
 
 /**
- * A scan in bounded segments (docs/decisions.md "Background cost"): each call reads at most
+ * A scan in bounded segments (docs/decisions.md "Cost"): each call reads at most
  * `budget` items of the table, from where the previous call stopped, and starts over at the
  * beginning once it reached the end. The cost of one call is therefore fixed by its budget, not by
  * the size of the table; the whole table is covered once every ⌈items ÷ budget⌉ calls.

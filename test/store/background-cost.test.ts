@@ -1,6 +1,6 @@
 /**
  * The reconciler's reads cost what the work left costs, not what the tables hold
- * (docs/decisions.md "Background cost"): open quota holds come from the sparse index open_holds,
+ * (docs/decisions.md "Cost"): open quota holds come from the sparse index open_holds,
  * unfinished anchors from pending_tx, and the local safety net reads a fixed number of items per
  * pass. Each test counts the DynamoDB requests a read sends, on a private dynalite.
  */
