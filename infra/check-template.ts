@@ -1,11 +1,17 @@
 /**
- * `npm run check:template`: offline checks of what `osls package` produced (run it first).
- * Reads .serverless/cloudformation-template-update-stack.json and serverless-state.json, prints
- * one line per check, and exits 1 when any fails. No network, no AWS credentials: resource
- * types, properties and attributes come from the CloudFormation specification shipped in
- * @aws-cdk/aws-service-spec; the deployment rules come from infra/functions.json and tables.json.
+ * `npm run check:template [-- <package folder>]`: offline checks of what `osls package` produced
+ * (run it first; the folder is .serverless unless `osls package --package <folder>` wrote
+ * another). Reads cloudformation-template-update-stack.json, serverless-state.json and the zips,
+ * prints one line per check, and exits 1 when any fails. No network, no AWS credentials:
+ * resource types, properties, required properties and attributes come from the CloudFormation
+ * specification shipped in @aws-cdk/aws-service-spec (pinned; docs/decisions.md "Deploying"
+ * gives its provenance); the deployment rules come from infra/functions.json and tables.json;
+ * the deployment parameters (every placeholder, missing or malformed value, every key file absent
+ * from the zips) from infra/deploy-params.cjs, each by its --param name: a failure on every stage
+ * but dev, a note on dev.
  */
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { inflateRawSync } from 'node:zlib';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { loadAwsServiceSpec } from '@aws-cdk/aws-service-spec';
@@ -28,12 +34,14 @@ import {
 } from './template-rules.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const OUT = path.join(ROOT, '.serverless');
+const OUT = path.resolve(process.argv[2] ?? path.join(ROOT, '.serverless'));
 const TEMPLATE = path.join(OUT, 'cloudformation-template-update-stack.json');
 const STATE = path.join(OUT, 'serverless-state.json');
 /** The edge WebACL's own template (scope CLOUDFRONT: deployed in us-east-1, docs/runbook.md "The edge"). */
 const EDGE_WAF = path.join(OUT, 'edge-waf-us-east-1.json');
-const { buildEdgeWebAclTemplate } = createRequire(import.meta.url)('./edge-waf.cjs') as typeof import('./edge-waf.cjs');
+const require = createRequire(import.meta.url);
+const { buildEdgeWebAclTemplate } = require('./edge-waf.cjs') as typeof import('./edge-waf.cjs');
+const { PLACEHOLDER_STAGES, parameterProblems } = require('./deploy-params.cjs') as typeof import('./deploy-params.cjs');
 
 /** The stage's PUBLIC_RATE_PER_MINUTE, as packaged into the functions' environment. */
 function packagedPublicRate(template: CfnTemplate): number {
@@ -51,9 +59,16 @@ const MAX_PROBLEMS_SHOWN = 25;
 
 interface ServerlessState {
   service: {
-    custom?: { kms?: Record<string, string> };
+    provider: { stage: string; region: string; environment?: Record<string, unknown> };
+    custom?: { kms?: Record<string, string>; keysDir?: string; edgeSetup?: { enabled?: boolean } };
     functions: Record<string, { package?: { artifact?: string } }>;
   };
+}
+
+/** A function's zip in the package folder (osls records `.serverless/<name>.zip` whatever the folder). */
+function artifactOf(state: ServerlessState, name: string): string {
+  const artifact = state.service.functions[name]?.package?.artifact ?? `${name}.zip`;
+  return path.join(OUT, path.basename(artifact));
 }
 
 function report(result: RuleResult): boolean {
@@ -64,8 +79,15 @@ function report(result: RuleResult): boolean {
   return ok;
 }
 
+interface ZipEntry {
+  name: string;
+  size: number;
+  /** The entry's bytes (stored or deflated, the two methods osls writes). */
+  read(): Buffer;
+}
+
 /** Entries of a .zip from its central directory (no dependency; packages are far below 4 GiB, so no ZIP64). */
-export function zipEntries(buf: Buffer): { name: string; size: number }[] {
+export function zipEntries(buf: Buffer): ZipEntry[] {
   let eocd = -1;
   for (let i = buf.length - 22; i >= Math.max(0, buf.length - 22 - 0xffff); i--) {
     if (buf.readUInt32LE(i) === 0x06054b50) {
@@ -76,14 +98,25 @@ export function zipEntries(buf: Buffer): { name: string; size: number }[] {
   if (eocd < 0) throw new Error('not a zip file (no end of central directory)');
   const count = buf.readUInt16LE(eocd + 10);
   let at = buf.readUInt32LE(eocd + 16);
-  const entries: { name: string; size: number }[] = [];
+  const entries: ZipEntry[] = [];
   for (let n = 0; n < count; n++) {
     if (buf.readUInt32LE(at) !== 0x02014b50) throw new Error('corrupt central directory');
+    const method = buf.readUInt16LE(at + 10);
+    const compressedSize = buf.readUInt32LE(at + 20);
     const size = buf.readUInt32LE(at + 24);
     const nameLength = buf.readUInt16LE(at + 28);
     const extraLength = buf.readUInt16LE(at + 30);
     const commentLength = buf.readUInt16LE(at + 32);
-    entries.push({ name: buf.toString('utf8', at + 46, at + 46 + nameLength), size });
+    const local = buf.readUInt32LE(at + 42);
+    const read = () => {
+      if (buf.readUInt32LE(local) !== 0x04034b50) throw new Error('corrupt local header');
+      const start = local + 30 + buf.readUInt16LE(local + 26) + buf.readUInt16LE(local + 28);
+      const data = buf.subarray(start, start + compressedSize);
+      if (method === 0) return Buffer.from(data);
+      if (method === 8) return inflateRawSync(data);
+      throw new Error(`zip method ${method} is not supported`);
+    };
+    entries.push({ name: buf.toString('utf8', at + 46, at + 46 + nameLength), size, read });
     at += 46 + nameLength + extraLength + commentLength;
   }
   return entries;
@@ -92,17 +125,16 @@ export function zipEntries(buf: Buffer): { name: string; size: number }[] {
 const kib = (n: number) => (n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MiB` : `${(n / 1024).toFixed(1)} KiB`);
 
 /** Each function's zip exists, holds its handler bundle and nothing of the local stack, within Lambda's limits. */
-function checkArtifacts(state: ServerlessState): boolean {
+function checkArtifacts(state: ServerlessState, entriesOf: (name: string) => ZipEntry[] | undefined): boolean {
   let allOk = true;
   for (const fn of registry.allFunctions()) {
-    const artifact = state.service.functions[fn.name]?.package?.artifact ?? `.serverless/${fn.name}.zip`;
-    const file = path.resolve(ROOT, artifact);
+    const file = artifactOf(state, fn.name);
     const problems: string[] = [];
     let line = `zip ${path.relative(ROOT, file)}`;
-    if (!existsSync(file)) problems.push('missing');
+    const entries = entriesOf(fn.name);
+    if (!entries) problems.push('missing');
     else {
       const zipped = statSync(file).size;
-      const entries = zipEntries(readFileSync(file));
       const unzipped = entries.reduce((n, e) => n + e.size, 0);
       line += ` ${kib(zipped)} (${entries.length} file${entries.length === 1 ? '' : 's'}, ${kib(unzipped)} unzipped)`;
       const bundle = registry.handlerOf(fn).replace(/\.handler$/, '.mjs');
@@ -141,6 +173,42 @@ async function main(): Promise<number> {
   writeFileSync(EDGE_WAF, `${JSON.stringify(waf, null, 2)}\n`);
   for (const r of [checkResourceTypes(waf, db), checkProperties(waf, db), checkReferences(waf, db)]) results.push({ ...r, name: `edge WebACL template: ${r.name}` });
 
+  // The deployment parameters, by name: what the package recorded, and the key files as the zips hold them.
+  const stage = state.service.provider.stage;
+  const edgeOn = stage !== 'dev' || template.Resources.EdgeDistribution !== undefined;
+  const zips = new Map<string, ZipEntry[] | undefined>();
+  const entriesOf = (name: string) => {
+    if (!zips.has(name)) {
+      const file = artifactOf(state, name);
+      zips.set(name, existsSync(file) ? zipEntries(readFileSync(file)) : undefined);
+    }
+    return zips.get(name);
+  };
+  const parameterFindings = await parameterProblems({
+    get: (p) => p.split('.').reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), state.service),
+    // Present only when every function's zip holds it (each function reads it from its own /var/task).
+    readFile: (file) => {
+      let content: Buffer | undefined;
+      for (const fn of registry.allFunctions()) {
+        const entry = entriesOf(fn.name)?.find((e) => e.name === file);
+        if (!entry) return undefined;
+        content ??= entry.read();
+      }
+      return content;
+    },
+    edge: edgeOn,
+    keysDir: state.service.custom?.keysDir,
+    region: state.service.provider.region,
+  });
+  const strict = !PLACEHOLDER_STAGES.has(stage);
+  if (strict) {
+    results.push({
+      name: `deployment parameters of stage ${stage}: no placeholder, nothing missing or malformed, every key file in every zip`,
+      summary: `infra/deploy-params.cjs, edge ${edgeOn ? 'on' : 'off'}`,
+      problems: parameterFindings,
+    });
+  }
+
   const custom = state.service.custom?.kms ?? {};
   const kmsArns: Partial<Record<KmsKey, string>> = {};
   for (const [key, { custom: name }] of Object.entries(registry.KMS_KEYS)) {
@@ -152,17 +220,17 @@ async function main(): Promise<number> {
     checkRoutes(template),
     checkSchedules(template),
     checkOperations(template),
-    checkEdge(template, waf),
+    checkEdge(template, waf, stage),
     checkTables(template.Resources),
     ...checkLeastPrivilege(templateView(template, kmsArns)),
   );
 
   let ok = results.map(report).every(Boolean);
-  ok = checkArtifacts(state) && ok;
+  ok = checkArtifacts(state, entriesOf) && ok;
 
-  const placeholders = Object.entries(kmsArns).filter(([, arn]) => arn.includes(':000000000000:'));
-  if (placeholders.length) {
-    console.log(`note KMS key ARNs are placeholders (${placeholders.map(([k]) => k).join(', ')}): fine for CI, not for a deploy`);
+  if (!strict && parameterFindings.length) {
+    console.log(`note stage ${stage} may package with placeholders (CI); a deploy of any other stage would fail on:`);
+    for (const p of parameterFindings) console.log(`       - ${p}`);
   }
   console.log(ok ? 'template checks passed' : 'template checks FAILED');
   return ok ? 0 : 1;

@@ -193,7 +193,7 @@ const SOURCE_FILE = /^(functions|lib)\/[a-z0-9/-]+\.ts$/;
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 /** The fields an entry may have, by kind (a misspelt field is an error, not a silent default). */
 const FIELDS = {
-  http: ['name', 'operationId', 'file', 'method', 'path', 'public', 'anchoring', 'alarms', 'openapi', 'access', 'kms', 'environment', 'reservedConcurrency', 'bundle'],
+  http: ['name', 'operationId', 'file', 'method', 'path', 'public', 'edgeCache', 'anchoring', 'alarms', 'openapi', 'access', 'kms', 'environment', 'reservedConcurrency', 'bundle'],
   scheduled: ['name', 'file', 'schedule', 'access', 'kms', 'environment', 'reservedConcurrency', 'bundle'],
   gateway: ['name', 'file', 'alarms', 'access', 'kms', 'environment', 'reservedConcurrency', 'bundle'],
 };
@@ -206,6 +206,8 @@ function entryProblems(fn) {
   if (typeof fn.file === 'string' && !existsSync(path.join(ROOT, fn.file))) problems.push(`${fn.name}: file ${fn.file} does not exist`);
   if (fn.alarms !== undefined && typeof fn.alarms !== 'boolean') problems.push(`${fn.name}: alarms must be true or false`);
   if (fn.anchoring !== undefined && typeof fn.anchoring !== 'boolean') problems.push(`${fn.name}: anchoring must be true or false`);
+  // The edge caches these paths with no credentials passed on (infra/edge-waf.cjs): public GETs only.
+  if (fn.edgeCache !== undefined && (fn.edgeCache !== true || fn.method !== 'GET' || fn.public !== true)) problems.push(`${fn.name}: edgeCache: true is for public GET functions only`);
   if (!isObject(fn.access)) problems.push(`${fn.name}: access must be an object (table → r|w|d|s letters; {} for none)`);
   if (fn.kind === 'http') {
     const o = fn.openapi;

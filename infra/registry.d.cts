@@ -23,6 +23,8 @@ export interface RegistryFunction {
   operationId?: string;
   path?: string;
   public?: boolean;
+  /** The edge caches its answers as the origin's Cache-Control says, with no credentials passed on (infra/edge-waf.cjs). */
+  edgeCache?: boolean;
   anchoring?: boolean;
   /** Its errors and throttles are alarmed one by one (scheduled functions always are). */
   alarms?: boolean;

@@ -6,15 +6,26 @@
  *    definition names an expiry attribute, encrypted with KMS, retained on delete and replace;
  *  - one IAM role per function granting exactly its access map (tables and their index ARNs),
  *    its own log group, and the KMS keys it needs — nothing with `*` as action or resource.
- * KMS key ARNs come from serverless.yml `custom.kms`; on any stage but `dev` a placeholder ARN
- * (account 000000000000) stops packaging, so a real deploy cannot ship a policy on a fake key.
+ * KMS key ARNs come from serverless.yml `custom.kms`; on any stage but `dev` every deployment
+ * parameter that is a placeholder, missing or malformed (infra/deploy-params.cjs) stops
+ * packaging, each named, so a real deploy cannot ship a policy on a fake key.
  */
 
+const { existsSync, readFileSync } = require('node:fs');
+const path = require('node:path');
 const registry = require('./registry.cjs');
-const { buildEdgeResources } = require('./edge-waf.cjs');
+const { buildEdgeResources, buildEdgeApiExtension, edgeEnabled } = require('./edge-waf.cjs');
+const { PLACEHOLDER_STAGES, parameterProblems } = require('./deploy-params.cjs');
 
-const PLACEHOLDER_ACCOUNT = ':000000000000:';
-const PLACEHOLDER_STAGES = new Set(['dev']);
+const ROOT = path.resolve(__dirname, '..');
+/** The edge as the generator tests see it, before osls resolves serverless.yml's custom.edge. */
+const UNRESOLVED_EDGE = {
+  webAclArn: '${self:custom.edge.webAclArn}',
+  originSecret: '${self:custom.edge.originSecret}',
+  originDomain: '${self:custom.edge.originDomain}',
+  originCertificateArn: '${self:custom.edge.originCertificateArn}',
+  originHostedZoneId: '',
+};
 
 /** One CloudFormation table from one infra/tables.json definition. */
 function buildTable(key, def) {
@@ -107,6 +118,17 @@ function buildRole(fn) {
 
 /** The custom metrics the reconciler publishes (EMF, functions/jobs/reconcile.ts). */
 const METRICS_NAMESPACE = 'EvidenceAnchoring';
+/** Metrics the stack derives from the reconciler's JSON log lines (per stack: two stages may share an account). */
+const LOG_METRICS_NAMESPACE = { 'Fn::Sub': 'EvidenceAnchoring/${AWS::StackName}' };
+/**
+ * Log lines → metrics (AWS::Logs::MetricFilter on the reconcile function's log group): the
+ * `ledger_fee_cap` alert of lib/ledger/replacement.ts, and the clock drift of the
+ * `ledger: health` line the ledger's resend job logs on every reconcile run (lib/ledger/resend.ts).
+ */
+const LOG_METRICS = {
+  LedgerFeeCap: { pattern: '{ $.alert = "ledger_fee_cap" }', metric: 'LedgerFeeCapReached', value: '1' },
+  ClockDrift: { pattern: '{ $.msg = "ledger: health" }', metric: 'ClockDriftSeconds', value: '$.clockDriftSeconds' },
+};
 
 const alarm = (description, properties) => ({
   Type: 'AWS::CloudWatch::Alarm',
@@ -197,6 +219,60 @@ function buildOperations() {
     // Published every minute by the reconciler: silence means it is not running.
     TreatMissingData: 'breaching',
   });
+  // The runbook's former hand-made alarms (docs/runbook.md "Alarms"), from the reconciler's own lines.
+  const reconcileLogs = { Ref: registry.naming.logGroup('reconcile') };
+  Resources.ReconcileStuckAlarm = alarm('Anchors the reconciler could not advance, in every run for 15 minutes (EMF ReconcileFailures)', {
+    Namespace: METRICS_NAMESPACE,
+    MetricName: 'ReconcileFailures',
+    Dimensions: [{ Name: 'service', Value: 'evidence-anchoring' }],
+    Statistic: 'Minimum',
+    Period: 300,
+    EvaluationPeriods: 3,
+    DatapointsToAlarm: 3,
+    Threshold: 0,
+    ComparisonOperator: 'GreaterThanThreshold',
+    TreatMissingData: 'notBreaching',
+  });
+  for (const [id, filter] of Object.entries(LOG_METRICS)) {
+    Resources[`${id}MetricFilter`] = {
+      Type: 'AWS::Logs::MetricFilter',
+      Properties: {
+        LogGroupName: reconcileLogs,
+        FilterPattern: filter.pattern,
+        MetricTransformations: [{ MetricNamespace: LOG_METRICS_NAMESPACE, MetricName: filter.metric, MetricValue: filter.value, Unit: 'None' }],
+      },
+    };
+  }
+  Resources.LedgerFeeCapAlarm = alarm('A stuck ledger transaction can no longer be replaced: the fee bump would cross LEDGER_MAX_FEE_GWEI', {
+    Namespace: LOG_METRICS_NAMESPACE,
+    MetricName: LOG_METRICS.LedgerFeeCap.metric,
+    Statistic: 'Sum',
+    Period: 300,
+    EvaluationPeriods: 1,
+    Threshold: 1,
+    ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    TreatMissingData: 'notBreaching',
+  });
+  Resources.TsaClockDriftAlarm = alarm('The Lambda clock (which the TSA writes into every token) and the latest block are more than 60 s apart for 15 minutes', {
+    ComparisonOperator: 'GreaterThanThreshold',
+    Threshold: 60,
+    EvaluationPeriods: 3,
+    DatapointsToAlarm: 3,
+    TreatMissingData: 'notBreaching',
+    Metrics: [
+      {
+        Id: 'drift',
+        ReturnData: false,
+        MetricStat: { Metric: { Namespace: LOG_METRICS_NAMESPACE, MetricName: LOG_METRICS.ClockDrift.metric }, Period: 300, Stat: 'Maximum' },
+      },
+      {
+        Id: 'mindrift',
+        ReturnData: false,
+        MetricStat: { Metric: { Namespace: LOG_METRICS_NAMESPACE, MetricName: LOG_METRICS.ClockDrift.metric }, Period: 300, Stat: 'Minimum' },
+      },
+      { Id: 'absdrift', Label: 'largest clock drift, seconds either way', ReturnData: true, Expression: 'MAX([ABS(drift), ABS(mindrift)])' },
+    ],
+  });
   Resources.ScheduledFailuresAlarm = alarm('A scheduled run (reconcile, quota reset) failed after its retries: see the failure queue', {
     Namespace: 'AWS/SQS',
     MetricName: 'ApproximateNumberOfMessagesVisible',
@@ -215,8 +291,9 @@ function buildOperations() {
  * Overrides of resources osls generates itself: the HTTP API's default stage gets route
  * throttling (`HttpApiStage`, merged by osls' `resources.extensions`).
  */
-function buildExtensions() {
+function buildExtensions(edgeOn) {
   return {
+    ...(edgeOn ? buildEdgeApiExtension() : {}),
     HttpApiStage: {
       Properties: {
         DefaultRouteSettings: {
@@ -229,8 +306,12 @@ function buildExtensions() {
   };
 }
 
-/** `{ Resources, Outputs }` for serverless.yml. */
-function buildResources() {
+/**
+ * `{ Resources, Outputs, extensions }` for serverless.yml. `edge`: the resolved custom.edge values
+ * with the edge on, or null with it off (dev without a WebACL: no distribution, the HTTP API's own
+ * endpoint); the generator tests call it with no argument (the edge on, references unresolved).
+ */
+function buildResources(edge = UNRESOLVED_EDGE) {
   registry.assertValidRegistry();
   const Resources = {};
   const Outputs = {};
@@ -241,34 +322,54 @@ function buildResources() {
   }
   for (const fn of registry.allFunctions()) Resources[registry.naming.role(fn.name)] = buildRole(fn);
   Object.assign(Resources, buildOperations());
-  Object.assign(Resources, buildEdgeResources());
-  Outputs.EdgeUrl = { Description: 'The public address of the API (CloudFront with the edge WebACL)', Value: { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': ['EdgeDistribution', 'DomainName'] }]] } };
+  if (edge) {
+    Object.assign(Resources, buildEdgeResources(edge));
+    Outputs.EdgeUrl = { Description: 'The public address of the API (CloudFront with the edge WebACL)', Value: { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': ['EdgeDistribution', 'DomainName'] }]] } };
+    Outputs.EdgeOriginTarget = {
+      Description: 'Where the origin name (edgeOriginDomain) must point (alias or CNAME) when the stack does not create its record (no edgeOriginHostedZoneId)',
+      Value: { 'Fn::GetAtt': ['EdgeOriginDomainName', 'RegionalDomainName'] },
+    };
+  } else {
+    Outputs.ApiUrl = { Description: 'The public address of the API (edge off: the HTTP API itself)', Value: { 'Fn::GetAtt': ['HttpApi', 'ApiEndpoint'] } };
+  }
   Outputs.AlarmTopicArn = { Description: 'Subscribe the on-call rotation here (every alarm notifies it)', Value: { Ref: registry.naming.alarmTopic } };
-  return { Resources, Outputs, extensions: buildExtensions() };
+  return { Resources, Outputs, extensions: buildExtensions(Boolean(edge)) };
 }
 
-/** Refuses placeholder KMS key ARNs outside the `dev` stage (osls passes resolveVariable). */
-async function assertRealKeys(resolveVariable) {
+/**
+ * Refuses, on every stage but dev, every deployment parameter that is a placeholder, missing or
+ * malformed, and every key file that is missing (infra/deploy-params.cjs), all at once, each by
+ * its `--param` name. On dev only a half-given edge is refused (a WebACL without its origin).
+ * osls passes resolveVariable.
+ */
+async function assertDeployable(resolveVariable, edgeOn) {
   const stage = await resolveVariable('sls:stage');
-  if (PLACEHOLDER_STAGES.has(stage)) return;
-  const bad = [];
-  for (const { custom } of Object.values(registry.KMS_KEYS)) {
-    const arn = await resolveVariable(`self:custom.kms.${custom}`);
-    if (typeof arn !== 'string' || !arn.startsWith('arn:') || arn.includes(PLACEHOLDER_ACCOUNT)) bad.push(`custom.kms.${custom} = ${arn}`);
-  }
-  const webAcl = await resolveVariable('self:custom.edge.webAclArn');
-  if (typeof webAcl !== 'string' || !webAcl.startsWith('arn:aws:wafv2:us-east-1:') || webAcl.includes(PLACEHOLDER_ACCOUNT)) bad.push(`custom.edge.webAclArn = ${webAcl}`);
-  const secret = await resolveVariable('self:custom.edge.originSecret');
-  if (typeof secret !== 'string' || secret.length < 32 || secret.startsWith('placeholder-')) bad.push('custom.edge.originSecret (pass --param="edgeOriginSecret=…", 32 characters or more)');
-  if (bad.length > 0) {
-    throw new Error(`stage "${stage}" needs real KMS key ARNs and a real edge (pass --param=...; see serverless.yml custom.kms):\n  ${bad.join('\n  ')}`);
+  const region = await resolveVariable('self:provider.region');
+  const keysDir = await resolveVariable('self:custom.keysDir');
+  const get = async (p) => resolveVariable(`self:${p}`);
+  const readFile = async (file) => {
+    const full = path.join(ROOT, file);
+    return existsSync(full) ? readFileSync(full) : undefined;
+  };
+  let problems = await parameterProblems({ get, readFile, edge: edgeOn, keysDir, region });
+  if (PLACEHOLDER_STAGES.has(stage)) problems = problems.filter((p) => p.startsWith('edge'));
+  if (problems.length > 0) {
+    const error = new Error(`stage "${stage}" cannot be deployed as configured; pass --param="<name>=…" for each (docs/runbook.md):\n  ${problems.join('\n  ')}`);
+    error.stack = error.message; // osls prints the stack: the list is the whole story
+    throw error;
   }
 }
 
 module.exports = async ({ resolveVariable } = {}) => {
-  if (resolveVariable) await assertRealKeys(resolveVariable);
-  return buildResources();
+  if (!resolveVariable) return buildResources();
+  const edgeOn = await edgeEnabled(resolveVariable);
+  await assertDeployable(resolveVariable, edgeOn);
+  if (!edgeOn) return buildResources(null);
+  const edge = {};
+  for (const key of Object.keys(UNRESOLVED_EDGE)) edge[key] = await resolveVariable(`self:custom.edge.${key}`);
+  return buildResources(edge);
 };
 module.exports.buildResources = buildResources;
 module.exports.buildStatements = buildStatements;
 module.exports.METRICS_NAMESPACE = METRICS_NAMESPACE;
+module.exports.LOG_METRICS = LOG_METRICS;

@@ -50,6 +50,13 @@ export function createApp(options: AppOptions = {}): OpenAPIHono<AppEnv> {
       if (!result.success) throw validationError(result.error);
     },
   });
+  // Every answer, JSON, problem+json, HTML or PDF, locally and on Lambda: browsers take the
+  // Content-Type as given (the edge adds the same header, infra/edge-waf.cjs). Outermost, so
+  // that answers made by onError and notFound carry it too.
+  app.use('*', async (c, next) => {
+    await next();
+    c.header('X-Content-Type-Options', 'nosniff');
+  });
   app.use('*', requestContext());
   if (options.publicCors) {
     app.use(

@@ -1,9 +1,10 @@
 /**
- * The edge in the packaged stack (infra/edge-waf.cjs): the public reads are limited per client IP
- * by a WAF rate-based rule (a WebACL of scope CLOUDFRONT, its own template for us-east-1) on a
- * CloudFront distribution in front of the HTTP API, and every function runs with
- * PUBLIC_RATE_LIMIT=edge behind the edge's secret header. The rule (infra/template-rules.ts
- * checkEdge, run by `npm run check:template`) holds for the package and notices each part missing.
+ * The edge in the packaged dev stack (infra/edge-waf.cjs, docs/decisions.md "Deploying"): with no
+ * WebACL given, dev deploys with the edge off (its absent WebACL would make the CloudFront create
+ * fail), so the functions limit public reads in process, need no secret, and the execute-api
+ * endpoint stays on; every other stage must have the edge. The WebACL's own template (scope
+ * CLOUDFRONT, us-east-1) is checked either way. The edge-on package (prod, complete parameters)
+ * is checked by test/offline/package.offline.ts (`npm run test:offline`).
  */
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -22,36 +23,54 @@ const copy = <T>(t: T): T => JSON.parse(JSON.stringify(t)) as T;
 const waf = (rate = 600) => buildEdgeWebAclTemplate({ publicRatePerMinute: rate });
 type Obj = Record<string, unknown>;
 const rule = (t: CfnTemplate) => ((t.Resources.EdgeWebAcl!.Properties!.Rules as Obj[])[0]!.Statement as Obj).RateBasedStatement as Obj;
+const env = (t: CfnTemplate, id: string) => (t.Resources[id]!.Properties!.Environment as Obj).Variables as Obj;
 
-describe('the packaged stack limits public reads at the edge', () => {
-  test('a CloudFront distribution with the WebACL in front of the API, the rate rule per IP and minute, every function behind it', () => {
-    assert.deepEqual(checkEdge(template, waf()).problems, []);
-    const dist = template.Resources.EdgeDistribution!;
-    assert.equal(dist.Type, 'AWS::CloudFront::Distribution');
+describe('dev without a WebACL deploys with the edge off', () => {
+  test('no distribution, execute-api on, every function counting public reads in process with no secret', () => {
+    assert.deepEqual(checkEdge(template, waf(), 'dev').problems, []);
+    assert.equal(template.Resources.EdgeDistribution, undefined);
+    assert.notEqual(template.Resources.HttpApi!.Properties!.DisableExecuteApiEndpoint, true);
+    assert.equal(env(template, 'V2EvidenceVerifyLambdaFunction').PUBLIC_RATE_LIMIT, 'process');
+    assert.equal(env(template, 'V2EvidenceVerifyLambdaFunction').EDGE_ORIGIN_SECRET, '');
+    assert.deepEqual(env(template, 'V2EvidenceVerifyLambdaFunction').PUBLIC_BASE_URL, { 'Fn::GetAtt': ['HttpApi', 'ApiEndpoint'] });
+  });
+
+  test('the same package is refused on any other stage, and a half-off edge is noticed', () => {
+    assert.ok(checkEdge(template, waf(), 'prod').problems.some((p) => /edge is required on stage prod/.test(p)));
+    const cases: [string, (t: CfnTemplate) => void, RegExp][] = [
+      ['execute-api disabled with nothing in front', (t) => (t.Resources.HttpApi!.Properties!.DisableExecuteApiEndpoint = true), /nothing could reach the API/],
+      ['a function still expecting the edge', (t) => (env(t, 'V1HealthLambdaFunction').PUBLIC_RATE_LIMIT = 'edge'), /v1Health: PUBLIC_RATE_LIMIT/],
+      ['a secret no one sends', (t) => (env(t, 'V1StatsLambdaFunction').EDGE_ORIGIN_SECRET = 'x'.repeat(40)), /v1Stats: EDGE_ORIGIN_SECRET is set/],
+    ];
+    for (const [name, mutate, expected] of cases) {
+      const t = copy(template);
+      mutate(t);
+      const problems = checkEdge(t, waf(), 'dev').problems;
+      assert.ok(problems.some((p) => expected.test(p)), `${name}: ${JSON.stringify(problems)}`);
+    }
+  });
+});
+
+describe('the edge WebACL template (us-east-1)', () => {
+  test('scope CLOUDFRONT, the rate rule per IP and minute', () => {
     const acl = waf().Resources.EdgeWebAcl!;
     assert.equal(acl.Type, 'AWS::WAFv2::WebACL');
     assert.equal(acl.Properties!.Scope, 'CLOUDFRONT');
     assert.deepEqual({ ...rule(waf()), ScopeDownStatement: undefined }, { Limit: 600, EvaluationWindowSec: 60, AggregateKeyType: 'IP', ScopeDownStatement: undefined });
   });
 
-  test('the check notices each part missing or wrong', () => {
-    const cases: [string, (t: CfnTemplate, w: CfnTemplate) => void, RegExp][] = [
-      ['no distribution', (t) => delete t.Resources.EdgeDistribution, /no CloudFront distribution/],
-      ['no WebACL on it', (t) => delete ((t.Resources.EdgeDistribution!.Properties!.DistributionConfig as Obj).WebACLId), /WebACLId/],
-      ['no secret header', (t) => ((((t.Resources.EdgeDistribution!.Properties!.DistributionConfig as Obj).Origins as Obj[])[0]!).OriginCustomHeaders = []), /X-Edge-Origin/],
-      ['a cached API', (t) => (((t.Resources.EdgeDistribution!.Properties!.DistributionConfig as Obj).DefaultCacheBehavior as Obj).CachePolicyId = 'x'), /cached/],
-      ['a function counting in process', (t) => (((t.Resources.V2EvidenceVerifyLambdaFunction!.Properties!.Environment as Obj).Variables as Obj).PUBLIC_RATE_LIMIT = 'process'), /v2EvidenceVerify: PUBLIC_RATE_LIMIT/],
-      ['another limit at the edge', (_t, w) => (rule(w).Limit = 6000), /limit 6000/],
-      ['a five-minute window', (_t, w) => (rule(w).EvaluationWindowSec = 300), /window 300/],
-      ['per forwarded IP', (_t, w) => (rule(w).AggregateKeyType = 'FORWARDED_IP'), /per FORWARDED_IP/],
-      ['a regional WebACL', (_t, w) => (w.Resources.EdgeWebAcl!.Properties!.Scope = 'REGIONAL'), /CLOUDFRONT/],
-      ['a 403 instead of 429', (_t, w) => (((((w.Resources.EdgeWebAcl!.Properties!.Rules as Obj[])[0]!.Action as Obj).Block as Obj).CustomResponse as Obj).ResponseCode = 403), /429/],
+  test('the check notices each part wrong', () => {
+    const cases: [string, (w: CfnTemplate) => void, RegExp][] = [
+      ['another limit at the edge', (w) => (rule(w).Limit = 6000), /limit 6000/],
+      ['a five-minute window', (w) => (rule(w).EvaluationWindowSec = 300), /window 300/],
+      ['per forwarded IP', (w) => (rule(w).AggregateKeyType = 'FORWARDED_IP'), /per FORWARDED_IP/],
+      ['a regional WebACL', (w) => (w.Resources.EdgeWebAcl!.Properties!.Scope = 'REGIONAL'), /CLOUDFRONT/],
+      ['a 403 instead of 429', (w) => (((((w.Resources.EdgeWebAcl!.Properties!.Rules as Obj[])[0]!.Action as Obj).Block as Obj).CustomResponse as Obj).ResponseCode = 403), /429/],
     ];
     for (const [name, mutate, expected] of cases) {
-      const t = copy(template);
       const w = copy(waf());
-      mutate(t, w);
-      const problems = checkEdge(t, w).problems;
+      mutate(w);
+      const problems = checkEdge(template, w, 'dev').problems;
       assert.ok(problems.some((p) => expected.test(p)), `${name}: ${JSON.stringify(problems)}`);
     }
   });

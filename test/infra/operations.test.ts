@@ -31,12 +31,60 @@ describe('the packaged stack has the operations an AWS engineer expects', () => 
       ['no failure destination', (t) => delete t.Resources.ReconcileLambdaEvConf, /reconcile: no on-failure destination/],
       ['no throttling', (t) => delete (t.Resources.HttpApiStage!.Properties!.DefaultRouteSettings as Record<string, unknown>).ThrottlingRateLimit, /throttling/],
       ['no access log', (t) => delete t.Resources.HttpApiStage!.Properties!.AccessLogSettings, /access log/],
+      ['no reconcile-stuck alarm', (t) => delete t.Resources.ReconcileStuckAlarm, /failing to advance/],
+      ['no fee-cap metric filter', (t) => delete t.Resources.LedgerFeeCapMetricFilter, /metric filter for the ledger fee cap/],
+      ['no fee-cap alarm', (t) => delete t.Resources.LedgerFeeCapAlarm, /no alarm on the ledger fee cap/],
+      ['a clock-drift filter on another log group', (t) => (t.Resources.ClockDriftMetricFilter!.Properties!.LogGroupName = { Ref: 'V1HealthLogGroup' }), /metric filter for the TSA clock drift/],
+      ['no clock-drift alarm', (t) => delete t.Resources.TsaClockDriftAlarm, /no alarm on the TSA clock drift/],
     ];
     for (const [name, mutate, expected] of cases) {
       const t = copy();
       mutate(t);
       const problems = checkOperations(t).problems;
       assert.ok(problems.some((p) => expected.test(p)), `${name}: ${JSON.stringify(problems)}`);
+    }
+  });
+});
+
+describe('the runbook alarms are the stack alarms (docs/runbook.md "Alarms")', () => {
+  const runbook = readFileSync(path.join(ROOT, 'docs', 'runbook.md'), 'utf8');
+
+  test('no alarm or metric filter is left for an operator to create by hand', () => {
+    assert.doesNotMatch(runbook, /put-metric-alarm|put-metric-filter/);
+  });
+
+  test('every alarm the runbook names is an AWS::CloudWatch::Alarm of the packaged stack, and every alarm of the stack is in the runbook', () => {
+    const named = new Set([...runbook.matchAll(/`([A-Z][A-Za-z0-9]*Alarm)`/g)].map((m) => m[1]!));
+    assert.ok(named.size >= 7, `${named.size} alarms named`);
+    for (const id of named) assert.equal(template.Resources[id]?.Type, 'AWS::CloudWatch::Alarm', id);
+    const perFunction = /(Errors|Throttles)Alarm$/;
+    const stack = Object.entries(template.Resources).filter(([id, r]) => r.Type === 'AWS::CloudWatch::Alarm' && !perFunction.test(id)).map(([id]) => id);
+    assert.deepEqual(stack.filter((id) => !named.has(id)), []);
+  });
+
+  test('each metric filter matches a line the code writes, with the field it takes its value from', async () => {
+    const { readdir } = await import('node:fs/promises');
+    const sources: string[] = [];
+    for (const dir of ['lib', 'functions']) {
+      for (const e of await readdir(path.join(ROOT, dir), { recursive: true, withFileTypes: true })) {
+        if (e.isFile() && e.name.endsWith('.ts')) sources.push(readFileSync(path.join(e.parentPath, e.name), 'utf8'));
+      }
+    }
+    const filters = Object.entries(template.Resources).filter(([, r]) => r.Type === 'AWS::Logs::MetricFilter');
+    assert.ok(filters.length >= 2);
+    for (const [id, f] of filters) {
+      const pattern = String(f.Properties!.FilterPattern);
+      const literal = /\$\.(\w+) = "([^"]+)"/.exec(pattern);
+      assert.ok(literal, `${id}: ${pattern}`);
+      const [, field, value] = literal;
+      // The field is written as `field: 'value'` (log fields) or as the message of log(level, 'value', …).
+      const writers = sources.filter((text) => (field === 'msg' ? text.includes(`'${value}'`) : new RegExp(`\\b${field}: '${value}'`).test(text)));
+      assert.ok(writers.length > 0, `${id}: no code logs ${field}=${value}`);
+      const metricValue = String((f.Properties!.MetricTransformations as { MetricValue: string }[])[0]!.MetricValue);
+      if (metricValue.startsWith('$.')) {
+        const name = metricValue.slice(2);
+        assert.ok(writers.some((text) => new RegExp(`\\b${name}:`).test(text)), `${id}: the line ${value} has no field ${name}`);
+      }
     }
   });
 });

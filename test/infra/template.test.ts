@@ -41,7 +41,7 @@ const { Resources } = buildResources();
 /**
  * The generator output as osls will see it: the generated resources plus what osls creates
  * itself and the alarms name: the log group and the function of every registry function
- * (merge-iam-templates.js; the function only as far as a Ref needs it) and the HTTP API, and the
+ * (merge-iam-templates.js; the function only as far as a Ref needs it) the HTTP API and its stage, and the
  * Lambda → role links from `role:`.
  */
 function generatedView(resources: Record<string, CfnResource> = Resources): DeploymentView {
@@ -54,6 +54,7 @@ function generatedView(resources: Record<string, CfnResource> = Resources): Depl
     };
   }
   all.HttpApi = { Type: 'AWS::ApiGatewayV2::Api', Properties: { Name: 'svc-dev', ProtocolType: 'HTTP' } };
+  all.HttpApiStage = { Type: 'AWS::ApiGatewayV2::Stage', Properties: { ApiId: { Ref: 'HttpApi' }, StageName: '$default', AutoDeploy: true } };
   const placeholders = new Map(
     Object.entries(registry.KMS_KEYS).map(([key, { custom }]) => [`\${self:custom.kms.${custom}}`, key as KmsKey]),
   );

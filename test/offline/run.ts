@@ -1,5 +1,7 @@
 /**
- * `npm run test:offline`: the API through the deployed shape. Starts the embedded stack
+ * `npm run test:offline`: the deployed shape. First test/offline/package.offline.ts: the prod
+ * package twice (placeholders refused by name; complete values packaged and passed by
+ * `npm run check:template`), no stack needed. Then the API through the deployed shape: starts the embedded stack
  * (in-memory dynalite, automining Hardhat, secrets in a temp dir: test/support/stack.ts), then
  * `osls offline` as a child process with the stack's environment — serverless-esbuild bundles
  * every function of infra/functions.json as on `osls package`, serverless-offline serves them
@@ -47,6 +49,19 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => void stopAll().finally(() => process.exit(130)));
 }
 
+/** A node --test child over one file; resolves with its exit code. */
+function nodeTest(file: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', path.join('test', 'offline', file)], { cwd: root, env, stdio: 'inherit' });
+    child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0)));
+  });
+}
+
+// Packaging first, on its own: both packages bundle every function, which osls offline does too.
+const tPackage = performance.now();
+const packageCode = await nodeTest('package.offline.ts');
+console.log(`# offline: prod packaging tests ${ms(performance.now() - tPackage)}`);
+
 try {
   const t0 = performance.now();
   stack = await startTestStack();
@@ -65,14 +80,7 @@ try {
   const tReady = performance.now();
   console.log(`# offline: stack ${ms(tStack - t0)}, osls offline ready ${ms(tReady - tStack)} (bundling included) at ${baseUrl}`);
 
-  code = await new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', path.join('test', 'offline', 'smoke.offline.ts')], {
-      cwd: root,
-      env: { ...process.env, OFFLINE_URL: baseUrl, OFFLINE_LAMBDA_URL: `http://127.0.0.1:${lambdaPort}`, ADMIN_TOKEN: stack?.env.ADMIN_TOKEN ?? '' },
-      stdio: 'inherit',
-    });
-    child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0)));
-  });
+  code = await nodeTest('smoke.offline.ts', { ...process.env, OFFLINE_URL: baseUrl, OFFLINE_LAMBDA_URL: `http://127.0.0.1:${lambdaPort}`, ADMIN_TOKEN: stack?.env.ADMIN_TOKEN ?? '' });
   console.log(`# offline: smoke run ${ms(performance.now() - tReady)}, total ${ms(performance.now() - t0)}`);
   if (code !== 0) console.error(`\n# osls offline output (last 8000 characters):\n${offlineLog.slice(-8000)}`);
 } catch (error) {
@@ -82,7 +90,7 @@ try {
 } finally {
   await stopAll();
 }
-process.exit(code);
+process.exit(code || packageCode);
 
 /** Resolves on serverless-offline's "Server ready" line; rejects if osls exits first or takes too long. */
 function waitUntilReady(child: ChildProcess): Promise<void> {

@@ -1,0 +1,144 @@
+'use strict';
+/**
+ * The deployment parameters a stage needs before AWS can run it (docs/decisions.md "Deploying"),
+ * each named as the `--param` that sets it, and the one rule that judges them. Used twice:
+ *  - by `osls package` (infra/serverless-resources.cjs), which refuses a stage other than dev
+ *    whose parameters are placeholders, missing or malformed, before anything is bundled;
+ *  - by `npm run check:template` (infra/check-template.ts), on the resolved configuration the
+ *    package recorded (.serverless/serverless-state.json) and on the key files inside each
+ *    function's zip, so a package made any other way is judged by the same rule.
+ * Every problem starts with the parameter's name, so the operator knows which `--param` to pass.
+ *
+ * On dev the same findings are notes: dev packages offline with placeholder KMS keys, no key
+ * files and no edge (docs/decisions.md "Deploying").
+ */
+
+const { X509Certificate } = require('node:crypto');
+
+/** The stage that may package with placeholders (CI, `osls package` with no parameters). */
+const PLACEHOLDER_STAGES = new Set(['dev']);
+const ZERO_ACCOUNT = '000000000000';
+
+/**
+ * Every parameter, where its resolved value lives in the osls configuration (`path`, the same for
+ * `resolveVariable('self:' + path)` and for serverless-state.json's `service`) and what it must be.
+ * `edge: true`: needed only with the edge on (always on stages other than dev).
+ * `optional: true`: may be left unset; when set it must be well formed.
+ */
+const PARAMETERS = [
+  { param: 'pqSignerKmsKeyArn', path: 'custom.kms.pqSignerKeyArn', kind: 'kmsKeyArn' },
+  { param: 'tsaKmsKeyArn', path: 'custom.kms.tsaKeyArn', kind: 'kmsKeyArn' },
+  { param: 'ledgerKmsKeyArn', path: 'custom.kms.ledgerWalletKeyArn', kind: 'kmsKeyArn' },
+  { param: 'jwtSecretKmsKeyArn', path: 'custom.kms.jwtSecretKeyArn', kind: 'kmsKeyArn' },
+  { param: 'ed25519SignerKmsKeyArn', path: 'custom.kms.ed25519SignerKeyArn', kind: 'kmsKeyArn' },
+  { param: 'pdfSignerKmsKeyArn', path: 'custom.kms.pdfSignerKeyArn', kind: 'kmsKeyArn' },
+  { param: 'jwtSecretKmsCiphertext', path: 'provider.environment.JWT_SECRET_KMS_CIPHERTEXT', kind: 'kmsCiphertext' },
+  { param: 'tsaCertFile', path: 'provider.environment.TSA_CERT_FILE', kind: 'certificateFile' },
+  { param: 'tsaRootFile', path: 'provider.environment.TSA_ROOT_FILE', kind: 'certificateFile' },
+  { param: 'pdfSignerCertFile', path: 'provider.environment.PDF_SIGNER_CERT_FILE', kind: 'certificateFile' },
+  { param: 'pqPublicKeyFile', path: 'provider.environment.PQ_PUBLIC_KEY_FILE', kind: 'mlDsa65PublicKeyFile' },
+  { param: 'edgeWebAclArn', path: 'custom.edge.webAclArn', kind: 'webAclArn', edge: true },
+  { param: 'edgeOriginSecret', path: 'custom.edge.originSecret', kind: 'secret', edge: true },
+  { param: 'edgeOriginDomain', path: 'custom.edge.originDomain', kind: 'hostname', edge: true },
+  { param: 'edgeOriginCertificateArn', path: 'custom.edge.originCertificateArn', kind: 'acmCertificateArn', edge: true },
+  { param: 'edgeOriginHostedZoneId', path: 'custom.edge.originHostedZoneId', kind: 'hostedZoneId', edge: true, optional: true },
+];
+
+/** ML-DSA-65 public key: the raw 1952 bytes (FIPS 204), as docs/runbook.md step 3 exports it. */
+const ML_DSA_65_PUBLIC_KEY_BYTES = 1952;
+/** The JWT secret is at least 32 bytes; a KMS ciphertext carries it plus at least IV, tag and key reference. */
+const MIN_CIPHERTEXT_BYTES = 32 + 12 + 16;
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+
+const isPlaceholder = (v) => /placeholder/i.test(v) || v.includes(`:${ZERO_ACCOUNT}:`);
+
+/** Problems of one string value of the given kind (empty: fine). `region`: the stack's region. */
+function valueProblems(kind, value, region) {
+  if (value === undefined || value === null || value === '') return ['not set'];
+  if (typeof value !== 'string') return [`not a string (${JSON.stringify(value)})`];
+  if (isPlaceholder(value)) return [`still the placeholder "${value}"`];
+  switch (kind) {
+    case 'kmsKeyArn': {
+      const m = new RegExp(`^arn:aws[a-z-]*:kms:([a-z0-9-]+):(\\d{12}):key/(${UUID}|mrk-[0-9a-f]{32})$`).exec(value);
+      if (!m) return [`"${value}" is not a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>; IAM cannot scope kms:Sign to an alias)`];
+      if (region && m[1] !== region) return [`"${value}" is a key in ${m[1]}; the functions run in ${region} and call KMS there`];
+      return [];
+    }
+    case 'kmsCiphertext': {
+      if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value) || value.length % 4 !== 0) return ['not base64 (the CiphertextBlob of `aws kms encrypt`, docs/runbook.md step 3)'];
+      const bytes = Buffer.from(value, 'base64').length;
+      if (bytes < MIN_CIPHERTEXT_BYTES) return [`${bytes} bytes: too short to be the KMS ciphertext of a 32-byte secret`];
+      return [];
+    }
+    case 'webAclArn':
+      if (!new RegExp(`^arn:aws:wafv2:us-east-1:\\d{12}:global/webacl/[A-Za-z0-9_-]+/${UUID}$`).test(value)) {
+        return [`"${value}" is not a CLOUDFRONT WebACL ARN (arn:aws:wafv2:us-east-1:<account>:global/webacl/<name>/<id>, the output of the edge stack)`];
+      }
+      return [];
+    case 'acmCertificateArn': {
+      const m = new RegExp(`^arn:aws[a-z-]*:acm:([a-z0-9-]+):(\\d{12}):certificate/${UUID}$`).exec(value);
+      if (!m) return [`"${value}" is not an ACM certificate ARN`];
+      if (region && m[1] !== region) return [`"${value}" is in ${m[1]}: a regional API Gateway domain needs its certificate in ${region}`];
+      return [];
+    }
+    case 'hostname':
+      if (!/^(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/.test(value)) return [`"${value}" is not a DNS name`];
+      if (/\.(amazonaws\.com|cloudfront\.net)$/.test(value)) return [`"${value}" is an AWS name: the origin needs a name of your own (a custom domain of the API)`];
+      return [];
+    case 'hostedZoneId':
+      return /^Z[A-Z0-9]{1,32}$/.test(value) ? [] : [`"${value}" is not a Route 53 hosted zone id`];
+    case 'secret':
+      return value.length >= 32 ? [] : [`${value.length} characters; at least 32 are required`];
+    case 'certificateFile':
+    case 'mlDsa65PublicKeyFile':
+      return [];
+    default:
+      throw new Error(`unknown parameter kind ${kind}`);
+  }
+}
+
+/** Problems of a key file's content (a Buffer), by kind. */
+function fileContentProblems(kind, content) {
+  if (kind === 'mlDsa65PublicKeyFile') {
+    return content.length === ML_DSA_65_PUBLIC_KEY_BYTES ? [] : [`${content.length} bytes, not the ${ML_DSA_65_PUBLIC_KEY_BYTES} of a raw ML-DSA-65 public key`];
+  }
+  try {
+    new X509Certificate(content);
+    return [];
+  } catch {
+    return ['not a PEM certificate'];
+  }
+}
+
+const isFileKind = (kind) => kind === 'certificateFile' || kind === 'mlDsa65PublicKeyFile';
+
+/**
+ * Every problem of a stage's parameters, one line each, starting with the parameter's name.
+ *  - get(path): the resolved value at an osls configuration path (see PARAMETERS);
+ *  - readFile(relativePath): the file as the functions will see it (a Buffer), or undefined when
+ *    it is absent (on disk at package time; inside the zips for the template check);
+ *  - edge: whether the edge is on; keysDir: the folder `package.patterns` ships; region.
+ */
+async function parameterProblems({ get, readFile, edge, keysDir, region }) {
+  const problems = [];
+  for (const p of PARAMETERS) {
+    if (p.edge && !edge) continue;
+    const value = await get(p.path);
+    if (p.optional && (value === undefined || value === '')) continue;
+    const found = valueProblems(p.kind, value, region);
+    if (found.length === 0 && isFileKind(p.kind)) {
+      const file = String(value).replace(/^\.\//, '');
+      if (file.startsWith('/') || file.includes('..')) found.push(`"${value}" is not a path inside the package (relative to the service folder)`);
+      else if (keysDir && !file.startsWith(`${keysDir.replace(/\/+$/, '')}/`)) found.push(`"${value}" is outside ${keysDir}/, the only folder the package ships (package.patterns)`);
+      else {
+        const content = await readFile(file);
+        if (content === undefined) found.push(`${value} is missing (docs/runbook.md step 3 creates it)`);
+        else found.push(...fileContentProblems(p.kind, content).map((x) => `${value}: ${x}`));
+      }
+    }
+    for (const f of found) problems.push(`${p.param}: ${f}`);
+  }
+  return problems;
+}
+
+module.exports = { PARAMETERS, PLACEHOLDER_STAGES, parameterProblems, valueProblems, fileContentProblems, isPlaceholder };
