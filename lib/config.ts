@@ -69,10 +69,10 @@ export interface Config {
   /** `npm start`: how often the reconciler passes over unfinished anchors (the Lambda runs every minute). */
   reconcileIntervalMs: number;
   /**
-   * RECONCILE_SAFETY_SCAN_ITEMS: items of the evidence and counters tables each reconciler pass
-   * reads itself, a segment at a time (lib/store/segment-scan.ts), under the sparse indexes:
-   * 1000 locally (dynalite can lose an index entry to a SIGKILL), 0 in AWS (DynamoDB's indexes
-   * lose nothing; docs/decisions.md "Cost").
+   * RECONCILE_SAFETY_SCAN_ITEMS: while a safety sweep is due (at start and after the database
+   * restarts), how many items of the evidence and counters tables each reconciler pass reads
+   * itself (lib/store/segment-scan.ts): 1000 locally (dynalite can lose an index entry to a
+   * SIGKILL), 0 in AWS (DynamoDB's indexes lose nothing; docs/decisions.md "Cost").
    */
   reconcileSafetyScanItems: number;
   aws: {

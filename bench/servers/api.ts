@@ -39,7 +39,7 @@ const reconcileTimer = setInterval(() => {
   if (reconciling) return;
   reconciling = true;
   void getReconcileDeps()
-    .then(({ rebroadcast: _r, ...deps }) => reconcileAnchors(deps, { safetyScanItems: Number(process.env.RECONCILE_SAFETY_SCAN_ITEMS ?? 1000) }))
+    .then(({ rebroadcast: _r, ...deps }) => reconcileAnchors(deps))
     .catch(() => undefined)
     .finally(() => (reconciling = false));
 }, Number(process.env.RECONCILE_INTERVAL_MS ?? 5000));

@@ -1,5 +1,4 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { getConfig } from '../../lib/deps/core.js';
 import { getLedgerSender, getReconcileDeps } from '../../lib/deps/anchoring.js';
 import { reconcileAnchors, type ReconcileReport } from '../../lib/evidence/reconcile.js';
 import { describeError, log } from '../../lib/log.js';
@@ -28,7 +27,7 @@ export async function handler(event?: { fullScan?: boolean }): Promise<Reconcile
   const fullScan = event?.fullScan === true;
   try {
     const [report, wallet] = await Promise.all([
-      reconcileAnchors(await getReconcileDeps(), { fullScan, safetyScanItems: getConfig().reconcileSafetyScanItems }),
+      reconcileAnchors(await getReconcileDeps(), { fullScan }),
       getLedgerSender()
         .then((sender) => sender.walletStatus())
         .catch((error: unknown) => {

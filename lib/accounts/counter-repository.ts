@@ -4,6 +4,15 @@
  * (epoch seconds) is the end of the window. A counter whose `expires_at` has passed reads as absent.
  * Each write is atomic on one counter.
  */
+/**
+ * One step of a safety sweep (decisions.md "Cost"): read this many items of the table itself, from
+ * its beginning (`restart`: the first step of a sweep) or from where the last step stopped.
+ */
+export interface SweepStep {
+  items: number;
+  restart: boolean;
+}
+
 export interface CounterRepository {
   /**
    * Adds one unless the counter reached `limit`: the new count, or undefined when the limit was
@@ -18,11 +27,11 @@ export interface CounterRepository {
   endHold(pk: string, holdId: string, refund: boolean): Promise<boolean>;
   /**
    * Counters under `prefix` that have holds not yet ended: their keys and hold ids. The cost
-   * follows the counters with holds, not the table (decisions.md "Cost");
-   * `safetyScanItems` > 0 also reads that many items of the table itself, a segment at a time
-   * (the local net under the index).
+   * follows the counters with holds, not the table (decisions.md "Cost"). With `sweep`, one
+   * segment of the table itself is read as well (the local net under the index), and `swept`
+   * tells whether the segment reached the end of the table.
    */
-  listHolds(prefix: string, safetyScanItems?: number): Promise<{ pk: string; holds: string[] }[]>;
+  listHolds(prefix: string, sweep?: SweepStep): Promise<{ holds: { pk: string; holds: string[] }[]; swept?: boolean }>;
   /** The current count (strongly consistent); 0 for a missing counter or one whose window has ended. */
   read(pk: string, nowEpochSeconds: number): Promise<number>;
   /** Deletes one counter (whatever its state). */

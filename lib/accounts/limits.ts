@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TierName, TierTable } from './tiers.js';
 import { type Clock, systemClock } from './clock.js';
-import type { CounterRepository } from './counter-repository.js';
+import type { CounterRepository, SweepStep } from './counter-repository.js';
 
 /**
  * Per-minute rate limits and monthly quotas as DynamoDB counters (decisions.md "Limits").
@@ -267,11 +267,11 @@ export class LimitService {
 
   /**
    * Quota counters with open holds (the reconciler's input), from the counters with holds only;
-   * `safetyScanItems` > 0 also reads a bounded segment of the table (CounterRepository.listHolds).
+   * with `sweep`, also one segment of the table (CounterRepository.listHolds).
    */
-  async openHolds(safetyScanItems = 0): Promise<{ counterKey: string; holdId: string }[]> {
-    const rows = await this.counters.listHolds('quota#', safetyScanItems);
-    return rows.flatMap((r) => r.holds.map((holdId) => ({ counterKey: r.pk, holdId })));
+  async openHolds(sweep?: SweepStep): Promise<{ holds: { counterKey: string; holdId: string }[]; swept?: boolean }> {
+    const r = await this.counters.listHolds('quota#', sweep);
+    return { holds: r.holds.flatMap((c) => c.holds.map((holdId) => ({ counterKey: c.pk, holdId }))), ...(r.swept !== undefined ? { swept: r.swept } : {}) };
   }
 
   /** Consumption of the current month. */

@@ -1,4 +1,5 @@
 import { DomainError } from '../errors.js';
+import type { SweepStep } from './counter-repository.js';
 import { type LimitService, parseHoldId, type QuotaReservation } from './limits.js';
 import { tierLabel, type TierName } from './tiers.js';
 
@@ -20,15 +21,18 @@ export interface HoldReport {
   open: number;
   settled: number;
   refunded: number;
+  /** With a sweep step: whether its segment reached the end of the counters table. */
+  swept?: boolean;
 }
 
 export async function reconcileQuotaHolds(
   limits: LimitService,
   judgeAnchorHold: (ref: string, holdId: string, ageMs: number) => Promise<HoldVerdict>,
-  options: { nowMs: number; requestMaxMs: number; safetyScanItems?: number },
+  options: { nowMs: number; requestMaxMs: number; sweep?: SweepStep | undefined },
 ): Promise<HoldReport> {
-  const report: HoldReport = { open: 0, settled: 0, refunded: 0 };
-  for (const { counterKey, holdId } of await limits.openHolds(options.safetyScanItems ?? 0)) {
+  const found = await limits.openHolds(options.sweep);
+  const report: HoldReport = { open: 0, settled: 0, refunded: 0, ...(found.swept !== undefined ? { swept: found.swept } : {}) };
+  for (const { counterKey, holdId } of found.holds) {
     report.open++;
     const hold = parseHoldId(holdId);
     const age = hold ? options.nowMs - hold.createdAtMs : Number.POSITIVE_INFINITY;

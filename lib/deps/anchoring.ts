@@ -145,7 +145,7 @@ export async function getReconcileDeps(): Promise<ReconcileDeps> {
   return {
     ...anchor,
     rebroadcast: () => sender.rebroadcastPending(),
-    reconcileHolds: (judge, safetyScanItems) => reconcileQuotaHolds(limits, judge, { nowMs: Date.now(), requestMaxMs: REQUEST_MAX_MS, safetyScanItems }),
+    reconcileHolds: (judge, sweep) => reconcileQuotaHolds(limits, judge, { nowMs: Date.now(), requestMaxMs: REQUEST_MAX_MS, sweep }),
     finality: { rpc: getRpcReader(), confirmationTag: getConfig().ledger.confirmationTag },
   };
 }

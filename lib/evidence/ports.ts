@@ -6,6 +6,7 @@
  */
 import type { TierName } from '../accounts/tiers.js';
 import type { QuotaReservation } from '../accounts/limits.js';
+import type { SweepStep } from '../accounts/counter-repository.js';
 import type {
   AnchorClaim,
   AnchoredEvidence,
@@ -18,6 +19,8 @@ import type {
   StoredTx,
   TxStatus,
 } from './records.js';
+
+export type { SweepStep };
 
 /** A signed ledger transaction, as the publisher announces it before it can reach any node. */
 export interface SignedTx {
@@ -99,8 +102,8 @@ export interface EvidenceItemStore extends StandaloneProofStore {
   listUnfinished(limit: number): Promise<string[]>;
   /** Every unfinished anchor, read from the items themselves (a full scan: an operator's tool). */
   scanUnfinished(): Promise<string[]>;
-  /** The unfinished anchors among the next `budget` items, read from the items (a bounded, resumable pass). */
-  scanUnfinishedSegment(budget: number): Promise<string[]>;
+  /** One step of the local safety sweep: the unfinished anchors among the next `step.items` items, and whether it reached the end. */
+  scanUnfinishedSegment(step: SweepStep): Promise<{ hashes: string[]; complete: boolean }>;
   /** Registers a hash, idempotently; `first` for exactly one of any number of concurrent registrations. */
   register(imageHash: string, accountId: string, now: string): Promise<{ registeredAt: string; first: boolean }>;
   /**

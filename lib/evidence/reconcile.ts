@@ -5,6 +5,7 @@ import { describeError, log } from '../log.js';
 import { isStoreUnavailable } from '../errors.js';
 import { type AnchorDeps, DEFAULT_LEASE_MS, finishPublishing, releaseAnchor } from './anchor-steps.js';
 import { type FinalityReader, recordLedgerFinality } from './ledger-finality.js';
+import type { SweepStep } from './ports.js';
 import { type AnchoredEvidence, isAnchored } from './records.js';
 
 /**
@@ -26,9 +27,9 @@ export interface ReconcileDeps extends AnchorDeps {
   rebroadcast?: () => Promise<{ resent: number }>;
   /**
    * Ends the quota holds left open (bound to lib/accounts/quota-holds.ts reconcileQuotaHolds);
-   * `safetyScanItems` as in {@link ReconcileOptions}.
+   * `sweep` as in {@link ReconcileOptions}.
    */
-  reconcileHolds?: (judge: (ref: string, holdId: string, ageMs: number) => Promise<HoldVerdict>, safetyScanItems: number) => Promise<HoldReport>;
+  reconcileHolds?: (judge: (ref: string, holdId: string, ageMs: number) => Promise<HoldVerdict>, sweep: SweepStep | undefined) => Promise<HoldReport>;
   /** Reads finality from the chain (ledger-finality.ts); without it confirmed anchors simply leave the index. */
   finality?: FinalityReader;
 }
@@ -52,6 +53,8 @@ export interface ReconcileReport {
   oldestWaitingMs: number;
   resent: number;
   holds?: HoldReport | undefined;
+  /** For each table a sweep step read this pass: whether it reached the end of the table. */
+  swept?: { evidence?: boolean; holds?: boolean };
 }
 
 /** An item whose transaction was announced this long ago or more is resumed (younger: its request is still on it). */
@@ -68,11 +71,12 @@ export interface ReconcileOptions {
   /** Also scan every item of the evidence table (an operator's tool: its cost grows with the table). */
   fullScan?: boolean;
   /**
-   * Also read this many items of the evidence and counters tables themselves, a segment per pass
-   * from where the last pass stopped (lib/store/segment-scan.ts): the local net for an index
-   * entry that dynalite lost to a SIGKILL. 0 (AWS, where indexes lose nothing) reads none.
+   * One step of a safety sweep over the tables themselves (lib/store/segment-scan.ts): the local
+   * net for an index entry that dynalite lost to a SIGKILL. `npm start` sweeps each table once at
+   * start and once after each restart of the database, a segment per pass, and reads the indexes
+   * alone otherwise; AWS never sweeps (DynamoDB's indexes lose nothing).
    */
-  safetyScanItems?: number;
+  sweep?: { evidence?: SweepStep | undefined; holds?: SweepStep | undefined };
   /** Most unfinished anchors read from the index per pass (500). */
   limit?: number;
   concurrency?: number;
@@ -88,12 +92,13 @@ export async function reconcileAnchors(deps: ReconcileDeps, options: ReconcileOp
       log.warn('reconcile: ledger re-send failed; anchors are still examined', describeError(error));
     }
   }
-  const safety = options.safetyScanItems ?? 0;
+  const sweep = options.sweep ?? {};
   const [listed, scanned] = await Promise.all([
     options.fullScan ? deps.repo.scanUnfinished() : deps.repo.listUnfinished(options.limit ?? 500),
-    !options.fullScan && safety > 0 ? deps.repo.scanUnfinishedSegment(safety) : [],
+    !options.fullScan && sweep.evidence ? deps.repo.scanUnfinishedSegment(sweep.evidence) : undefined,
   ]);
-  const queue = [...new Set([...listed, ...scanned])];
+  if (scanned) report.swept = { ...report.swept, evidence: scanned.complete };
+  const queue = [...new Set([...listed, ...(scanned?.hashes ?? [])])];
   // A dependency that is down (503) fails every anchor that needs it: the pass stops at the first
   // such failure and leaves the rest to the next pass, with one log line instead of one per anchor.
   let down: { image_hash: string; error: ReturnType<typeof describeError> } | undefined;
@@ -117,7 +122,8 @@ export async function reconcileAnchors(deps: ReconcileDeps, options: ReconcileOp
   }
 
   if (deps.reconcileHolds) {
-    report.holds = await deps.reconcileHolds((ref, holdId, ageMs) => judgeAnchorHold(deps, ref, holdId, ageMs), safety);
+    report.holds = await deps.reconcileHolds((ref, holdId, ageMs) => judgeAnchorHold(deps, ref, holdId, ageMs), sweep.holds);
+    if (report.holds.swept !== undefined) report.swept = { ...report.swept, holds: report.holds.swept };
   }
   if (report.checked > 0 || report.resent > 0 || (report.holds?.open ?? 0) > 0) log.info('reconcile', { ...report, holds: report.holds });
   return report;

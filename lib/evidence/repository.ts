@@ -1,5 +1,5 @@
 import { describeError, log } from '../log.js';
-import type { BatchRef, ChainLinkStore, EvidenceItemStore, HashClaimResult } from './ports.js';
+import type { BatchRef, ChainLinkStore, EvidenceItemStore, HashClaimResult, SweepStep } from './ports.js';
 import {
   type AnchorClaim,
   type AnchoredEvidence,
@@ -57,9 +57,9 @@ export class EvidenceRepository implements StandaloneProofStore {
     return this.items.scanUnfinished();
   }
 
-  /** The unfinished anchors among the next `budget` items (a bounded, resumable pass: the local net under the index). */
-  scanUnfinishedSegment(budget: number): Promise<string[]> {
-    return this.items.scanUnfinishedSegment(budget);
+  /** One step of the local safety sweep: the unfinished anchors among the next `step.items` items, and whether it reached the end. */
+  scanUnfinishedSegment(step: SweepStep): Promise<{ hashes: string[]; complete: boolean }> {
+    return this.items.scanUnfinishedSegment(step);
   }
 
   /** The last link of a device's chain, if any (to tell a client the next free index). */

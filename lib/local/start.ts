@@ -54,6 +54,30 @@ const faultHook = process.env.EVIDENCE_FAULT_KILL_AT
     })
   : undefined;
 
+// The safety sweep (decisions.md "Cost"): dynalite can lose an index entry when it is killed, so
+// each table is read once in full, RECONCILE_SAFETY_SCAN_ITEMS items per reconciler pass, at start
+// and after each restart of the database; otherwise the reconciler reads the indexes alone.
+type SweepState = 'restart' | 'continue' | 'done';
+const sweep: { evidence: SweepState; holds: SweepState; generation: number } = { evidence: 'restart', holds: 'restart', generation: 0 };
+function sweepFromStart(): void {
+  sweep.evidence = 'restart';
+  sweep.holds = 'restart';
+  sweep.generation++;
+}
+function sweepSteps() {
+  const step = (state: SweepState) => (state === 'done' || config.reconcileSafetyScanItems === 0 ? undefined : { items: config.reconcileSafetyScanItems, restart: state === 'restart' });
+  return { evidence: step(sweep.evidence), holds: step(sweep.holds) };
+}
+function sweptThisPass(swept: { evidence?: boolean; holds?: boolean } | undefined, generation: number): void {
+  // A step that ran moves its sweep on; a sweep restarted meanwhile (the database restarted during the pass) stays restarted.
+  if (generation !== sweep.generation) return;
+  for (const table of ['evidence', 'holds'] as const) {
+    const done = swept?.[table];
+    if (done === undefined || sweep[table] === 'done') continue;
+    sweep[table] = done ? 'done' : 'continue';
+  }
+}
+
 const stops: (() => Promise<void>)[] = [];
 let stopping: Promise<never> | null = null;
 /** Stops every part once, in reverse order of start; a second call waits for the first. */
@@ -126,7 +150,11 @@ try {
         label: 'dynamodb (dynalite)',
         start: startDynamo,
         // The tables live on disk; this only checks that they are all there.
-        afterStart: async () => ((await ensureTables(getDb(), config.tables)).length ? 'tables re-created' : undefined),
+        afterStart: async () => {
+          // dynalite may have lost an index entry when it died: the tables are swept once more.
+          sweepFromStart();
+          return (await ensureTables(getDb(), config.tables)).length ? 'tables re-created' : undefined;
+        },
       },
       say,
     );
@@ -174,11 +202,10 @@ try {
   say(`api        http://${config.host}:${config.port} (health: /api/v1/health, OpenAPI: /api/openapi.json)`);
 
   // The scheduled Lambda's local twin (functions/jobs/reconcile.ts): a pass every few seconds over
-  // the work left (the sparse indexes of unfinished anchors and of open quota holds), plus a
-  // bounded segment of the tables themselves (RECONCILE_SAFETY_SCAN_ITEMS), the net for an index
-  // entry dynalite lost to a kill: a pass costs the same however large the tables grow
-  // (decisions.md "Cost"). The first pass runs at once and settles what a crash left.
-  // One pass at a time. The ledger's re-send job (and its health line) runs every 30 s, not on every pass.
+  // the work left (the sparse indexes of unfinished anchors and of open quota holds), so a pass
+  // costs the same however large the tables grow (decisions.md "Cost"). The first pass runs at
+  // once and settles what a crash left. One pass at a time. The ledger's re-send job (and its
+  // health line) runs every 30 s, not on every pass.
   let reconciling = false;
   let resentAt = 0;
   const reconcile = async () => {
@@ -188,7 +215,9 @@ try {
       const { rebroadcast, ...deps } = await getReconcileDeps();
       const resend = Date.now() - resentAt >= 30_000;
       if (resend) resentAt = Date.now();
-      await reconcileAnchors(resend ? { ...deps, rebroadcast } : deps, { safetyScanItems: config.reconcileSafetyScanItems });
+      const generation = sweep.generation;
+      const report = await reconcileAnchors(resend ? { ...deps, rebroadcast } : deps, { sweep: sweepSteps() });
+      sweptThisPass(report.swept, generation);
     } catch (error) {
       log.warn('reconcile failed', describeError(error));
     } finally {

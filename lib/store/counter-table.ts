@@ -6,7 +6,7 @@ import {
   ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { CounterRepository } from '../accounts/counter-repository.js';
+import type { CounterRepository, SweepStep } from '../accounts/counter-repository.js';
 import { isConditionalCheckFailed } from './dynamo.js';
 import { SegmentScan } from './segment-scan.js';
 
@@ -128,10 +128,10 @@ export class CounterTable implements CounterRepository {
    * Query page per 1,000 of them, then one strongly consistent GetItem each (the index is
    * eventually consistent and carries keys only). A counter on the index without a hold left is
    * taken off it with one conditional write (`attribute_not_exists(inflight)`: a hold added
-   * meanwhile keeps it on). With `safetyScanItems`, a bounded segment of the table is read as
-   * well (lib/store/segment-scan.ts): the local net for an index entry dynalite lost.
+   * meanwhile keeps it on). With `sweep`, a bounded segment of the table is read as well
+   * (lib/store/segment-scan.ts): the local net for an index entry dynalite lost.
    */
-  async listHolds(prefix: string, safetyScanItems = 0): Promise<{ pk: string; holds: string[] }[]> {
+  async listHolds(prefix: string, sweep?: SweepStep): Promise<{ holds: { pk: string; holds: string[] }[]; swept?: boolean }> {
     const keys = new Set<string>();
     let start: Record<string, unknown> | undefined;
     do {
@@ -147,8 +147,11 @@ export class CounterTable implements CounterRepository {
       for (const item of page.Items ?? []) keys.add(String(item.pk));
       start = page.LastEvaluatedKey;
     } while (start);
-    if (safetyScanItems > 0) {
-      for (const item of await this.safetyScan(prefix).next(safetyScanItems)) keys.add(String(item.pk));
+    let swept: boolean | undefined;
+    if (sweep && sweep.items > 0) {
+      const segment = await this.safetyScan(prefix).next(sweep.items, sweep.restart);
+      for (const item of segment.items) keys.add(String(item.pk));
+      swept = segment.complete;
     }
     const out: { pk: string; holds: string[] }[] = [];
     const list = [...keys];
@@ -162,7 +165,7 @@ export class CounterTable implements CounterRepository {
         }),
       );
     }
-    return out.sort((a, b) => (a.pk < b.pk ? -1 : 1));
+    return { holds: out.sort((a, b) => (a.pk < b.pk ? -1 : 1)), ...(swept !== undefined ? { swept } : {}) };
   }
 
   private scans = new Map<string, SegmentScan>();

@@ -1,5 +1,5 @@
 import { GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { BatchRef, EvidenceItemStore, HashClaimResult } from '../evidence/ports.js';
+import type { BatchRef, EvidenceItemStore, HashClaimResult, SweepStep } from '../evidence/ports.js';
 import {
   type AnchorClaim,
   type AnchoredEvidence,
@@ -172,12 +172,14 @@ export class EvidenceTable implements EvidenceItemStore {
   private segments: SegmentScan | undefined;
 
   /**
-   * The unfinished anchors among the next `budget` items of the table (lib/store/segment-scan.ts):
-   * a bounded, resumable pass, the local net under the index (dynalite can lose an entry to a SIGKILL).
+   * The unfinished anchors among the next `step.items` items of the table (lib/store/segment-scan.ts),
+   * and whether the segment reached its end: one step of the local safety sweep under the index
+   * (dynalite can lose an entry to a SIGKILL).
    */
-  async scanUnfinishedSegment(budget: number): Promise<string[]> {
+  async scanUnfinishedSegment(step: SweepStep): Promise<{ hashes: string[]; complete: boolean }> {
     this.segments ??= new SegmentScan(this.db, UNFINISHED_SCAN(this.table));
-    return (await this.segments.next(budget)).map((i) => String(i.image_hash));
+    const segment = await this.segments.next(step.items, step.restart);
+    return { hashes: segment.items.map((i) => String(i.image_hash)), complete: segment.complete };
   }
 
   // ------------------------------------------------------------------ registration

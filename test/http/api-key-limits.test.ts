@@ -83,7 +83,7 @@ describe('API key, rate and quota on a quota-counted endpoint', () => {
     );
     assert.equal(calls[2]?.concurrent, 1, 'the quota update is sent while the rate update is in flight');
     assert.equal(await used(deps, account.account_id), 2);
-    const open = (await deps.limits.openHolds()).filter((h) => h.counterKey.includes(account.account_id));
+    const open = (await deps.limits.openHolds()).holds.filter((h) => h.counterKey.includes(account.account_id));
     assert.deepEqual(open, [], 'no hold stays open after a completed request');
   });
 

@@ -64,12 +64,12 @@ describe('open quota holds are read from the counters that have them', () => {
     await counters.increment(held, 100, 2_000_000_000, 'a:1:hold-1');
 
     count.reset();
-    assert.deepEqual(await counters.listHolds('quota#'), [{ pk: held, holds: ['a:1:hold-1'] }]);
+    assert.deepEqual((await counters.listHolds('quota#')).holds, [{ pk: held, holds: ['a:1:hold-1'] }]);
     const small = [...count.sent];
 
     await addCounters(table, 1000);
     count.reset();
-    assert.deepEqual(await counters.listHolds('quota#'), [{ pk: held, holds: ['a:1:hold-1'] }]);
+    assert.deepEqual((await counters.listHolds('quota#')).holds, [{ pk: held, holds: ['a:1:hold-1'] }]);
     assert.deepEqual(count.sent, small, 'a thousand more counters without holds cost nothing');
     assert.deepEqual(small, ['Query', 'Get']);
   });
@@ -83,14 +83,14 @@ describe('open quota holds are read from the counters that have them', () => {
     assert.equal(await counters.endHold(pk, 'a:1:h', false), true);
 
     count.reset();
-    assert.deepEqual(await counters.listHolds('quota#'), []);
+    assert.deepEqual((await counters.listHolds('quota#')).holds, []);
     assert.deepEqual(count.sent, ['Query', 'Get', 'Update'], 'read, found without a hold, taken off');
     const item = (await store.db.send(new GetCommand({ TableName: table, Key: { pk }, ConsistentRead: true }))).Item;
     assert.equal(item?.hold_shard, undefined);
     assert.equal(item?.count, 1, 'the settled unit stays counted');
 
     count.reset();
-    assert.deepEqual(await counters.listHolds('quota#'), []);
+    assert.deepEqual((await counters.listHolds('quota#')).holds, []);
     assert.deepEqual(count.sent, ['Query']);
   });
 
@@ -109,9 +109,9 @@ describe('open quota holds are read from the counters that have them', () => {
       }
     });
     const counters = new CounterTable(count.db, table);
-    assert.deepEqual(await counters.listHolds('quota#'), []);
+    assert.deepEqual((await counters.listHolds('quota#')).holds, []);
     assert.ok(raced, 'the removal was attempted');
-    assert.deepEqual(await counters.listHolds('quota#'), [{ pk, holds: ['a:2:second'] }], 'the new hold is found on the next pass');
+    assert.deepEqual((await counters.listHolds('quota#')).holds, [{ pk, holds: ['a:2:second'] }], 'the new hold is found on the next pass');
   });
 
   it('the safety scan finds a hold whose index entry was lost, reading a fixed number of items per pass', async () => {
@@ -122,13 +122,13 @@ describe('open quota holds are read from the counters that have them', () => {
     await store.db.send(new PutCommand({ TableName: table, Item: { pk, count: 1, inflight: new Set(['a:1:lost']), expires_at: 2_000_000_000 } }));
     const count = countingDb();
     const counters = new CounterTable(count.db, table);
-    assert.deepEqual(await counters.listHolds('quota#'), [], 'the index alone does not know it');
+    assert.deepEqual((await counters.listHolds('quota#')).holds, [], 'the index alone does not know it');
 
     let found = 0;
     const scanned: number[] = [];
     for (let pass = 0; pass < 5 && !found; pass++) {
       count.reset();
-      found = (await counters.listHolds('quota#', 10)).length;
+      found = (await counters.listHolds('quota#', { items: 10, restart: pass === 0 })).holds.length;
       scanned.push(count.sent.filter((c) => c === 'Scan').length);
     }
     assert.equal(found, 1, 'found within ⌈41 ÷ 10⌉ passes');
@@ -152,12 +152,20 @@ describe('unfinished anchors: the bounded safety scan of the evidence table', ()
 
     const seen: string[] = [];
     let passes = 0;
-    while (!seen.includes(lost) && passes < 10) {
+    let complete = false;
+    while (!complete && passes < 10) {
+      const step = await evidence.scanUnfinishedSegment({ items: 12, restart: passes === 0 });
       passes++;
-      seen.push(...(await evidence.scanUnfinishedSegment(12)));
+      seen.push(...step.hashes);
+      complete = step.complete;
+      const scans = count.sent.filter((c) => c === 'Scan').length;
+      assert.ok(scans <= 2, `one segment per step: ${scans} Scan requests`);
+      count.reset();
     }
-    assert.deepEqual(seen, [lost]);
-    assert.ok(passes <= Math.ceil(51 / 12), `${passes} passes`);
+    assert.deepEqual(seen, [lost], 'the sweep found it, once');
+    assert.equal(passes, Math.ceil(51 / 12), 'a sweep of 51 items in steps of 12');
+    const again = await evidence.scanUnfinishedSegment({ items: 100, restart: true });
+    assert.deepEqual(again, { hashes: [lost], complete: true }, 'a restarted sweep reads from the beginning');
     const full = (await store.db.send(new ScanCommand({ TableName: table, Select: 'COUNT' }))).Count;
     assert.equal(full, 51);
   });
