@@ -38,7 +38,10 @@ setInterval(() => {
 }, 250).unref();
 
 server.once('error', (error) => {
-  tell({ type: 'failed', code: error.code, message: error.code === 'EADDRINUSE' ? `port ${port} on 127.0.0.1 is already in use` : error.message });
-  process.exit(1);
+  const failed = { type: 'failed', code: error.code, message: error.code === 'EADDRINUSE' ? `port ${port} on 127.0.0.1 is already in use` : error.message };
+  // Exit once the message is sent: an exit right after send() can lose it, and the parent would
+  // then only see an exit with code 1.
+  if (process.connected) process.send(failed, () => process.exit(1));
+  else process.exit(1);
 });
 server.listen(port, '127.0.0.1', () => tell({ type: 'ready', port: server.address().port }));
