@@ -1,6 +1,6 @@
 import path from 'node:path';
-import type { TableKey, TableNames } from './store/dynamo.js';
-import { DYNAMO_ATTEMPT_TIMEOUT_MS, DYNAMO_DEADLINE_MS, TABLE_DEFINITIONS, TABLE_KEYS } from './store/dynamo.js';
+import type { TableKey, TableNames } from './store/table-definitions.js';
+import { DYNAMO_ATTEMPT_TIMEOUT_MS, DYNAMO_DEADLINE_MS, TABLE_DEFINITIONS, TABLE_KEYS } from './store/table-definitions.js';
 import type { JwtSecretSource } from './accounts/jwt-secret.js';
 import { DEFAULT_TIERS, TIER_NAMES, type TierLimits, type TierName, type TierTable } from './accounts/tiers.js';
 

@@ -31,7 +31,7 @@ class PartDown extends Error {
 }
 
 /**
- * Parts the local supervisor (lib/local/start.ts) knows to be down before any probe could tell:
+ * Parts the local supervisor (lib/local/stack.ts) knows to be down before any probe could tell:
  * a child process it is restarting, or a ledger node it is replaying the transactions into.
  * Never set in Lambda.
  */

@@ -107,4 +107,39 @@ describe('the README walk-through, over real HTTP', () => {
     assert.match(out, /Trusted http/);
     assert.equal(out.match(/^VERIFIED: every proof was checked and holds\./gm)?.length, 2, out);
   });
+
+  it('runs the v1 block as written: two links of a device chain, the public reads, a timestamp and the 409', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'readme-v1-'));
+    const register = await fetch(`${base}/api/v2/account/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `readme-v1-${Date.now()}@example.com`, password: 'a long enough password' }),
+    });
+    const account = (await register.json()) as { account_id: string; api_key: string };
+    const upgrade = await fetch(`${base}/api/v2/admin/accounts/${account.account_id}/tier`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${process.env.ADMIN_TOKEN}` },
+      body: JSON.stringify({ tier: 'pro' }),
+    });
+    assert.equal(upgrade.status, 200);
+    writeFileSync(path.join(dir, 'photo1.jpg'), `a photo of a broken window ${Date.now()}`);
+    writeFileSync(path.join(dir, 'photo2.jpg'), `a photo of the same window, closer ${Date.now()}`);
+    // The reader's own base URL and key; every answer is then followed by its status on a line of its own.
+    const block = readmeBlock('## v1: a device chain', 'sh')
+      .replace(/^B=.*$/m, `B=${base}`)
+      .replace(/^KEY=.*$/m, `KEY=${account.api_key}`)
+      .replaceAll('curl -s ', "curl -s -w '\\n%{http_code}\\n' ");
+    const { stdout } = await promisify(execFile)('bash', ['-e', '-c', block], { cwd: dir, encoding: 'utf8' });
+    const lines = stdout.split('\n').filter(Boolean);
+    const statuses = lines.filter((l) => /^\d{3}$/.test(l)).map(Number);
+    assert.deepEqual(statuses, [201, 201, 200, 200, 200, 200, 200, 409], stdout);
+    const [link0, link1, verify, all, ledger, pq, timestamp, again] = lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.deepEqual([link0?.chain_index, link1?.chain_index, link1?.tx_status], [0, 1, 'confirmed']);
+    assert.deepEqual([verify?.verified, verify?.previous_hash === undefined], [true, false]);
+    assert.equal((all?.integrity as { verdict?: string } | undefined)?.verdict, 'complete');
+    assert.equal(all?.chain_length, 2);
+    assert.deepEqual([ledger?.verified, ledger?.data_matches, pq?.verified, pq?.algorithm], [true, true, true, 'ML-DSA-65']);
+    assert.equal(typeof timestamp?.timestamp_token, 'string');
+    assert.equal(again?.code, 'hash_already_anchored');
+  });
 });

@@ -32,7 +32,7 @@ if (apiWorkers > 1) {
 }
 const variants = applyVariants((process.env.BENCH_VARIANTS ?? '').split(',').filter(Boolean));
 const api = await buildLocalApi();
-// As `npm start` does (lib/local/start.ts): the reconciler's pass every RECONCILE_INTERVAL_MS,
+// As `npm start` does (lib/local/stack.ts): the reconciler's pass every RECONCILE_INTERVAL_MS,
 // which among other things stores final receipts, so that verify of a final record reads no chain.
 let reconciling = false;
 const reconcileTimer = setInterval(() => {

@@ -69,7 +69,8 @@ export class AccountService {
 
   /**
    * Creates an account on the Free tier with its first API key, and returns both with a JWT.
-   * Throws 409 `email_exists` when the address is taken, 400 `password_too_short` under 12 characters.
+   * Throws 409 `email_exists` when the address is taken (after hashing the password all the
+   * same, so both answers cost one scrypt), 400 `password_too_short` under 12 characters.
    *
    * Without transactions the writes are ordered so that a crash at any point leaves nothing that
    * blocks a retry: (1) the account item, under a new random id; (2) its first key (stored as a
@@ -87,12 +88,15 @@ export class AccountService {
     if ([...input.password].length < MIN_PASSWORD_LENGTH) {
       throw invalid('password_too_short', `The password must have at least ${MIN_PASSWORD_LENGTH} characters.`);
     }
-    // A cheap early answer for the common duplicate; the claim in step (3) is what decides.
-    if (await this.deps.accounts.findIdByEmail(email)) throw emailExists();
+    // The password is hashed whether or not the address is taken, alongside the early look-up
+    // for the common duplicate: the 409 then costs the same scrypt as a registration and does
+    // not tell by its speed which e-mails exist (decisions.md "Accounts"). The claim in step (3)
+    // is what decides.
+    const [existing, passwordHash] = await Promise.all([this.deps.accounts.findIdByEmail(email), this.deps.passwords.hash(input.password)]);
+    if (existing) throw emailExists();
 
     const now = this.clock();
     const accountId = randomId('acc');
-    const passwordHash = await this.deps.passwords.hash(input.password);
     const token = await this.deps.tokens.issue(accountId);
     const account: AccountRecord = {
       account_id: accountId,

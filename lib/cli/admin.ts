@@ -11,7 +11,9 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 /**
  * Operators' CLI over the same domain code as the API, against the configured DynamoDB: the
- * running local stack (DYNAMODB_PORT, default 8000) or AWS (DEPLOYMENT=aws and credentials).
+ * running local stack or AWS (DEPLOYMENT=aws and credentials). Its configuration is npm start's
+ * (lib/config.ts through lib/deps): given the variables the stack was started with
+ * (DYNAMODB_PORT, LEDGER_RPC_PORT, DATA_DIR, …) it reaches that stack, on whatever ports.
  *
  *     npm run admin -- set-tier <email|account_id> <tier>
  *     npm run admin -- show <email|account_id>
@@ -33,8 +35,9 @@ Commands:
   register-pq-key                      Publish the ML-DSA-65 public key fingerprint on the ledger
                                        (once: a key already registered is not sent again).
 
-Talks to the DynamoDB of the configuration: the running local stack (DYNAMODB_PORT, default 8000)
-or AWS (DEPLOYMENT=aws). Exit codes: 0 done, 1 failed, 2 usage error.`;
+Reads the configuration npm start reads (the same variables and defaults): run it with the
+variables the stack was started with (DYNAMODB_PORT or DYNAMODB_ENDPOINT, LEDGER_RPC_PORT,
+DATA_DIR), or DEPLOYMENT=aws for AWS. Exit codes: 0 done, 1 failed, 2 usage error.`;
 
 /** Where the CLI writes (tests capture it). */
 export interface CliIo {
@@ -105,9 +108,28 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
     if (error instanceof UnknownAccountError) return fail(io, `No account "${error.account}".`);
     if (error instanceof ConfigError) return fail(io, error.message);
     if (error instanceof DomainError) return fail(io, error.detail);
-    const message = error instanceof Error ? error.message : String(error);
-    return fail(io, `Failed: ${message}. Is the local stack running (npm start), or are AWS credentials set?`);
+    const message = (error instanceof Error ? error.message : String(error)).replace(/\.$/, '');
+    return fail(io, `Failed: ${message}. ${whereItLooked(resolve)}`);
   }
+}
+
+/**
+ * What the CLI talked to, for a failure it cannot name: it reads the configuration `npm start`
+ * reads (lib/config.ts, the same variables and defaults), so a stack started on other ports is
+ * reached by running the CLI with the same variables.
+ */
+function whereItLooked(resolve: () => AccountDeps): string {
+  let config: AccountDeps['config'];
+  try {
+    config = resolve().config;
+  } catch {
+    return 'Is the local stack running (npm start), or are AWS credentials set?';
+  }
+  if (config.deployment === 'aws') return 'Are AWS credentials set, and DEPLOYMENT, AWS_REGION and the TABLE_* variables those of the stack?';
+  return (
+    `It used DynamoDB at ${config.aws.dynamoEndpoint}, the chain at ${config.ledger.rpcUrl} and DATA_DIR ${config.dataDir}. ` +
+    'Is npm start running, with these same variables (DYNAMODB_PORT or DYNAMODB_ENDPOINT, LEDGER_RPC_PORT, DATA_DIR)?'
+  );
 }
 
 function fail(io: CliIo, message: string): number {

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PortInUseError, probePort } from './net.js';
 
 /**
  * The local chain: a real Hardhat 2 node (`hardhat node`) in a child process, configured by
@@ -86,20 +86,10 @@ function hardhatCli(): string {
 }
 
 /** Rejects when something already listens on host:port (a second node would fail late and obscurely). */
-function assertPortFree(port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', (error: NodeJS.ErrnoException) => {
-      reject(
-        new Error(
-          error.code === 'EADDRINUSE'
-            ? `Cannot start the local chain: port ${port} on ${HOST} is already in use (another node or service?). Stop it or choose another LEDGER_RPC_PORT.`
-            : `Cannot start the local chain on ${HOST}:${port}: ${error.code ?? error.message}`,
-        ),
-      );
-    });
-    probe.listen(port, HOST, () => probe.close(() => resolve()));
-  });
+async function assertPortFree(port: number): Promise<void> {
+  const problem = await probePort(port, HOST);
+  if (problem === 'EADDRINUSE') throw new PortInUseError(port, HOST, 'the local chain');
+  if (problem) throw new Error(`Cannot start the local chain on ${HOST}:${port}: ${problem}`);
 }
 
 /** The end of what the node wrote to `file` since offset `from`. */
@@ -258,12 +248,9 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Local
       if (failure) throw new Error(`Cannot start the local chain: ${(failure as Error).message}`);
       if (exited) {
         const log = tail(options.logFile, logStart);
-        const inUse = /EADDRINUSE|address already in use/i.test(log);
-        throw new Error(
-          inUse
-            ? `Cannot start the local chain: port ${options.port} on ${HOST} is already in use.`
-            : `The local chain (hardhat node) exited during start-up (${exited}). Last output (${options.logFile}):\n${log}`,
-        );
+        // Taken between the check above and the node's own bind.
+        if (/EADDRINUSE|address already in use/i.test(log)) throw new PortInUseError(options.port, HOST, 'the local chain');
+        throw new Error(`The local chain (hardhat node) exited during start-up (${exited}). Last output (${options.logFile}):\n${log}`);
       }
       const answered = await rpcChainId(url);
       if (answered !== null && (!options.history || history)) {

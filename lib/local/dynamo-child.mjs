@@ -3,7 +3,7 @@
  * `node lib/local/dynamo-child.mjs` with DYNAMO_CHILD_PORT, DYNAMO_CHILD_DIR (the data directory;
  * empty: in memory) and an IPC channel. Plain JavaScript, so that it starts without the
  * TypeScript loader (about 0.3 s instead of 0.8 s). It tells its parent `{ type: 'ready', port }`
- * or `{ type: 'failed', message }`, stops on SIGTERM/SIGINT, and exits by itself as soon as the
+ * or `{ type: 'failed', code, message }`, stops on SIGTERM/SIGINT, and exits by itself as soon as the
  * parent is gone, however it went (the IPC channel closes; or it finds itself re-parented).
  * dynalite and its store are built by dynalite-store.mjs (items on disk in SQLite), as for
  * startEmbeddedDynamo (dynamo-server.ts).
@@ -38,7 +38,10 @@ setInterval(() => {
 }, 250).unref();
 
 server.once('error', (error) => {
-  tell({ type: 'failed', message: error.code === 'EADDRINUSE' ? `port ${port} on 127.0.0.1 is already in use` : error.message });
-  process.exit(1);
+  const failed = { type: 'failed', code: error.code, message: error.code === 'EADDRINUSE' ? `port ${port} on 127.0.0.1 is already in use` : error.message };
+  // Exit once the message is sent: an exit right after send() can lose it, and the parent would
+  // then only see an exit with code 1.
+  if (process.connected) process.send(failed, () => process.exit(1));
+  else process.exit(1);
 });
 server.listen(port, '127.0.0.1', () => tell({ type: 'ready', port: server.address().port }));

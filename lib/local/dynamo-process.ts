@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PortInUseError } from './net.js';
 
 /**
  * dynalite in a child process of its own (lib/local/dynamo-child.mjs), as `npm start` runs it:
@@ -51,8 +52,9 @@ export async function startDynamoProcess(options: { port: number; dir?: string; 
   try {
     const port = await Promise.race([
       new Promise<number>((resolve, reject) => {
-        child.on('message', (m: { type?: string; port?: number; message?: string }) => {
+        child.on('message', (m: { type?: string; port?: number; code?: string; message?: string }) => {
           if (m.type === 'ready' && typeof m.port === 'number') resolve(m.port);
+          else if (m.type === 'failed' && m.code === 'EADDRINUSE') reject(new PortInUseError(options.port, '127.0.0.1', 'the embedded DynamoDB (dynalite)'));
           else if (m.type === 'failed') reject(new Error(`Cannot start the embedded DynamoDB (dynalite): ${m.message ?? 'unknown error'}`));
         });
       }),

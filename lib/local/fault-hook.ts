@@ -6,7 +6,7 @@
  * armed by the header `x-fault-arm: 1`; every call made in its async context counts (the
  * middleware's, the anchor's, the batch sealing it does), the reconciler's do not. The response of
  * an armed request that was not killed says how many calls it made (`x-fault-calls`), so a first
- * run measures the path's length. Installed by lib/local/start.ts only when the variable is set;
+ * run measures the path's length. Installed by lib/local/stack.ts only when the variable is set;
  * the children (dynalite, the ledger node) exit with this process, as after any SIGKILL.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';

@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
 import { HttpError } from '../http/errors.js';
+import { PortInUseError } from './net.js';
 import { GATEWAY_FUNCTIONS, HTTP_FUNCTIONS, toHonoPath } from './routes.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -83,9 +84,11 @@ export async function listenLocalApi(api: { fetch: LocalFetch }, options: { port
     );
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const onError = (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'EADDRINUSE' ? new PortInUseError(options.port, options.hostname, 'the API', { cause: error }) : error);
+    server.once('error', onError);
     server.listen(options.port, options.hostname, () => {
-      server.off('error', reject);
+      server.off('error', onError);
       resolve();
     });
   });

@@ -1,236 +1,33 @@
 /**
- * `npm start`: the whole service on this machine, on real embedded parts, 127.0.0.1 only:
- * dynalite (on disk under DATA_DIR) through the real AWS SDK, a Hardhat node over JSON-RPC with
- * every transaction the service ever sent replayed into it, the embedded RFC 3161 TSA, and the
- * API dispatching to the same Hono apps the Lambda handlers wrap. Ctrl-C stops every part; a
- * second start reuses DATA_DIR.
- *
- * Process layout: this process serves the API (and the TSA, in-process); dynalite
- * (lib/local/dynamo-child.mjs) and the Hardhat node each run in a child process of their own,
- * supervised (lib/local/supervisor.ts): one that dies is restarted on the same port and data,
- * the ledger's transactions are replayed into a fresh node, and health says `restarting` until
- * then. The children exit by themselves when this process is gone, SIGKILL included.
+ * `npm start`: the whole service on this machine, on real embedded parts, 127.0.0.1 only
+ * (lib/local/stack.ts). Before anything starts (no child, no file in DATA_DIR, nothing on the
+ * chain) it loads the configuration and tries every port it will bind: the API's (PORT), and
+ * dynalite's (DYNAMODB_PORT) and the Hardhat node's (LEDGER_RPC_PORT) unless DYNAMODB_ENDPOINT or
+ * LEDGER_RPC_URL point elsewhere. A bad value or a busy port is one line on stderr and exit code 1,
+ * before the stack's modules are even loaded (README "Configuration").
  */
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
 import { ConfigError, loadConfig, type Config } from '../config.js';
-import { getLedgerSender, getPqRegistrationDeps, getReconcileDeps } from '../deps/anchoring.js';
-import { getDb } from '../deps/core.js';
-import { reconcileAnchors } from '../evidence/reconcile.js';
-import { ensurePqKeyRegistered } from '../evidence/pq-registration.js';
-import { ensureTables } from '../store/tables.js';
-import { describeError, log } from '../log.js';
-import { ensureLocalSecrets } from './bootstrap.js';
-import { startLocalChain, type LocalChain } from './chain.js';
-import { ledgerRaws } from './chain-raws.js';
-import { startDynamoProcess, type DynamoProcess } from './dynamo-process.js';
-import { exitWithParent } from './parent-watch.js';
-import { buildLocalApi, listenLocalApi } from './server.js';
-import { Supervisor } from './supervisor.js';
+import { checkPorts, localPlan } from './preflight.js';
 
 // npm scripts run Node 22 (as Lambda's nodejs22.x), but the CLI may run on an older Node: the SDK's notice that its
 // releases after January 2027 need Node 22 is not repeated on every start.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-const started = performance.now();
-const say = (line: string) => process.stdout.write(`${line}\n`);
-const since = () => `${Math.round(performance.now() - started)} ms`;
 
-let config: Config;
+let config: Config | undefined;
 try {
   config = loadConfig();
 } catch (error) {
-  if (error instanceof ConfigError) {
-    process.stderr.write(`${error.message}\n`);
-    process.exit(1);
-  }
-  throw error;
+  if (!(error instanceof ConfigError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exitCode = 1;
 }
-
-// The crash-point sweep's fault hook (lib/local/fault-hook.ts), before any port is built.
-const faultHook = process.env.EVIDENCE_FAULT_KILL_AT
-  ? (await import('./fault-hook.js')).installFaultHook({
-      killAt: Number(process.env.EVIDENCE_FAULT_KILL_AT),
-      when: process.env.EVIDENCE_FAULT_KILL_WHEN === 'after' ? 'after' : 'before',
-    })
-  : undefined;
-
-// The safety sweep (decisions.md "Cost"): dynalite can lose an index entry when it is killed, so
-// each table is read once in full, RECONCILE_SAFETY_SCAN_ITEMS items per reconciler pass, at start
-// and after each restart of the database; otherwise the reconciler reads the indexes alone.
-type SweepState = 'restart' | 'continue' | 'done';
-const sweep: { evidence: SweepState; holds: SweepState; generation: number } = { evidence: 'restart', holds: 'restart', generation: 0 };
-function sweepFromStart(): void {
-  sweep.evidence = 'restart';
-  sweep.holds = 'restart';
-  sweep.generation++;
-}
-function sweepSteps() {
-  const step = (state: SweepState) => (state === 'done' || config.reconcileSafetyScanItems === 0 ? undefined : { items: config.reconcileSafetyScanItems, restart: state === 'restart' });
-  return { evidence: step(sweep.evidence), holds: step(sweep.holds) };
-}
-function sweptThisPass(swept: { evidence?: boolean; holds?: boolean } | undefined, generation: number): void {
-  // A step that ran moves its sweep on; a sweep restarted meanwhile (the database restarted during the pass) stays restarted.
-  if (generation !== sweep.generation) return;
-  for (const table of ['evidence', 'holds'] as const) {
-    const done = swept?.[table];
-    if (done === undefined || sweep[table] === 'done') continue;
-    sweep[table] = done ? 'done' : 'continue';
-  }
-}
-
-const stops: (() => Promise<void>)[] = [];
-let stopping: Promise<never> | null = null;
-/** Stops every part once, in reverse order of start; a second call waits for the first. */
-function stopAll(code: number, message?: string): Promise<never> {
-  stopping ??= (async () => {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
-    if (message) say(message);
-    process.exit(code);
-  })();
-  return stopping;
-}
-// With its parent gone, stdout may be a pipe nobody reads: stopping must not fail on it.
-process.stdout.on('error', () => undefined);
-// Ctrl-C reaches every process of the terminal's group, and npm forwards it too: a SIGINT that
-// comes with the first one is the same Ctrl-C; one pressed again later forces the exit (the
-// children then exit by themselves: they watch this process).
-let firstSigint = 0;
-process.on('SIGINT', () => {
-  if (firstSigint && Date.now() - firstSigint > 1000) process.exit(130);
-  firstSigint ||= Date.now();
-  void stopAll(0, 'stopped: api, ledger node and dynamodb');
-});
-process.on('SIGTERM', () => void stopAll(0));
-// Its parent gone (npm or its shell, or a test, killed with SIGKILL): stop too.
-exitWithParent((why) => void stopAll(1, `stopping: ${why}`), { grandparent: Boolean(process.env.npm_lifecycle_event) });
-
-try {
-  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-  const secrets = await ensureLocalSecrets(config);
-  say(`data       ${config.dataDir}${secrets.created.length ? ` (created: ${secrets.created.join(', ')})` : ' (reused)'}`);
-
-  // The two children start side by side: dynalite (unless DYNAMODB_ENDPOINT points at another
-  // server), then the tables; the Hardhat node (unless LEDGER_RPC_URL points at another node).
-  const embeddedDynamo = !process.env.DYNAMODB_ENDPOINT;
-  const localChain = config.ledger.network === 'local' && !process.env.LEDGER_RPC_URL;
-  const startDynamo = () =>
-    startDynamoProcess({ port: config.aws.dynamoPort, dir: path.join(config.dataDir, 'dynamodb'), logFile: path.join(config.dataDir, 'dynamodb.log') });
-  // Meanwhile: the tables as soon as dynalite answers, and the API's modules loaded.
-  const dynamoP = embeddedDynamo ? startDynamo() : Promise.resolve(null);
-  const tablesP = dynamoP.then(() => ensureTables(getDb(), config.tables));
-  const startChain = () =>
-    startLocalChain({
-      port: config.ledger.rpcPort,
-      blockTimeMs: config.ledger.blockTimeMs,
-      chainId: config.ledger.chainId,
-      accounts: [{ privateKey: secrets.walletPrivateKey, balanceWei: 10n ** 24n }],
-      logFile: path.join(config.dataDir, 'chain.log'),
-      // The node rebuilds its blocks from its journal, with the raw transactions of the ledger records.
-      history: {
-        file: path.join(config.dataDir, 'chain-blocks.jsonl'),
-        raws: async () => {
-          await tablesP;
-          return ledgerRaws(getDb(), config.tables.ledger, secrets.walletAddress);
-        },
-      },
-    });
-  const chainP = localChain ? startChain() : Promise.resolve(null);
-  const apiP = buildLocalApi();
-  const [dynamoStart, chainStart, tablesDone, apiBuilt] = await Promise.allSettled([dynamoP, chainP, tablesP, apiP]);
-  for (const s of [dynamoStart, chainStart]) if (s.status === 'fulfilled' && s.value) stops.push(() => s.value!.stop());
-  for (const s of [dynamoStart, chainStart, tablesDone, apiBuilt]) if (s.status === 'rejected') throw s.reason;
-  stops.length = 0;
-
-  let dynamoPid = '';
-  if (dynamoStart.status === 'fulfilled' && dynamoStart.value) {
-    const dynamo = new Supervisor<DynamoProcess>(
-      dynamoStart.value,
-      {
-        healthName: 'database',
-        label: 'dynamodb (dynalite)',
-        start: startDynamo,
-        // The tables live on disk; this only checks that they are all there.
-        afterStart: async () => {
-          // dynalite may have lost an index entry when it died: the tables are swept once more.
-          sweepFromStart();
-          return (await ensureTables(getDb(), config.tables)).length ? 'tables re-created' : undefined;
-        },
-      },
-      say,
-    );
-    stops.push(() => dynamo.stop());
-    dynamoPid = `, pid ${dynamo.pid}`;
-  }
-  const created = tablesDone.status === 'fulfilled' ? tablesDone.value : [];
-  say(`dynamodb   ${config.aws.dynamoEndpoint} (dynalite${dynamoPid}, ${created.length ? `created ${created.length} tables` : 'tables reused'})`);
-
-  if (chainStart.status === 'fulfilled' && chainStart.value) {
-    const first: LocalChain = chainStart.value;
-    // The node rebuilt the journaled blocks itself (same numbers, times and hashes); the persisted
-    // transactions it did not cover (never mined, or no journal yet) are re-sent in nonce order
-    // into new blocks (same bytes, same hashes).
-    const replayAll = async (node: LocalChain) => {
-      const replay = await (await getLedgerSender()).replay();
-      const n = replay.resent + replay.alreadyKnown;
-      const h = node.history;
-      const plural = (k: number, what: string) => `${k} ${what}${k === 1 ? '' : 's'}`;
-      const rebuilt =
-        h && h.blocks > 0 ? `rebuilt ${plural(h.blocks, 'block')} with ${plural(h.transactions, 'transaction')} in ${h.ms} ms${h.hashesMatch ? ', same hashes' : ''}, ` : '';
-      const stopped = h?.stoppedAt != null ? ` (journal replay stopped at block ${h.stoppedAt}: ${h.reason})` : '';
-      return `${rebuilt}replayed ${n} transaction${n === 1 ? '' : 's'}${stopped}`;
-    };
-    const chain = new Supervisor<LocalChain>(first, { healthName: 'ledger', label: 'ledger node (hardhat)', start: startChain, afterStart: replayAll }, say);
-    stops.push(() => chain.stop());
-    const replayed = await replayAll(first);
-    say(
-      `ledger     ${first.url} (hardhat, pid ${first.pid}, chain id ${first.chainId}, ${config.ledger.blockTimeMs === 0 ? 'automine' : `${config.ledger.blockTimeMs} ms blocks`}, ` +
-        `wallet ${secrets.walletAddress}, ${replayed})`,
-    );
+if (config) {
+  const plan = localPlan(config);
+  const busy = await checkPorts(plan.ports);
+  if (busy) {
+    process.stderr.write(`${busy}\n`);
+    process.exitCode = 1;
   } else {
-    say(`ledger     ${config.ledger.network} at the configured LEDGER_RPC_URL (chain id ${config.ledger.chainId})`);
+    await (await import('./stack.js')).runLocalStack(config, plan);
   }
-
-  // Publish the ML-DSA-65 key's fingerprint on the ledger once (idempotent: nothing is sent when it is there).
-  const pq = await ensurePqKeyRegistered(await getPqRegistrationDeps());
-  say(`pq key     ${pq.registration.fingerprint.slice(0, 16)}… on the ledger in ${pq.registration.tx_hash} (${pq.sentNow ? 'registered now' : 'already registered'})`);
-
-  say(`tsa        ${config.tsa.scheme === 'embedded' ? `embedded RFC 3161 TSA, root ${path.join(config.tsa.dir, 'root.pem')}` : 'remote RFC 3161 TSA'}`);
-
-  const api = apiBuilt.status === 'fulfilled' ? apiBuilt.value : await buildLocalApi();
-  const server = await listenLocalApi(faultHook ? { fetch: faultHook.wrapFetch(api.fetch) } : api, { port: config.port, hostname: config.host });
-  stops.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  say(`api        http://${config.host}:${config.port} (health: /api/v1/health, OpenAPI: /api/openapi.json)`);
-
-  // The scheduled Lambda's local twin (functions/jobs/reconcile.ts): a pass every few seconds over
-  // the work left (the sparse indexes of unfinished anchors and of open quota holds), so a pass
-  // costs the same however large the tables grow (decisions.md "Cost"). The first pass runs at
-  // once and settles what a crash left. One pass at a time. The ledger's re-send job (and its
-  // health line) runs every 30 s, not on every pass.
-  let reconciling = false;
-  let resentAt = 0;
-  const reconcile = async () => {
-    if (reconciling) return;
-    reconciling = true;
-    try {
-      const { rebroadcast, ...deps } = await getReconcileDeps();
-      const resend = Date.now() - resentAt >= 30_000;
-      if (resend) resentAt = Date.now();
-      const generation = sweep.generation;
-      const report = await reconcileAnchors(resend ? { ...deps, rebroadcast } : deps, { sweep: sweepSteps() });
-      sweptThisPass(report.swept, generation);
-    } catch (error) {
-      log.warn('reconcile failed', describeError(error));
-    } finally {
-      reconciling = false;
-    }
-  };
-  void reconcile();
-  const timer = setInterval(() => void reconcile(), config.reconcileIntervalMs);
-  timer.unref();
-  stops.push(async () => clearInterval(timer));
-
-  say(`ready in ${since()}: Ctrl-C stops every part`);
-} catch (error) {
-  process.stderr.write(`start failed: ${describeError(error).message}\n`);
-  await stopAll(1);
 }

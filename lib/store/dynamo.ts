@@ -1,32 +1,12 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import tableSpec from '../../infra/tables.json' with { type: 'json' };
 import { StoreUnavailableError } from '../errors.js';
 import { isStoreOutage } from './errors.js';
 import { installResendSafeWrites } from './resend-safe.js';
+import { DYNAMO_ATTEMPT_TIMEOUT_MS, DYNAMO_DEADLINE_MS } from './table-definitions.js';
 
-/** Logical names of the service's tables, as in infra/tables.json. */
-export type TableKey = 'accounts' | 'apiKeys' | 'evidence' | 'chains' | 'counters' | 'ledger' | 'batches' | 'activity';
-export const TABLE_KEYS: readonly TableKey[] = ['accounts', 'apiKeys', 'evidence', 'chains', 'counters', 'ledger', 'batches', 'activity'];
-
-/** Physical table name for each logical table. */
-export type TableNames = Readonly<Record<TableKey, string>>;
-
-/** The definitions in infra/tables.json, typed. */
-export interface TableDefinition {
-  envVar: string;
-  description: string;
-  AttributeDefinitions: { AttributeName: string; AttributeType: 'S' | 'N' | 'B' }[];
-  KeySchema: { AttributeName: string; KeyType: 'HASH' | 'RANGE' }[];
-  GlobalSecondaryIndexes?: {
-    IndexName: string;
-    KeySchema: { AttributeName: string; KeyType: 'HASH' | 'RANGE' }[];
-    Projection: { ProjectionType: 'ALL' | 'KEYS_ONLY' };
-  }[];
-  TimeToLiveAttribute?: string;
-}
-
-export const TABLE_DEFINITIONS = tableSpec as unknown as Record<TableKey, TableDefinition>;
+export { DYNAMO_ATTEMPT_TIMEOUT_MS, DYNAMO_DEADLINE_MS, TABLE_DEFINITIONS, TABLE_KEYS } from './table-definitions.js';
+export type { TableDefinition, TableKey, TableNames } from './table-definitions.js';
 
 export interface DynamoSettings {
   region: string;
@@ -37,10 +17,6 @@ export interface DynamoSettings {
   /** Per call, the SDK's retries included (default 3500 ms): the call then fails as an outage. */
   deadlineMs?: number;
 }
-
-/** The defaults of DYNAMODB_ATTEMPT_TIMEOUT_MS and DYNAMODB_DEADLINE_MS (lib/config.ts). */
-export const DYNAMO_ATTEMPT_TIMEOUT_MS = 1500;
-export const DYNAMO_DEADLINE_MS = 3500;
 
 /**
  * A DocumentClient over the real AWS SDK. Against the embedded server the credentials are

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { runAdmin, type CliIo } from '../../lib/cli/admin.js';
+import { loadConfig } from '../../lib/config.js';
+import { createAccountDeps } from '../../lib/deps/accounts.js';
+import { freePort } from '../../lib/local/net.js';
+import { createDocumentClient } from '../../lib/store/dynamo.js';
 import { useStack } from '../support/stack.js';
 import { frozenClock, registerDirect, testDeps } from './support.js';
 
@@ -75,5 +79,23 @@ describe('admin CLI', () => {
     const one = capture();
     assert.equal(await run(['reset-quotas', registration.email], one), 0);
     assert.equal(JSON.parse(one.stdout[0] ?? '').account_reset, registration.account_id);
+  });
+
+  it('names what it talked to, and the variables to match, when the database cannot be reached', async () => {
+    // The configuration of a stack on other ports than the one running: nothing listens there.
+    const port = await freePort();
+    const config = loadConfig({ DATA_DIR: '/tmp/evidence-admin-elsewhere', DYNAMODB_PORT: String(port), DYNAMODB_DEADLINE_MS: '300', DYNAMODB_ATTEMPT_TIMEOUT_MS: '100' });
+    const db = createDocumentClient({ region: 'local', endpoint: config.aws.dynamoEndpoint, attemptTimeoutMs: 100, deadlineMs: 300 });
+    const elsewhere = createAccountDeps({ config, db });
+    const io = capture();
+    try {
+      assert.equal(await runAdmin(['show', 'x@example.com'], io, () => elsewhere), 1);
+    } finally {
+      db.destroy();
+    }
+    const said = io.stderr.join('\n');
+    assert.match(said, new RegExp(`DynamoDB at http://127\\.0\\.0\\.1:${port}\\b`));
+    assert.match(said, /DATA_DIR \/tmp\/evidence-admin-elsewhere/);
+    assert.match(said, /same variables \(DYNAMODB_PORT or DYNAMODB_ENDPOINT, LEDGER_RPC_PORT, DATA_DIR\)/);
   });
 });

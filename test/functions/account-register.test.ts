@@ -6,7 +6,8 @@ import { app as defaultRegisterApp, createAccountRegisterApp } from '../../funct
 import { isWellFormedApiKey } from '../../lib/accounts/api-key-format.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { useStack } from '../support/stack.js';
-import { PASSWORD, body, fromRandomIp, post, provider, testDeps, uniqueEmail } from '../accounts/support.js';
+import type { PasswordHasher } from '../../lib/accounts/passwords.js';
+import { PASSWORD, body, fastHasher, fromRandomIp, post, provider, testDeps, uniqueEmail } from '../accounts/support.js';
 
 // At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
 await useStack();
@@ -37,6 +38,24 @@ describe('POST /api/v2/account/register', () => {
     assert.equal(res.status, 409);
     assert.equal(res.headers.get('content-type'), 'application/problem+json');
     assert.equal((await body(res)).code, 'email_exists');
+  });
+
+  it('hashes the password before answering 409 email_exists, as for a new address (decisions.md "Accounts")', async () => {
+    // A hasher that records what it hashed, around the real (fast) one.
+    const hashed: string[] = [];
+    const counting: PasswordHasher = { ...fastHasher, hash: (password) => (hashed.push(password), fastHasher.hash(password)) };
+    const app = createAccountRegisterApp(provider(testDeps({ passwords: counting })));
+    const email = uniqueEmail();
+    assert.equal((await app.request(PATH, post({ email, password: PASSWORD }))).status, 200);
+    assert.deepEqual(hashed, [PASSWORD]);
+    const other = `${PASSWORD} but another one`;
+    const res = await app.request(PATH, post({ email, password: other }));
+    assert.equal(res.status, 409);
+    assert.equal((await body(res)).code, 'email_exists');
+    assert.deepEqual(hashed, [PASSWORD, other]);
+    // The short-password 400 comes first, for either address: no hash.
+    assert.equal((await app.request(PATH, post({ email, password: 'elevenchars' }))).status, 400);
+    assert.equal(hashed.length, 2);
   });
 
   it('lets exactly one of 10 concurrent registrations of one address succeed and leaves one account', async () => {

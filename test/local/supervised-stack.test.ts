@@ -5,7 +5,7 @@
  * and no child may survive it. Every wait polls a condition against a deadline.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
@@ -147,6 +147,19 @@ describe('npm start supervises its parts', () => {
     assert.equal(h?.status, 200, h?.text);
     assert.ok(line(/\(dynalite, pid (\d+),/));
     assert.ok(line(/\(hardhat, pid (\d+),/));
+  });
+
+  it('is reached by `npm run admin` given the variables it was started with (its ports are not the defaults)', async () => {
+    const email = `admin-${Date.now()}@example.com`;
+    const register = await fetch(`${api}/api/v2/account/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: 'a long enough password' }),
+    });
+    assert.equal(register.status, 200, await register.text());
+    const admin = spawnSync('npm', ['run', '--silent', 'admin', '--', 'set-tier', email, 'starter'], { cwd: root, env, encoding: 'utf8' });
+    assert.equal(admin.status, 0, `${admin.stdout}${admin.stderr}`);
+    assert.equal((JSON.parse(admin.stdout) as { tier: string; email: string }).tier, 'starter');
   });
 
   it('restarts a SIGKILLed ledger node, replays the transactions into it and is healthy again', async () => {
