@@ -1,10 +1,10 @@
 /**
  * Cold start of every function of infra/functions.json: bundled with esbuild exactly as
  * serverless.yml's custom.esbuild configures serverless-esbuild (bundle, minify, keepNames, ESM,
- * platform node, target node22, mainFields module/main, @aws-sdk/* external, the createRequire
+ * platform node, target node24, mainFields module/main, @aws-sdk/* external, the createRequire
  * banner, infra/esbuild-plugins.cjs), into a temp dir; then each bundle is imported in a fresh
  * Node process, 5 times (the median is reported). The AWS SDK stays external as on Lambda (the
- * nodejs22.x runtime provides it), so its load time is part of the import and also measured alone.
+ * nodejs24.x runtime provides it), so its load time is part of the import and also measured alone.
  *
  * Which heavy packages each bundle contains comes from esbuild's metafile (bytes in the output).
  * `npm run bench` runs it; alone: `npx tsx bench/cold-start.ts` (prints a JSON line;

@@ -5,7 +5,7 @@
  *
  * - each stage alone, called sequentially (p50/p90/p99/mean, one caller): the production code,
  *   and next to it the alternative where one is worth knowing (noble signing, the previous
- *   production signer and still the deterministic mode; liboqs verification; the pkijs RFC 3161
+ *   production signer and still the deterministic mode; noble and liboqs verification; the pkijs RFC 3161
  *   verifier and token builder that lib/crypto/tsa/verify.ts and embedded.ts replaced, kept as
  *   test/support/pkijs-tsa-verify.ts and pkijs-tsa-issue.ts);
  * - the anchoring pipeline (anchorEvidence with the production dependencies) with every
@@ -27,7 +27,7 @@ import { CounterTable } from '../lib/store/counter-table.js';
 import { createScryptHasher } from '../lib/accounts/passwords.js';
 import { verifyDeviceSignature } from '../lib/crypto/ed25519.js';
 import { hexToBytes } from '../lib/crypto/hash.js';
-import { LocalMlDsaSigner, liboqsMlDsa65, verifyMlDsa65 } from '../lib/crypto/ml-dsa.js';
+import { LocalMlDsaSigner, liboqsMlDsa65, nodeCryptoMlDsa65, verifyMlDsa65, verifyMlDsa65Noble } from '../lib/crypto/ml-dsa.js';
 import { verifyTimestampResponse } from '../lib/crypto/tsa/verify.js';
 import type { AppEnv } from '../lib/http/app.js';
 import { apiKeyAuth } from '../lib/http/auth.js';
@@ -133,16 +133,20 @@ try {
     'previous production signed hedged with noble; same code, rnd = 0',
   );
   const pk = await signer.publicKey();
-  await stage('ML-DSA-65 verify, verifyMlDsa65: @noble/post-quantum (production verify path)', N(300), (i) => {
+  await stage(`ML-DSA-65 verify, verifyMlDsa65: ${nodeCryptoMlDsa65() ? 'node:crypto' : '@noble/post-quantum (this Node has no ML-DSA in node:crypto)'} (production verify path)`, N(1000), (i) => {
     const { message, signature } = signed[Math.max(0, i) % signed.length]!;
     if (!verifyMlDsa65(signature, message, pk)) throw new Error('verify');
+  });
+  await stage('ML-DSA-65 verify, @noble/post-quantum (alternative; production verify path on Node 22)', N(300), (i) => {
+    const { message, signature } = signed[Math.max(0, i) % signed.length]!;
+    if (!verifyMlDsa65Noble(signature, message, pk)) throw new Error('verify');
   });
   await stage('ML-DSA-65 verify, @oqs/liboqs-js WASM (alternative)', N(1000), (i) => {
     const { message, signature } = signed[Math.max(0, i) % signed.length]!;
     if (!oqs.verify(Uint8Array.from(message), signature, pk)) throw new Error('verify');
   });
 
-  // The production signer's signatures must verify with the service's verifier (noble).
+  // The production signer's signatures must verify with the service's verifier (node:crypto, or noble).
   const signedOk = signed.filter(({ message, signature }) => verifyMlDsa65(signature, message, pk)).length;
   checks['production signer (LocalMlDsaSigner, liboqs) under the service key: signatures verified by verifyMlDsa65'] = `${signedOk}/${signed.length}`;
   const vectorsDir = new URL('../test/vectors/', import.meta.url);

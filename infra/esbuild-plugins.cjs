@@ -19,7 +19,7 @@
  * as English only, so error messages stay byte for byte the same; `z.locales.<other>` would be
  * undefined in a bundle.
  *
- * `aws-sdk-require`: the AWS SDK stays outside the bundle (the nodejs22.x runtime ships v3, and
+ * `aws-sdk-require`: the AWS SDK stays outside the bundle (the nodejs24.x runtime ships v3, and
  * serverless.yml excludes `@aws-sdk/*`), but is loaded with require() instead of an ESM `import`.
  * The SDK's packages are CommonJS; importing them from ESM makes Node parse every file again to
  * find its named exports (cjs-module-lexer), which bench/cold-start.ts measures at tens of ms of

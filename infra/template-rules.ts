@@ -649,7 +649,7 @@ export function checkFunctions(template: CfnTemplate): RuleResult {
     }
     const p = res.Properties ?? {};
     if (p.Handler !== registry.handlerOf(fn)) problems.push(`${fn.name}: handler ${String(p.Handler)}, expected ${registry.handlerOf(fn)}`);
-    if (p.Runtime !== 'nodejs22.x') problems.push(`${fn.name}: runtime ${String(p.Runtime)}, expected nodejs22.x`);
+    if (p.Runtime !== 'nodejs24.x') problems.push(`${fn.name}: runtime ${String(p.Runtime)}, expected nodejs24.x`);
     if (!isDeepStrictEqual(p.Architectures, ['arm64'])) problems.push(`${fn.name}: architectures ${JSON.stringify(p.Architectures)}, expected ["arm64"]`);
     if (fn.kind === 'http' && typeof p.Timeout === 'number' && p.Timeout >= 30) {
       problems.push(`${fn.name}: timeout ${p.Timeout} s reaches the 30 s limit of HTTP API integrations`);
@@ -670,7 +670,7 @@ export function checkFunctions(template: CfnTemplate): RuleResult {
   for (const [id, res] of Object.entries(resources)) {
     if (res.Type === 'AWS::Lambda::Function' && !known.has(id)) problems.push(`${id}: a function that infra/functions.json does not list`);
   }
-  return { name: 'functions: handler, nodejs22.x arm64, table names, no reserved or stray secrets', summary: `${fns.length} functions`, problems };
+  return { name: 'functions: handler, nodejs24.x arm64, table names, no reserved or stray secrets', summary: `${fns.length} functions`, problems };
 }
 
 /** Every HTTP function has its route `METHOD /path` on an integration that invokes exactly it; no other routes. */

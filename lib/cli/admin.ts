@@ -6,7 +6,7 @@ import { ConfigError } from '../config.js';
 import { resetCoreDeps } from '../deps/core.js';
 import { DomainError } from '../errors.js';
 
-// Lambda runs nodejs22.x; locally Node 20 is supported, so the SDK's Node 22 notice is not repeated.
+// Lambda runs nodejs24.x; locally Node 20 is supported, so the SDK's Node 22 notice is not repeated.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 /**

@@ -14,7 +14,7 @@
  *   overflows). docs/state-machines.md, "The local store", has the measurements.
  * - The kept alternatives cannot serve here: `sqlite-level` needs better-sqlite3, whose install
  *   downloads a prebuilt binary (no internet beyond the npm registry) or compiles it for the Node
- *   running npm (20 on this kind of machine), not the Node 22 the scripts run on.
+ *   running npm (20 on this kind of machine), not the Node 24 the scripts run on.
  * - SQLite is a B-tree with transactions: a read always returns the last committed write, so the
  *   class of bug cannot exist, and WAL mode with synchronous=NORMAL keeps every committed write
  *   across a SIGKILL of the process (only an OS crash may lose the last ones).
@@ -67,7 +67,7 @@ export class SqliteLevel extends AbstractLevel {
   async _open() {
     mkdirSync(this.#location, { recursive: true });
     // Loaded here, not at the top: a process that keeps dynalite in memory never loads node:sqlite
-    // (Node 22 prints an ExperimentalWarning when it does).
+    // (Node 22 prints an ExperimentalWarning when it does; Node 24.21 does not).
     const { DatabaseSync } = await import('node:sqlite');
     const db = new DatabaseSync(path.join(this.#location, SQLITE_FILE));
     db.exec('PRAGMA journal_mode = WAL');

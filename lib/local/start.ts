@@ -9,7 +9,7 @@
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { checkPorts, localPlan } from './preflight.js';
 
-// npm scripts run Node 22 (as Lambda's nodejs22.x), but the CLI may run on an older Node: the SDK's notice that its
+// npm scripts run Node 24 (as Lambda's nodejs24.x), but the CLI may run on an older Node: the SDK's notice that its
 // releases after January 2027 need Node 22 is not repeated on every start.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 

@@ -163,7 +163,7 @@ describe('the bundles osls package builds', () => {
     const yml = readFileSync(path.join(ROOT, 'serverless.yml'), 'utf8');
     const block = /\n {2}esbuild:\n((?: {4}.*\n|\s*\n)+)/.exec(yml)?.[1] ?? '';
     for (const line of [
-      'bundle: true', 'minify: true', 'keepNames: false', 'format: esm', 'platform: node', 'target: node22',
+      'bundle: true', 'minify: true', 'keepNames: false', 'format: esm', 'platform: node', 'target: node24',
       'mainFields: [module, main]', "exclude: ['@aws-sdk/*']", `js: "${BANNER}"`, 'plugins: ./infra/esbuild-plugins.cjs',
     ]) {
       assert.ok(block.split('\n').some((l) => l.trim() === line), `serverless.yml custom.esbuild: expected "${line}"`);

@@ -50,7 +50,7 @@ function generatedView(resources: Record<string, CfnResource> = Resources): Depl
     all[registry.naming.logGroup(fn.name)] = { Type: 'AWS::Logs::LogGroup', Properties: { LogGroupName: `/aws/lambda/svc-dev-${fn.name}` } };
     all[registry.naming.lambda(fn.name)] = {
       Type: 'AWS::Lambda::Function',
-      Properties: { Code: { ZipFile: 'x' }, Role: { 'Fn::GetAtt': [registry.naming.role(fn.name), 'Arn'] }, Handler: registry.handlerOf(fn), Runtime: 'nodejs22.x' },
+      Properties: { Code: { ZipFile: 'x' }, Role: { 'Fn::GetAtt': [registry.naming.role(fn.name), 'Arn'] }, Handler: registry.handlerOf(fn), Runtime: 'nodejs24.x' },
     };
   }
   all.HttpApi = { Type: 'AWS::ApiGatewayV2::Api', Properties: { Name: 'svc-dev', ProtocolType: 'HTTP' } };
@@ -263,7 +263,7 @@ describe('function bundles', () => {
       metafile: true,
       platform: 'node',
       format: 'esm',
-      target: 'node22',
+      target: 'node24',
       outdir: path.join(ROOT, '.esbuild', 'test'),
       external: ['@aws-sdk/*'],
       plugins: esbuildPlugins,

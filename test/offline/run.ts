@@ -23,7 +23,7 @@ const OSLS = path.join(path.dirname(require.resolve('osls/package.json')), 'bin'
 // run failed on a 90 s guard while nothing was wrong). Readiness itself is the "Server ready" line.
 const READY_TIMEOUT_MS = Number(process.env.OFFLINE_READY_TIMEOUT_MS ?? 600_000);
 
-// Lambda runs nodejs22.x; locally Node 20 is supported. serverless-offline passes AWS_* on to
+// Lambda runs nodejs24.x; locally Node 20 is supported. serverless-offline passes AWS_* on to
 // every function, so this also quiets the SDK's Node 22 notice in each worker.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 

@@ -14,7 +14,7 @@ export const SERVERLESS_ESBUILD: Readonly<BuildOptions> = {
   keepNames: false,
   format: 'esm',
   platform: 'node',
-  target: 'node22',
+  target: 'node24',
   mainFields: ['module', 'main'],
   external: ['@aws-sdk/*'],
   banner: { js: BANNER },
