@@ -51,7 +51,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { LoadResult, LoadSpec } from './load.js';
 import { REPO_ROOT, runWorker, startServer, type Server } from './lib/proc.js';
-import { renderMarkdown, type ColdRow, type HttpRun, type Issue18Row, type RequestsResult, type StagesResult } from './lib/report.js';
+import { type BenchResults, renderMarkdown, type ColdRow, type HttpRun, type Issue18Row, type RequestsResult, type StagesResult } from './lib/report.js';
 import { cpuMs, machineBusyMs, selfCpuMs } from './lib/cpu.js';
 import { startBenchStack, stopBenchDynamo, type BenchStack } from './lib/stack.js';
 
@@ -81,15 +81,7 @@ const want = (endpoint: 'hash' | 'anchor' | 'verify' | 'login') => endpoints.inc
 const started = Date.now();
 const say = (line: string) => process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}\n`);
 const runs: HttpRun[] = [];
-const results: {
-  settings: typeof settings;
-  machine: Record<string, unknown>;
-  http: HttpRun[];
-  issue18?: Issue18Row[];
-  requests?: RequestsResult;
-  stages?: StagesResult;
-  cold?: ColdRow[];
-} = {
+const results: BenchResults & { settings: typeof settings } = {
   settings,
   machine: {
     nproc: os.cpus().length,

@@ -31,6 +31,23 @@ function readmeBlock(after: string, lang: string): string {
   return text.slice(fence + lang.length + 4, end + 1);
 }
 
+
+/** A new account through the real register endpoint, moved to `tier` by the admin endpoint, as the README's blocks do. */
+async function accountOverHttp(label: string, tier: 'starter' | 'pro'): Promise<{ account_id: string; api_key: string }> {
+  const register = await fetch(`${base}/api/v2/account/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: `${label}-${Date.now()}@example.com`, password: 'a long enough password' }),
+  });
+  const account = (await register.json()) as { account_id: string; api_key: string };
+  const upgrade = await fetch(`${base}/api/v2/admin/accounts/${account.account_id}/tier`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${process.env.ADMIN_TOKEN}` },
+    body: JSON.stringify({ tier }),
+  });
+  assert.equal(upgrade.status, 200);
+  return account;
+}
 describe('the README walk-through, over real HTTP', () => {
   it('anchors a photo with the README script, verifies it, and the receipt token passes openssl', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'readme-'));
@@ -79,18 +96,7 @@ describe('the README walk-through, over real HTTP', () => {
 
   it('runs the Starter block as written: timestamps over JSON and RFC 3161, a signature, trust add and verify', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'readme-starter-'));
-    const register = await fetch(`${base}/api/v2/account/register`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: `readme-starter-${Date.now()}@example.com`, password: 'a long enough password' }),
-    });
-    const account = (await register.json()) as { account_id: string; api_key: string };
-    const upgrade = await fetch(`${base}/api/v2/admin/accounts/${account.account_id}/tier`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${process.env.ADMIN_TOKEN}` },
-      body: JSON.stringify({ tier: 'starter' }),
-    });
-    assert.equal(upgrade.status, 200);
+    const account = await accountOverHttp('readme-starter', 'starter');
     writeFileSync(path.join(dir, 'photo.jpg'), `a photo of a scratched door ${Date.now()}`);
     // Only the base URL and the key are the reader's own; `evidence` is this repository's bin.
     const block = readmeBlock('## Starter: stand-alone', 'sh')
@@ -110,18 +116,7 @@ describe('the README walk-through, over real HTTP', () => {
 
   it('runs the v1 block as written: two links of a device chain, the public reads, a timestamp and the 409', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'readme-v1-'));
-    const register = await fetch(`${base}/api/v2/account/register`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: `readme-v1-${Date.now()}@example.com`, password: 'a long enough password' }),
-    });
-    const account = (await register.json()) as { account_id: string; api_key: string };
-    const upgrade = await fetch(`${base}/api/v2/admin/accounts/${account.account_id}/tier`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${process.env.ADMIN_TOKEN}` },
-      body: JSON.stringify({ tier: 'pro' }),
-    });
-    assert.equal(upgrade.status, 200);
+    const account = await accountOverHttp('readme-v1', 'pro');
     writeFileSync(path.join(dir, 'photo1.jpg'), `a photo of a broken window ${Date.now()}`);
     writeFileSync(path.join(dir, 'photo2.jpg'), `a photo of the same window, closer ${Date.now()}`);
     // The reader's own base URL and key; every answer is then followed by its status on a line of its own.
