@@ -30,8 +30,9 @@ export const app = createApp();
 app.openapi(route, async (c) => {
   const { sha256_hash } = c.req.valid('json');
   const accountId = c.get('accountId') ?? '';
-  const { registeredAt } = await getEvidenceRepo().register(sha256_hash, accountId, new Date().toISOString());
-  await noteActivity(getActivityRepo(), accountId, sha256_hash, 'registered');
+  const { registeredAt } = await getEvidenceRepo().register(sha256_hash, accountId, new Date().toISOString(), () =>
+    noteActivity(getActivityRepo(), accountId, sha256_hash, 'registered'),
+  );
   return c.json({ sha256_hash, algorithm: 'SHA-256' as const, timestamp: registeredAt }, 200);
 });
 
