@@ -30,6 +30,7 @@ import { type Counts, diffCounts, startCountingProxy, summarise } from './lib/dy
 import type { BackgroundRow, RequestRow, RequestsResult } from './lib/report.js';
 import { BENCH_TIER_LIMITS } from './lib/stack.js';
 import { REPO_ROOT } from './lib/proc.js';
+import { createAccount } from './lib/accounts.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const num = (name: string, fallback: number) => {
@@ -89,21 +90,7 @@ async function json<T>(res: Response): Promise<T> {
   if (!res.ok) throw new Error(`${res.url}: ${res.status} ${await res.text()}`);
   return (await res.json()) as T;
 }
-const register = await json<{ account_id: string; api_key: string }>(
-  await fetch(`${base}/api/v2/account/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: `requests-${randomBytes(4).toString('hex')}@example.test`, password: 'correct horse battery staple' }),
-  }),
-);
-await json(
-  await fetch(`${base}/api/v2/admin/accounts/${register.account_id}/tier`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
-    body: JSON.stringify({ tier: 'enterprise' }),
-  }),
-);
-const apiKey = register.api_key;
+const { apiKey } = await createAccount(base, adminToken, 'enterprise');
 
 // ------------------------------------------------------------------ measuring
 

@@ -54,6 +54,7 @@ import { REPO_ROOT, runWorker, startServer, type Server } from './lib/proc.js';
 import { type BenchResults, renderMarkdown, type ColdRow, type HttpRun, type Issue18Row, type RequestsResult, type StagesResult } from './lib/report.js';
 import { cpuMs, machineBusyMs, selfCpuMs } from './lib/cpu.js';
 import { startBenchStack, stopBenchDynamo, type BenchStack } from './lib/stack.js';
+import { createAccount } from './lib/accounts.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const num = (name: string, fallback: number) => {
@@ -139,33 +140,6 @@ async function load(
       `${r.non2xx + r.errors + r.timeouts ? `  non-2xx ${r.non2xx} errors ${r.errors + r.timeouts} ${r.failures[0] ?? ''}` : ''}`,
   );
   return { ...run, ...(r.anchoredHashes ? { anchoredHashes: r.anchoredHashes } : {}), ...(r.txAnchors ? { txAnchors: r.txAnchors } : {}) };
-}
-
-interface Account {
-  email: string;
-  password: string;
-  accountId: string;
-  apiKey: string;
-}
-
-/** A fresh account through the real register endpoint, upgraded through the real admin endpoint. */
-async function createAccount(base: string, adminToken: string, tier: 'pro' | 'enterprise'): Promise<Account> {
-  const email = `bench-${Math.random().toString(36).slice(2)}@example.test`;
-  const password = 'correct horse battery staple';
-  const res = await fetch(`${base}/api/v2/account/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email, password }),
-  });
-  if (res.status !== 200) throw new Error(`register failed: ${res.status} ${await res.text()}`);
-  const body = (await res.json()) as { account_id: string; api_key: string };
-  const up = await fetch(`${base}/api/v2/admin/accounts/${body.account_id}/tier`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
-    body: JSON.stringify({ tier }),
-  });
-  if (up.status !== 200) throw new Error(`set-tier failed: ${up.status} ${await up.text()}`);
-  return { email, password, accountId: body.account_id, apiKey: body.api_key };
 }
 
 interface Api extends Server {

@@ -1,4 +1,5 @@
 import {
+  BatchGetCommand,
   DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
@@ -125,7 +126,7 @@ export class CounterTable implements CounterRepository {
   /**
    * Counters under `prefix` that have holds not yet ended: their keys and hold ids. Read from the
    * sparse index open_holds, so the cost follows the counters with holds, not the table: one
-   * Query page per 1,000 of them, then one strongly consistent GetItem each (the index is
+   * Query page per 1,000 of them, then one strongly consistent BatchGetItem per 100 (the index is
    * eventually consistent and carries keys only). A counter on the index without a hold left is
    * taken off it with one conditional write (`attribute_not_exists(inflight)`: a hold added
    * meanwhile keeps it on). With `sweep`, a bounded segment of the table is read as well
@@ -154,18 +155,26 @@ export class CounterTable implements CounterRepository {
       swept = segment.complete;
     }
     const out: { pk: string; holds: string[] }[] = [];
-    const list = [...keys];
-    for (let i = 0; i < list.length; i += 16) {
-      await Promise.all(
-        list.slice(i, i + 16).map(async (pk) => {
-          const item = await this.get(pk);
-          const holds = item?.inflight instanceof Set ? [...(item.inflight as Set<string>)] : [];
-          if (holds.length > 0) out.push({ pk, holds });
-          else if (item?.hold_shard !== undefined) await this.leaveHoldIndex(pk);
-        }),
-      );
+    for (const item of await this.getMany([...keys])) {
+      const holds = item.inflight instanceof Set ? [...(item.inflight as Set<string>)] : [];
+      if (holds.length > 0) out.push({ pk: String(item.pk), holds });
+      else if (item.hold_shard !== undefined) await this.leaveHoldIndex(String(item.pk));
     }
     return { holds: out.sort((a, b) => (a.pk < b.pk ? -1 : 1)), ...(swept !== undefined ? { swept } : {}) };
+  }
+
+  /** The counters of `pks` that exist, read strongly consistent, 100 to a request (BatchGetItem's limit). */
+  private async getMany(pks: string[]): Promise<Record<string, unknown>[]> {
+    const out: Record<string, unknown>[] = [];
+    for (let i = 0; i < pks.length; i += 100) {
+      let keys: Record<string, unknown>[] = pks.slice(i, i + 100).map((pk) => ({ pk }));
+      while (keys.length > 0) {
+        const r = await this.db.send(new BatchGetCommand({ RequestItems: { [this.table]: { Keys: keys, ConsistentRead: true } } }));
+        out.push(...(r.Responses?.[this.table] ?? []));
+        keys = r.UnprocessedKeys?.[this.table]?.Keys ?? [];
+      }
+    }
+    return out;
   }
 
   private scans = new Map<string, SegmentScan>();

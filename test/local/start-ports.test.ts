@@ -20,6 +20,7 @@ import { startDynamoProcess } from '../../lib/local/dynamo-process.js';
 import { freePort, PortInUseError, probePort } from '../../lib/local/net.js';
 import { checkPorts, localPlan, portInUseLine, type PlannedPort } from '../../lib/local/preflight.js';
 import { listenLocalApi } from '../../lib/local/server.js';
+import { processAlive } from '../support/processes.js';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 const VARIABLES = ['PORT', 'DYNAMODB_PORT', 'LEDGER_RPC_PORT'] as const;
@@ -104,19 +105,6 @@ function processesWithDataDir(dir: string): number[] {
   return pids;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
-
 const busyLine = (variable: Variable, port: number) => `port ${port} (${variable}) on 127.0.0.1 is already in use; set ${variable} to a free port`;
 
 describe('npm start with a busy port', () => {
@@ -174,7 +162,7 @@ describe('npm start with a busy port', () => {
     // The children it had started are stopped with it.
     const pids = [/\(dynalite, pid (\d+),/, /\(hardhat, pid (\d+),/].map((re) => Number(re.exec(result.stdout)?.[1]));
     assert.ok(pids.every((pid) => pid > 0), result.stdout);
-    assert.deepEqual(pids.filter(alive), [], 'no child may outlive npm start');
+    assert.deepEqual(pids.filter(processAlive), [], 'no child may outlive npm start');
     assert.deepEqual(processesWithDataDir(dataDir), []);
   });
 });

@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { freePort } from '../../lib/local/net.js';
+import { processAlive } from '../support/processes.js';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 const DEADLINE_MS = 60_000;
@@ -79,19 +80,7 @@ async function downThenUp(part: string): Promise<number> {
   return Date.now() - t0;
 }
 
-function gone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  // An exited child that nobody reaped yet (a container whose init does not reap) is gone too.
-  try {
-    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
-}
+const gone = (pid: number) => !processAlive(pid);
 
 async function rpcCall(method: string, params: unknown[]): Promise<unknown> {
   const res = await fetch(rpc, {

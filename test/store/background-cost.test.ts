@@ -71,7 +71,19 @@ describe('open quota holds are read from the counters that have them', () => {
     count.reset();
     assert.deepEqual((await counters.listHolds('quota#')).holds, [{ pk: held, holds: ['a:1:hold-1'] }]);
     assert.deepEqual(count.sent, small, 'a thousand more counters without holds cost nothing');
-    assert.deepEqual(small, ['Query', 'Get']);
+    assert.deepEqual(small, ['Query', 'BatchGet']);
+  });
+
+  it('reads the counters with holds 100 to a request: 150 of them cost one Query and two BatchGets', async () => {
+    const { counters: table } = await privateTables();
+    const count = countingDb();
+    const counters = new CounterTable(count.db, table);
+    const direct = new CounterTable(store.db, table);
+    const pks = Array.from({ length: 150 }, (_, i) => `quota#acc_${i}_${randomBytes(4).toString('hex')}#2026-11`);
+    for (const pk of pks) await direct.increment(pk, 100, 2_000_000_000, `a:1:${pk}`);
+    const found = (await counters.listHolds('quota#')).holds;
+    assert.deepEqual(found.map((h) => h.pk), [...pks].sort());
+    assert.deepEqual(count.sent, ['Query', 'BatchGet', 'BatchGet']);
   });
 
   it('a counter whose holds all ended leaves the index, in one conditional write, and then costs nothing', async () => {
@@ -84,7 +96,7 @@ describe('open quota holds are read from the counters that have them', () => {
 
     count.reset();
     assert.deepEqual((await counters.listHolds('quota#')).holds, []);
-    assert.deepEqual(count.sent, ['Query', 'Get', 'Update'], 'read, found without a hold, taken off');
+    assert.deepEqual(count.sent, ['Query', 'BatchGet', 'Update'], 'read, found without a hold, taken off');
     const item = (await store.db.send(new GetCommand({ TableName: table, Key: { pk }, ConsistentRead: true }))).Item;
     assert.equal(item?.hold_shard, undefined);
     assert.equal(item?.count, 1, 'the settled unit stays counted');
