@@ -21,7 +21,7 @@ export async function ensureTables(client: DynamoDBDocumentClient, names: TableN
     const [table, moving] = await Promise.all([describe(client, name), describe(client, migratingName(name))]);
     if (table && !moving && !missingIndexes(table, def).length) continue;
     if (table || moving) {
-      await migrateTable(client, name, def);
+      await migrateTable(client, name, def, { table, moving: moving !== undefined });
       continue;
     }
     await createTable(client, name, def);
@@ -39,16 +39,22 @@ export async function ensureTables(client: DynamoDBDocumentClient, names: TableN
  * nothing else writes while the tables are ensured (before the service starts). In AWS,
  * CloudFormation adds indexes itself and this never runs.
  */
-async function migrateTable(client: DynamoDBDocumentClient, name: string, def: TableDefinition): Promise<void> {
+async function migrateTable(
+  client: DynamoDBDocumentClient,
+  name: string,
+  def: TableDefinition,
+  found: { table: DescribeTableCommandOutput['Table'] | undefined; moving: boolean },
+): Promise<void> {
   const moving = migratingName(name);
-  const table = await describe(client, name);
-  if (table && missingIndexes(table, def).length) {
-    if (!(await describe(client, moving))) await createTable(client, moving, def);
+  let present = found.table !== undefined;
+  if (found.table && missingIndexes(found.table, def).length) {
+    if (!found.moving) await createTable(client, moving, def);
     await copyItems(client, name, moving);
     await client.send(new DeleteTableCommand({ TableName: name }));
     await waitFor(client, name, (t) => !t);
+    present = false;
   }
-  if (!(await describe(client, name))) await createTable(client, name, def);
+  if (!present) await createTable(client, name, def);
   await copyItems(client, moving, name);
   await client.send(new DeleteTableCommand({ TableName: moving }));
   await waitFor(client, moving, (t) => !t);
