@@ -41,6 +41,9 @@ const PARAMETERS = [
   { param: 'edgeOriginSecret', path: 'custom.edge.originSecret', kind: 'secret', edge: true },
   { param: 'edgeOriginDomain', path: 'custom.edge.originDomain', kind: 'hostname', edge: true },
   { param: 'edgeOriginCertificateArn', path: 'custom.edge.originCertificateArn', kind: 'acmCertificateArn', edge: true },
+  { param: 'edgeOriginClientCertificateArn', path: 'custom.edge.originClientCertificateArn', kind: 'acmClientCertificateArn', edge: true },
+  { param: 'edgeOriginTruststoreUri', path: 'custom.edge.originTruststoreUri', kind: 's3Uri', edge: true },
+  { param: 'edgeOriginTruststoreVersion', path: 'custom.edge.originTruststoreVersion', kind: 's3ObjectVersion', edge: true, optional: true },
   { param: 'edgeOriginHostedZoneId', path: 'custom.edge.originHostedZoneId', kind: 'hostedZoneId', edge: true, optional: true },
 ];
 
@@ -81,6 +84,19 @@ function valueProblems(kind, value, region) {
       if (region && m[1] !== region) return [`"${value}" is in ${m[1]}: a regional API Gateway domain needs its certificate in ${region}`];
       return [];
     }
+    case 'acmClientCertificateArn': {
+      // The certificate CloudFront presents to the origin (origin mTLS): CloudFront reads it from
+      // ACM in us-east-1 only, whatever the stack's region.
+      const m = new RegExp(`^arn:aws[a-z-]*:acm:([a-z0-9-]+):(\\d{12}):certificate/${UUID}$`).exec(value);
+      if (!m) return [`"${value}" is not an ACM certificate ARN`];
+      if (m[1] !== 'us-east-1') return [`"${value}" is in ${m[1]}: CloudFront takes the client certificate it presents to the origin from ACM in us-east-1`];
+      return [];
+    }
+    case 's3Uri':
+      // The origin's mTLS truststore: the PEM of the CA that issued the client certificate.
+      return /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/.+$/.test(value) ? [] : [`"${value}" is not an S3 URI (s3://<bucket>/<key> of the truststore PEM)`];
+    case 's3ObjectVersion':
+      return /^[A-Za-z0-9._-]{1,1024}$/.test(value) ? [] : [`"${value}" is not an S3 object version id`];
     case 'hostname':
       if (!/^(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/.test(value)) return [`"${value}" is not a DNS name`];
       if (/\.(amazonaws\.com|cloudfront\.net)$/.test(value)) return [`"${value}" is an AWS name: the origin needs a name of your own (a custom domain of the API)`];

@@ -113,7 +113,9 @@ function cachedPathPatterns() {
 /**
  * The service stack's part with the edge on (docs/decisions.md "Deploying"):
  *  - the HTTP API reachable only through a regional custom domain of its own
- *    (`edgeOriginDomain`, certificate `edgeOriginCertificateArn`), its execute-api default
+ *    (`edgeOriginDomain`, certificate `edgeOriginCertificateArn`) that admits by mutual TLS only
+ *    the client certificate CloudFront presents (truststore `edgeOriginTruststoreUri`, client
+ *    certificate `edgeOriginClientCertificateArn` in ACM us-east-1), its execute-api default
  *    endpoint disabled ({@link buildEdgeApiExtension}), the domain's DNS record when
  *    `edgeOriginHostedZoneId` is given;
  *  - the distribution in front of that domain, with the WebACL and the secret origin header;
@@ -135,6 +137,13 @@ function buildEdgeResources(edge) {
       Properties: {
         DomainName: edge.originDomain,
         DomainNameConfigurations: [{ CertificateArn: edge.originCertificateArn, EndpointType: 'REGIONAL', SecurityPolicy: 'TLS_1_2' }],
+        // Mutual TLS: the TLS handshake itself refuses a client without a certificate issued by
+        // the truststore's CA, before API Gateway routes, throttles or invokes anything. CloudFront
+        // presents that certificate (OriginMtlsConfig below); nobody else has its key.
+        MutualTlsAuthentication: {
+          TruststoreUri: edge.originTruststoreUri,
+          ...(edge.originTruststoreVersion ? { TruststoreVersion: edge.originTruststoreVersion } : {}),
+        },
       },
     },
     EdgeOriginApiMapping: {
@@ -200,7 +209,12 @@ function buildEdgeResources(edge) {
               // The API's own custom domain: with the execute-api endpoint disabled it is the only
               // way in, and CloudFront sends it as Host and SNI (Host is not forwarded).
               DomainName: edge.originDomain,
-              CustomOriginConfig: { OriginProtocolPolicy: 'https-only', OriginSSLProtocols: ['TLSv1.2'] },
+              CustomOriginConfig: {
+                OriginProtocolPolicy: 'https-only',
+                OriginSSLProtocols: ['TLSv1.2'],
+                // Origin mTLS: the client certificate (ACM, us-east-1) the custom domain requires.
+                OriginMtlsConfig: { ClientCertificateArn: edge.originClientCertificateArn },
+              },
               OriginCustomHeaders: [{ HeaderName: EDGE_ORIGIN_HEADER, HeaderValue: edge.originSecret }],
             },
           ],

@@ -24,6 +24,9 @@ const UNRESOLVED_EDGE = {
   originSecret: '${self:custom.edge.originSecret}',
   originDomain: '${self:custom.edge.originDomain}',
   originCertificateArn: '${self:custom.edge.originCertificateArn}',
+  originClientCertificateArn: '${self:custom.edge.originClientCertificateArn}',
+  originTruststoreUri: '${self:custom.edge.originTruststoreUri}',
+  originTruststoreVersion: '',
   originHostedZoneId: '',
 };
 

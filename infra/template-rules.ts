@@ -878,7 +878,8 @@ function originRequestOf(resources: Record<string, CfnResource>, id: Json | unde
  * The edge (infra/edge-waf.cjs, docs/decisions.md "Deploying"). With the edge on: the public reads
  * are limited per client address by a WAF rate-based rule in front of every function, and nothing
  * goes around it: a CloudFront distribution with a WebACL from us-east-1 whose one origin is the
- * HTTP API's own custom domain, the execute-api endpoint disabled, the secret origin header equal
+ * HTTP API's own custom domain, which requires mutual TLS with the client certificate CloudFront
+ * presents, the execute-api endpoint disabled, the secret origin header equal
  * to every function's EDGE_ORIGIN_SECRET and PUBLIC_RATE_LIMIT=edge. Caching: the default
  * behaviour caches nothing; a cached behaviour (every `edgeCache` path of infra/functions.json has
  * one) follows the origin's Cache-Control (no default TTL, a year at most), keys on the query
@@ -932,9 +933,16 @@ export function checkEdge(template: CfnTemplate, waf: EdgeWafTemplate, stage = '
       (r) => r.Type === 'AWS::ApiGatewayV2::ApiMapping' && isDeepStrictEqual(r.Properties?.ApiId, { Ref: 'HttpApi' }) && isDeepStrictEqual(r.Properties?.DomainName, { Ref: 'EdgeOriginDomainName' }),
     );
     if (!mapped) problems.push('EdgeOriginApiMapping: the origin domain is not mapped to the HTTP API');
+    // The custom domain is on the internet too: mutual TLS makes CloudFront its only client.
+    const mtls = domainRes?.Properties?.MutualTlsAuthentication;
+    const truststore = isObject(mtls) ? mtls.TruststoreUri : undefined;
+    if (domain !== undefined && (truststore === undefined || truststore === '')) problems.push('EdgeOriginDomainName: no MutualTlsAuthentication truststore: the origin domain answers any client, around the edge');
     const origins = Array.isArray(config.Origins) ? config.Origins.filter(isObject) : [];
     const origin = origins[0];
     if (origins.length !== 1 || !origin || domain === undefined || !isDeepStrictEqual(origin.DomainName, domain)) problems.push('EdgeDistribution: the one origin must be the API\'s custom domain (EdgeOriginDomainName)');
+    const originConfig = origin && isObject(origin.CustomOriginConfig) ? origin.CustomOriginConfig : {};
+    const clientCert = isObject(originConfig.OriginMtlsConfig) ? originConfig.OriginMtlsConfig.ClientCertificateArn : undefined;
+    if (typeof clientCert !== 'string' || !clientCert.startsWith('arn:aws:acm:us-east-1:')) problems.push('EdgeDistribution: the origin presents no client certificate (CustomOriginConfig.OriginMtlsConfig, ACM us-east-1): the mutual-TLS origin would refuse CloudFront');
     const headers = origin && Array.isArray(origin.OriginCustomHeaders) ? origin.OriginCustomHeaders.filter(isObject) : [];
     const secret = headers.find((h) => h.HeaderName === edgeWaf.EDGE_ORIGIN_HEADER);
     if (!secret || typeof secret.HeaderValue !== 'string' || secret.HeaderValue.length < 32) problems.push(`EdgeDistribution: no ${edgeWaf.EDGE_ORIGIN_HEADER} secret header (32 characters or more) on the origin`);

@@ -67,6 +67,8 @@ function completeParams(): Record<string, string> {
     edgeOriginSecret: randomBytes(32).toString('hex'),
     edgeOriginDomain: `o-${randomBytes(4).toString('hex')}.api.example.com`,
     edgeOriginCertificateArn: `arn:aws:acm:${REGION}:${a}:certificate/${uuid()}`,
+    edgeOriginClientCertificateArn: `arn:aws:acm:us-east-1:${a}:certificate/${uuid()}`,
+    edgeOriginTruststoreUri: `s3://evidence-${a}-origin-truststore/edge/ca.pem`,
     edgeOriginHostedZoneId: `Z${randomBytes(10).toString('hex').toUpperCase()}`,
   };
 }
@@ -108,7 +110,7 @@ describe('osls package --stage prod', () => {
 
   test('dev with a WebACL but no origin: refused, naming what the edge still needs (and only that)', () => {
     assert.notEqual(halfEdge.code, 0);
-    for (const p of ['edgeOriginSecret', 'edgeOriginDomain', 'edgeOriginCertificateArn']) assert.match(halfEdge.output, new RegExp(`\\b${p}: not set`));
+    for (const p of ['edgeOriginSecret', 'edgeOriginDomain', 'edgeOriginCertificateArn', 'edgeOriginClientCertificateArn', 'edgeOriginTruststoreUri']) assert.match(halfEdge.output, new RegExp(`\\b${p}: not set`));
     assert.doesNotMatch(halfEdge.output, /\bpqSignerKmsKeyArn:|\bedgeWebAclArn:/);
   });
 
@@ -127,8 +129,11 @@ describe('osls package --stage prod', () => {
     const r = template.Resources;
     assert.equal(r.HttpApi!.Properties!.DisableExecuteApiEndpoint, true);
     assert.equal(r.EdgeOriginDomainName!.Properties!.DomainName, complete.edgeOriginDomain);
+    // Mutual TLS on the origin domain, and CloudFront presenting the client certificate.
+    assert.deepEqual(r.EdgeOriginDomainName!.Properties!.MutualTlsAuthentication, { TruststoreUri: complete.edgeOriginTruststoreUri });
     const config = r.EdgeDistribution!.Properties!.DistributionConfig as Record<string, unknown>;
     assert.equal((config.Origins as { DomainName: unknown }[])[0]!.DomainName, complete.edgeOriginDomain);
+    assert.deepEqual((config.Origins as { CustomOriginConfig: { OriginMtlsConfig: unknown } }[])[0]!.CustomOriginConfig.OriginMtlsConfig, { ClientCertificateArn: complete.edgeOriginClientCertificateArn });
     assert.equal(config.WebACLId, complete.edgeWebAclArn);
     const cached = (config.CacheBehaviors as { PathPattern: string }[]).map((b) => b.PathPattern);
     assert.ok(cached.includes('/api/v2/evidence/receipt/*') && cached.includes('/api/v2/evidence/verify/*'), cached.join(', '));
@@ -180,6 +185,9 @@ describe('the edge rule notices every way around the edge (the complete prod tem
   const cases: [string, (t: CfnTemplate) => void, RegExp][] = [
     ['execute-api left on', (t) => delete t.Resources.HttpApi!.Properties!.DisableExecuteApiEndpoint, /execute-api endpoint is enabled behind the edge/],
     ['the origin back on execute-api', (t) => ((config(t).Origins as Obj[])[0]!.DomainName = { 'Fn::Select': [2, { 'Fn::Split': ['/', { 'Fn::GetAtt': ['HttpApi', 'ApiEndpoint'] }] }] }), /one origin must be the API's custom domain/],
+    ['the origin domain without mutual TLS (anyone reaches it around the edge)', (t) => delete t.Resources.EdgeOriginDomainName!.Properties!.MutualTlsAuthentication, /no MutualTlsAuthentication truststore/],
+    ['CloudFront presenting no client certificate', (t) => delete ((config(t).Origins as Obj[])[0]!.CustomOriginConfig as Obj).OriginMtlsConfig, /presents no client certificate/],
+    ['the client certificate outside us-east-1', (t) => (((config(t).Origins as Obj[])[0]!.CustomOriginConfig as Obj).OriginMtlsConfig = { ClientCertificateArn: 'arn:aws:acm:eu-central-1:123456789012:certificate/00000000-0000-4000-8000-00000000000a' }), /presents no client certificate/],
     ['the domain mapped to nothing', (t) => delete t.Resources.EdgeOriginApiMapping, /not mapped to the HTTP API/],
     ['no secret header', (t) => ((config(t).Origins as Obj[])[0]!.OriginCustomHeaders = []), /X-Edge-Origin/],
     ['a function with another secret', (t) => (env(t, 'V1HealthLambdaFunction').EDGE_ORIGIN_SECRET = 'y'.repeat(64)), /v1Health: EDGE_ORIGIN_SECRET is not the secret the edge sends/],
