@@ -112,6 +112,12 @@ export interface Config {
    * A missing file means no retired keys.
    */
   retiredKeysFile: string;
+  /**
+   * KEY_REGISTRY_FILE: the key registry (lib/crypto/key-windows.ts, decisions.md "Key validity
+   * windows"): every key the service signs or signed with and its validity window. Public material
+   * only; written by `npm run admin -- rotate-key` locally, shipped with the functions in AWS.
+   */
+  keyRegistryFile: string;
   tsa: {
     scheme: 'embedded' | 'remote';
     dir: string;
@@ -297,6 +303,7 @@ export function loadConfig(env: Env = process.env): Config {
       kmsKeyId: ed25519Kms,
     },
     retiredKeysFile: r.string('RETIRED_KEYS_FILE', path.join(dataDir, 'keys', 'retired-keys.json')),
+    keyRegistryFile: r.string('KEY_REGISTRY_FILE', path.join(dataDir, 'keys', 'key-registry.json')),
     tsa: {
       scheme: tsaScheme,
       dir: path.join(dataDir, 'tsa'),

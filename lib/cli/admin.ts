@@ -3,7 +3,8 @@ import { type AccountDeps, getAccountDeps } from '../deps/accounts.js';
 import { runQuotaReset, UnknownAccountError } from '../accounts/quota-reset.js';
 import { isTierName, TIER_NAMES } from '../accounts/tiers.js';
 import { ConfigError } from '../config.js';
-import { resetCoreDeps } from '../deps/core.js';
+import { getConfig, resetCoreDeps } from '../deps/core.js';
+import { isRotatableKind, ROTATABLE_KINDS, RotationRefused, rotateLocalKey } from './rotate-key.js';
 import { DomainError } from '../errors.js';
 
 // Lambda runs nodejs24.x; locally Node 20 is supported, so the SDK's Node 22 notice is not repeated.
@@ -19,6 +20,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
  *     npm run admin -- show <email|account_id>
  *     npm run admin -- reset-quotas [email|account_id]
  *     npm run admin -- register-pq-key
+ *     npm run admin -- rotate-key <ml-dsa-65|ed25519|pdf-signing>
  *
  * Exit codes: 0 done, 1 failed (unknown account, unreachable database, bad configuration),
  * 2 usage error.
@@ -34,6 +36,10 @@ Commands:
                                        that account's quota for the current month.
   register-pq-key                      Publish the ML-DSA-65 public key fingerprint on the ledger
                                        (once: a key already registered is not sent again).
+  rotate-key <kind>                    Rotate a local key (${ROTATABLE_KINDS.join(', ')}): make a new one,
+                                       retire the old one now in the key registry (its validity
+                                       window ends; what it signed before still verifies). Run it
+                                       with the stack stopped. Production: docs/runbook.md.
 
 Reads the configuration npm start reads (the same variables and defaults): run it with the
 variables the stack was started with (DYNAMODB_PORT or DYNAMODB_ENDPOINT, LEDGER_RPC_PORT,
@@ -101,12 +107,21 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
         io.out(JSON.stringify(await ensurePqKeyRegistered(await getPqRegistrationDeps()), null, 2));
         return 0;
       }
+      case 'rotate-key': {
+        const [kind] = args;
+        if (args.length !== 1 || !kind) return usageError('rotate-key needs one kind of key.');
+        if (kind === 'ledger-wallet') return fail(io, 'rotate-key ledger-wallet is not built for the local stack yet: docs/runbook.md "Rotating keys" (Wallet) says how to rotate it in production.');
+        if (!isRotatableKind(kind)) return usageError(`Unknown kind of key "${kind}" (known: ${ROTATABLE_KINDS.join(', ')}).`);
+        io.out(JSON.stringify(await rotateLocalKey(getConfig(), kind), null, 2));
+        return 0;
+      }
       default:
         return usageError(`Unknown command "${command}".`);
     }
   } catch (error) {
     if (error instanceof UnknownAccountError) return fail(io, `No account "${error.account}".`);
     if (error instanceof ConfigError) return fail(io, error.message);
+    if (error instanceof RotationRefused) return fail(io, `Not rotated: ${error.message}.`);
     if (error instanceof DomainError) return fail(io, error.detail);
     const message = (error instanceof Error ? error.message : String(error)).replace(/\.$/, '');
     return fail(io, `Failed: ${message}. ${whereItLooked(resolve)}`);

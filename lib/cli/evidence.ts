@@ -303,8 +303,8 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       ...(roots.length > 0 ? { rootsPem: roots, ...(rootSource ? { rootSource } : {}) } : {}),
       ...(ledger ? { ledger } : {}),
       minConfirmations,
-      ...(pqKey ? { pqKeyFingerprints: [pqKey], pqKeySource: '--pq-key' } : trusted ? { pqKeyFingerprints: trusted.pqFingerprints, pqKeySource: trusted.source } : {}),
-      ...(wallet ? { wallets: [wallet], walletSource: '--wallet' } : trusted ? { wallets: trusted.wallets, walletSource: trusted.source } : {}),
+      ...(pqKey ? { pqKeyFingerprints: [pqKey], pqKeySource: '--pq-key' } : trusted ? { pqKeys: trusted.pqKeys, pqKeySource: trusted.source } : {}),
+      ...(wallet ? { wallets: [wallet], walletSource: '--wallet' } : trusted ? { wallets: trusted.wallets, walletSource: trusted.source, walletWindows: trusted.walletWindows } : {}),
     });
     const kind = values.certificate !== undefined ? 'receipt attached to the certificate' : 'receipt';
     reports.push({ status: report.status, kind, file: receiptFile, report, lines: formatReport(report) });

@@ -11,7 +11,9 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { rawPublicKeyOf } from '../crypto/jwk.js';
+import { rawPublicKeyOf, windowOfJwk } from '../crypto/jwk.js';
+import type { ValidityWindow } from '../crypto/key-windows.js';
+import type { TrustedKey } from '../evidence/verdict.js';
 import { CliError } from './client.js';
 
 /** One trusted service. */
@@ -23,7 +25,15 @@ export interface TrustedService {
   tsa_policy_oid: string;
   /** The JWK set as fetched (Ed25519 and ML-DSA-65 keys, retired ones included). */
   jwks: { keys: Record<string, unknown>[] };
-  ledger: { network: string; chain_id: number; wallet_address: string };
+  ledger: {
+    network: string;
+    chain_id: number;
+    wallet_address: string;
+    /** Every wallet of the service with its validity window (absent in files written before the windows). */
+    wallets?: ({ address: string; status: string } & ValidityWindow)[];
+  };
+  /** The PDF signing certificates with their windows (absent in files written before the windows). */
+  pdf_signing?: ({ status: string; certificate_pem: string; sha256: string } & ValidityWindow)[];
 }
 
 export interface TrustFile {
@@ -35,7 +45,11 @@ export interface TrustFile {
 export interface PinnedAnchors {
   roots: string[];
   pqFingerprints: string[];
+  /** The same keys with the validity windows the service published (decisions.md "Key validity windows"). */
+  pqKeys: TrustedKey[];
   wallets: string[];
+  /** The wallets' validity windows, where the service published them. */
+  walletWindows: { address: string; window: ValidityWindow }[];
   jwks: Record<string, unknown>[];
   source: string;
 }
@@ -71,16 +85,23 @@ async function writeTrustFile(file: string, trust: TrustFile): Promise<void> {
 export function pinnedAnchors(trust: TrustFile, file: string): PinnedAnchors | undefined {
   if (trust.services.length === 0) return undefined;
   const pq: string[] = [];
+  const pqKeys: TrustedKey[] = [];
   for (const s of trust.services) {
     for (const k of s.jwks.keys) {
       const raw = rawPublicKeyOf(k);
-      if (raw?.algorithm === 'ML-DSA-65') pq.push(createHash('sha256').update(raw.publicKey).digest('hex'));
+      if (raw?.algorithm !== 'ML-DSA-65') continue;
+      const sha256 = createHash('sha256').update(raw.publicKey).digest('hex');
+      pq.push(sha256);
+      pqKeys.push({ sha256, window: windowOfJwk(k) });
     }
   }
+  const walletWindows = trust.services.flatMap((s) => (s.ledger.wallets ?? []).map((w) => ({ address: w.address, window: { not_before: w.not_before, not_after: w.not_after, retired_at: w.retired_at } })));
   return {
     roots: trust.services.map((s) => s.tsa_root_pem),
     pqFingerprints: pq,
-    wallets: trust.services.map((s) => s.ledger.wallet_address),
+    pqKeys,
+    wallets: [...new Set([...trust.services.map((s) => s.ledger.wallet_address), ...walletWindows.map((w) => w.address)])],
+    walletWindows,
     jwks: trust.services.flatMap((s) => s.jwks.keys),
     source: `trust file ${file}: ${trust.services.map((s) => s.base_url).join(', ')}`,
   };
@@ -110,7 +131,8 @@ export async function addTrustedService(file: string, baseUrl: string, fetchImpl
     tsa?: { root_pem?: string; root_sha256?: string; policy_oid?: string };
     jwks_url?: string;
     signing_keys?: { kid: string }[];
-    ledger?: { network?: string; chain_id?: number; wallet_address?: string };
+    ledger?: { network?: string; chain_id?: number; wallet_address?: string; wallets?: TrustedService['ledger']['wallets'] };
+    pdf_signing?: TrustedService['pdf_signing'];
   };
   const rootPem = doc.tsa?.root_pem;
   if (!rootPem || !doc.ledger?.wallet_address || typeof doc.ledger.chain_id !== 'number') throw new CliError(`${base} published no usable trust-anchor document.`);
@@ -133,7 +155,13 @@ export async function addTrustedService(file: string, baseUrl: string, fetchImpl
     tsa_root_sha256: rootSha256,
     tsa_policy_oid: doc.tsa?.policy_oid ?? '',
     jwks: { keys: jwks.keys },
-    ledger: { network: doc.ledger.network ?? '', chain_id: doc.ledger.chain_id, wallet_address: doc.ledger.wallet_address },
+    ledger: {
+      network: doc.ledger.network ?? '',
+      chain_id: doc.ledger.chain_id,
+      wallet_address: doc.ledger.wallet_address,
+      ...(Array.isArray(doc.ledger.wallets) ? { wallets: doc.ledger.wallets } : {}),
+    },
+    ...(Array.isArray(doc.pdf_signing) ? { pdf_signing: doc.pdf_signing } : {}),
   };
   const trust = await readTrustFile(file);
   trust.services = [...trust.services.filter((s) => s.base_url !== base), service];
@@ -159,10 +187,14 @@ export function describeService(s: TrustedService): string[] {
     `  TSA policy         ${s.tsa_policy_oid}`,
     `  ledger             chain ${s.ledger.chain_id} (${s.ledger.network}), wallet ${s.ledger.wallet_address}`,
   ];
+  const span = (w: ValidityWindow) => `valid ${w.not_before ?? '…'} – ${w.retired_at ?? w.not_after ?? 'now'}`;
+  for (const w of s.ledger.wallets ?? []) if (w.address !== s.ledger.wallet_address || w.retired_at) lines.push(`  wallet ${w.address} ${w.status} ${span(w)}`);
   for (const k of s.jwks.keys) {
     const raw = rawPublicKeyOf(k);
     const fp = raw ? createHash('sha256').update(raw.publicKey).digest('hex') : '?';
-    lines.push(`  key ${String(k.kid).padEnd(25)} ${String(k.alg).padEnd(9)} ${String(k.status ?? '')} sha256 ${fp}`);
+    const window = 'not_before' in k ? ` ${span(windowOfJwk(k))}` : '';
+    lines.push(`  key ${String(k.kid).padEnd(25)} ${String(k.alg).padEnd(9)} ${String(k.status ?? '')} sha256 ${fp}${window}`);
   }
+  for (const p of s.pdf_signing ?? []) lines.push(`  pdf signer ${p.sha256.slice(0, 16)}… ${p.status} ${span(p)}`);
   return lines;
 }

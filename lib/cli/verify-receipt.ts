@@ -15,7 +15,8 @@ import type { TimestampVerification } from '../crypto/tsa/verify.js';
 import { verifyTimestampResponse } from '../crypto/tsa/verify.js';
 import { describeSubject } from '../crypto/tsa/x509-verify.js';
 import { checkTimestamp, type TimestampVerdict } from '../evidence/proof-check.js';
-import { type EvidenceStatus, type EvidenceVerdict, judgeEvidence, type LedgerEvidence, type LedgerSummary } from '../evidence/verdict.js';
+import type { ValidityWindow } from '../crypto/key-windows.js';
+import { type EvidenceStatus, type EvidenceVerdict, judgeEvidence, type LedgerEvidence, type LedgerSummary, type TrustedKey } from '../evidence/verdict.js';
 import { readLedger } from '../evidence/ledger-read.js';
 import type { RpcReader } from '../ledger/rpc-reader.js';
 import { type ParsedReceipt, readReceipt, receiptImageHash } from './receipt-parse.js';
@@ -40,12 +41,16 @@ export interface VerifyReceiptOptions {
   minConfirmations?: number;
   /** Pinned SHA-256 fingerprints of the service's ML-DSA-65 public keys (--pq-key, or the trust file: retired keys too). */
   pqKeyFingerprints?: string[];
+  /** Pinned ML-DSA-65 keys with their validity windows (the trust file); used with pqKeyFingerprints. */
+  pqKeys?: TrustedKey[];
   /** Where the pinned ML-DSA-65 key(s) came from, for the report. */
   pqKeySource?: string;
   /** Pinned ledger wallet addresses: the transaction must come from one of them. */
   wallets?: string[];
   /** Where the pinned wallet(s) came from, for the report. */
   walletSource?: string;
+  /** The pinned wallets' validity windows (the trust file). */
+  walletWindows?: { address: string; window: ValidityWindow }[];
 }
 
 /** Where a trust anchor came from. */
@@ -84,7 +89,7 @@ export interface ReceiptVerification {
 /** Verifies a receipt. Never throws for a bad receipt: its problems are the report. */
 export async function verifyReceipt(options: VerifyReceiptOptions): Promise<ReceiptVerification> {
   const file = checkSubject(options.subject, receiptImageHash(options.receipt));
-  const pinnedPq = (options.pqKeyFingerprints ?? []).map((x) => x.toLowerCase());
+  const pinnedPq: TrustedKey[] = [...(options.pqKeyFingerprints ?? []).map((x) => x.toLowerCase()), ...(options.pqKeys ?? [])];
   const wallets = options.wallets ?? [];
   const pqKey: TrustNote =
     pinnedPq.length > 0
@@ -122,6 +127,7 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
     timestampRootTrusted: root.source === 'pinned',
     trustedPqKeys: pinnedPq.length > 0 ? pinnedPq : null,
     ledger: await readLedgerEvidence(r, options, wallets),
+    ...(options.walletWindows ? { walletWindows: options.walletWindows } : {}),
   });
   const status: EvidenceStatus = file.holds ? verdict.status : 'failed';
   return {

@@ -7,9 +7,10 @@
  * The verdicts are lib/evidence/standalone-verdict.ts's (the PDF certificate gives the same);
  * this file picks the trust anchors and reports.
  */
-import { rawPublicKeyOf } from '../crypto/jwk.js';
+import { rawPublicKeyOf, windowOfJwk } from '../crypto/jwk.js';
 import { TIMESTAMP_CHECKS } from '../evidence/proof-check.js';
 import { judgeStandaloneSignature, verifyStandaloneTimestamp } from '../evidence/standalone-verdict.js';
+import { describeSigningTime } from '../evidence/verdict.js';
 import type { EvidenceStatus, ProofState } from '../evidence/verdict.js';
 import { STATUS_WORD } from './receipt-report.js';
 import type { VerifySubject } from './verify-receipt.js';
@@ -100,15 +101,17 @@ export function verifySignatureFile(options: VerifySignatureFileOptions): Standa
   const raw = jwk ? rawPublicKeyOf(jwk) : undefined;
   const publicKey = raw?.algorithm === 'Ed25519' ? raw.publicKey : undefined;
   const notes = [options.jwks.length === 0 ? 'signing key: none pinned: evidence trust add <url>, or --jwks jwks.json' : `signing key: pinned${options.jwksSource ? ` (${options.jwksSource})` : ''}`];
-  const v = judgeStandaloneSignature(options.response, hashOf(options.subject), publicKey);
+  const v = judgeStandaloneSignature(options.response, hashOf(options.subject), publicKey, jwk ? windowOfJwk(jwk) : undefined);
   const proofs: StandaloneProof[] = [fileProof(options.subject, fieldOf(st, 'sha256_hash'))];
   proofs.push({ id: 'signature_statement', label: 'signed statement names this hash', state: v.checks.statement.ok ? 'holds' : 'fails', reason: v.checks.statement.reason });
   proofs.push({
     id: 'signature_key',
     label: 'Ed25519 key pinned',
-    state: publicKey ? 'holds' : options.jwks.length === 0 ? 'unchecked' : 'fails',
+    state: publicKey ? (v.window && !v.window.ok ? 'fails' : 'holds') : options.jwks.length === 0 ? 'unchecked' : 'fails',
     reason: publicKey
-      ? `${String(kid)} is in the pinned JWK set${jwk?.status === 'retired' ? ' (retired: it no longer signs, its statements still verify)' : ''}`
+      ? v.window && !v.window.ok
+        ? `${String(kid)} is in the pinned JWK set, but signed outside its validity window: ${v.window.reason}`
+        : `${String(kid)} is in the pinned JWK set${jwk?.status === 'retired' ? ' (retired: it no longer signs, its statements still verify)' : ''}${v.window && v.as_of ? `; valid ${describeSigningTime(v.as_of)}` : ''}`
       : options.jwks.length === 0
         ? 'no JWK set pinned: the signature cannot be checked'
         : `no Ed25519 key with kid ${String(kid)} in the pinned JWK set`,

@@ -13,6 +13,8 @@ import { ED25519_PUBLIC_KEY_BYTES } from './ed25519.js';
 import { ed25519KeyId } from './ed25519-signer.js';
 import { ML_DSA_65_PUBLIC_KEY_BYTES, mlDsaKeyId } from './ml-dsa.js';
 
+import type { ValidityWindow } from './key-windows.js';
+
 export type KeyStatus = 'active' | 'retired';
 
 export interface Ed25519Jwk {
@@ -38,6 +40,9 @@ export interface MlDsa65Jwk {
 
 export type ServiceJwk = Ed25519Jwk | MlDsa65Jwk;
 
+/** A published key: its JWK and its validity window (GET /.well-known/jwks.json). */
+export type PublishedJwk = ServiceJwk & ValidityWindow;
+
 /** The JWK of a raw Ed25519 public key. @throws {RangeError} unless 32 bytes. */
 export function ed25519Jwk(publicKey: Uint8Array, status: KeyStatus): Ed25519Jwk {
   if (publicKey.length !== ED25519_PUBLIC_KEY_BYTES) throw new RangeError(`Ed25519 public key: expected ${ED25519_PUBLIC_KEY_BYTES} bytes`);
@@ -48,6 +53,22 @@ export function ed25519Jwk(publicKey: Uint8Array, status: KeyStatus): Ed25519Jwk
 export function mlDsa65Jwk(publicKey: Uint8Array, status: KeyStatus): MlDsa65Jwk {
   if (publicKey.length !== ML_DSA_65_PUBLIC_KEY_BYTES) throw new RangeError(`ML-DSA-65 public key: expected ${ML_DSA_65_PUBLIC_KEY_BYTES} bytes`);
   return { kty: 'AKP', alg: 'ML-DSA-65', use: 'sig', key_ops: ['verify'], kid: mlDsaKeyId(publicKey), pub: Buffer.from(publicKey).toString('base64url'), status };
+}
+
+/**
+ * The JWK with its validity window (decisions.md "Key validity windows"); `status` follows the
+ * window: `retired` once `retired_at` is set.
+ */
+export function withWindow<K extends ServiceJwk>(jwk: K, window: ValidityWindow): K & ValidityWindow {
+  const status: KeyStatus = window.retired_at === null ? jwk.status : 'retired';
+  return Object.assign({}, jwk, { status }, { not_before: window.not_before, not_after: window.not_after, retired_at: window.retired_at } satisfies ValidityWindow);
+}
+
+/** The validity window a JWK of this service's set carries; a JWK without one (an older set) is unbounded. */
+export function windowOfJwk(jwk: unknown): ValidityWindow {
+  const k = (typeof jwk === 'object' && jwk !== null ? jwk : {}) as Record<string, unknown>;
+  const t = (v: unknown) => (typeof v === 'string' ? v : null);
+  return { not_before: t(k.not_before), not_after: t(k.not_after), retired_at: t(k.retired_at) };
 }
 
 /** A raw public key from a JWK of this service's set, or undefined for any other kind of key. */

@@ -7,7 +7,7 @@ import { KmsTsaKeySigner, WebCryptoTsaKeySigner } from '../crypto/tsa/key-signer
 import { importPrivateKey } from '../crypto/tsa/certificates.js';
 import { pemToDer } from '../crypto/tsa/pem.js';
 import { extractTimestampToken } from '../crypto/tsa/verify.js';
-import { rawPublicKeyOf } from '../crypto/jwk.js';
+import { rawPublicKeyOf, windowOfJwk } from '../crypto/jwk.js';
 import { describeSubject } from '../crypto/tsa/x509-verify.js';
 import type { CertificateDeps, StandaloneEvidence } from '../evidence/certificate.js';
 import type { SignatureResponse } from '../evidence/signature.js';
@@ -75,7 +75,7 @@ async function checkStandalone(imageHash: string, answers: { timestamp?: unknown
     const answer = answers.signature as SignatureResponse;
     const jwk = (await getPublishedKeys()).find((k) => k.kid === answer.key_id);
     const raw = jwk ? rawPublicKeyOf(jwk) : undefined;
-    out.signature = { answer, ok: judgeStandaloneSignature(answer, imageHash, raw?.algorithm === 'Ed25519' ? raw.publicKey : undefined).state === 'holds' };
+    out.signature = { answer, ok: judgeStandaloneSignature(answer, imageHash, raw?.algorithm === 'Ed25519' ? raw.publicKey : undefined, jwk ? windowOfJwk(jwk) : undefined).state === 'holds' };
   }
   return out;
 }

@@ -8,17 +8,21 @@
  * and the TSA certificates are read from the files the service ships (DATA_DIR locally,
  * infra/keys/<stage>/ in AWS), which needs no KMS call.
  */
+import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { GetPublicKeyCommand } from '@aws-sdk/client-kms';
 import { createKmsClient } from '../crypto/kms-client.js';
 import { KmsEd25519Signer, LocalEd25519Signer } from '../crypto/ed25519-signer.js';
 import { addressFromPrivateKey, addressFromSecp256k1Spki } from '../crypto/eth-address.js';
 import { sha256Hex } from '../crypto/hash.js';
-import { ed25519Jwk, mlDsa65Jwk, rawPublicKeyOf, type ServiceJwk } from '../crypto/jwk.js';
+import { ed25519Jwk, mlDsa65Jwk, type PublishedJwk, rawPublicKeyOf, type ServiceJwk, withWindow } from '../crypto/jwk.js';
+import { keyStatus, type ValidityWindow, windowOf } from '../crypto/key-windows.js';
 import type { Ed25519Signer } from '../crypto/ports.js';
+import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { tsaFiles } from '../crypto/tsa/files.js';
 import { pemBlocks, derToPem } from '../crypto/tsa/pem.js';
 import { getConfig } from './core.js';
+import { getKeyRegistry, otherEntries, windowIn } from './key-registry.js';
 import { lazy } from './lazy.js';
 
 const kmsClient = /* @__PURE__ */ lazy(
@@ -36,19 +40,34 @@ export const getEd25519Signer: () => Promise<Ed25519Signer> = /* @__PURE__ */ la
 });
 
 /**
- * Every public key the service signs with, as JWKs: the active Ed25519 and ML-DSA-65 keys, then
- * the retired ones of RETIRED_KEYS_FILE (kept so that old statements still verify).
+ * Every public key the service signs with, as JWKs, each with its validity window (decisions.md
+ * "Key validity windows"): the configured Ed25519 and ML-DSA-65 keys (active unless the registry
+ * retired them), the registry's other keys of these kinds, then the keys of RETIRED_KEYS_FILE
+ * (retired, window unknown), kept so that old statements still verify.
  */
-export async function getPublishedKeys(): Promise<ServiceJwk[]> {
+export async function getPublishedKeys(): Promise<PublishedJwk[]> {
   const config = getConfig();
-  const [signer, pqPublicKey, retired] = await Promise.all([
+  const [signer, pqPublicKey, retired, registry] = await Promise.all([
     getEd25519Signer(),
     readFile(config.signer.publicKeyFile),
     readRetiredKeys(config.retiredKeysFile),
+    getKeyRegistry(),
   ]);
-  const active: ServiceJwk[] = [ed25519Jwk(await signer.publicKey(), 'active'), mlDsa65Jwk(Uint8Array.from(pqPublicKey), 'active')];
-  const activeKids = new Set(active.map((k) => k.kid));
-  return [...active, ...retired.filter((k) => !activeKids.has(k.kid))];
+  const ed = ed25519Jwk(await signer.publicKey(), 'active');
+  const pq = mlDsa65Jwk(Uint8Array.from(pqPublicKey), 'active');
+  const configured: PublishedJwk[] = [withWindow(ed, windowIn(registry, 'ed25519', ed.kid)), withWindow(pq, windowIn(registry, 'ml-dsa-65', pq.kid))];
+  const recorded: PublishedJwk[] = [...otherEntries(registry, 'ed25519', ed.kid), ...otherEntries(registry, 'ml-dsa-65', pq.kid)].flatMap((e) => {
+    const raw = e.public_key ? Buffer.from(e.public_key, 'base64url') : undefined;
+    if (!raw) return [];
+    const jwk = e.kind === 'ed25519' ? ed25519Jwk(raw, keyStatus(e)) : mlDsa65Jwk(raw, keyStatus(e));
+    return [withWindow(jwk, windowOf(e))];
+  });
+  const seen = new Set<string>();
+  return [...configured, ...recorded, ...retired.map((k) => withWindow(k, { not_before: null, not_after: null, retired_at: null }))].filter((k) => {
+    if (seen.has(k.kid)) return false;
+    seen.add(k.kid);
+    return true;
+  });
 }
 
 /** The retired keys of a JWK set file; a missing file is none, an unreadable one is an error. */
@@ -107,15 +126,16 @@ export interface TrustAnchors {
   base_url: string;
   tsa: { root_pem: string; root_sha256: string; certificates_url: string; policy_oid: string };
   jwks_url: string;
-  signing_keys: { kid: string; alg: string; status: string; sha256: string }[];
-  ledger: { network: string; chain_id: number; wallet_address: string };
+  signing_keys: ({ kid: string; alg: string; status: string; sha256: string } & ValidityWindow)[];
+  pdf_signing: ({ status: 'active' | 'retired'; certificate_pem: string; sha256: string } & ValidityWindow)[];
+  ledger: { network: string; chain_id: number; wallet_address: string; wallets: ({ address: string; status: 'active' | 'retired' } & ValidityWindow)[] };
 }
 
 /** Builds the trust-anchor document from the configuration and the published keys. */
 export async function getTrustAnchors(): Promise<TrustAnchors> {
   const config = getConfig();
   const base = config.publicBaseUrl;
-  const [chain, keys, wallet] = await Promise.all([getTsaCertificates(), getPublishedKeys(), getWalletAddress()]);
+  const [chain, keys, wallet, pdf, wallets] = await Promise.all([getTsaCertificates(), getPublishedKeys(), getWalletAddress(), getPdfSigningCertificates(), getWallets()]);
   const root = chain.at(-1);
   if (!root) throw new Error('no TSA root certificate to publish');
   const rootDer = pemBlocks(root, 'CERTIFICATE')[0]?.der ?? new Uint8Array();
@@ -130,7 +150,46 @@ export async function getTrustAnchors(): Promise<TrustAnchors> {
       status: k.status,
       // SHA-256 of the raw public key: what `evidence verify --pq-key` pins for ML-DSA-65.
       sha256: sha256Hex(Buffer.from(k.kty === 'OKP' ? k.x : k.pub, 'base64url')),
+      not_before: k.not_before,
+      not_after: k.not_after,
+      retired_at: k.retired_at,
     })),
-    ledger: { network: config.ledger.network, chain_id: config.ledger.chainId, wallet_address: wallet },
+    pdf_signing: pdf,
+    ledger: { network: config.ledger.network, chain_id: config.ledger.chainId, wallet_address: wallet, wallets },
   };
+}
+
+/**
+ * The PDF signing certificates, current first, each with its window: the certificate's
+ * notBefore/notAfter and the registry's retirement. The current one is the configured certificate
+ * (PDF_SIGNER_CERT_FILE, or DATA_DIR/pdf-signer/cert.pem).
+ */
+export async function getPdfSigningCertificates(): Promise<TrustAnchors['pdf_signing']> {
+  const { pdfSigner } = getConfig();
+  const [registry, certText] = await Promise.all([getKeyRegistry(), readFile(pdfSigner.certFile ?? pdfSignerFiles(pdfSigner.dir).cert, 'utf8').catch(() => undefined)]);
+  const out: TrustAnchors['pdf_signing'] = [];
+  let currentKid: string | undefined;
+  const der = certText ? pemBlocks(certText, 'CERTIFICATE')[0]?.der : undefined;
+  if (certText && der) {
+    const sha256 = sha256Hex(der);
+    currentKid = `x509:${sha256}`;
+    const cert = new X509Certificate(Buffer.from(der));
+    const recorded = windowIn(registry, 'pdf-signing', currentKid);
+    const window = { not_before: new Date(cert.validFrom).toISOString(), not_after: new Date(cert.validTo).toISOString(), retired_at: recorded.retired_at };
+    out.push({ status: keyStatus(window), certificate_pem: derToPem(der), sha256, ...window });
+  }
+  for (const e of otherEntries(registry, 'pdf-signing', currentKid)) {
+    if (e.certificate_pem) out.push({ status: keyStatus(e), certificate_pem: e.certificate_pem, sha256: e.sha256, ...windowOf(e) });
+  }
+  return out;
+}
+
+/** Every wallet that sent or sends anchoring transactions, current first, each with its window. */
+export async function getWallets(): Promise<TrustAnchors['ledger']['wallets']> {
+  const [registry, current] = await Promise.all([getKeyRegistry(), getWalletAddress()]);
+  const window = windowIn(registry, 'ledger-wallet', current);
+  return [
+    { address: current, status: keyStatus(window), ...window },
+    ...otherEntries(registry, 'ledger-wallet', current).map((e) => ({ address: e.address ?? e.kid, status: keyStatus(e), ...windowOf(e) })),
+  ];
 }

@@ -1,9 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sha256Hex } from '../crypto/hash.js';
+import { mlDsaKeyIdOfFingerprint, type ValidityWindow, windowOf } from '../crypto/key-windows.js';
+import type { TrustedKey } from '../evidence/verdict.js';
 import type { VerifyDeps } from '../evidence/verify.js';
 import { getConfig } from './core.js';
 import { getEvidenceRepo, getRpcReader } from './evidence.js';
+import { getKeyRegistry, windowIn } from './key-registry.js';
 import { lazy } from './lazy.js';
 
 /**
@@ -13,10 +16,17 @@ import { lazy } from './lazy.js';
  * and PQ_TRUSTED_KEY_FINGERPRINTS for keys rotated out.
  */
 const tsaRoots = /* @__PURE__ */ lazy(() => loadTsaRoots());
-const trustedPqKeys = /* @__PURE__ */ lazy(() => loadPqFingerprints());
+const trustedPqKeys = /* @__PURE__ */ lazy(() => loadTrustedPqKeys());
+const walletWindows = /* @__PURE__ */ lazy(() => loadWalletWindows());
 
 export function getVerifyDeps(): VerifyDeps {
-  return { repo: getEvidenceRepo(), rpc: getRpcReader(), tsaRoots, trustedPqKeys };
+  return { repo: getEvidenceRepo(), rpc: getRpcReader(), tsaRoots, trustedPqKeys, walletWindows };
+}
+
+/** The wallets the key registry records, with their windows (decisions.md "Key validity windows"). */
+export async function loadWalletWindows(): Promise<{ address: string; window: ValidityWindow }[]> {
+  const registry = await getKeyRegistry();
+  return registry.keys.filter((k) => k.kind === 'ledger-wallet').map((k) => ({ address: k.address ?? k.kid, window: windowOf(k) }));
 }
 
 /** PEM roots the RFC 3161 tokens must chain to. */
@@ -37,4 +47,23 @@ export async function loadPqFingerprints(): Promise<string[]> {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   return [...out];
+}
+
+/**
+ * The ML-DSA-65 keys whose signatures we vouch for, each with its validity window (decisions.md
+ * "Key validity windows"): the configured key (its registry window, or unbounded), every ML-DSA-65
+ * key of the registry with its window, and PQ_TRUSTED_KEY_FINGERPRINTS (unbounded: windows unknown).
+ */
+export async function loadTrustedPqKeys(): Promise<TrustedKey[]> {
+  const config = getConfig();
+  const registry = await getKeyRegistry();
+  const out: TrustedKey[] = registry.keys.filter((k) => k.kind === 'ml-dsa-65').map((k) => ({ sha256: k.sha256, window: windowIn(registry, 'ml-dsa-65', k.kid) }));
+  const recorded = new Set(out.map((k) => (typeof k === 'string' ? k : k.sha256)));
+  for (const fp of await loadPqFingerprints()) {
+    if (recorded.has(fp)) continue;
+    const kid = mlDsaKeyIdOfFingerprint(fp);
+    const isConfigured = !config.signer.trustedFingerprints.includes(fp);
+    out.push(isConfigured ? { sha256: fp, window: windowIn(registry, 'ml-dsa-65', kid) } : fp);
+  }
+  return out;
 }

@@ -8,7 +8,8 @@ import { verifyTimestampResponse } from '../crypto/tsa/verify.js';
 import { describeSubject } from '../crypto/tsa/x509-verify.js';
 import { checkTimestamp, type TimestampVerdict, type Verdict } from './proof-check.js';
 import { checkSignatureResponse, type SignatureVerdict } from './signature.js';
-import type { ProofState } from './verdict.js';
+import { checkWindow, type ValidityWindow, type WindowVerdict } from '../crypto/key-windows.js';
+import { describeSigningTime, type ProofState, type SigningTime } from './verdict.js';
 
 export interface StandaloneTimestampVerdict {
   state: Exclude<ProofState, 'pending' | 'absent'>;
@@ -84,14 +85,29 @@ export interface StandaloneSignatureVerdict {
   state: 'holds' | 'fails';
   reason: string;
   checks: SignatureVerdict;
+  /**
+   * The key's validity window at the signing time (decisions.md "Key validity windows"): the
+   * statement's `signed_at`, which the key itself signs (no independent time). null: no window known.
+   */
+  window: WindowVerdict | null;
+  /** The signing time the window was judged at (the statement's signed_at), when it states one. */
+  as_of: SigningTime | null;
 }
 
 /**
  * A signature answer (POST /api/v2/evidence/sign) against the hash and the service's key of its
  * kid (undefined: none known or pinned, which fails: an Ed25519 signature proves nothing without its key).
  */
-export function judgeStandaloneSignature(answer: unknown, imageHash: string, publicKey: Uint8Array | undefined): StandaloneSignatureVerdict {
+export function judgeStandaloneSignature(answer: unknown, imageHash: string, publicKey: Uint8Array | undefined, keyWindow?: ValidityWindow): StandaloneSignatureVerdict {
   const checks = checkSignatureResponse(answer, imageHash, publicKey);
-  const failing = [checks.statement, checks.signature, ...(checks.device ? [checks.device] : [])].find((v) => !v.ok);
-  return failing ? { state: 'fails', reason: failing.reason, checks } : { state: 'holds', reason: checks.signature.reason, checks };
+  const signedAt = field(field(answer, 'statement', (v): v is object => typeof v === 'object' && v !== null), 'signed_at', isString);
+  const as_of: SigningTime | null = signedAt !== undefined ? { at: signedAt, source: 'stated' } : null;
+  const window: WindowVerdict | null =
+    keyWindow === undefined ? null : as_of ? checkWindow(keyWindow, new Date(as_of.at)) : { ok: false, reason: 'the statement states no signing time to judge the key at' };
+  const windowVerdict: Verdict | undefined = window
+    ? { ok: window.ok, reason: window.ok ? `the Ed25519 key was ${window.reason.replace(/^valid as of \S+/, `valid ${describeSigningTime(as_of as SigningTime)}`)}` : `the Ed25519 key signed outside its validity window: ${window.reason}` }
+    : undefined;
+  const failing = [checks.statement, checks.signature, ...(checks.device ? [checks.device] : []), ...(windowVerdict ? [windowVerdict] : [])].find((v) => !v.ok);
+  if (failing) return { state: 'fails', reason: failing.reason, checks, window, as_of };
+  return { state: 'holds', reason: `${checks.signature.reason}${as_of ? `; ${windowVerdict ? windowVerdict.reason : describeSigningTime(as_of)}` : ''}`, checks, window, as_of };
 }

@@ -1,6 +1,6 @@
 import { mlDsaKeyId } from '../crypto/ml-dsa.js';
 import { checkChainHash, checkPreviousHash, effectiveLink } from './proof-check.js';
-import { bundleOf, judgePq } from './verdict.js';
+import { bundleOf, judgePq, type TrustedKey } from './verdict.js';
 import type { ChainLink, EvidenceItem } from './records.js';
 import type { EvidenceRepository } from './repository.js';
 import { isAnchored } from './records.js';
@@ -208,7 +208,7 @@ export interface NotAnchored {
  * Returns undefined for an unknown hash; `found: false` for a registered but unanchored one.
  */
 export async function verifyPqRecord(
-  deps: { repo: EvidenceRepository; trustedPqKeys(): Promise<string[]> },
+  deps: { repo: EvidenceRepository; trustedPqKeys(): Promise<TrustedKey[]> },
   imageHash: string,
 ): Promise<PqVerification | NotAnchored | undefined> {
   const item = await deps.repo.get(imageHash);

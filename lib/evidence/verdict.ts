@@ -39,6 +39,7 @@ import {
   checkServerHash,
   statementMismatches,
 } from './proof-check.js';
+import { checkWindow, type ValidityWindow } from '../crypto/key-windows.js';
 import type { AnchoredEvidence, FinalLedgerReceipt } from './records.js';
 import { STATEMENT_TYPE } from './statement.js';
 
@@ -103,7 +104,31 @@ export interface EvidenceVerdict {
   ledger: LedgerSummary;
   /** The token's genTime, when it could be read. */
   timestamp_time: string | null;
+  /**
+   * The time the keys' validity windows were judged at (decisions.md "Key validity windows"): the
+   * RFC 3161 genTime when the token verifies, else the statement's anchored_at. The verdict holds
+   * "as of" this time.
+   */
+  as_of: SigningTime;
 }
+
+/** When a proof was made, and how the reader knows (decisions.md "Key validity windows"). */
+export interface SigningTime {
+  at: string;
+  /** 'rfc3161': a verified token's genTime (trusted); 'stated': the time the signed data states. */
+  source: 'rfc3161' | 'stated';
+}
+
+/** "as of <time> (RFC 3161 genTime)": how every reader states the signing time. */
+export function describeSigningTime(t: SigningTime): string {
+  return `as of ${t.at} (${t.source === 'rfc3161' ? 'RFC 3161 genTime' : 'the time the statement states; no independent time'})`;
+}
+
+/**
+ * A key the reader trusts: its SHA-256 fingerprint alone (valid at any time: a key whose window
+ * nobody recorded), or with its validity window (the key registry, the JWK set, the trust file).
+ */
+export type TrustedKey = string | { sha256: string; window: ValidityWindow };
 
 /** The proofs of one record, as stored or as a receipt carries them. */
 export interface ProofBundle {
@@ -157,9 +182,15 @@ export interface VerdictInputs {
   timestamp: TimestampVerdict;
   /** false: the roots were not the reader's own (a receipt's own root): the token is then at most unchecked. */
   timestampRootTrusted: boolean;
-  /** SHA-256 fingerprints of the ML-DSA-65 keys the reader trusts; null: none pinned (the key is then unchecked). */
-  trustedPqKeys: readonly string[] | null;
+  /** The ML-DSA-65 keys the reader trusts (fingerprints, with their windows when known); null: none pinned (the key is then unchecked). */
+  trustedPqKeys: readonly TrustedKey[] | null;
   ledger: LedgerEvidence;
+  /**
+   * The validity windows of the service wallets the reader knows (the key registry, the trust
+   * file): the sender must have been within its window at the record's signing time
+   * (decisions.md "Key validity windows"). A sender with no window here is not held to one.
+   */
+  walletWindows?: readonly { address: string; window: ValidityWindow }[];
 }
 
 const holds = (reason: string): ProofResult => ({ state: 'holds', reason });
@@ -174,7 +205,9 @@ export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
   const statementHash = checkServerHash(b.statement, b.server_hash);
   const realHash = statementHash.recomputed;
 
-  const pq = judgePq(b, input.trustedPqKeys);
+  const asOf: SigningTime =
+    input.timestamp.ok && input.timestamp.genTime ? { at: input.timestamp.genTime.toISOString(), source: 'rfc3161' } : { at: b.anchored_at, source: 'stated' };
+  const pq = judgePq(b, input.trustedPqKeys, asOf);
   const proofs = {} as Record<ProofName, ProofResult>;
   proofs.statement = pq.statement;
   proofs.pq_signature = pq.pq_signature;
@@ -188,12 +221,12 @@ export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
   proofs.device_signature = fromVerdict(checkDeviceSignature({ image_hash: b.image_hash, public_key_hex: b.device.public_key_hex, signature_hex: b.device.signature_hex }));
   proofs.chain_link = judgeChainLink(b);
   const { proof: ledgerProof, summary: ledger } = judgeLedger(b, realHash, input.ledger);
-  proofs.ledger = ledgerProof;
+  proofs.ledger = judgeWalletWindow(ledgerProof, ledger.from, input.walletWindows ?? [], asOf);
 
   const failed = PROOF_NAMES.filter((n) => proofs[n].state === 'fails');
   const open = PROOF_NAMES.filter((n) => proofs[n].state === 'pending' || proofs[n].state === 'unchecked');
   const status: EvidenceStatus = failed.length > 0 ? 'failed' : open.length > 0 ? 'pending' : 'verified';
-  const { headline, detail } = summarise(status, failed, open, proofs);
+  const { headline, detail } = summarise(status, failed, open, proofs, asOf);
   return {
     status,
     headline,
@@ -205,6 +238,7 @@ export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
     pq_verified: pq.pq_verified,
     ledger,
     timestamp_time: input.timestamp.genTime ? input.timestamp.genTime.toISOString() : null,
+    as_of: asOf,
   };
 }
 
@@ -226,13 +260,22 @@ export interface PqJudgement {
  * names this record, the ML-DSA-65 signature over the statement's hash verifies, and the key is
  * one the reader trusts (the service's published keys, or the keys a verifier pinned).
  */
-export function judgePq(b: Pick<ProofBundle, 'statement' | 'server_hash' | 'pq' | 'image_hash' | 'anchored_at' | 'device'>, trustedPqKeys: readonly string[] | null): PqJudgement {
+export function judgePq(
+  b: Pick<ProofBundle, 'statement' | 'server_hash' | 'pq' | 'image_hash' | 'anchored_at' | 'device'>,
+  trustedPqKeys: readonly TrustedKey[] | null,
+  signingTime: SigningTime = { at: b.anchored_at, source: 'stated' },
+): PqJudgement {
   const statementHash = checkServerHash(b.statement, b.server_hash);
   const statement = judgeStatement(b, statementHash);
   const pq_signature = fromVerdict(checkPqSignature({ serverHash: statementHash.recomputed, publicKey: b.pq.public_key, signature: b.pq.signature }));
-  const key = checkPqKey(b.pq.public_key, trustedPqKeys ?? []);
+  const trusted = trustedPqKeys ?? [];
+  const key = checkPqKey(b.pq.public_key, trusted.map((k) => (typeof k === 'string' ? k : k.sha256)));
   const pq_key: ProofResult =
-    trustedPqKeys === null ? { state: 'unchecked', reason: `the ML-DSA-65 key ${key.fingerprint.slice(0, 16)}… is not pinned: pin it (evidence trust add <url>, or --pq-key)` } : fromVerdict(key);
+    trustedPqKeys === null
+      ? { state: 'unchecked', reason: `the ML-DSA-65 key ${key.fingerprint.slice(0, 16)}… is not pinned: pin it (evidence trust add <url>, or --pq-key)` }
+      : key.ok
+        ? judgeKeyWindow(key.reason, key.fingerprint, trusted, signingTime)
+        : fails(key.reason);
   return {
     statement,
     pq_signature,
@@ -241,6 +284,36 @@ export function judgePq(b: Pick<ProofBundle, 'statement' | 'server_hash' | 'pq' 
     statement_hash: statementHash.recomputed,
     key_fingerprint: key.fingerprint,
   };
+}
+
+/**
+ * A trusted key used within its validity window holds "as of" the signing time; outside it, the
+ * key fails (decisions.md "Key validity windows"). Of several entries for one fingerprint (the
+ * registry and a pinned list), one whose window holds is enough.
+ */
+function judgeKeyWindow(reason: string, fingerprint: string, trusted: readonly TrustedKey[], at: SigningTime): ProofResult {
+  const windows = trusted.filter((k) => (typeof k === 'string' ? k : k.sha256).toLowerCase() === fingerprint).map((k) => (typeof k === 'string' ? null : k.window));
+  if (windows.includes(null)) return holds(`${reason}; ${describeSigningTime(at)}`);
+  const checks = windows.map((w) => checkWindow(w as ValidityWindow, new Date(at.at)));
+  const ok = checks.find((c) => c.ok);
+  if (ok) return holds(`${reason}; ${ok.reason.replace(/^valid as of \S+/, `valid ${describeSigningTime(at)}`)}`);
+  return fails(`the ML-DSA-65 key ${fingerprint.slice(0, 16)}… signed outside its validity window: ${checks[0]?.reason ?? 'no window'} (${at.source === 'rfc3161' ? 'RFC 3161 genTime' : 'stated time'})`);
+}
+
+/**
+ * The sender's validity window: a ledger proof that holds fails when its sender's window (when
+ * the reader knows one) does not contain the record's signing time. Every transaction of a
+ * retired wallet belongs to an anchor signed before its retirement (the drain rule of the wallet
+ * rotation, docs/runbook.md "Rotating keys"), so the record's signing time is the wallet's too.
+ */
+function judgeWalletWindow(proof: ProofResult, from: string | null, windows: readonly { address: string; window: ValidityWindow }[], at: SigningTime): ProofResult {
+  if (proof.state !== 'holds' || from === null) return proof;
+  const mine = windows.filter((w) => w.address.toLowerCase() === from.toLowerCase());
+  if (mine.length === 0) return proof;
+  const checks = mine.map((w) => checkWindow(w.window, new Date(at.at)));
+  const ok = checks.find((c) => c.ok);
+  if (ok) return ok.reason.includes('retired since') ? holds(`${proof.reason}; the wallet ${ok.reason.replace(/^valid as of \S+/, `was valid ${describeSigningTime(at)}`)}`) : proof;
+  return fails(`the transaction's sender ${from} was outside its validity window: ${checks[0]?.reason ?? ''}`);
 }
 
 function judgeStatement(b: Pick<ProofBundle, 'statement' | 'image_hash' | 'anchored_at' | 'device'>, hash: ReturnType<typeof checkServerHash>): ProofResult {
@@ -333,9 +406,9 @@ function judgeLedger(b: ProofBundle, realHash: string, evidence: LedgerEvidence)
 }
 
 /** The headline and the sentence after it (summary = `${headline}: ${detail}`). */
-function summarise(status: EvidenceStatus, failed: ProofName[], open: ProofName[], proofs: Record<ProofName, ProofResult>): { headline: string; detail: string } {
+function summarise(status: EvidenceStatus, failed: ProofName[], open: ProofName[], proofs: Record<ProofName, ProofResult>, asOf: SigningTime): { headline: string; detail: string } {
   const names = (list: ProofName[]) => list.map((n) => PROOF_TITLES[n]).join(', ');
-  if (status === 'verified') return { headline: 'Verified', detail: 'every proof was checked and holds.' };
+  if (status === 'verified') return { headline: 'Verified', detail: `every proof was checked and holds, ${describeSigningTime(asOf)}.` };
   if (status === 'failed') return { headline: 'Not verified', detail: `${names(failed)} did not check out (${proofs[failed[0] as ProofName].reason}).` };
   const ledgerOnly = open.length === 1 && open[0] === 'ledger' && proofs.ledger.state === 'pending';
   return ledgerOnly

@@ -1,12 +1,13 @@
 import { sha256Hex } from '../crypto/hash.js';
 import { ProcessCache } from '../memo.js';
 import { verifyTimestampResponse } from '../crypto/tsa/verify.js';
+import type { ValidityWindow } from '../crypto/key-windows.js';
 import type { RpcReader } from '../ledger/rpc-reader.js';
 import { readLedger } from './ledger-read.js';
 import { checkTimestamp, type TimestampVerdict } from './proof-check.js';
 import { storedFinalReceipt } from './final-ledger.js';
 import type { AnchoredEvidence, EvidenceItem, FinalLedgerReceipt } from './records.js';
-import { bundleOf, type EvidenceVerdict, judgeEvidence } from './verdict.js';
+import { bundleOf, type EvidenceVerdict, judgeEvidence, type TrustedKey } from './verdict.js';
 import type { EvidenceRepository } from './repository.js';
 import { isAnchored } from './records.js';
 
@@ -16,7 +17,9 @@ export interface VerifyDeps {
   /** Roots the RFC 3161 token must chain to (the embedded TSA's root or the configured TSA roots). */
   tsaRoots(): Promise<string[]>;
   /** Fingerprints (SHA-256 hex) of the ML-DSA public keys this service signs or has signed with. */
-  trustedPqKeys(): Promise<string[]>;
+  trustedPqKeys(): Promise<TrustedKey[]>;
+  /** The service wallets' validity windows (the key registry); absent: senders are not held to windows. */
+  walletWindows?(): Promise<{ address: string; window: ValidityWindow }[]>;
 }
 
 /** Every proof of one hash, judged now by the one verdict (verdict.ts) from the stored bytes (never from stored flags). */
@@ -78,11 +81,12 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string, option
   }
   const final = storedFinalReceipt(item);
   if (final) rememberFinal(item);
-  const [roots, keys] = await Promise.all([deps.tsaRoots(), deps.trustedPqKeys()]);
+  const [roots, keys, walletWindows] = await Promise.all([deps.tsaRoots(), deps.trustedPqKeys(), deps.walletWindows ? deps.walletWindows() : []]);
   const verdict =
     final && !options.recheck
-      ? await finalVerdict(item, final, roots, keys)
+      ? await finalVerdict(item, final, roots, keys, walletWindows)
       : judgeEvidence({
+          walletWindows,
           bundle: bundleOf(item),
           timestamp: await timestampVerdict(item, roots),
           timestampRootTrusted: true,
@@ -97,15 +101,16 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string, option
  * immutable bytes and the trust anchors, so it is memoised per record object (a final record this
  * instance holds is the very object verified before) as long as the trust anchors are the same.
  */
-const finalVerdicts = new WeakMap<AnchoredEvidence, { roots: string[]; keys: string[]; verdict: Promise<EvidenceVerdict> }>();
+type WalletWindows = { address: string; window: ValidityWindow }[];
+const finalVerdicts = new WeakMap<AnchoredEvidence, { roots: string[]; keys: TrustedKey[]; wallets: WalletWindows; verdict: Promise<EvidenceVerdict> }>();
 
-function finalVerdict(item: AnchoredEvidence, final: FinalLedgerReceipt, roots: string[], keys: string[]): Promise<EvidenceVerdict> {
+function finalVerdict(item: AnchoredEvidence, final: FinalLedgerReceipt, roots: string[], keys: TrustedKey[], wallets: WalletWindows): Promise<EvidenceVerdict> {
   const known = finalVerdicts.get(item);
-  if (known && known.roots === roots && known.keys === keys) return known.verdict;
+  if (known && known.roots === roots && known.keys === keys && known.wallets === wallets) return known.verdict;
   const verdict = timestampVerdict(item, roots).then((timestamp) =>
-    judgeEvidence({ bundle: bundleOf(item), timestamp, timestampRootTrusted: true, trustedPqKeys: keys, ledger: { kind: 'final', receipt: final } }),
+    judgeEvidence({ bundle: bundleOf(item), timestamp, timestampRootTrusted: true, trustedPqKeys: keys, ledger: { kind: 'final', receipt: final }, walletWindows: wallets }),
   );
-  finalVerdicts.set(item, { roots, keys, verdict });
+  finalVerdicts.set(item, { roots, keys, wallets, verdict });
   verdict.catch(() => finalVerdicts.delete(item));
   return verdict;
 }

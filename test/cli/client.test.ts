@@ -82,7 +82,7 @@ describe('evidence CLI (bin/evidence.mjs) against the service over HTTP', () => 
     assert.match(pinned.stdout, /root: pinned/);
     assert.match(pinned.stdout, /holds\s+ledger transaction\s+mined in block \d+, \d+ confirmations?, from 0x[0-9a-f]{40}; input data = image_hash \|\| server_hash/);
     assert.match(pinned.stdout, /ledger: 0x[0-9a-f]{64} on chain \d+, \d+ confirmations? as of \d{4}-/);
-    assert.match(pinned.stdout, /^VERIFIED: every proof was checked and holds\.$/m);
+    assert.match(pinned.stdout, /^VERIFIED: every proof was checked and holds, as of \S+ \(RFC 3161 genTime\)\.$/m);
   });
 
   it('continues the device chain across anchors from the state file', async () => {

@@ -40,6 +40,7 @@ const AWS_ENVIRONMENT: Record<string, unknown> = {
   ED25519_SIGNER: 'kms',
   ED25519_SIGNER_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/5',
   RETIRED_KEYS_FILE: 'infra/keys/dev/retired-keys.json',
+  KEY_REGISTRY_FILE: 'infra/keys/dev/key-registry.json',
   PDF_SIGNER_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/6',
   PDF_SIGNER_CERT_FILE: 'infra/keys/dev/pdf-signer.pem',
 };

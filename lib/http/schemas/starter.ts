@@ -55,6 +55,17 @@ export const SignResponse = z
   })
   .openapi('SignResponse');
 
+/**
+ * A key's validity window (docs/decisions.md "Key validity windows"): a signature made at t by the
+ * key verifies when not_before ≤ t ≤ not_after and t < retired_at (each only when set).
+ */
+const windowTime = (what: string) => IsoTime.nullable().openapi({ description: what });
+export const validityWindowFields = {
+  not_before: windowTime('First instant the key may sign (X.509: notBefore); null: not recorded (a key from before the key registry).'),
+  not_after: windowTime('Last instant the key may sign (X.509: notAfter); null for raw keys and wallets.'),
+  retired_at: windowTime('When a rotation took the key out of service; null while it signs. A signature dated at or after it fails.'),
+};
+
 const Jwk = z
   .object({
     kty: z.enum(['OKP', 'AKP']),
@@ -66,6 +77,7 @@ const Jwk = z
     x: z.string().optional().openapi({ description: 'OKP (RFC 8037): the raw 32-byte Ed25519 public key, base64url.' }),
     pub: z.string().optional().openapi({ description: 'AKP (draft-ietf-cose-dilithium): the raw 1952-byte ML-DSA-65 public key, base64url.' }),
     status: z.enum(['active', 'retired']).openapi({ description: '`active`: signs now. `retired`: no longer signs; kept so that earlier statements and receipts still verify.' }),
+    ...validityWindowFields,
   })
   .openapi('Jwk');
 
@@ -82,7 +94,32 @@ export const TrustAnchorsSchema = z
       policy_oid: z.string(),
     }),
     jwks_url: z.string(),
-    signing_keys: z.array(z.object({ kid: z.string(), alg: z.string(), status: z.string(), sha256: z.string().openapi({ description: 'SHA-256 of the raw public key (for ML-DSA-65: what `evidence verify --pq-key` pins).' }) })),
-    ledger: z.object({ network: z.string(), chain_id: z.number().int(), wallet_address: z.string().openapi({ description: 'The only address that sends anchoring transactions (`evidence verify --wallet`).' }) }),
+    signing_keys: z.array(
+      z.object({
+        kid: z.string(),
+        alg: z.string(),
+        status: z.string(),
+        sha256: z.string().openapi({ description: 'SHA-256 of the raw public key (for ML-DSA-65: what `evidence verify --pq-key` pins).' }),
+        ...validityWindowFields,
+      }),
+    ),
+    pdf_signing: z
+      .array(
+        z.object({
+          status: z.enum(['active', 'retired']),
+          certificate_pem: z.string().openapi({ description: 'The PDF signing certificate (PAdES), issued under the TSA root.' }),
+          sha256: z.string().openapi({ description: 'SHA-256 of the certificate (DER), hex.' }),
+          ...validityWindowFields,
+        }),
+      )
+      .openapi({ description: 'The PDF signing certificates, current and retired, each with its validity window (the certificate\'s notBefore/notAfter and the retirement).' }),
+    ledger: z.object({
+      network: z.string(),
+      chain_id: z.number().int(),
+      wallet_address: z.string().openapi({ description: 'The address that sends anchoring transactions now (`evidence verify --wallet`).' }),
+      wallets: z
+        .array(z.object({ address: z.string(), status: z.enum(['active', 'retired']), ...validityWindowFields }))
+        .openapi({ description: 'Every address that sent or sends anchoring transactions, each with its window: a transaction verifies when its block time is within the window of its sender.' }),
+    }),
   })
   .openapi('TrustAnchors');

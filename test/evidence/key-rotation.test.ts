@@ -1,0 +1,297 @@
+/**
+ * Issue 27, parts 1 and 2 for the ML-DSA-65, Ed25519 and PDF signing keys: each is rotated with
+ * `npm run admin -- rotate-key <kind>` (the same function), and the evidence made before every
+ * rotation verifies next to the evidence made after it, online (v2 and v1 verify, the verify page,
+ * the JWK set, the trust-anchor document), offline (`evidence verify` with a trust file) and with
+ * pdfsig; again "five years on" (an injected clock). A signature dated after its key's retirement
+ * fails, online and offline (decisions.md "Key validity windows").
+ *
+ * The test rotates the keys of its own copy of the run's DATA_DIR (the other test files keep
+ * theirs); the database, the chain node and the wallet are the run's.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, it, mock } from 'node:test';
+import { runAdmin } from '../../lib/cli/admin.js';
+import { main as evidenceCli } from '../../lib/cli/evidence.js';
+import { rotateLocalKey } from '../../lib/cli/rotate-key.js';
+import { LocalEd25519Signer } from '../../lib/crypto/ed25519-signer.js';
+import { sha256Hex } from '../../lib/crypto/hash.js';
+import { canonicalizeToBytes } from '../../lib/crypto/jcs.js';
+import { readKeyRegistry, writeKeyRegistry } from '../../lib/crypto/key-windows.js';
+import { getConfig, resetCoreDeps } from '../../lib/deps/core.js';
+import { createAccount, Device, json, randomHash } from '../support/client.js';
+import { type HttpService, startHttpService } from '../support/http-server.js';
+import { useStack } from '../support/stack.js';
+
+const exec = promisify(execFile);
+const FIVE_YEARS_MS = 5 * 365.25 * 24 * 3600 * 1000;
+
+let service: HttpService;
+let dir: string;
+let rpcUrl: string;
+let apiKey: string;
+
+interface Made {
+  hash: string;
+  photo: string;
+  receipt: { pq_signature: { key_id: string; public_key: string }; timestamp: { gen_time: string } } & Record<string, unknown>;
+  signature: string;
+  pdf: string;
+}
+const made: Record<'before' | 'after', Made | undefined> = { before: undefined, after: undefined };
+const rotations: Record<string, { retired: { kid: string; retired_at: string } | null; active: { kid: string; not_before: string | null } }> = {};
+let oldEdSeed = '';
+
+async function restart(): Promise<void> {
+  await service.close();
+  resetCoreDeps();
+  service = await startHttpService();
+}
+
+async function post(p: string, body: unknown): Promise<unknown> {
+  const res = await fetch(`${service.url}${p}`, json(body, { 'x-api-key': apiKey }));
+  assert.equal(res.status, 200, await res.clone().text());
+  return res.json();
+}
+
+/** Anchors a new photo, signs its hash (Ed25519) and fetches its receipt and PDF certificate. */
+async function makeEvidence(label: string): Promise<Made> {
+  const bytes = Buffer.from(`photo ${label} ${randomHash()}`);
+  const hash = sha256Hex(bytes);
+  const photo = path.join(dir, `${label}.jpg`);
+  await writeFile(photo, bytes);
+  await post('/api/v2/evidence/anchor', new Device().next(hash));
+  const receipt = (await (await fetch(`${service.url}/api/v2/evidence/receipt/${hash}`)).json()) as Made['receipt'];
+  await writeFile(`${photo}.receipt.json`, JSON.stringify(receipt));
+  const signature = path.join(dir, `${label}.sig.json`);
+  await writeFile(signature, JSON.stringify(await post('/api/v2/evidence/sign', { sha256_hash: hash })));
+  const res = await fetch(`${service.url}/api/v2/evidence/certificate/${hash}`, { headers: { 'x-api-key': apiKey } });
+  assert.equal(res.status, 200);
+  const pdf = path.join(dir, `${label}.pdf`);
+  await writeFile(pdf, Buffer.from(await res.arrayBuffer()));
+  return { hash, photo, receipt, signature, pdf };
+}
+
+/** `evidence trust add` of the service as it is now, into an empty trust file (the port changes at each restart). */
+async function trustNow(): Promise<void> {
+  await writeFile(path.join(dir, 'trust.json'), JSON.stringify({ version: 1, services: [] }));
+  const r = await cli('trust', 'add', service.url);
+  assert.equal(r.code, 0, r.out);
+}
+
+async function cli(...argv: string[]): Promise<{ code: number; out: string }> {
+  const lines: string[] = [];
+  const code = await evidenceCli(argv, { out: (l) => lines.push(l), err: (l) => lines.push(l) }, { ...process.env, EVIDENCE_TRUST_FILE: path.join(dir, 'trust.json') });
+  return { code, out: lines.join('\n') };
+}
+
+async function verifyV2(hash: string): Promise<{ status: string; summary: string; proofs: Record<string, { state: string; reason: string }> }> {
+  const res = await fetch(`${service.url}/api/v2/evidence/verify/${hash}`);
+  assert.equal(res.status, 200);
+  return (await res.json()) as never;
+}
+
+interface Jwk {
+  kty: string;
+  kid: string;
+  status: string;
+  not_before: string | null;
+  not_after: string | null;
+  retired_at: string | null;
+}
+
+before(async () => {
+  const shared = await useStack();
+  rpcUrl = shared.LEDGER_RPC_URL ?? '';
+  dir = await mkdtemp(path.join(os.tmpdir(), 'rotate-'));
+  const dataDir = path.join(dir, 'data');
+  await cp(shared.DATA_DIR ?? '', dataDir, { recursive: true });
+  process.env.DATA_DIR = dataDir;
+  resetCoreDeps();
+  service = await startHttpService();
+  apiKey = (await createAccount('pro')).apiKey;
+  made.before = await makeEvidence('before');
+  oldEdSeed = (await readFile(getConfig().ed25519.seedFile, 'utf8')).trim();
+
+  // One command per key; the admin CLI's own entry for the first, the same function for the others.
+  const out: string[] = [];
+  assert.equal(await runAdmin(['rotate-key', 'ml-dsa-65'], { out: (l) => out.push(l), err: (l) => out.push(l) }), 0, out.join('\n'));
+  rotations['ml-dsa-65'] = JSON.parse(out.join('\n')) as never;
+  for (const kind of ['ed25519', 'pdf-signing'] as const) rotations[kind] = await rotateLocalKey(getConfig(), kind);
+  await restart();
+  made.after = await makeEvidence('after');
+});
+after(() => service.close());
+
+describe('rotate-key', () => {
+  it('retires the old key and activates a new one at the same instant, for each kind', async () => {
+    const registry = await readKeyRegistry(getConfig().keyRegistryFile);
+    for (const kind of ['ml-dsa-65', 'ed25519', 'pdf-signing']) {
+      const r = rotations[kind];
+      assert.ok(r?.retired, kind);
+      const entries = registry.keys.filter((k) => k.kind === kind);
+      assert.equal(entries.length, 2, kind);
+      assert.equal(entries.filter((k) => k.retired_at === null).length, 1, `${kind}: one active key`);
+      if (kind !== 'pdf-signing') assert.equal(r.active.not_before, r.retired.retired_at, `${kind}: the new window starts where the old one ends`);
+    }
+  });
+
+  it('signs new evidence with the new ML-DSA-65 key: the two receipts name two keys', () => {
+    assert.equal(made.before?.receipt.pq_signature.key_id, rotations['ml-dsa-65']?.retired?.kid);
+    assert.equal(made.after?.receipt.pq_signature.key_id, rotations['ml-dsa-65']?.active.kid);
+    assert.notEqual(made.before?.receipt.pq_signature.public_key, made.after?.receipt.pq_signature.public_key);
+  });
+
+  it('refuses an unknown kind (usage, exit 2) and the wallet (not built locally, exit 1)', async () => {
+    const sink = { out: () => undefined, err: () => undefined };
+    assert.equal(await runAdmin(['rotate-key', 'rsa'], sink), 2);
+    assert.equal(await runAdmin(['rotate-key', 'ledger-wallet'], sink), 1);
+  });
+
+  it('finishes a rotation a crash interrupted, with the key the crashed run made (never a third one)', async () => {
+    const config = getConfig();
+    const next = `${config.ed25519.seedFile}.next`;
+    const seed = 'ab'.repeat(32);
+    await writeFile(next, seed, { mode: 0o600 });
+    const r = await rotateLocalKey(config, 'ed25519');
+    assert.equal(r.resumed, true);
+    assert.equal((await readFile(config.ed25519.seedFile, 'utf8')).trim(), seed);
+    assert.equal(r.active.kid, (await import('../../lib/crypto/ed25519-signer.js')).ed25519KeyId(await LocalEd25519Signer.fromSeed(Buffer.from(seed, 'hex')).publicKey()));
+    rotations.ed25519b = r;
+    await restart();
+  });
+});
+
+describe('old and new evidence side by side', () => {
+  for (const [when, shift] of [
+    ['now', 0],
+    ['five years on', FIVE_YEARS_MS],
+  ] as const) {
+    describe(when, () => {
+      before(() => {
+        if (shift) mock.timers.enable({ apis: ['Date'], now: Date.now() + shift });
+      });
+      after(() => mock.timers.reset());
+
+      it('v2 verify: both verified, as of their RFC 3161 genTime; the old key said retired', async () => {
+        for (const m of [made.before, made.after]) {
+          const v = await verifyV2(m?.hash ?? '');
+          assert.equal(v.status, 'verified', v.summary);
+          assert.match(v.summary, /as of \S+Z \(RFC 3161 genTime\)/);
+        }
+        const old = await verifyV2(made.before?.hash ?? '');
+        assert.match(old.proofs.pq_key?.reason ?? '', /retired since/);
+      });
+
+      it('v1 pq verify and the verify page: both verified', async () => {
+        for (const m of [made.before, made.after]) {
+          const pq = (await (await fetch(`${service.url}/api/v1/pq/verify/${m?.hash}`)).json()) as { verified: boolean };
+          assert.equal(pq.verified, true);
+          const page = await (await fetch(`${service.url}/verify/${m?.hash}`)).text();
+          assert.match(page, /as of/);
+          assert.doesNotMatch(page, /Not verified/);
+        }
+      });
+
+      it('evidence verify with a trust file fetched now: receipts, PDFs and signatures of both verify', async () => {
+        await trustNow();
+        for (const m of [made.before, made.after]) {
+          const receipt = await cli('verify', m?.photo ?? '', '--rpc', rpcUrl);
+          assert.equal(receipt.code, 0, receipt.out);
+          assert.match(receipt.out, /^VERIFIED: .*as of/m);
+          const pdf = await cli('verify', m?.photo ?? '', '--certificate', m?.pdf ?? '', '--rpc', rpcUrl);
+          assert.equal(pdf.code, 0, pdf.out);
+          const sig = await cli('verify', m?.photo ?? '', '--signature', m?.signature ?? '');
+          assert.equal(sig.code, 0, sig.out);
+          assert.match(sig.out, /holds\s+Ed25519 key pinned\s+.*valid as of/);
+        }
+      });
+    });
+  }
+
+  it('pdfsig: the PDF signed before the rotation and the one after are both valid, by two certificates', async () => {
+    for (const m of [made.before, made.after]) {
+      const { stdout } = await exec('pdfsig', [m?.pdf ?? '']);
+      assert.match(stdout, /Signature Validation: Signature is Valid\./);
+    }
+    const anchors = (await (await fetch(`${service.url}/.well-known/evidence-trust-anchors.json`)).json()) as { pdf_signing: { status: string; certificate_pem: string }[] };
+    assert.deepEqual(anchors.pdf_signing.map((p) => p.status), ['active', 'retired']);
+    // Each PDF carries the certificate of its time in its CMS.
+    const [active, retired] = anchors.pdf_signing.map((p) => Buffer.from(p.certificate_pem.replace(/-----[^-]+-----|\s/g, ''), 'base64'));
+    assert.ok(active && retired);
+    const hexOf = async (file: string) => (await readFile(file)).toString('latin1');
+    const contents = async (file: string) => {
+      const m = /\/Contents\s*<([0-9a-fA-F]+)>/.exec(await hexOf(file));
+      return Buffer.from(m?.[1] ?? '', 'hex');
+    };
+    assert.ok((await contents(made.before?.pdf ?? '')).includes(retired));
+    assert.ok((await contents(made.after?.pdf ?? '')).includes(active));
+  });
+
+  it('the JWK set and the trust-anchor document list current and retired keys, each with its window', async () => {
+    const { keys } = (await (await fetch(`${service.url}/.well-known/jwks.json`)).json()) as { keys: Jwk[] };
+    const ml = keys.filter((k) => k.kty === 'AKP');
+    const ed = keys.filter((k) => k.kty === 'OKP');
+    assert.equal(ml.length, 2);
+    assert.equal(ed.length, 3, 'two rotations of the Ed25519 key');
+    const mlActive = ml.find((k) => k.status === 'active');
+    const mlRetired = ml.find((k) => k.status === 'retired');
+    assert.equal(mlRetired?.kid, rotations['ml-dsa-65']?.retired?.kid);
+    assert.equal(mlRetired?.retired_at, rotations['ml-dsa-65']?.retired?.retired_at);
+    assert.equal(mlActive?.not_before, rotations['ml-dsa-65']?.retired?.retired_at);
+    assert.equal(mlActive?.retired_at, null);
+    const anchors = (await (await fetch(`${service.url}/.well-known/evidence-trust-anchors.json`)).json()) as { signing_keys: Jwk[] };
+    assert.deepEqual(
+      anchors.signing_keys.map((k) => [k.kid, k.retired_at]).sort(),
+      keys.map((k) => [k.kid, k.retired_at]).sort(),
+    );
+  });
+});
+
+describe('a signature dated after its key retired fails', () => {
+  it('Ed25519: a statement the old key signs after its retirement fails offline (evidence verify --signature)', async () => {
+    const answer = JSON.parse(await readFile(made.before?.signature ?? '', 'utf8')) as { statement: { signed_at: string }; signature: string };
+    answer.statement.signed_at = new Date(Date.parse(rotations.ed25519?.retired?.retired_at ?? '') + 60_000).toISOString();
+    answer.signature = Buffer.from(await LocalEd25519Signer.fromSeed(Buffer.from(oldEdSeed, 'hex')).sign(canonicalizeToBytes(answer.statement))).toString('base64url');
+    const file = path.join(dir, 'late.sig.json');
+    await writeFile(file, JSON.stringify(answer));
+    const r = await cli('verify', made.before?.photo ?? '', '--signature', file);
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /fails\s+Ed25519 key pinned\s+.*outside its validity window: dated \S+, after the key's retirement at/);
+    // The same answer dated inside the window still holds (the signature check is not what failed).
+    const ok = await cli('verify', made.before?.photo ?? '', '--signature', made.before?.signature ?? '');
+    assert.equal(ok.code, 0, ok.out);
+  });
+
+  it('ML-DSA-65: a record whose genTime is after the key retirement the registry states fails online, and offline', async () => {
+    const config = getConfig();
+    const original = await readKeyRegistry(config.keyRegistryFile);
+    const genTime = Date.parse(made.before?.receipt.timestamp.gen_time ?? '');
+    assert.ok(Number.isFinite(genTime));
+    const early = new Date(genTime - 1000).toISOString();
+    const moved = { ...original, keys: original.keys.map((k) => (k.kind === 'ml-dsa-65' && k.retired_at !== null ? { ...k, retired_at: early } : k)) };
+    await writeKeyRegistry(config.keyRegistryFile, moved);
+    try {
+      await restart();
+      const v = await verifyV2(made.before?.hash ?? '');
+      assert.equal(v.status, 'failed');
+      assert.equal(v.proofs.pq_key?.state, 'fails');
+      assert.match(v.proofs.pq_key?.reason ?? '', /outside its validity window: dated \S+, after the key's retirement at .* \(RFC 3161 genTime\)/);
+      assert.equal((await verifyV2(made.after?.hash ?? '')).status, 'verified');
+      // Offline: the trust file holds what the service published then.
+      await trustNow();
+      const r = await cli('verify', made.before?.photo ?? '', '--rpc', rpcUrl);
+      assert.equal(r.code, 1, r.out);
+      assert.match(r.out, /fails\s+ML-DSA-65 key published by the service\s+.*after the key's retirement/);
+    } finally {
+      await writeKeyRegistry(config.keyRegistryFile, original);
+      await restart();
+      await trustNow();
+    }
+  });
+});
