@@ -295,3 +295,43 @@ describe('a signature dated after its key retired fails', () => {
     }
   });
 });
+
+describe('the ledger wallet: a retired wallet verifies what it sent within its window', () => {
+  it('online and offline, the old anchor holds with the wallet retired after it, and fails with the wallet retired before it', async () => {
+    const config = getConfig();
+    const original = await readKeyRegistry(config.keyRegistryFile);
+    const from = String((made.before?.receipt as { ledger?: { from?: string } }).ledger?.from);
+    assert.match(from, /^0x[0-9a-fA-F]{40}$/);
+    const genTime = Date.parse(made.before?.receipt.timestamp.gen_time ?? '');
+    const wallet = (retiredAt: number) => ({
+      kind: 'ledger-wallet' as const,
+      kid: from,
+      sha256: sha256Hex(Buffer.from(from.slice(2), 'hex')),
+      address: from,
+      not_before: null,
+      not_after: null,
+      retired_at: new Date(retiredAt).toISOString(),
+    });
+    try {
+      for (const [retiredAt, expected] of [
+        [genTime + 60_000, 'verified'],
+        [genTime - 1000, 'failed'],
+      ] as const) {
+        await writeKeyRegistry(config.keyRegistryFile, { version: 1, keys: [...original.keys, wallet(retiredAt)] });
+        await restart();
+        const v = await verifyV2(made.before?.hash ?? '');
+        assert.equal(v.status, expected, v.summary);
+        if (expected === 'verified') assert.match(v.proofs.ledger?.reason ?? '', /the wallet was valid as of \S+ \(RFC 3161 genTime\) \(retired since/);
+        else assert.match(v.proofs.ledger?.reason ?? '', /sender 0x[0-9a-fA-F]{40} was outside its validity window: dated \S+, after the key's retirement/);
+        const anchors = (await (await fetch(`${service.url}/.well-known/evidence-trust-anchors.json`)).json()) as { ledger: { wallets: { address: string; retired_at: string | null }[] } };
+        assert.ok(anchors.ledger.wallets.some((w) => w.address.toLowerCase() === from.toLowerCase()));
+        await trustNow();
+        const r = await cli('verify', made.before?.photo ?? '', '--rpc', rpcUrl);
+        assert.equal(r.code, expected === 'verified' ? 0 : 1, r.out);
+      }
+    } finally {
+      await writeKeyRegistry(config.keyRegistryFile, original);
+      await restart();
+    }
+  });
+});
