@@ -4,7 +4,7 @@ import { runQuotaReset, UnknownAccountError } from '../accounts/quota-reset.js';
 import { isTierName, TIER_NAMES } from '../accounts/tiers.js';
 import { ConfigError } from '../config.js';
 import { getConfig, resetCoreDeps } from '../deps/core.js';
-import { isRotatableKind, ROTATABLE_KINDS, RotationRefused, rotateLocalKey } from './rotate-key.js';
+import { addKey, isRegistryKind, isRotatableKind, REGISTRY_KINDS, retireKey, ROTATABLE_KINDS, RotationRefused, rotateLocalKey } from './rotate-key.js';
 import { DomainError } from '../errors.js';
 
 // Lambda runs nodejs24.x; locally Node 20 is supported, so the SDK's Node 22 notice is not repeated.
@@ -21,6 +21,8 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
  *     npm run admin -- reset-quotas [email|account_id]
  *     npm run admin -- register-pq-key
  *     npm run admin -- rotate-key <ml-dsa-65|ed25519|pdf-signing>
+ *     npm run admin -- rotate-key <kind> --new <public key file|certificate|address> [--kms-key-id ARN]
+ *     npm run admin -- retire-key <kind> <kid|address|public key file>
  *
  * Exit codes: 0 done, 1 failed (unknown account, unreachable database, bad configuration),
  * 2 usage error.
@@ -40,6 +42,13 @@ Commands:
                                        retire the old one now in the key registry (its validity
                                        window ends; what it signed before still verifies). Run it
                                        with the stack stopped. Production: docs/runbook.md.
+  rotate-key <kind> --new <material> [--kms-key-id ARN]
+                                       Production, step 1 (${REGISTRY_KINDS.join(', ')}): record
+                                       the new key (its public key file, certificate or address)
+                                       in KEY_REGISTRY_FILE, active from now; the old one stays
+                                       active until retire-key.
+  retire-key <kind> <kid|material>     Production, step 2: the key's window ends now. A wallet is
+                                       retired only once its transactions are all final.
 
 Reads the configuration npm start reads (the same variables and defaults): run it with the
 variables the stack was started with (DYNAMODB_PORT or DYNAMODB_ENDPOINT, LEDGER_RPC_PORT,
@@ -108,11 +117,30 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
         return 0;
       }
       case 'rotate-key': {
-        const [kind] = args;
+        const [kind, flag, material, kmsFlag, kmsKeyId] = args;
+        if (flag === '--new') {
+          if (!kind || !isRegistryKind(kind)) return usageError(`Unknown kind of key "${kind ?? ''}" (known: ${REGISTRY_KINDS.join(', ')}).`);
+          if (!material || (kmsFlag !== undefined && (kmsFlag !== '--kms-key-id' || !kmsKeyId)) || args.length > 5) return usageError('rotate-key <kind> --new <material> [--kms-key-id ARN]');
+          const entry = await addKey(getConfig().keyRegistryFile, kind, material, kmsKeyId ? { kmsKeyId } : {});
+          io.out(JSON.stringify({ added: entry, registry: getConfig().keyRegistryFile, next: `deploy with the new key; then disable the old one and run retire-key ${kind} <old kid>` }, null, 2));
+          return 0;
+        }
         if (args.length !== 1 || !kind) return usageError('rotate-key needs one kind of key.');
         if (kind === 'ledger-wallet') return fail(io, 'rotate-key ledger-wallet is not built for the local stack yet: docs/runbook.md "Rotating keys" (Wallet) says how to rotate it in production.');
         if (!isRotatableKind(kind)) return usageError(`Unknown kind of key "${kind}" (known: ${ROTATABLE_KINDS.join(', ')}).`);
         io.out(JSON.stringify(await rotateLocalKey(getConfig(), kind), null, 2));
+        return 0;
+      }
+      case 'retire-key': {
+        const [kind, which] = args;
+        if (args.length !== 2 || !kind || !which) return usageError('retire-key needs a kind of key and the key (kid, address or public key file).');
+        if (!isRegistryKind(kind)) return usageError(`Unknown kind of key "${kind}" (known: ${REGISTRY_KINDS.join(', ')}).`);
+        const config = getConfig();
+        const unfinished = async (address: string) => {
+          const [{ unfinishedTransactions }, { getDb }] = await Promise.all([import('../ledger/drain.js'), import('../deps/core.js')]);
+          return unfinishedTransactions(getDb(), config.tables.ledger, config.ledger.chainId, address);
+        };
+        io.out(JSON.stringify({ retired: await retireKey(config.keyRegistryFile, kind, which, { unfinished }), registry: config.keyRegistryFile }, null, 2));
         return 0;
       }
       default:

@@ -17,8 +17,8 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
-import { ed25519KeyId, ed25519PublicKeyFingerprint, LocalEd25519Signer } from '../crypto/ed25519-signer.js';
-import { findEntry, type KeyRegistry, readKeyRegistry, type RegistryEntry, rotateRegistry, writeKeyRegistry } from '../crypto/key-windows.js';
+import { ed25519KeyId, ed25519PublicKeyFingerprint, ed25519PublicKeyFromSpki, LocalEd25519Signer } from '../crypto/ed25519-signer.js';
+import { findEntry, type KeyRegistry, readKeyRegistry, type RegistryEntry, rotateRegistry, withEntry, writeKeyRegistry } from '../crypto/key-windows.js';
 import { LocalMlDsaSigner, mlDsaKeyId, mlDsaPublicKeyFingerprint } from '../crypto/ml-dsa.js';
 import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { issueDocumentSigningCertificate } from '../crypto/tsa/certificates.js';
@@ -194,4 +194,87 @@ export async function rotateLocalKey(config: Config, kind: RotatableKind, clock:
     registry: config.keyRegistryFile,
     resumed,
   };
+}
+
+/** The kinds the registry-only commands take (production: the keys live in KMS). */
+export const REGISTRY_KINDS = ['ml-dsa-65', 'ed25519', 'pdf-signing', 'ledger-wallet'] as const;
+export type RegistryKind = (typeof REGISTRY_KINDS)[number];
+
+export function isRegistryKind(kind: string): kind is RegistryKind {
+  return (REGISTRY_KINDS as readonly string[]).includes(kind);
+}
+
+/**
+ * The registry entry of a new key from its public material: the raw ML-DSA-65 public key file
+ * (1952 bytes, as docs/runbook.md exports it), the Ed25519 key as raw 32 bytes or the SPKI that
+ * `aws kms get-public-key` gives (DER or PEM), the PDF signing certificate (PEM), or the wallet's
+ * address (0x…).
+ */
+export async function entryFromMaterial(kind: RegistryKind, material: string): Promise<Omit<RegistryEntry, 'retired_at'>> {
+  if (kind === 'ledger-wallet') {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(material)) throw new RotationRefused(`a wallet is named by its address (0x and 40 hex characters), not "${material}"`);
+    const { getAddress } = await import('ethers');
+    const address = getAddress(material.toLowerCase());
+    return { kind, kid: address, sha256: sha256Hex(Buffer.from(address.slice(2), 'hex')), address, not_before: null, not_after: null };
+  }
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(material);
+  } catch {
+    throw new RotationRefused(`cannot read ${material}`);
+  }
+  if (kind === 'pdf-signing') return describeCertificate(kind, bytes.toString('utf8'));
+  if (kind === 'ml-dsa-65') {
+    if (bytes.length !== 1952) throw new RotationRefused(`${material} is not a raw ML-DSA-65 public key (1952 bytes)`);
+    return { kind, kid: mlDsaKeyId(bytes), sha256: mlDsaPublicKeyFingerprint(bytes), public_key: bytes.toString('base64url'), not_before: null, not_after: null };
+  }
+  const text = bytes.toString('utf8');
+  const der = text.includes('-----BEGIN PUBLIC KEY-----') ? pemToDer(text, 'PUBLIC KEY') : bytes;
+  const raw = der.length === 32 ? Uint8Array.from(der) : ed25519PublicKeyFromSpki(Uint8Array.from(der));
+  return { kind, kid: ed25519KeyId(raw), sha256: ed25519PublicKeyFingerprint(raw), public_key: Buffer.from(raw).toString('base64url'), not_before: null, not_after: null };
+}
+
+/**
+ * Production, step 1 of a rotation (docs/runbook.md "Rotating keys"): records the new key as
+ * active from now. The old key stays active too (the windows overlap) until {@link retireKey}:
+ * functions deployed with the old configuration may still sign with it until the deployment ends.
+ */
+export async function addKey(file: string, kind: RegistryKind, material: string, options: { kmsKeyId?: string; clock?: () => Date } = {}): Promise<RegistryEntry> {
+  const fresh = await entryFromMaterial(kind, material);
+  const registry = await readKeyRegistry(file);
+  const known = findEntry(registry, kind, fresh.kid);
+  if (known) return known;
+  const entry: RegistryEntry = { ...fresh, not_before: fresh.not_before ?? (options.clock ?? (() => new Date()))().toISOString(), retired_at: null, ...(options.kmsKeyId ? { kms_key_id: options.kmsKeyId } : {}) };
+  await writeKeyRegistry(file, { version: 1, keys: [...registry.keys, entry] });
+  return entry;
+}
+
+/**
+ * Production, step 2: the old key's window ends now (after the deployment that stopped using it,
+ * and after its KMS key was disabled, so that it cannot sign later). A key the registry does not
+ * know yet is recorded from its public material first (`material`), with its window unknown below.
+ * For a wallet, `unfinished` says how many of its transactions are not final yet: the drain rule
+ * refuses the retirement while there are any (their replacement and resending are keyed by wallet).
+ */
+export async function retireKey(
+  file: string,
+  kind: RegistryKind,
+  kidOrMaterial: string,
+  options: { clock?: () => Date; unfinished?: (address: string) => Promise<number> } = {},
+): Promise<RegistryEntry> {
+  let registry = await readKeyRegistry(file);
+  let entry = findEntry(registry, kind, kidOrMaterial);
+  if (!entry) {
+    const described = await entryFromMaterial(kind, kidOrMaterial);
+    entry = findEntry(registry, kind, described.kid) ?? { ...described, retired_at: null };
+    registry = withEntry(registry, entry);
+  }
+  if (entry.retired_at !== null) return entry;
+  if (kind === 'ledger-wallet' && options.unfinished) {
+    const open = await options.unfinished(entry.address ?? entry.kid);
+    if (open > 0) throw new RotationRefused(`the wallet ${entry.kid} still has ${open} transaction(s) that are not final: let them finish (GET /api/v1/ledger/status) and retry`);
+  }
+  const retired: RegistryEntry = { ...entry, retired_at: (options.clock ?? (() => new Date()))().toISOString() };
+  await writeKeyRegistry(file, { version: 1, keys: registry.keys.map((k) => (k === entry ? retired : k)) });
+  return retired;
 }

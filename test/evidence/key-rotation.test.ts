@@ -335,3 +335,69 @@ describe('the ledger wallet: a retired wallet verifies what it sent within its w
     }
   });
 });
+
+describe('production: rotate-key <kind> --new, then retire-key (registry only; the keys live in KMS)', () => {
+  let registryFile: string;
+  const admin = async (...argv: string[]) => {
+    const lines: string[] = [];
+    const code = await runAdmin(argv, { out: (l) => lines.push(l), err: (l) => lines.push(l) });
+    return { code, out: lines.join('\n') };
+  };
+  before(() => {
+    registryFile = path.join(dir, 'prod-key-registry.json');
+    process.env.KEY_REGISTRY_FILE = registryFile;
+    resetCoreDeps();
+  });
+  after(async () => {
+    delete process.env.KEY_REGISTRY_FILE;
+    await restart();
+  });
+
+  it('records each new key active from now next to the old one, and retires the old one on its own command', async () => {
+    const pub = path.join(dir, 'new-ml-dsa-65.pub');
+    const { LocalMlDsaSigner } = await import('../../lib/crypto/ml-dsa.js');
+    await writeFile(pub, await LocalMlDsaSigner.fromSeed(Buffer.alloc(32, 7)).publicKey());
+    const spki = path.join(dir, 'new-ed25519.pem');
+    const { createPublicKey } = await import('node:crypto');
+    const edRaw = await LocalEd25519Signer.fromSeed(Buffer.alloc(32, 9)).publicKey();
+    await writeFile(spki, createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(edRaw).toString('base64url') }, format: 'jwk' }).export({ type: 'spki', format: 'pem' }));
+    const cert = path.join(getConfig().pdfSigner.dir, 'cert.pem');
+    for (const [kind, material] of [
+      ['ml-dsa-65', pub],
+      ['ed25519', spki],
+      ['pdf-signing', cert],
+      ['ledger-wallet', `0x${'5a'.repeat(20)}`],
+    ] as const) {
+      const r = await admin('rotate-key', kind, '--new', material, '--kms-key-id', 'arn:aws:kms:eu-central-1:111122223333:key/example');
+      assert.equal(r.code, 0, r.out);
+      const added = (JSON.parse(r.out) as { added: { kid: string; not_before: string; retired_at: null } }).added;
+      assert.equal(added.retired_at, null);
+      // Again: the same key, nothing changes (idempotent).
+      assert.equal((await admin('rotate-key', kind, '--new', material)).code, 0);
+      const retired = await admin('retire-key', kind, added.kid);
+      assert.equal(retired.code, 0, retired.out);
+      assert.match((JSON.parse(retired.out) as { retired: { retired_at: string } }).retired.retired_at, /Z$/);
+    }
+    const registry = await readKeyRegistry(registryFile);
+    assert.equal(registry.keys.length, 4);
+    assert.ok(registry.keys.every((k) => k.retired_at !== null && k.kms_key_id?.startsWith('arn:aws:kms:')));
+    assert.equal((await admin('rotate-key', 'ed25519', '--new', path.join(dir, 'missing.pem'))).code, 1);
+  });
+
+  it('retires a wallet only once its transactions are final (the drain rule)', async () => {
+    const { PutCommand, UpdateCommand } = await import('@aws-sdk/lib-dynamodb');
+    const { getDb } = await import('../../lib/deps/core.js');
+    const address = `0x${randomHash().slice(0, 40)}`;
+    const table = getConfig().tables.ledger;
+    const key = { pk: `tx#${address}`, sk: 0 };
+    await getDb().send(new PutCommand({ TableName: table, Item: { ...key, nonce: 0, tx_hash: `0x${randomHash()}`, kind: 'anchor', ref: randomHash(), status: 'sent' } }));
+    const refused = await admin('retire-key', 'ledger-wallet', address);
+    assert.equal(refused.code, 1, refused.out);
+    assert.match(refused.out, /still has 1 transaction\(s\) that are not final/);
+    await getDb().send(new UpdateCommand({ TableName: table, Key: key, UpdateExpression: 'SET #s = :c', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':c': 'confirmed' } }));
+    const done = await admin('retire-key', 'ledger-wallet', address);
+    assert.equal(done.code, 0, done.out);
+    const entry = (await readKeyRegistry(registryFile)).keys.find((k) => k.kind === 'ledger-wallet' && k.kid.toLowerCase() === address);
+    assert.ok(entry?.retired_at);
+  });
+});
