@@ -21,7 +21,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
  *     npm run admin -- reset-quotas [email|account_id]
  *     npm run admin -- register-pq-key
  *     npm run admin -- rotate-key <ml-dsa-65|ed25519|pdf-signing>
- *     npm run admin -- rotate-key <kind> --new <public key file|certificate|address> [--kms-key-id ARN]
+ *     npm run admin -- rotate-key <kind> --new <public key file|certificate|address> [--old <…>] [--kms-key-id ARN]
  *     npm run admin -- retire-key <kind> <kid|address|public key file>
  *
  * Exit codes: 0 done, 1 failed (unknown account, unreachable database, bad configuration),
@@ -42,11 +42,12 @@ Commands:
                                        retire the old one now in the key registry (its validity
                                        window ends; what it signed before still verifies). Run it
                                        with the stack stopped. Production: docs/runbook.md.
-  rotate-key <kind> --new <material> [--kms-key-id ARN]
+  rotate-key <kind> --new <material> [--old <material>] [--kms-key-id ARN]
                                        Production, step 1 (${REGISTRY_KINDS.join(', ')}): record
                                        the new key (its public key file, certificate or address)
-                                       in KEY_REGISTRY_FILE, active from now; the old one stays
-                                       active until retire-key.
+                                       in KEY_REGISTRY_FILE, active from now; the old one (--old,
+                                       when the registry does not know it yet) stays active
+                                       until retire-key.
   retire-key <kind> <kid|material>     Production, step 2: the key's window ends now. A wallet is
                                        retired only once its transactions are all final.
 
@@ -117,11 +118,20 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
         return 0;
       }
       case 'rotate-key': {
-        const [kind, flag, material, kmsFlag, kmsKeyId] = args;
-        if (flag === '--new') {
+        const [kind, ...rest] = args;
+        if (rest.length > 0) {
           if (!kind || !isRegistryKind(kind)) return usageError(`Unknown kind of key "${kind ?? ''}" (known: ${REGISTRY_KINDS.join(', ')}).`);
-          if (!material || (kmsFlag !== undefined && (kmsFlag !== '--kms-key-id' || !kmsKeyId)) || args.length > 5) return usageError('rotate-key <kind> --new <material> [--kms-key-id ARN]');
-          const entry = await addKey(getConfig().keyRegistryFile, kind, material, kmsKeyId ? { kmsKeyId } : {});
+          const flags = new Map<string, string>();
+          for (let i = 0; i < rest.length; i += 2) {
+            const [name, value] = [rest[i] ?? '', rest[i + 1]];
+            if (!['--new', '--old', '--kms-key-id'].includes(name) || value === undefined || flags.has(name)) return usageError('rotate-key <kind> --new <material> [--old <material>] [--kms-key-id ARN]');
+            flags.set(name, value);
+          }
+          const material = flags.get('--new');
+          if (!material) return usageError('rotate-key <kind> --new <material> [--old <material>] [--kms-key-id ARN]');
+          const kmsKeyId = flags.get('--kms-key-id');
+          const previous = flags.get('--old');
+          const entry = await addKey(getConfig().keyRegistryFile, kind, material, { ...(kmsKeyId ? { kmsKeyId } : {}), ...(previous ? { previous } : {}) });
           io.out(JSON.stringify({ added: entry, registry: getConfig().keyRegistryFile, next: `deploy with the new key; then disable the old one and run retire-key ${kind} <old kid>` }, null, 2));
           return 0;
         }

@@ -239,11 +239,20 @@ export async function entryFromMaterial(kind: RegistryKind, material: string): P
  * active from now. The old key stays active too (the windows overlap) until {@link retireKey}:
  * functions deployed with the old configuration may still sign with it until the deployment ends.
  */
-export async function addKey(file: string, kind: RegistryKind, material: string, options: { kmsKeyId?: string; clock?: () => Date } = {}): Promise<RegistryEntry> {
+export async function addKey(file: string, kind: RegistryKind, material: string, options: { kmsKeyId?: string; previous?: string; clock?: () => Date } = {}): Promise<RegistryEntry> {
   const fresh = await entryFromMaterial(kind, material);
-  const registry = await readKeyRegistry(file);
+  let registry = await readKeyRegistry(file);
+  if (options.previous !== undefined) {
+    // The key in service until now, recorded when the registry does not know it yet (its window
+    // unknown below: it signed before there was a registry).
+    const previous = await entryFromMaterial(kind, options.previous);
+    registry = withEntry(registry, { ...previous, retired_at: null });
+  }
   const known = findEntry(registry, kind, fresh.kid);
-  if (known) return known;
+  if (known) {
+    if (options.previous !== undefined) await writeKeyRegistry(file, registry);
+    return known;
+  }
   const entry: RegistryEntry = { ...fresh, not_before: fresh.not_before ?? (options.clock ?? (() => new Date()))().toISOString(), retired_at: null, ...(options.kmsKeyId ? { kms_key_id: options.kmsKeyId } : {}) };
   await writeKeyRegistry(file, { version: 1, keys: [...registry.keys, entry] });
   return entry;

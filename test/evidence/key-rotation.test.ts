@@ -382,6 +382,18 @@ describe('production: rotate-key <kind> --new, then retire-key (registry only; t
     assert.equal(registry.keys.length, 4);
     assert.ok(registry.keys.every((k) => k.retired_at !== null && k.kms_key_id?.startsWith('arn:aws:kms:')));
     assert.equal((await admin('rotate-key', 'ed25519', '--new', path.join(dir, 'missing.pem'))).code, 1);
+    assert.equal((await admin('rotate-key', 'ed25519', '--new', spki, '--bogus', 'x')).code, 2);
+  });
+
+  it('--old records the key in service before the registry existed: active, its window unknown below', async () => {
+    const fresh = path.join(dir, 'fresh-ml-dsa-65.pub');
+    const { LocalMlDsaSigner } = await import('../../lib/crypto/ml-dsa.js');
+    await writeFile(fresh, await LocalMlDsaSigner.fromSeed(Buffer.alloc(32, 11)).publicKey());
+    const r = await admin('rotate-key', 'ml-dsa-65', '--new', fresh, '--old', getConfig().signer.publicKeyFile);
+    assert.equal(r.code, 0, r.out);
+    const current = sha256Hex(await readFile(getConfig().signer.publicKeyFile));
+    const old = (await readKeyRegistry(registryFile)).keys.find((k) => k.sha256 === current);
+    assert.deepEqual([old?.not_before, old?.retired_at], [null, null]);
   });
 
   it('retires a wallet only once its transactions are final (the drain rule)', async () => {
