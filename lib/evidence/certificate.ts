@@ -12,7 +12,7 @@ import type { AnchoredEvidence, EvidenceItem } from './records.js';
 import { isAnchored, standaloneAnswers } from './records.js';
 import type { SignatureResponse } from './signature.js';
 import type { HashTimestamp } from './timestamp.js';
-import type { ProofResult } from './verdict.js';
+import { describeSigningTime, type ProofResult } from './verdict.js';
 import type { CertificateModel as PdfCertificateModel, CertificateProof as PdfCertificateProof, ProofStatus } from '../pdf/certificate-model.js';
 import type { EvidenceVerification } from './verify.js';
 
@@ -343,7 +343,7 @@ function verdictOf(item: EvidenceItem, v: EvidenceVerification, proofs: Certific
     return {
       tone: 'ok',
       headline: 'VERIFIED: every proof below checks out',
-      text: 'A file whose SHA-256 fingerprint equals the one below existed, unchanged, no later than the times shown. Each proof can be checked without us.',
+      text: `A file whose SHA-256 fingerprint equals the one below existed, unchanged, no later than the times shown. Each proof holds ${v.verdict ? describeSigningTime(v.verdict.as_of) : ''}, with the keys valid then, and can be checked without us.`,
     };
   }
   if (status === 'pending') {

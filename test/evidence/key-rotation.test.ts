@@ -218,6 +218,9 @@ describe('old and new evidence side by side', () => {
     for (const m of [made.before, made.after]) {
       const { stdout } = await exec('pdfsig', [m?.pdf ?? '']);
       assert.match(stdout, /Signature Validation: Signature is Valid\./);
+      // The PDF states the verdict as of the time the proofs were made.
+      const text = (await exec('pdftotext', [m?.pdf ?? '', '-'])).stdout.replace(/\s+/g, ' ');
+      assert.match(text, /Each proof holds as of \S+ \(RFC 3161 genTime\)/);
     }
     const anchors = (await (await fetch(`${service.url}/.well-known/evidence-trust-anchors.json`)).json()) as { pdf_signing: { status: string; certificate_pem: string }[] };
     assert.deepEqual(anchors.pdf_signing.map((p) => p.status), ['active', 'retired']);
