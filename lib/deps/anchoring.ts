@@ -18,6 +18,7 @@ import { KmsLedgerSigner } from '../ledger/kms-signer.js';
 import { createLedgerProvider, LedgerSender } from '../ledger/sender.js';
 import { log } from '../log.js';
 import { BatchTable } from '../store/batch-table.js';
+import { assertNotRetired, getKeyRegistry } from './key-registry.js';
 import { getConfig, getDb } from './core.js';
 import { getEvidenceRepo, getPqRegistrations, getRpcReader, getStats } from './evidence.js';
 import { getKeyAuthDeps } from './key-auth.js';
@@ -36,9 +37,13 @@ const kmsClient = /* @__PURE__ */ lazy(
 
 export const getSigner: () => Promise<PqSigner> = /* @__PURE__ */ lazy(async () => {
   const { signer: cfg } = getConfig();
-  if (cfg.scheme === 'kms') return KmsMlDsaSigner.connect(kmsClient(), cfg.kmsKeyId ?? '');
-  const seedHex = cfg.seedHex ?? (await readFile(cfg.seedFile, 'utf8')).trim();
-  return LocalMlDsaSigner.fromSeed(Buffer.from(seedHex, 'hex'));
+  const signer =
+    cfg.scheme === 'kms'
+      ? await KmsMlDsaSigner.connect(kmsClient(), cfg.kmsKeyId ?? '')
+      : LocalMlDsaSigner.fromSeed(Buffer.from(cfg.seedHex ?? (await readFile(cfg.seedFile, 'utf8')).trim(), 'hex'));
+  // A key the registry retired never signs again (decisions.md "Key validity windows").
+  await assertNotRetired('ml-dsa-65', signer.keyId);
+  return signer;
 });
 
 export const getTsa: () => Promise<TimestampAuthority> = /* @__PURE__ */ lazy(async () => {
@@ -81,6 +86,9 @@ export const getLedgerSender: () => Promise<LedgerSender> = /* @__PURE__ */ lazy
     const key = ledger.walletPrivateKey ?? (await readFile(ledger.walletKeyFile, 'utf8')).trim();
     wallet = new Wallet(key.startsWith('0x') ? key : `0x${key}`, provider);
   }
+  // A retired wallet never sends again (its window ended; docs/runbook.md "Rotating keys"). Asked
+  // only when the registry retired some wallet, so that a KMS wallet costs no GetPublicKey otherwise.
+  if ((await getKeyRegistry()).keys.some((k) => k.kind === 'ledger-wallet' && k.retired_at !== null)) await assertNotRetired('ledger-wallet', await wallet.getAddress());
   return new LedgerSender({
     provider,
     signer: wallet,

@@ -20,6 +20,8 @@ import { signPdf } from '../pdf/sign.js';
 import { getTsa } from './anchoring.js';
 import { getConfig } from './core.js';
 import { getEvidenceRepo } from './evidence.js';
+import { sha256Hex } from '../crypto/hash.js';
+import { assertNotRetired } from './key-registry.js';
 import { lazy } from './lazy.js';
 import { getPublishedKeys } from './signing.js';
 import { getVerifyDeps, loadTsaRoots } from './verification.js';
@@ -44,6 +46,8 @@ export const getPdfSigningIdentity: () => Promise<PdfSigningIdentity> = /* @__PU
     ? new KmsTsaKeySigner(kmsClient(), pdfSigner.kmsKeyId)
     : new WebCryptoTsaKeySigner(await importPrivateKey(await readFile(local.key, 'utf8')));
   const identity: PdfSigningIdentity = { signer, certificateDer: pemToDer(certPem, 'CERTIFICATE'), chainDer: [pemToDer(rootPem, 'CERTIFICATE')] };
+  // A certificate the registry retired never signs again (decisions.md "Key validity windows").
+  await assertNotRetired('pdf-signing', `x509:${sha256Hex(identity.certificateDer)}`);
   // Fails here, at first use, when the key and the certificate do not belong together.
   await buildCadesDetached(new Uint8Array(0), identity);
   return identity;

@@ -9,6 +9,8 @@
  * No ethers, no signer, no ML-DSA code: the publishing and verifying functions import this.
  */
 import { type KeyKind, type KeyRegistry, type RegistryEntry, UNBOUNDED, type ValidityWindow, findEntry, readKeyRegistry, windowOf } from '../crypto/key-windows.js';
+import { unavailable } from '../errors.js';
+import { log } from '../log.js';
 import { getConfig } from './core.js';
 import { lazy } from './lazy.js';
 
@@ -25,4 +27,22 @@ export function windowIn(registry: KeyRegistry, kind: KeyKind, kid: string): Val
 export function otherEntries(registry: KeyRegistry, kind: KeyKind, activeKid: string | undefined): RegistryEntry[] {
   const same = (kid: string) => (kind === 'ledger-wallet' ? kid.toLowerCase() === activeKid?.toLowerCase() : kid === activeKid);
   return registry.keys.filter((k) => k.kind === kind && !same(k.kid));
+}
+
+/**
+ * The guard of every signer the composition root builds: a key the registry retired never signs
+ * again (a signature dated after its retirement fails verification, decisions.md "Key validity
+ * windows"). A configured retired key is an operator's error: 503 `signer_unavailable` (nothing
+ * is signed or recorded), and the log says which key and what to do. A key the registry does not
+ * know passes.
+ */
+export async function assertNotRetired(kind: KeyKind, kid: string): Promise<void> {
+  const entry = findEntry(await getKeyRegistry(), kind, kid);
+  if (!entry?.retired_at) return;
+  log.error('a retired key is configured: point the configuration at the active key, or finish a local rotation (npm run admin -- rotate-key)', {
+    kind,
+    kid,
+    retired_at: entry.retired_at,
+  });
+  throw unavailable('signer_unavailable', `The configured ${kind} key was retired at ${entry.retired_at}; it signs nothing any more, so nothing was signed or recorded.`);
 }

@@ -22,7 +22,7 @@ import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { tsaFiles } from '../crypto/tsa/files.js';
 import { pemBlocks, derToPem } from '../crypto/tsa/pem.js';
 import { getConfig } from './core.js';
-import { getKeyRegistry, otherEntries, windowIn } from './key-registry.js';
+import { assertNotRetired, getKeyRegistry, otherEntries, windowIn } from './key-registry.js';
 import { lazy } from './lazy.js';
 
 const kmsClient = /* @__PURE__ */ lazy(
@@ -30,13 +30,25 @@ const kmsClient = /* @__PURE__ */ lazy(
   (client) => client.destroy(),
 );
 
-/** The service's Ed25519 signer: the seed in DATA_DIR (`local`) or the KMS key (`kms`). */
-export const getEd25519Signer: () => Promise<Ed25519Signer> = /* @__PURE__ */ lazy(async () => {
+/** The service's Ed25519 signer, to sign with: {@link loadEd25519Signer}, unless the registry retired its key. */
+export async function getEd25519Signer(): Promise<Ed25519Signer> {
+  const signer = await loadEd25519Signer();
+  // A key the registry retired never signs again (decisions.md "Key validity windows").
+  await assertNotRetired('ed25519', signer.keyId);
+  return signer;
+}
+
+/** The configured Ed25519 key: the seed in DATA_DIR (`local`) or the KMS key (`kms`); publishing its public half needs no guard. */
+const loadEd25519Signer: () => Promise<Ed25519Signer> = /* @__PURE__ */ lazy(async () => {
   const { ed25519: cfg } = getConfig();
-  if (cfg.scheme === 'kms') return KmsEd25519Signer.connect(kmsClient(), cfg.kmsKeyId ?? '');
-  const seedHex = (await readFile(cfg.seedFile, 'utf8')).trim();
-  if (!/^[0-9a-fA-F]{64}$/.test(seedHex)) throw new Error('the Ed25519 seed file does not hold 32 bytes of hex');
-  return LocalEd25519Signer.fromSeed(Buffer.from(seedHex, 'hex'));
+  let signer: Ed25519Signer;
+  if (cfg.scheme === 'kms') signer = await KmsEd25519Signer.connect(kmsClient(), cfg.kmsKeyId ?? '');
+  else {
+    const seedHex = (await readFile(cfg.seedFile, 'utf8')).trim();
+    if (!/^[0-9a-fA-F]{64}$/.test(seedHex)) throw new Error('the Ed25519 seed file does not hold 32 bytes of hex');
+    signer = LocalEd25519Signer.fromSeed(Buffer.from(seedHex, 'hex'));
+  }
+  return signer;
 });
 
 /**
@@ -48,7 +60,7 @@ export const getEd25519Signer: () => Promise<Ed25519Signer> = /* @__PURE__ */ la
 export async function getPublishedKeys(): Promise<PublishedJwk[]> {
   const config = getConfig();
   const [signer, pqPublicKey, retired, registry] = await Promise.all([
-    getEd25519Signer(),
+    loadEd25519Signer(),
     readFile(config.signer.publicKeyFile),
     readRetiredKeys(config.retiredKeysFile),
     getKeyRegistry(),

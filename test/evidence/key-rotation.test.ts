@@ -299,6 +299,31 @@ describe('a signature dated after its key retired fails', () => {
   });
 });
 
+describe('a retired key never signs again', () => {
+  it('the stack refuses to anchor or sign with a configured key the registry retired (503), and says which', async () => {
+    const config = getConfig();
+    const original = await readKeyRegistry(config.keyRegistryFile);
+    const retireActive = (kind: string) => ({ ...original, keys: original.keys.map((k) => (k.kind === kind && k.retired_at === null ? { ...k, retired_at: new Date().toISOString() } : k)) });
+    try {
+      await writeKeyRegistry(config.keyRegistryFile, retireActive('ml-dsa-65'));
+      await restart();
+      const anchor = await fetch(`${service.url}/api/v2/evidence/anchor`, json(new Device().next(randomHash()), { 'x-api-key': apiKey }));
+      assert.equal(anchor.status, 503, await anchor.clone().text());
+      assert.equal(((await anchor.json()) as { code: string }).code, 'signer_unavailable');
+      await writeKeyRegistry(config.keyRegistryFile, retireActive('ed25519'));
+      await restart();
+      const sign = await fetch(`${service.url}/api/v2/evidence/sign`, json({ sha256_hash: randomHash() }, { 'x-api-key': apiKey }));
+      assert.equal(sign.status, 503, await sign.clone().text());
+      // Publishing goes on: the JWK set lists the key, retired.
+      const { keys } = (await (await fetch(`${service.url}/.well-known/jwks.json`)).json()) as { keys: Jwk[] };
+      assert.equal(keys.filter((k) => k.kty === 'OKP' && k.status === 'active').length, 0);
+    } finally {
+      await writeKeyRegistry(config.keyRegistryFile, original);
+      await restart();
+    }
+  });
+});
+
 describe('the ledger wallet: a retired wallet verifies what it sent within its window', () => {
   it('online and offline, the old anchor holds with the wallet retired after it, and fails with the wallet retired before it', async () => {
     const config = getConfig();
