@@ -14,7 +14,8 @@ export const route = createRoute({
   description:
     'RFC 7517 JWK set: the Ed25519 key(s) of POST /api/v2/evidence/sign (`kty: "OKP"`, `crv: "Ed25519"`, RFC 8037) and the ML-DSA-65 key of the evidence statements ' +
     '(`kty: "AKP"`, `alg: "ML-DSA-65"`, `pub`, per the IETF COSE/JOSE ML-DSA draft), each with its `kid` (the `key_id` that signatures and receipts name). ' +
-    'Keys rotate: a retired key stays in the set with `status: "retired"` so that what it signed still verifies; the signing key is `status: "active"`.',
+    'Keys rotate: a retired key stays in the set with `status: "retired"` so that what it signed still verifies; the signing key is `status: "active"`. ' +
+    'Every key carries its validity window (`not_before`, `not_after`, `retired_at`, ISO 8601 or null): a signature made at t verifies when not_before ≤ t ≤ not_after and t < retired_at (docs/decisions.md "Key validity windows").',
   middleware: [publicRateLimit()] as const,
   responses: {
     200: { description: 'The JWK set.', content: { 'application/json': { schema: JwkSet } } },

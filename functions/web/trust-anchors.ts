@@ -13,7 +13,8 @@ export const route = createRoute({
   summary: "The service's trust anchors in one place (no credentials)",
   description:
     'Everything a verifier pins, once: the TSA root certificate (and its SHA-256), the JWK set URL and each signing key\'s kid and SHA-256, ' +
-    'the ledger network, chain id and the wallet address that sends every anchoring transaction. `evidence trust add <base-url>` stores it for later offline runs of `evidence verify`.',
+    'the ledger network, chain id and the wallet address that sends every anchoring transaction. `evidence trust add <base-url>` stores it for later offline runs of `evidence verify`. ' +
+    'Signing keys, PDF signing certificates (`pdf_signing`) and wallets (`ledger.wallets`) are listed current and retired, each with its validity window (`not_before`, `not_after`, `retired_at`).',
   middleware: [publicRateLimit()] as const,
   responses: {
     200: { description: 'The trust anchors.', content: { 'application/json': { schema: TrustAnchorsSchema } } },

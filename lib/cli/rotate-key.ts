@@ -13,12 +13,12 @@
  * third one), records it if the registry does not yet, and finishes the rename. Run it with the
  * stack stopped: a running stack keeps signing with the key it loaded until it restarts.
  */
-import { randomBytes, X509Certificate } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { ed25519KeyId, ed25519PublicKeyFingerprint, ed25519PublicKeyFromSpki, LocalEd25519Signer } from '../crypto/ed25519-signer.js';
-import { findEntry, type KeyRegistry, readKeyRegistry, type RegistryEntry, rotateRegistry, withEntry, writeKeyRegistry } from '../crypto/key-windows.js';
+import { describeCertificate, findEntry, type KeyRegistry, readKeyRegistry, type RegistryEntry, rotateRegistry, withEntry, writeKeyRegistry } from '../crypto/key-windows.js';
 import { LocalMlDsaSigner, mlDsaKeyId, mlDsaPublicKeyFingerprint } from '../crypto/ml-dsa.js';
 import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { issueDocumentSigningCertificate } from '../crypto/tsa/certificates.js';
@@ -111,21 +111,6 @@ function slotOf(config: Config, kind: RotatableKind): KeySlot {
       };
     }
   }
-}
-
-/** The registry entry of an X.509 key: its window is the certificate's notBefore/notAfter. */
-export function describeCertificate(kind: 'pdf-signing' | 'tsa-leaf' | 'tsa-root', certPem: string): Omit<RegistryEntry, 'retired_at'> {
-  const der = pemToDer(certPem, 'CERTIFICATE');
-  const cert = new X509Certificate(Buffer.from(der));
-  const sha256 = sha256Hex(der);
-  return {
-    kind,
-    kid: `x509:${sha256}`,
-    sha256,
-    certificate_pem: cert.toString(),
-    not_before: new Date(cert.validFrom).toISOString(),
-    not_after: new Date(cert.validTo).toISOString(),
-  };
 }
 
 async function readOne(file: string): Promise<string | undefined> {

@@ -12,8 +12,10 @@
  * part reads and writes the registry atomically (temporary file, fsync, rename), mode 0644: it
  * holds public material only.
  */
+import { createHash, X509Certificate } from 'node:crypto';
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
+import { pemToDer } from './tsa/pem.js';
 
 export const KEY_KINDS = ['ml-dsa-65', 'ed25519', 'pdf-signing', 'ledger-wallet', 'tsa-leaf', 'tsa-root'] as const;
 export type KeyKind = (typeof KEY_KINDS)[number];
@@ -171,4 +173,19 @@ export function rotateRegistry(registry: KeyRegistry, next: Omit<RegistryEntry, 
 /** The kid of an ML-DSA-65 key from its SHA-256 fingerprint (lib/crypto/ml-dsa.ts mlDsaKeyId). */
 export function mlDsaKeyIdOfFingerprint(sha256: string): string {
   return `mldsa65:${sha256.slice(0, 16)}`;
+}
+
+/** The registry entry of an X.509 key: its window is the certificate's notBefore/notAfter. */
+export function describeCertificate(kind: 'pdf-signing' | 'tsa-leaf' | 'tsa-root', certPem: string): Omit<RegistryEntry, 'retired_at'> {
+  const der = pemToDer(certPem, 'CERTIFICATE');
+  const cert = new X509Certificate(Buffer.from(der));
+  const sha256 = createHash('sha256').update(der).digest('hex');
+  return {
+    kind,
+    kid: `x509:${sha256}`,
+    sha256,
+    certificate_pem: cert.toString(),
+    not_before: new Date(cert.validFrom).toISOString(),
+    not_after: new Date(cert.validTo).toISOString(),
+  };
 }

@@ -2,7 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
-import { LocalMlDsaSigner } from '../crypto/ml-dsa.js';
+import { ed25519KeyId, ed25519PublicKeyFingerprint, LocalEd25519Signer } from '../crypto/ed25519-signer.js';
+import { sha256Hex } from '../crypto/hash.js';
+import { describeCertificate, readKeyRegistry, type RegistryEntry, withEntry, writeKeyRegistry } from '../crypto/key-windows.js';
+import { LocalMlDsaSigner, mlDsaKeyId, mlDsaPublicKeyFingerprint } from '../crypto/ml-dsa.js';
 import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { generateTsaCertificates, issueDocumentSigningCertificate } from '../crypto/tsa/certificates.js';
 import { tsaFiles } from '../crypto/tsa/files.js';
@@ -23,16 +26,20 @@ export interface LocalSecrets {
  */
 export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> {
   const created: string[] = [];
+  // The keys made now, recorded in the key registry with their windows starting now
+  // (decisions.md "Key validity windows"); keys made before the registry stay unbounded.
+  const recorded: Omit<RegistryEntry, 'not_before' | 'retired_at'>[] = [];
+  const x509: Omit<RegistryEntry, 'retired_at'>[] = [];
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   if (config.jwt.source === 'file' && (await writeIfMissing(config.jwt.file, () => randomBytes(32).toString('base64url')))) {
     created.push('JWT secret');
   }
   if (config.signer.scheme === 'local') {
-    if (!config.signer.seedHex && (await writeIfMissing(config.signer.seedFile, () => randomBytes(32).toString('hex')))) {
-      created.push('ML-DSA-65 seed');
-    }
+    const madeSeed = !config.signer.seedHex && (await writeIfMissing(config.signer.seedFile, () => randomBytes(32).toString('hex')));
+    if (madeSeed) created.push('ML-DSA-65 seed');
     const seedHex = config.signer.seedHex ?? (await readFile(config.signer.seedFile, 'utf8')).trim();
     const publicKey = await LocalMlDsaSigner.fromSeed(Buffer.from(seedHex, 'hex')).publicKey();
+    if (madeSeed) recorded.push({ kind: 'ml-dsa-65', kid: mlDsaKeyId(publicKey), sha256: mlDsaPublicKeyFingerprint(publicKey), public_key: Buffer.from(publicKey).toString('base64url'), not_after: null });
     // Rewritten every start: a changed seed must never leave a stale trusted public key behind.
     await mkdir(path.dirname(config.signer.publicKeyFile), { recursive: true, mode: 0o700 });
     await writeFile(config.signer.publicKeyFile, publicKey, { mode: 0o644 });
@@ -40,6 +47,8 @@ export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> 
   // The service's Ed25519 key (POST /api/v2/evidence/sign): a 32-byte seed, hex, mode 0600.
   if (config.ed25519.scheme === 'local' && (await writeIfMissing(config.ed25519.seedFile, () => randomBytes(32).toString('hex')))) {
     created.push('Ed25519 signing key');
+    const publicKey = await LocalEd25519Signer.fromSeed(Buffer.from((await readFile(config.ed25519.seedFile, 'utf8')).trim(), 'hex')).publicKey();
+    recorded.push({ kind: 'ed25519', kid: ed25519KeyId(publicKey), sha256: ed25519PublicKeyFingerprint(publicKey), public_key: Buffer.from(publicKey).toString('base64url'), not_after: null });
   }
   if (config.tsa.scheme === 'embedded') {
     const files = tsaFiles(config.tsa.dir);
@@ -66,6 +75,7 @@ export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> 
         await writeFile(pdf.key, issued.keyPkcs8Pem, { mode: 0o600 });
         await writeFile(pdf.cert, issued.certPem, { mode: 0o644 });
         created.push('PDF signing key and certificate');
+        x509.push(describeCertificate('pdf-signing', issued.certPem));
       }
     }
   }
@@ -77,9 +87,18 @@ export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> 
       wallet = { address: w.address, privateKey: w.privateKey };
     } else {
       const w = await loadOrCreateLocalWallet(config.ledger.walletKeyFile);
-      if (w.created) created.push('ledger wallet key');
+      if (w.created) {
+        created.push('ledger wallet key');
+        recorded.push({ kind: 'ledger-wallet', kid: w.address, sha256: sha256Hex(Buffer.from(w.address.slice(2), 'hex')), address: w.address, not_after: null });
+      }
       wallet = { address: w.address, privateKey: w.privateKey };
     }
+  }
+  if (recorded.length + x509.length > 0) {
+    const now = new Date().toISOString();
+    let registry = await readKeyRegistry(config.keyRegistryFile);
+    for (const e of [...recorded.map((r) => ({ ...r, not_before: now })), ...x509]) registry = withEntry(registry, { ...e, retired_at: null });
+    await writeKeyRegistry(config.keyRegistryFile, registry);
   }
   return { created, walletAddress: wallet.address, walletPrivateKey: wallet.privateKey };
 }

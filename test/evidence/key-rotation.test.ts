@@ -46,6 +46,7 @@ interface Made {
 const made: Record<'before' | 'after', Made | undefined> = { before: undefined, after: undefined };
 const rotations: Record<string, { retired: { kid: string; retired_at: string } | null; active: { kid: string; not_before: string | null } }> = {};
 let oldEdSeed = '';
+let sharedDataDir = '';
 
 async function restart(): Promise<void> {
   await service.close();
@@ -107,6 +108,7 @@ interface Jwk {
 
 before(async () => {
   const shared = await useStack();
+  sharedDataDir = shared.DATA_DIR ?? '';
   rpcUrl = shared.LEDGER_RPC_URL ?? '';
   dir = await mkdtemp(path.join(os.tmpdir(), 'rotate-'));
   const dataDir = path.join(dir, 'data');
@@ -129,6 +131,12 @@ before(async () => {
 after(() => service.close());
 
 describe('rotate-key', () => {
+  it('recorded each key of the stack when it was made, with its window starting then', async () => {
+    const registry = await readKeyRegistry(path.join(sharedDataDir, 'keys', 'key-registry.json'));
+    assert.deepEqual(registry.keys.map((k) => k.kind).sort(), ['ed25519', 'ledger-wallet', 'ml-dsa-65', 'pdf-signing']);
+    assert.ok(registry.keys.every((k) => k.not_before !== null && k.retired_at === null));
+  });
+
   it('retires the old key and activates a new one at the same instant, for each kind', async () => {
     const registry = await readKeyRegistry(getConfig().keyRegistryFile);
     for (const kind of ['ml-dsa-65', 'ed25519', 'pdf-signing']) {
@@ -345,7 +353,8 @@ describe('the ledger wallet: a retired wallet verifies what it sent within its w
         [genTime + 60_000, 'verified'],
         [genTime - 1000, 'failed'],
       ] as const) {
-        await writeKeyRegistry(config.keyRegistryFile, { version: 1, keys: [...original.keys, wallet(retiredAt)] });
+        const others = original.keys.filter((k) => !(k.kind === 'ledger-wallet' && k.kid.toLowerCase() === from.toLowerCase()));
+        await writeKeyRegistry(config.keyRegistryFile, { version: 1, keys: [...others, wallet(retiredAt)] });
         await restart();
         const v = await verifyV2(made.before?.hash ?? '');
         assert.equal(v.status, expected, v.summary);
