@@ -1,7 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { ID_ML_DSA_65, ML_DSA_65_PUBLIC_KEY_BYTES, ML_DSA_65_SIGNATURE_BYTES, mlDsaKeyId, mlDsaPublicKeyFingerprint } from '../../lib/crypto/ml-dsa.js';
-import { loadPqFingerprints } from '../../lib/deps/verification.js';
+import { loadTrustedPqKeys } from '../../lib/deps/verification.js';
 import { loadServicePqPublicKey } from '../../lib/deps/pq-key.js';
 import { PqInfoResponse } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
@@ -31,7 +31,8 @@ app.openapi(route, async (c) => {
   let publicKey: Uint8Array;
   let trusted: string[];
   try {
-    [publicKey, trusted] = await Promise.all([loadServicePqPublicKey(), loadPqFingerprints()]);
+    // Every ML-DSA-65 key whose signatures verify: the current one, the key registry's (retired ones too) and PQ_TRUSTED_KEY_FINGERPRINTS.
+    [publicKey, trusted] = await Promise.all([loadServicePqPublicKey(), loadTrustedPqKeys().then((keys) => keys.map((k) => (typeof k === 'string' ? k : k.sha256)))]);
   } catch (error) {
     log.warn('ML-DSA-65 public key not available', describeError(error));
     throw serviceUnavailable('signer_unavailable', 'The post-quantum public key is not available right now.');

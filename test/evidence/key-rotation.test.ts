@@ -196,7 +196,9 @@ describe('old and new evidence side by side', () => {
         assert.match(old.proofs.pq_key?.reason ?? '', /retired since/);
       });
 
-      it('v1 pq verify and the verify page: both verified', async () => {
+      it('v1 pq verify and the verify page: both verified; /api/v1/pq/info trusts both keys', async () => {
+        const info = (await (await fetch(`${service.url}/api/v1/pq/info`)).json()) as { trusted_fingerprints: string[] };
+        for (const m of [made.before, made.after]) assert.ok(info.trusted_fingerprints.includes(sha256Hex(Buffer.from(m?.receipt.pq_signature.public_key ?? '', 'base64'))));
         for (const m of [made.before, made.after]) {
           const pq = (await (await fetch(`${service.url}/api/v1/pq/verify/${m?.hash}`)).json()) as { verified: boolean };
           assert.equal(pq.verified, true);
