@@ -170,10 +170,6 @@ export function rotateRegistry(registry: KeyRegistry, next: Omit<RegistryEntry, 
   };
 }
 
-/** The kid of an ML-DSA-65 key from its SHA-256 fingerprint (lib/crypto/ml-dsa.ts mlDsaKeyId). */
-export function mlDsaKeyIdOfFingerprint(sha256: string): string {
-  return `mldsa65:${sha256.slice(0, 16)}`;
-}
 
 /** The registry entry of an X.509 key: its window is the certificate's notBefore/notAfter. */
 export function describeCertificate(kind: 'pdf-signing' | 'tsa-leaf' | 'tsa-root', certPem: string): Omit<RegistryEntry, 'retired_at'> {

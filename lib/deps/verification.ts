@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sha256Hex } from '../crypto/hash.js';
-import { mlDsaKeyIdOfFingerprint, type ValidityWindow, windowOf } from '../crypto/key-windows.js';
+import { type ValidityWindow, windowOf } from '../crypto/key-windows.js';
 import type { TrustedKey } from '../evidence/verdict.js';
 import type { VerifyDeps } from '../evidence/verify.js';
 import { getConfig } from './core.js';
 import { getEvidenceRepo, getRpcReader } from './evidence.js';
-import { getKeyRegistry, windowIn } from './key-registry.js';
+import { getKeyRegistry } from './key-registry.js';
 import { lazy } from './lazy.js';
 
 /**
@@ -55,15 +55,10 @@ export async function loadPqFingerprints(): Promise<string[]> {
  * key of the registry with its window, and PQ_TRUSTED_KEY_FINGERPRINTS (unbounded: windows unknown).
  */
 export async function loadTrustedPqKeys(): Promise<TrustedKey[]> {
-  const config = getConfig();
   const registry = await getKeyRegistry();
-  const out: TrustedKey[] = registry.keys.filter((k) => k.kind === 'ml-dsa-65').map((k) => ({ sha256: k.sha256, window: windowIn(registry, 'ml-dsa-65', k.kid) }));
+  const out: TrustedKey[] = registry.keys.filter((k) => k.kind === 'ml-dsa-65').map((k) => ({ sha256: k.sha256, window: windowOf(k) }));
   const recorded = new Set(out.map((k) => (typeof k === 'string' ? k : k.sha256)));
-  for (const fp of await loadPqFingerprints()) {
-    if (recorded.has(fp)) continue;
-    const kid = mlDsaKeyIdOfFingerprint(fp);
-    const isConfigured = !config.signer.trustedFingerprints.includes(fp);
-    out.push(isConfigured ? { sha256: fp, window: windowIn(registry, 'ml-dsa-65', kid) } : fp);
-  }
+  // The configured key and PQ_TRUSTED_KEY_FINGERPRINTS that the registry does not know: unbounded.
+  for (const fp of await loadPqFingerprints()) if (!recorded.has(fp)) out.push(fp);
   return out;
 }

@@ -452,3 +452,66 @@ describe('production: rotate-key <kind> --new, then retire-key (registry only; t
     assert.ok(entry?.retired_at);
   });
 });
+
+describe('the ledger wallet switched as production does (docs/runbook.md "Rotating keys", Wallet)', () => {
+  it('new anchors go from the new wallet; the old anchor verifies from the retired one, online and offline', async () => {
+    const config = getConfig();
+    const [registryBefore, keyBefore] = await Promise.all([readFile(config.keyRegistryFile), readFile(config.ledger.walletKeyFile)]);
+    const oldAddress = String((made.before?.receipt as { ledger?: { from?: string } }).ledger?.from);
+    const { Wallet, JsonRpcProvider, toQuantity } = await import('ethers');
+    const fresh = Wallet.createRandom();
+    // Fund it (runbook section 4; on the local node, Hardhat's own setBalance).
+    const node = new JsonRpcProvider(rpcUrl);
+    await node.send('hardhat_setBalance', [fresh.address, toQuantity(10n ** 21n)]);
+    node.destroy();
+    const admin = async (...argv: string[]) => {
+      const lines: string[] = [];
+      const code = await runAdmin(argv, { out: (l) => lines.push(l), err: (l) => lines.push(l) });
+      return { code, out: lines.join('\n') };
+    };
+    try {
+      // 1. Record the new wallet (the old one stays active while the deployment switches).
+      const added = await admin('rotate-key', 'ledger-wallet', '--new', fresh.address, '--old', oldAddress);
+      assert.equal(added.code, 0, added.out);
+      // 2. "Deploy" with the new wallet: this stack's key file.
+      await writeFile(config.ledger.walletKeyFile, `${fresh.privateKey}\n`, { mode: 0o600 });
+      await restart();
+      const late = await makeEvidence('new-wallet');
+      assert.equal(String((late.receipt as { ledger?: { from?: string } }).ledger?.from).toLowerCase(), fresh.address.toLowerCase());
+      // 3. Retire the old wallet. The drain rule (tested above with a wallet of its own) is left
+      //    out here: the run's other test files keep sending from the shared old wallet.
+      const { retireKey } = await import('../../lib/cli/rotate-key.js');
+      const retired = await retireKey(config.keyRegistryFile, 'ledger-wallet', oldAddress);
+      assert.ok(retired.retired_at);
+      await restart();
+      for (const m of [made.before, late]) {
+        const v = await verifyV2(m?.hash ?? '');
+        assert.equal(v.status, 'verified', v.summary);
+      }
+      assert.match((await verifyV2(made.before?.hash ?? '')).proofs.ledger?.reason ?? '', /the wallet was valid as of .* \(retired since/);
+      const anchors = (await (await fetch(`${service.url}/.well-known/evidence-trust-anchors.json`)).json()) as { ledger: { wallet_address: string; wallets: { address: string; status: string }[] } };
+      assert.equal(anchors.ledger.wallet_address.toLowerCase(), fresh.address.toLowerCase());
+      assert.deepEqual(
+        anchors.ledger.wallets.map((w) => [w.address.toLowerCase(), w.status]).sort(),
+        [
+          [fresh.address.toLowerCase(), 'active'],
+          [oldAddress.toLowerCase(), 'retired'],
+        ].sort(),
+      );
+      await trustNow();
+      for (const m of [made.before, late]) {
+        const r = await cli('verify', m?.photo ?? '', '--rpc', rpcUrl);
+        assert.equal(r.code, 0, r.out);
+      }
+      // The retired wallet never sends again: configured back, the stack refuses to anchor.
+      await writeFile(config.ledger.walletKeyFile, keyBefore, { mode: 0o600 });
+      await restart();
+      const refused = await fetch(`${service.url}/api/v2/evidence/anchor`, json(new Device().next(randomHash()), { 'x-api-key': apiKey }));
+      assert.equal(refused.status, 503, await refused.clone().text());
+    } finally {
+      await writeFile(config.keyRegistryFile, registryBefore);
+      await writeFile(config.ledger.walletKeyFile, keyBefore, { mode: 0o600 });
+      await restart();
+    }
+  });
+});
