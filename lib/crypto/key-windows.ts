@@ -79,8 +79,8 @@ export interface WindowVerdict {
  */
 export function checkWindow(w: ValidityWindow, at: Date): WindowVerdict {
   const t = at.getTime();
-  const when = at.toISOString();
   if (Number.isNaN(t)) return { ok: false, reason: 'the signing time is not a time' };
+  const when = at.toISOString();
   if (w.not_before !== null && t < Date.parse(w.not_before)) return { ok: false, reason: `dated ${when}, before the key's validity began (${w.not_before})` };
   if (w.not_after !== null && t > Date.parse(w.not_after)) return { ok: false, reason: `dated ${when}, after the key's validity ended (${w.not_after})` };
   if (w.retired_at !== null && t >= Date.parse(w.retired_at)) return { ok: false, reason: `dated ${when}, after the key's retirement at ${w.retired_at}` };
