@@ -138,7 +138,14 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
         if (args.length !== 1 || !kind) return usageError('rotate-key needs one kind of key.');
         if (kind === 'ledger-wallet') return fail(io, 'rotate-key ledger-wallet is not built for the local stack yet: docs/runbook.md "Rotating keys" (Wallet) says how to rotate it in production.');
         if (!isRotatableKind(kind)) return usageError(`Unknown kind of key "${kind}" (known: ${ROTATABLE_KINDS.join(', ')}).`);
-        io.out(JSON.stringify(await rotateLocalKey(getConfig(), kind), null, 2));
+        // A running stack keeps signing with the key it loaded: after the rotation that would be a
+        // retired key. Its API port in use is taken as "running" (npm start binds it).
+        const config = getConfig();
+        const { probePort } = await import('../local/net.js');
+        if ((await probePort(config.port, config.host)) === 'EADDRINUSE') {
+          return fail(io, `Not rotated: port ${config.port} (PORT) on ${config.host} is in use; stop npm start first (a running stack keeps signing with the key it loaded).`);
+        }
+        io.out(JSON.stringify(await rotateLocalKey(config, kind), null, 2));
         return 0;
       }
       case 'retire-key': {

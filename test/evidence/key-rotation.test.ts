@@ -26,7 +26,7 @@ import { readKeyRegistry, writeKeyRegistry } from '../../lib/crypto/key-windows.
 import { getConfig, resetCoreDeps } from '../../lib/deps/core.js';
 import { createAccount, Device, json, randomHash } from '../support/client.js';
 import { type HttpService, startHttpService } from '../support/http-server.js';
-import { useStack } from '../support/stack.js';
+import { freePort, useStack } from '../support/stack.js';
 
 const exec = promisify(execFile);
 const FIVE_YEARS_MS = 5 * 365.25 * 24 * 3600 * 1000;
@@ -114,6 +114,8 @@ before(async () => {
   const dataDir = path.join(dir, 'data');
   await cp(shared.DATA_DIR ?? '', dataDir, { recursive: true });
   process.env.DATA_DIR = dataDir;
+  // The port `npm start` would bind: free, as for a stopped stack (rotate-key refuses a busy one).
+  process.env.PORT = String(await freePort());
   resetCoreDeps();
   service = await startHttpService();
   apiKey = (await createAccount('pro')).apiKey;
@@ -159,6 +161,20 @@ describe('rotate-key', () => {
     const sink = { out: () => undefined, err: () => undefined };
     assert.equal(await runAdmin(['rotate-key', 'rsa'], sink), 2);
     assert.equal(await runAdmin(['rotate-key', 'ledger-wallet'], sink), 1);
+  });
+
+  it('refuses while the stack runs (its API port is bound): it would go on signing with the old key', async () => {
+    const { createServer } = await import('node:net');
+    const config = getConfig();
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(config.port, config.host, resolve));
+    try {
+      const lines: string[] = [];
+      assert.equal(await runAdmin(['rotate-key', 'ed25519'], { out: (l) => lines.push(l), err: (l) => lines.push(l) }), 1);
+      assert.match(lines.join('\n'), /stop npm start first/);
+    } finally {
+      await new Promise<void>((resolve) => busy.close(() => resolve()));
+    }
   });
 
   it('finishes a rotation a crash interrupted, with the key the crashed run made (never a third one)', async () => {
