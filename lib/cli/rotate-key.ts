@@ -52,7 +52,11 @@ export class RotationRefused extends Error {
   }
 }
 
-/** One kind's key files and how to describe a key from them. */
+/**
+ * One kind's key files and how to describe a key from them. A new kind (the TSA leaf and root)
+ * adds its slot in {@link slotOf} and its name in {@link ROTATABLE_KINDS}; the state machine of
+ * {@link rotateLocalKey} is the same for every kind.
+ */
 interface KeySlot {
   /** The file(s) the stack loads, and their `.next` twins, in the order they are renamed (the last one marks done). */
   files: { live: string; next: string; mode: number }[];
