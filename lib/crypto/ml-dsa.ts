@@ -106,6 +106,37 @@ function spkiOf(publicKey: Uint8Array): Buffer {
   return Buffer.concat([SPKI_PREFIX, publicKey]);
 }
 
+/** A raw ML-DSA-65 public key as a DER SubjectPublicKeyInfo (RFC 9881 §4: parameters absent). */
+export function mlDsa65Spki(publicKey: Uint8Array): Uint8Array {
+  assertPublicKey(publicKey);
+  return new Uint8Array(spkiOf(publicKey));
+}
+
+/**
+ * The seed ξ as an ML-DSA-65 PKCS#8 private key in the seed form of RFC 9881 §6
+ * (`[0] IMPLICIT OCTET STRING (SIZE (32))`): the form OpenSSL 3.5 reads and writes by default, so
+ * `openssl pkey -in key.pem -pubout` derives the same public key.
+ */
+export function mlDsa65Pkcs8FromSeed(seed: Uint8Array): Uint8Array {
+  assertBytes(seed, 'ML-DSA-65 seed');
+  if (seed.length !== ML_DSA_65_SEED_BYTES) throw new RangeError(`ML-DSA-65 seed: expected ${ML_DSA_65_SEED_BYTES} bytes, got ${seed.length}`);
+  return new Uint8Array(Buffer.concat([PKCS8_SEED_PREFIX, seed]));
+}
+
+/**
+ * The seed ξ of an ML-DSA-65 PKCS#8 key in the seed form ({@link mlDsa65Pkcs8FromSeed}); the
+ * expandedKey and both forms of RFC 9881 §6 are refused (a seed is all we store and sign from).
+ * @throws {Error} when the DER is not exactly that form.
+ */
+export function mlDsa65SeedFromPkcs8(der: Uint8Array): Uint8Array {
+  assertBytes(der, 'ML-DSA-65 PKCS#8');
+  const bytes = Buffer.from(der.buffer, der.byteOffset, der.byteLength);
+  if (bytes.length !== PKCS8_SEED_PREFIX.length + ML_DSA_65_SEED_BYTES || !bytes.subarray(0, PKCS8_SEED_PREFIX.length).equals(PKCS8_SEED_PREFIX)) {
+    throw new Error('not an ML-DSA-65 PKCS#8 private key in the seed form of RFC 9881 §6');
+  }
+  return Uint8Array.from(bytes.subarray(PKCS8_SEED_PREFIX.length));
+}
+
 let nodeSupport: boolean | undefined;
 
 /**

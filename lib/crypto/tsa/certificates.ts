@@ -247,7 +247,7 @@ async function buildCertificate(spec: CertificateSpec): Promise<pkijs.Certificat
  * all attributes into a single multi-valued RDN; we emit one attribute per RDN like every CA does,
  * otherwise OpenSSL compares and prints the names differently.
  */
-function buildName(dn: DistinguishedName): pkijs.RelativeDistinguishedNames {
+export function buildName(dn: DistinguishedName): pkijs.RelativeDistinguishedNames {
   const attrs: [string, asn1js.AsnType][] = [];
   if (dn.country) attrs.push([OID.countryName, new asn1js.PrintableString({ value: dn.country })]);
   if (dn.organization) attrs.push([OID.organizationName, new asn1js.Utf8String({ value: dn.organization })]);
@@ -262,33 +262,33 @@ function buildName(dn: DistinguishedName): pkijs.RelativeDistinguishedNames {
   return pkijs.RelativeDistinguishedNames.fromBER(name.toBER());
 }
 
-function extension(extnID: string, critical: boolean, value: asn1js.AsnType): pkijs.Extension {
+export function extension(extnID: string, critical: boolean, value: asn1js.AsnType): pkijs.Extension {
   return new pkijs.Extension({ extnID, critical, extnValue: value.toBER(false) });
 }
 
 /** RFC 5280 §4.1.2.5: UTCTime through 2049, GeneralizedTime from 2050; whole seconds. */
-function timeOf(date: Date): pkijs.Time {
+export function timeOf(date: Date): pkijs.Time {
   const whole = new Date(Math.floor(date.getTime() / 1000) * 1000);
   return new pkijs.Time({ type: whole.getUTCFullYear() < 2050 ? pkijs.TimeType.UTCTime : pkijs.TimeType.GeneralizedTime, value: whole });
 }
 
 /** Five minutes of slack for relying parties whose clock is a little behind. */
-function backdate(date: Date): Date {
+export function backdate(date: Date): Date {
   return new Date(date.getTime() - 5 * 60_000);
 }
 
-function addYears(date: Date, years: number): Date {
+export function addYears(date: Date, years: number): Date {
   const d = new Date(date.getTime());
   d.setUTCFullYear(d.getUTCFullYear() + years);
   return d;
 }
 
-function minDate(a: Date, b: Date): Date {
+export function minDate(a: Date, b: Date): Date {
   return a.getTime() <= b.getTime() ? a : b;
 }
 
 /** RFC 5280 §4.2.1.2 method (1): SHA-1 of the subjectPublicKey BIT STRING value. */
-function keyIdentifier(cert: pkijs.Certificate): Uint8Array {
+export function keyIdentifier(cert: pkijs.Certificate): Uint8Array {
   return digest('SHA-1', cert.subjectPublicKeyInfo.subjectPublicKey.valueBlock.valueHexView);
 }
 

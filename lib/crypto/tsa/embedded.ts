@@ -44,10 +44,12 @@ import {
   setOf,
   utf8String,
 } from './der-writer.js';
-import { type TsaKeySigner, WebCryptoTsaKeySigner, signerMatchesCertificate } from './key-signer.js';
+import { ID_ML_DSA_65, mlDsa65PublicKeyFromSpki, verifyMlDsa65 } from '../ml-dsa.js';
+import { type TsaKeySigner, MlDsaTsaKeySigner, WebCryptoTsaKeySigner, signerMatchesCertificate } from './key-signer.js';
+import { isMlDsaPkcs8Pem, pqSignerFromPkcs8Pem } from './pq-certificates.js';
 import { derToPem } from './pem.js';
 import { verifyTimestampResponse } from './verify.js';
-import { parseCertificateDer } from './x509-verify.js';
+import { certificateFromDer, parseCertificateDer, validatePath } from './x509-verify.js';
 
 /** Configuration of an {@link EmbeddedTsa}; nothing is read from the environment. */
 export interface EmbeddedTsaOptions {
@@ -143,6 +145,12 @@ const ACCURACY_ONE_SECOND = sequence(integer(1));
 const CONTENT_TYPE_ATTRIBUTE = attribute(OID.contentType, OID_CT_TSTINFO);
 /** SignedData.digestAlgorithms: SET OF one SHA-256 identifier (RFC 5652 §5.1). */
 const DIGEST_ALGORITHMS = setOf([SHA256_NULL]);
+/**
+ * SHA-512 with the parameters absent, for ML-DSA-65 signers (RFC 9882 §3.3: SHA-512 MUST be
+ * supported; RFC 5754 §2: absent parameters are what implementations SHOULD generate).
+ */
+const SHA512_ABSENT = sequence(oid(OID.sha512));
+const DIGEST_ALGORITHMS_SHA512 = setOf([SHA512_ABSENT]);
 /** PKIStatusInfo of a granted request: SEQUENCE { status 0 } (RFC 3161 §2.4.2). */
 const STATUS_GRANTED_INFO = sequence(integer(STATUS_GRANTED));
 /** The identifier octet of [0] IMPLICIT SignedAttributes in SignerInfo (RFC 5652 §5.3). */
@@ -170,6 +178,8 @@ interface TsaMaterial {
   signer: TsaKeySigner;
   /** SignerInfo.signatureAlgorithm for this signer, encoded. */
   signatureAlgorithm: Uint8Array;
+  /** The CMS digest: SignerInfo.digestAlgorithm, SignedData.digestAlgorithms and the message-digest hash. */
+  digest: { name: 'SHA-256' | 'SHA-512'; algorithm: Uint8Array; algorithms: Uint8Array };
 }
 
 /**
@@ -189,7 +199,8 @@ export class EmbeddedTsa implements TimestampAuthority {
   private readonly serialSource: () => bigint;
   private readonly options: EmbeddedTsaOptions;
   private readonly certificatesPem: string[];
-  private readonly publicKey: KeyObject;
+  /** The leaf's key: a node:crypto KeyObject (ECDSA, RSA), or the raw ML-DSA-65 public key. */
+  private readonly publicKey: KeyObject | { mlDsa65: Uint8Array };
   private readonly parts: TokenParts;
 
   /** @throws Error when the certificates or policy are unusable (see class doc). */
@@ -212,26 +223,41 @@ export class EmbeddedTsa implements TimestampAuthority {
     this.certificatesPem = [derToPem(tsaCertDer), derToPem(rootCertDer)];
     this.parts = tokenParts(options, tsaCertDer, rootCertDer);
     try {
-      this.publicKey = createPublicKey({ key: Buffer.from(parseCertificateDer(tsaCertDer).spki), format: 'der', type: 'spki' });
+      const spki = parseCertificateDer(tsaCertDer).spki;
+      // ML-DSA-65 keys are taken raw: verifyMlDsa65 verifies on any Node (node:crypto, else noble).
+      this.publicKey = isMlDsaCertificate(tsaCertDer)
+        ? { mlDsa65: mlDsa65PublicKeyFromSpki(spki) }
+        : createPublicKey({ key: Buffer.from(spki), format: 'der', type: 'spki' });
     } catch {
       throw new Error('TSA certificate refused: its public key cannot be used');
     }
     this.ready = (async () => {
       // Only what signing needs: a root key passed along by mistake is never imported.
-      const signer = options.keySigner ?? new WebCryptoTsaKeySigner(await importPrivateKey(options.tsaKeyPkcs8Pem ?? ''));
+      const pem = options.tsaKeyPkcs8Pem ?? '';
+      const signer: TsaKeySigner =
+        options.keySigner ??
+        (isMlDsaPkcs8Pem(pem) ? new MlDsaTsaKeySigner(pqSignerFromPkcs8Pem(pem)) : new WebCryptoTsaKeySigner(await importPrivateKey(pem)));
       // The start-up checks of a TSA's own material (RFC 3161 §2.3 usage was checked above): the
       // key belongs to the leaf (one signature, verified with the leaf's public key: for a KMS key
       // this is one Sign call), and the leaf chains to the root now.
       if (!(await signerMatchesCertificate(signer, tsaCert))) {
         throw new Error('TSA certificate refused: the private key does not match the certificate');
       }
-      const chain = await validateCertificateChain(tsaCert, { anchors: [rootCert], checkDate: clock() });
+      // pkijs validates through WebCrypto, which has no ML-DSA: an ML-DSA path is validated by
+      // x509-verify.ts, the verifier every token of this TSA meets.
+      const chain = isMlDsaCertificate(tsaCertDer)
+        ? validatePath(certificateFromDer(tsaCertDer), { anchors: [certificateFromDer(rootCertDer)], checkDate: clock() })
+        : await validateCertificateChain(tsaCert, { anchors: [rootCert], checkDate: clock() });
       if (!chain.ok) throw new Error(`TSA certificate refused: it does not chain to the root: ${chain.reason}`);
       // SignerInfo.signatureAlgorithm (RFC 5652 §5.3): RFC 4055 §5 wants NULL parameters for RSA,
       // RFC 5758 §3.2 wants them absent for ECDSA; the signer says which.
       const { oid: signatureOid, nullParameters } = signer.signatureAlgorithm;
       const signatureAlgorithm = nullParameters ? sequence(oid(signatureOid), nullValue()) : sequence(oid(signatureOid));
-      return { signer, signatureAlgorithm };
+      const digest =
+        signer.digest === 'SHA-512'
+          ? { name: 'SHA-512' as const, algorithm: SHA512_ABSENT, algorithms: DIGEST_ALGORITHMS_SHA512 }
+          : { name: 'SHA-256' as const, algorithm: SHA256_NULL, algorithms: DIGEST_ALGORITHMS };
+      return { signer, signatureAlgorithm, digest };
     })();
     // The failure is reported by create() or by the first timestamp(); never as an unhandled rejection.
     this.ready.catch(() => undefined);
@@ -321,7 +347,9 @@ export class EmbeddedTsa implements TimestampAuthority {
    * signed attributes, SET OF tag), so that a faulty signature never leaves the service.
    */
   private assertSignature(signedAttrs: Uint8Array, signature: Uint8Array): void {
-    if (!nodeVerify('sha256', signedAttrs, this.publicKey, signature)) {
+    const key = this.publicKey;
+    const ok = 'mlDsa65' in key ? verifyMlDsa65(signature, signedAttrs, key.mlDsa65) : nodeVerify('sha256', signedAttrs, key, signature);
+    if (!ok) {
       throw new Error('the embedded TSA produced a signature that does not verify with its certificate');
     }
   }
@@ -372,7 +400,7 @@ export class EmbeddedTsa implements TimestampAuthority {
     // their DER as a SET OF (RFC 5652 §5.4), whose elements DER sorts (X.690 §11.6).
     const signedAttrs = setOf([
       CONTENT_TYPE_ATTRIBUTE,
-      attribute(OID.messageDigest, octetString(digest('SHA-256', tstInfo)), OID_MESSAGE_DIGEST),
+      attribute(OID.messageDigest, octetString(digest(loaded.digest.name, tstInfo)), OID_MESSAGE_DIGEST),
       parts.signingCertificateV2,
     ]);
     const signature = await loaded.signer.sign(signedAttrs);
@@ -380,11 +408,12 @@ export class EmbeddedTsa implements TimestampAuthority {
 
     // SignerInfo ::= SEQUENCE { version 1 (issuerAndSerialNumber), sid, digestAlgorithm,
     // signedAttrs [0] IMPLICIT, signatureAlgorithm, signature } (RFC 5652 §5.3). The digest
-    // algorithm is SHA-256 with NULL parameters here and in digestAlgorithms.
+    // algorithm is the signer's (SHA-256 with NULL parameters, or SHA-512 for ML-DSA-65), here and
+    // in digestAlgorithms.
     const signerInfo = sequence(
       VERSION_1,
       parts.issuerAndSerialNumber,
-      SHA256_NULL,
+      loaded.digest.algorithm,
       retag(signedAttrs, SIGNED_ATTRS_TAG),
       loaded.signatureAlgorithm,
       octetString(signature),
@@ -393,7 +422,7 @@ export class EmbeddedTsa implements TimestampAuthority {
     // digestAlgorithms, encapContentInfo, certificates [0] IMPLICIT OPTIONAL, signerInfos }.
     const signedData = sequence(
       VERSION_3,
-      DIGEST_ALGORITHMS,
+      loaded.digest.algorithms,
       // EncapsulatedContentInfo: eContent [0] EXPLICIT OCTET STRING holding the DER of TSTInfo
       // (RFC 3161 §2.4.2), primitive as DER wants it (X.690 §10.2).
       sequence(OID_CT_TSTINFO, explicit(0, octetString(tstInfo))),
@@ -431,6 +460,15 @@ export class EmbeddedTsa implements TimestampAuthority {
       policy: this.policyOid,
       ...(nonce !== undefined ? { nonce } : {}),
     };
+  }
+}
+
+/** Whether a certificate's subjectPublicKeyInfo names id-ml-dsa-65 (RFC 9881). */
+function isMlDsaCertificate(der: Uint8Array): boolean {
+  try {
+    return certificateFromDer(der).publicKeyAlgorithm.oid === ID_ML_DSA_65;
+  } catch {
+    return false;
   }
 }
 

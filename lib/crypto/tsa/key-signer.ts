@@ -6,6 +6,8 @@
 import { createHash, createPublicKey, randomBytes, verify as nodeVerify } from 'node:crypto';
 import { SignCommand, type KMSClient } from '@aws-sdk/client-kms';
 import type * as pkijs from 'pkijs';
+import { ID_ML_DSA_65, mlDsa65PublicKeyFromSpki, verifyMlDsa65 } from '../ml-dsa.js';
+import type { PqSigner } from '../ports.js';
 
 const subtle = globalThis.crypto.subtle;
 
@@ -13,6 +15,8 @@ const subtle = globalThis.crypto.subtle;
 export const SIGNATURE_OID = {
   ecdsaWithSha256: '1.2.840.10045.4.3.2',
   sha256WithRsa: '1.2.840.113549.1.1.11',
+  /** id-ml-dsa-65 (RFC 9881 §2, RFC 9882 §3): parameters absent. */
+  mlDsa65: ID_ML_DSA_65,
 } as const;
 
 /** What the embedded TSA needs of its key: a SHA-256 signature over the DER of the signed attributes. */
@@ -23,8 +27,16 @@ export interface TsaKeySigner {
    */
   readonly signatureAlgorithm: { oid: string; nullParameters: boolean };
   /**
+   * The CMS digest algorithm (SignerInfo.digestAlgorithm and the message-digest attribute, RFC 5652
+   * §5.3, §11.2). SHA-256 when absent; SHA-512 for ML-DSA-65 (RFC 9882 §3.3 asks of a digest at
+   * least the collision strength of the signature: SHA-384 or SHA-512 for ML-DSA-65, SHA-512 the one
+   * every implementation has).
+   */
+  readonly digest?: 'SHA-256' | 'SHA-512';
+  /**
    * Signs SHA-256(`data`): for ECDSA a DER ECDSA-Sig-Value (RFC 3279 §2.2.3, the form CMS carries,
-   * RFC 5753 §7.2), for RSA the PKCS#1 v1.5 signature bytes.
+   * RFC 5753 §7.2), for RSA the PKCS#1 v1.5 signature bytes; for ML-DSA-65 the pure signature over
+   * `data` itself (RFC 9882 §3.3: no pre-hash, empty context).
    */
   sign(data: Uint8Array): Promise<Uint8Array>;
 }
@@ -88,6 +100,27 @@ export class KmsTsaKeySigner implements TsaKeySigner {
 }
 
 /**
+ * An ML-DSA-65 TSA key behind the service's {@link PqSigner} port (RFC 9882): the local seed in
+ * DATA_DIR (a LocalMlDsaSigner: liboqs signs, another implementation checks its first signature)
+ * or an AWS KMS key of key spec `ML_DSA_65` (KmsMlDsaSigner: `ML_DSA_SHAKE_256`, `MessageType:
+ * RAW`, every signature verified before it is used). The signed attributes of a token are about
+ * 200 bytes, far below KMS's 4096-byte RAW limit, so EXTERNAL_MU is not needed.
+ */
+export class MlDsaTsaKeySigner implements TsaKeySigner {
+  readonly signatureAlgorithm = { oid: SIGNATURE_OID.mlDsa65, nullParameters: false };
+  readonly digest = 'SHA-512' as const;
+  readonly pq: PqSigner;
+
+  constructor(pq: PqSigner) {
+    this.pq = pq;
+  }
+
+  sign(data: Uint8Array): Promise<Uint8Array> {
+    return this.pq.sign(data);
+  }
+}
+
+/**
  * Whether `signer` holds the private key of `cert`: it signs a random challenge, verified with the
  * certificate's public key (one signature; one KMS call for a KMS key). False on any failure.
  */
@@ -95,6 +128,10 @@ export async function signerMatchesCertificate(signer: TsaKeySigner, cert: pkijs
   const challenge = randomBytes(32);
   try {
     const spki = Buffer.from(cert.subjectPublicKeyInfo.toSchema().toBER(false));
+    if (cert.subjectPublicKeyInfo.algorithm.algorithmId === SIGNATURE_OID.mlDsa65) {
+      if (signer.signatureAlgorithm.oid !== SIGNATURE_OID.mlDsa65) return false;
+      return verifyMlDsa65(await signer.sign(challenge), challenge, mlDsa65PublicKeyFromSpki(spki));
+    }
     const publicKey = createPublicKey({ key: spki, format: 'der', type: 'spki' });
     const expected = publicKey.asymmetricKeyType === 'ec' ? SIGNATURE_OID.ecdsaWithSha256 : SIGNATURE_OID.sha256WithRsa;
     if (signer.signatureAlgorithm.oid !== expected) return false;

@@ -49,13 +49,13 @@ import {
   issuerNameMatcher,
   nameToString,
   namesEqual,
-  publicKeyOf,
   subjectAltNames,
   timeStampingUsageProblem,
   unvouchedCertificates,
   validatePath,
   verifySignature,
 } from './x509-verify.js';
+import { ID_ML_DSA_65 } from '../ml-dsa.js';
 
 /** Result of one check. */
 export type CheckResult = 'pass' | 'fail' | 'skipped';
@@ -702,6 +702,11 @@ function checkSignature(signerInfo: SignerInfo, signer: Certificate, eContent: U
   if (!signerInfo.signedAttrs || signerInfo.signedAttrs.attributes.length === 0) return fail('the SignerInfo has no signed attributes');
   const digestAlg = hashByOid(signerInfo.digestAlgorithm.oid);
   if (!digestAlg) return fail(`unsupported digest algorithm ${signerInfo.digestAlgorithm.oid}`);
+  // RFC 9882 §3.3: with signed attributes, the digest must match the signature's strength: for
+  // ML-DSA-65 (category 3) SHA-384 or SHA-512, never SHA-256 or SHA-1.
+  if (signerInfo.signatureAlgorithm.oid === ID_ML_DSA_65 && digestAlg.name !== 'SHA-384' && digestAlg.name !== 'SHA-512') {
+    return fail(`digest ${digestAlg.name} is too weak for ML-DSA-65 (RFC 9882 §3.3: SHA-384 or SHA-512)`);
+  }
 
   // RFC 5652 §11.1: content-type attribute equal to the eContentType.
   const ct = singleAttributeValue(signerInfo, OID.contentType);
@@ -725,7 +730,7 @@ function checkSignature(signerInfo: SignerInfo, signer: Certificate, eContent: U
   try {
     const { ok, description } = verifySignature(
       signerInfo.signatureAlgorithm,
-      publicKeyOf(signer),
+      signer,
       signerInfo.signedAttrs.signedBytes,
       signerInfo.signature,
       digestAlg.name,

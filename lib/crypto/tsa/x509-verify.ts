@@ -40,6 +40,7 @@ import {
   toHex,
 } from './der.js';
 import { derToPem, pemBlocks } from './pem.js';
+import { ID_ML_DSA_65, ML_DSA_65_PUBLIC_KEY_BYTES, verifyMlDsa65 } from '../ml-dsa.js';
 import { ProcessCache } from '../../memo.js';
 
 /** One certificate extension (RFC 5280 §4.1.2.9). */
@@ -68,6 +69,8 @@ export interface Certificate {
   notAfter: Date;
   /** DER of SubjectPublicKeyInfo. */
   spki: Uint8Array;
+  /** Its algorithm (e.g. id-ecPublicKey, id-ml-dsa-65). */
+  publicKeyAlgorithm: AlgorithmIdentifier;
   /** The subjectPublicKey BIT STRING's bytes. */
   subjectPublicKey: Uint8Array;
   extensions: CertExtension[];
@@ -114,7 +117,7 @@ export function parseCertificateDer(input: Uint8Array): Certificate {
   const spkiEl = expectTag(c.next('subjectPublicKeyInfo'), TAG.SEQUENCE, 'subjectPublicKeyInfo');
   const spkiParts = children(spkiEl);
   if (spkiParts.length !== 2) throw new DerError('subjectPublicKeyInfo: malformed');
-  readAlgorithmIdentifier(spkiParts[0], 'subjectPublicKeyInfo algorithm');
+  const publicKeyAlgorithm = readAlgorithmIdentifier(spkiParts[0], 'subjectPublicKeyInfo algorithm');
   const subjectPublicKey = readBitString(spkiParts[1], 'subjectPublicKey').bytes;
   // issuerUniqueID [1] and subjectUniqueID [2] (v2, v3): skipped.
   c.optional((el) => isContext(el, 1, false));
@@ -151,6 +154,7 @@ export function parseCertificateDer(input: Uint8Array): Certificate {
     notBefore,
     notAfter,
     spki: spkiEl.der,
+    publicKeyAlgorithm,
     subjectPublicKey,
     extensions,
   };
@@ -266,11 +270,15 @@ export function namesEqual(a: Uint8Array, b: Uint8Array): boolean {
  */
 function nameKey(der: Uint8Array): string | undefined {
   try {
-    const rdns = children(decodeDer(der, 'Name')).map((rdn) =>
-      children(rdn)
+    // Name ::= SEQUENCE OF RelativeDistinguishedName (SET OF AttributeTypeAndValue (SEQUENCE)):
+    // the tags are checked too, so that a name whose SET became a SEQUENCE (or the reverse) is
+    // another name (a changed byte of a token's unsigned signer identifier is still a change).
+    const rdns = sequence(decodeDer(der, 'Name'), 'Name').map((rdn) =>
+      sequence(rdn, 'RDN', TAG.SET)
         .map((atv) => {
-          const [type, value] = children(atv);
-          if (!type || !value) throw new DerError('Name: malformed attribute');
+          const parts = sequence(atv, 'AttributeTypeAndValue');
+          const [type, value] = parts;
+          if (parts.length !== 2 || type?.tag !== TAG.OID || !value) throw new DerError('Name: malformed attribute');
           // The type is hex (no '='); `s:` and `b:` keep a string from matching a non-string.
           return `${toHex(type.der)}=${isString(value) ? `s:${prepare(stringValue(value))}` : `b:${toHex(value.der)}`}`;
         })
@@ -427,7 +435,7 @@ export function publicKeyOf(cert: Certificate): KeyObject {
   return key;
 }
 
-type SignatureKind = 'rsa' | 'rsa-pss' | 'ecdsa' | 'ed25519' | 'ed448';
+type SignatureKind = 'rsa' | 'rsa-pss' | 'ecdsa' | 'ed25519' | 'ed448' | 'ml-dsa-65';
 
 /** Signature algorithms by OID (RFC 4055, RFC 5758, RFC 8410, RFC 3370 §3.2); hash undefined: see below. */
 const SIGNATURE_ALGORITHMS: Readonly<Record<string, { kind: SignatureKind; hash?: HashName; name: string }>> = {
@@ -444,6 +452,8 @@ const SIGNATURE_ALGORITHMS: Readonly<Record<string, { kind: SignatureKind; hash?
   '1.2.840.10045.4.3.4': { kind: 'ecdsa', hash: 'SHA-512', name: 'ecdsa-with-SHA512' },
   '1.3.101.112': { kind: 'ed25519', name: 'Ed25519' },
   '1.3.101.113': { kind: 'ed448', name: 'Ed448' },
+  // RFC 9881 §2 (certificates), RFC 9882 §3 (CMS): pure ML-DSA-65, empty context, no parameters.
+  [ID_ML_DSA_65]: { kind: 'ml-dsa-65', name: 'ML-DSA-65' },
 };
 
 const CURVES: ReadonlySet<string> = new Set(['prime256v1', 'secp384r1', 'secp521r1']);
@@ -482,20 +492,33 @@ function pssParams(alg: AlgorithmIdentifier): { hash: HashName; saltLength: numb
 }
 
 /**
- * Verifies `signature` over `data` with `key` under the signature algorithm `alg`. `digestHash` is
- * the hash for rsaEncryption (CMS, RFC 3370 §3.2), which names none itself.
+ * Verifies `signature` over `data` with the public key of `signer` under the signature algorithm
+ * `alg`. `digestHash` is the hash for rsaEncryption (CMS, RFC 3370 §3.2), which names none itself.
  * @returns whether it verifies, and the algorithm's description.
  * @throws DerError for an unsupported algorithm, bad parameters or a key of another type.
  */
 export function verifySignature(
   alg: AlgorithmIdentifier,
-  key: KeyObject,
+  signer: Certificate,
   data: Uint8Array,
   signature: Uint8Array,
   digestHash?: HashName,
 ): { ok: boolean; description: string } {
   const known = SIGNATURE_ALGORITHMS[alg.oid];
   if (!known) throw new DerError(`unsupported signature algorithm ${alg.oid}`);
+  if (known.kind === 'ml-dsa-65') {
+    // RFC 9881 §2: the parameters MUST be absent, in the signature algorithm and in the key's.
+    if (alg.params !== undefined) throw new DerError('ML-DSA-65 with parameters (RFC 9881 §2: absent)');
+    if (signer.publicKeyAlgorithm.oid !== ID_ML_DSA_65 || signer.publicKeyAlgorithm.params !== undefined) {
+      throw new DerError(`ML-DSA-65 with a key of algorithm ${signer.publicKeyAlgorithm.oid}${signer.publicKeyAlgorithm.params ? ' with parameters' : ''}`);
+    }
+    // RFC 9881 §4: the BIT STRING is pkEncode(pk), 1952 bytes for ML-DSA-65.
+    if (signer.subjectPublicKey.byteLength !== ML_DSA_65_PUBLIC_KEY_BYTES) throw new DerError(`ML-DSA-65 public key of ${signer.subjectPublicKey.byteLength} bytes`);
+    // verifyMlDsa65: node:crypto (OpenSSL 3.5) where this Node has ML-DSA, else noble; the raw key
+    // keeps it working on a Node whose node:crypto cannot even import an ML-DSA key.
+    return { ok: verifyMlDsa65(signature, data, signer.subjectPublicKey), description: known.name };
+  }
+  const key = publicKeyOf(signer);
   const keyType = key.asymmetricKeyType;
   switch (known.kind) {
     case 'rsa': {
@@ -576,7 +599,7 @@ function linkProblem(cert: Certificate, issuer: Certificate): string | undefined
   }
   if (cert.signatureAlgorithm.oid === OID.rsaEncryption) return `${describeCertificate(cert)}: rsaEncryption is not a certificate signature algorithm`;
   try {
-    const { ok } = verifySignature(cert.signatureAlgorithm, publicKeyOf(issuer), cert.tbs, cert.signature);
+    const { ok } = verifySignature(cert.signatureAlgorithm, issuer, cert.tbs, cert.signature);
     if (!ok) return `the signature of ${describeCertificate(cert)} does not verify with the key of ${describeCertificate(issuer)}`;
   } catch (err) {
     return `the signature of ${describeCertificate(cert)} cannot be verified: ${err instanceof Error ? err.message : String(err)}`;
