@@ -17,6 +17,15 @@ import { DEFAULT_TIERS, TIER_NAMES, type TierLimits, type TierName, type TierTab
  */
 export const DEFAULT_TSA_POLICY_OID = '2.25.32470788606908332339531699348079175478';
 
+/**
+ * The default policy OID of the post-quantum TSA (ML-DSA-65 tokens, RFC 9882), which a
+ * TimeStampReq names as `reqPolicy` to get one: the service has no registered arc, and the classic
+ * policy is a UUID OID (X.667) rather than an arc of ours, so this is another UUID OID
+ * (b4b29985-5850-4267-b563-5bb3768c1754), unrelated to the first by construction and needing no
+ * registration either. decisions.md "Post-quantum time". Operators set TSA_PQ_POLICY_OID.
+ */
+export const DEFAULT_TSA_PQ_POLICY_OID = '2.25.240188381855450738062415899808185980756';
+
 /** Network presets: what a real chain needs besides an RPC URL (issue: real networks). */
 export const NETWORK_PRESETS = {
   local: { chainId: 31337, explorerTxUrl: '', priorityFeeGwei: 1, maxFeeGwei: 100, confirmationTag: 'latest' },
@@ -129,6 +138,20 @@ export interface Config {
     /** With `kmsKeyId`: the TSA certificate of the KMS key and its root (PEM), shipped with the functions. */
     certFile: string | undefined;
     rootFile: string | undefined;
+    /**
+     * The post-quantum TSA (ML-DSA-65, RFC 9882), with the embedded TSA only: locally its seeds and
+     * certificates in `dir`/pq-*.pem (generated at first start), in production a KMS key of key
+     * spec ML_DSA_65 and its certificate and root shipped with the functions. Undefined when off
+     * (TSA_PQ=off, a remote TSA, or AWS without TSA_PQ_KMS_KEY_ID).
+     */
+    pq:
+      | {
+          policyOid: string;
+          kmsKeyId: string | undefined;
+          certFile: string | undefined;
+          rootFile: string | undefined;
+        }
+      | undefined;
   };
   /** The key that signs the PDF evidence certificates (PAdES), issued under the TSA's root. */
   pdfSigner: {
@@ -231,6 +254,20 @@ export function loadConfig(env: Env = process.env): Config {
   if (pdfSignerKms && !pdfSignerCertFile) problems.push('PDF_SIGNER_CERT_FILE (the PEM certificate of the PDF_SIGNER_KMS_KEY_ID key) is required with PDF_SIGNER_KMS_KEY_ID');
   const policyOid = r.string('TSA_POLICY_OID', DEFAULT_TSA_POLICY_OID);
   if (!/^[0-2](\.\d+)+$/.test(policyOid)) problems.push(`TSA_POLICY_OID must be a dotted OID, got "${policyOid}"`);
+  const tsaPqSwitch = r.oneOf('TSA_PQ', ['on', 'off'] as const, 'on');
+  const tsaPqKms = r.optional('TSA_PQ_KMS_KEY_ID');
+  const tsaPqCertFile = r.optional('TSA_PQ_CERT_FILE');
+  const tsaPqRootFile = r.optional('TSA_PQ_ROOT_FILE');
+  if (tsaPqKms && (!tsaPqCertFile || !tsaPqRootFile)) {
+    problems.push('TSA_PQ_CERT_FILE and TSA_PQ_ROOT_FILE (the ML-DSA-65 certificate of the TSA_PQ_KMS_KEY_ID key and its root) are required with TSA_PQ_KMS_KEY_ID');
+  }
+  const pqPolicyOid = r.string('TSA_PQ_POLICY_OID', DEFAULT_TSA_PQ_POLICY_OID);
+  if (!/^[0-2](\.\d+)+$/.test(pqPolicyOid)) problems.push(`TSA_PQ_POLICY_OID must be a dotted OID, got "${pqPolicyOid}"`);
+  if (pqPolicyOid === policyOid) problems.push('TSA_PQ_POLICY_OID must differ from TSA_POLICY_OID: the policy is how a request chooses the TSA');
+  const tsaPq =
+    tsaPqSwitch === 'on' && tsaScheme === 'embedded' && (local || tsaPqKms)
+      ? { policyOid: pqPolicyOid, kmsKeyId: tsaPqKms, certFile: tsaPqCertFile, rootFile: tsaPqRootFile }
+      : undefined;
 
   const network = r.oneOf('LEDGER_NETWORK', ['local', 'polygon-amoy', 'polygon', 'custom'] as const, 'local');
   const preset = network === 'custom' ? NETWORK_PRESETS.local : NETWORK_PRESETS[network];
@@ -314,6 +351,7 @@ export function loadConfig(env: Env = process.env): Config {
       kmsKeyId: tsaKms,
       certFile: tsaCertFile,
       rootFile: tsaRootFile,
+      pq: tsaPq,
     },
     pdfSigner: { dir: path.join(dataDir, 'pdf-signer'), kmsKeyId: pdfSignerKms, certFile: pdfSignerCertFile },
     ledger: {

@@ -24,6 +24,8 @@ export interface ParsedReceipt {
   statedFrom: string | null;
   /** What the service recorded when the transaction became final (ledger.final), if it had. */
   final: FinalLedgerReceipt | undefined;
+  /** The post-quantum token (timestamp_pq, ML-DSA-65), when the receipt has one. */
+  pq?: { token: Uint8Array; certificates: string[]; policy: string | null };
 }
 
 export type ReceiptReading = { ok: true; receipt: ParsedReceipt } | { ok: false; problems: string[] };
@@ -151,6 +153,15 @@ export function readReceipt(receipt: unknown): ReceiptReading {
     chainId: f.integer('ledger.chain_id'),
     statedFrom: f.has('ledger.from') ? f.string('ledger.from') : null,
     final: f.has('ledger.final') ? readFinal(f) : undefined,
+    ...(f.has('timestamp_pq')
+      ? {
+          pq: {
+            token: f.base64('timestamp_pq.token'),
+            certificates: f.strings('timestamp_pq.tsa_certificates'),
+            policy: f.has('timestamp_pq.policy') ? f.string('timestamp_pq.policy') : null,
+          },
+        }
+      : {}),
   };
   return f.problems.length > 0 ? { ok: false, problems: f.problems } : { ok: true, receipt: parsed };
 }

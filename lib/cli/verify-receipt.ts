@@ -35,6 +35,8 @@ export interface VerifyReceiptOptions {
   rootsPem?: string[];
   /** Where the pinned roots came from, for the report. */
   rootSource?: string;
+  /** Pinned post-quantum (ML-DSA-65) TSA roots (PEM), for the receipt's timestamp_pq (--pq-root, or the trust file). */
+  pqRootsPem?: string[];
   /** With a reader, the ledger transaction is read from the chain; without, the ledger proof is unchecked. */
   ledger?: LedgerReader;
   /** Confirmations the transaction needs (default 1: mined); fewer leave the ledger proof pending. */
@@ -121,9 +123,11 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
   }
   const r = reading.receipt;
   const { root, timestamp, verification } = await verifyToken(r, options);
+  const pqToken = r.pq ? await verifyToken({ ...r, token: r.pq.token, certificates: r.pq.certificates, policy: r.pq.policy }, { ...options, rootsPem: options.pqRootsPem ?? [] }) : undefined;
   const verdict = judgeEvidence({
     bundle: r.bundle,
     timestamp,
+    ...(pqToken ? { timestampPq: { verdict: pqToken.timestamp, rootTrusted: pqToken.root.source === 'pinned' } } : {}),
     timestampRootTrusted: root.source === 'pinned',
     trustedPqKeys: pinnedPq.length > 0 ? pinnedPq : null,
     ledger: await readLedgerEvidence(r, options, wallets),

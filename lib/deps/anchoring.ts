@@ -5,14 +5,14 @@ import { LocalMlDsaSigner } from '../crypto/ml-dsa.js';
 import { KmsMlDsaSigner } from '../crypto/ml-dsa-kms.js';
 import type { PqSigner, TimestampAuthority } from '../crypto/ports.js';
 import { EmbeddedTsa } from '../crypto/tsa/embedded.js';
-import { KmsTsaKeySigner } from '../crypto/tsa/key-signer.js';
+import { KmsTsaKeySigner, MlDsaTsaKeySigner } from '../crypto/tsa/key-signer.js';
 import { RemoteTsa } from '../crypto/tsa/remote.js';
 import { reconcileQuotaHolds } from '../accounts/quota-holds.js';
 import type { AnchorDeps } from '../evidence/anchor.js';
 import type { BatchStore } from '../evidence/batch-store.js';
 import type { PqRegistrationDeps } from '../evidence/pq-registration.js';
 import type { ReconcileDeps } from '../evidence/reconcile.js';
-import { tsaFiles } from '../crypto/tsa/files.js';
+import { pqTsaFiles, tsaFiles } from '../crypto/tsa/files.js';
 import { encodeAnchorData } from '../ledger/anchor-data.js';
 import { KmsLedgerSigner } from '../ledger/kms-signer.js';
 import { createLedgerProvider, LedgerSender } from '../ledger/sender.js';
@@ -75,6 +75,33 @@ export const getTsa: () => Promise<TimestampAuthority> = /* @__PURE__ */ lazy(as
   return EmbeddedTsa.create({ rootCertPem, tsaCertPem, tsaKeyPkcs8Pem, policyOid: config.tsa.policyOid });
 });
 
+/**
+ * The post-quantum TSA (ML-DSA-65 tokens, RFC 9882), or undefined when it is off (config
+ * `tsa.pq`): locally the seeds in DATA_DIR/tsa, in production a KMS key of key spec ML_DSA_65
+ * (the same KmsMlDsaSigner as the service's ML-DSA key: ML_DSA_SHAKE_256, RAW, every signature
+ * verified before use) with its certificate and root shipped with the functions.
+ */
+export const getPqTsa: () => Promise<EmbeddedTsa | undefined> = /* @__PURE__ */ lazy(async () => {
+  const { tsa } = getConfig();
+  const pq = tsa.pq;
+  if (!pq) return undefined;
+  if (pq.kmsKeyId) {
+    const [rootCertPem, tsaCertPem, pqSigner] = await Promise.all([
+      readFile(pq.rootFile ?? '', 'utf8'),
+      readFile(pq.certFile ?? '', 'utf8'),
+      KmsMlDsaSigner.connect(kmsClient(), pq.kmsKeyId),
+    ]);
+    return EmbeddedTsa.create({ rootCertPem, tsaCertPem, keySigner: new MlDsaTsaKeySigner(pqSigner), policyOid: pq.policyOid });
+  }
+  const files = pqTsaFiles(tsa.dir);
+  const [rootCertPem, tsaCertPem, tsaKeyPkcs8Pem] = await Promise.all([
+    readFile(files.rootCert, 'utf8'),
+    readFile(files.tsaCert, 'utf8'),
+    readFile(files.tsaKey, 'utf8'),
+  ]);
+  return EmbeddedTsa.create({ rootCertPem, tsaCertPem, tsaKeyPkcs8Pem, policyOid: pq.policyOid });
+});
+
 export const getLedgerSender: () => Promise<LedgerSender> = /* @__PURE__ */ lazy(async () => {
   const config = getConfig();
   const { ledger } = config;
@@ -119,12 +146,24 @@ export const getBatchStore: () => BatchStore = /* @__PURE__ */ lazy(() => new Ba
  */
 export async function getAnchorDeps(): Promise<AnchorDeps> {
   const config = getConfig();
-  const [pq, authority, sender] = await Promise.all([getSigner(), getTsa(), getLedgerSender()]);
+  const [pq, authority, sender, pqTsa] = await Promise.all([getSigner(), getTsa(), getLedgerSender(), getPqTsa()]);
   const { limits } = getKeyAuthDeps();
   return {
     repo: getEvidenceRepo(),
     signer: pq,
     tsa: authority,
+    // The post-quantum token leaves its certificates out (certReq false: 4 KB instead of 15 KB);
+    // the record keeps them once per chain (tsa_pq_certificates, a shared blob) and the receipt
+    // carries them, as it does the classic chain.
+    ...(pqTsa
+      ? {
+          pqTsa: {
+            scheme: 'embedded' as const,
+            timestamp: (imprint: Uint8Array) => pqTsa.issue({ imprint, certReq: false }),
+            certificates: () => pqTsa.certificates(),
+          },
+        }
+      : {}),
     ledger: {
       chainId: config.ledger.chainId,
       address: () => sender.address(),

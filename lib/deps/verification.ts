@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sha256Hex } from '../crypto/hash.js';
 import { type ValidityWindow, windowOf } from '../crypto/key-windows.js';
+import { pqTsaFiles } from '../crypto/tsa/files.js';
 import type { TrustedKey } from '../evidence/verdict.js';
 import type { VerifyDeps } from '../evidence/verify.js';
 import { getConfig } from './core.js';
@@ -18,15 +19,32 @@ import { lazy } from './lazy.js';
 const tsaRoots = /* @__PURE__ */ lazy(() => loadTsaRoots());
 const trustedPqKeys = /* @__PURE__ */ lazy(() => loadTrustedPqKeys());
 const walletWindows = /* @__PURE__ */ lazy(() => loadWalletWindows());
+const tsaPqRoots = /* @__PURE__ */ lazy(() => loadTsaPqRoots());
 
 export function getVerifyDeps(): VerifyDeps {
-  return { repo: getEvidenceRepo(), rpc: getRpcReader(), tsaRoots, trustedPqKeys, walletWindows };
+  return { repo: getEvidenceRepo(), rpc: getRpcReader(), tsaRoots, trustedPqKeys, walletWindows, tsaPqRoots };
 }
 
 /** The wallets the key registry records, with their windows (decisions.md "Key validity windows"). */
 export async function loadWalletWindows(): Promise<{ address: string; window: ValidityWindow }[]> {
   const registry = await getKeyRegistry();
   return registry.keys.filter((k) => k.kind === 'ledger-wallet').map((k) => ({ address: k.address ?? k.kid, window: windowOf(k) }));
+}
+
+/**
+ * PEM roots the post-quantum (ML-DSA-65) tokens must chain to: the post-quantum TSA's root
+ * (TSA_PQ_ROOT_FILE with a KMS key, else DATA_DIR/tsa/pq-root.pem); none when there is no such
+ * file (the post-quantum TSA never ran here).
+ */
+export async function loadTsaPqRoots(): Promise<string[]> {
+  const { tsa } = getConfig();
+  const file = tsa.pq?.rootFile ?? pqTsaFiles(tsa.dir).rootCert;
+  try {
+    return [await readFile(file, 'utf8')];
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
 }
 
 /** PEM roots the RFC 3161 tokens must chain to. */

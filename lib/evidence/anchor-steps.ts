@@ -19,6 +19,11 @@ export interface AnchorDeps {
   repo: EvidenceRepository;
   signer: PqSigner;
   tsa: TimestampAuthority;
+  /**
+   * The post-quantum TSA (ML-DSA-65, RFC 9882), when it is on: every anchor then carries its token
+   * next to the classic one (decisions.md "Post-quantum time"), made side by side with it.
+   */
+  pqTsa?: TimestampAuthority;
   ledger: LedgerPublisher;
   quota: QuotaPort;
   /** Encodes the ledger input data: image_hash || server_hash. */
@@ -75,11 +80,18 @@ export async function signAndPublish(deps: AnchorDeps, claimed: EvidenceItem & A
     anchored_at: claimed.anchored_at,
   });
   const serverHash = computeServerHash(statement);
-  const [pqSignature, pqPublicKey, timestamp, tsaCertificates] = await Promise.all([
+  const pqTsa = deps.pqTsa;
+  const [pqSignature, pqPublicKey, timestamp, tsaCertificates, pqTimestamp] = await Promise.all([
     dependency('signer_unavailable', 'The post-quantum signer', () => deps.signer.sign(hexToBytes(serverHash))),
     dependency('signer_unavailable', 'The post-quantum signer', () => deps.signer.publicKey()),
     dependency<IssuedTimestamp>('tsa_unavailable', 'The time-stamping authority', () => deps.tsa.timestamp(hexToBytes(claimed.image_hash))),
     dependency('tsa_unavailable', 'The time-stamping authority', () => deps.tsa.certificates()),
+    pqTsa
+      ? dependency('tsa_unavailable', 'The post-quantum time-stamping authority', async () => {
+          const [issued, certificates] = await Promise.all([pqTsa.timestamp(hexToBytes(claimed.image_hash)), pqTsa.certificates()]);
+          return { issued, certificates };
+        })
+      : undefined,
   ]);
   const proofs: SignedProofs = {
     statement: canonicalStatement(statement),
@@ -93,6 +105,15 @@ export async function signAndPublish(deps: AnchorDeps, claimed: EvidenceItem & A
     tsa_serial: timestamp.serial,
     tsa_policy: timestamp.policy,
     tsa_certificates: tsaCertificates,
+    ...(pqTimestamp
+      ? {
+          tsa_pq_response: Buffer.from(pqTimestamp.issued.response).toString('base64'),
+          tsa_pq_gen_time: pqTimestamp.issued.genTime.toISOString(),
+          tsa_pq_serial: pqTimestamp.issued.serial,
+          tsa_pq_policy: pqTimestamp.issued.policy,
+          tsa_pq_certificates: pqTimestamp.certificates,
+        }
+      : {}),
   };
   if (deps.batching && deps.batching.windowMs > 0) return { item: await publishBatched({ ...deps, batching: deps.batching }, claimed, proofs, progress), sent: true };
   const sent = await dependency('ledger_unavailable', 'The ledger', () =>

@@ -22,6 +22,12 @@ export interface EvidenceReceipt {
   statement_canonical: string;
   pq_signature: { algorithm: 'ML-DSA-65'; standard: 'FIPS 204'; key_id: string; public_key: string; signature: string; signed_message: 'server_hash (32 raw bytes)' };
   timestamp: { token: string; format: 'RFC 3161 TimeStampResp, DER, base64'; gen_time: string; serial: string; policy: string; tsa_certificates: string[] };
+  /**
+   * The post-quantum RFC 3161 token of the same imprint (ML-DSA-65, RFC 9882; its chain ML-DSA-65
+   * certificates, RFC 9881), for anchors made while the post-quantum TSA was on
+   * (decisions.md "Post-quantum time"). The token carries no certificates: they are here.
+   */
+  timestamp_pq?: ReceiptPqTimestamp;
   ledger: {
     chain_id: number;
     tx_hash: string;
@@ -37,6 +43,17 @@ export interface EvidenceReceipt {
   };
   device: { public_key_hex: string; signature_hex: string; chain_index: number; chain_hash: string; previous_hash: string | null; device_id?: string };
   how_to_verify: string[];
+}
+
+/** The post-quantum timestamp as a receipt states it. */
+export interface ReceiptPqTimestamp {
+  token: string;
+  format: 'RFC 3161 TimeStampResp, DER, base64';
+  signature_algorithm: 'ML-DSA-65';
+  gen_time: string;
+  serial: string;
+  policy: string;
+  tsa_certificates: string[];
 }
 
 /** A final transaction as the service recorded it (the one verdict's `final` and `final_since`). */
@@ -87,6 +104,19 @@ export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string): 
       policy: item.tsa_policy,
       tsa_certificates: item.tsa_certificates,
     },
+    ...(item.tsa_pq_response
+      ? {
+          timestamp_pq: {
+            token: item.tsa_pq_response,
+            format: 'RFC 3161 TimeStampResp, DER, base64' as const,
+            signature_algorithm: 'ML-DSA-65' as const,
+            gen_time: item.tsa_pq_gen_time ?? '',
+            serial: item.tsa_pq_serial ?? '',
+            policy: item.tsa_pq_policy ?? '',
+            tsa_certificates: item.tsa_pq_certificates ?? [],
+          },
+        }
+      : {}),
     ledger: {
       chain_id: item.ledger_chain_id,
       tx_hash: item.tx_hash,
@@ -133,6 +163,11 @@ export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string): 
     how_to_verify: [
       'File: sha256sum photo.jpg must print image_hash.',
       'Timestamp: base64-decode timestamp.token to token.tsr, write tsa_certificates to chain.pem (leaf first, root last) and run: openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem -untrusted tsa.pem',
+      ...(item.tsa_pq_response
+        ? [
+            'Post-quantum timestamp: the same with timestamp_pq (ML-DSA-65, RFC 9882); the openssl command line needs OpenSSL 3.5 or later (earlier versions cannot read ML-DSA keys): openssl ts -verify -data photo.jpg -in token-pq.tsr -CAfile pq-root.pem -untrusted pq-tsa.pem',
+          ]
+        : []),
       'Statement: SHA-256 of statement_canonical (UTF-8) must equal server_hash; it is the RFC 8785 form of statement.',
       'Post-quantum signature: ML-DSA-65 (FIPS 204, pure, empty context) verify of pq_signature.signature over the 32 bytes of server_hash with pq_signature.public_key.',
       item.merkle

@@ -31,6 +31,12 @@ export interface AnchorProofs {
   tsa_serial: string;
   tsa_policy: string;
   tsa_certificates: string[]; // PEM, leaf first
+  /** The post-quantum RFC 3161 token (ML-DSA-65, RFC 9882) of the same imprint, when the PQ TSA was on (decisions.md "Post-quantum time"). */
+  tsa_pq_response?: string; // base64 DER TimeStampResp, without certificates
+  tsa_pq_gen_time?: string;
+  tsa_pq_serial?: string;
+  tsa_pq_policy?: string;
+  tsa_pq_certificates?: string[]; // PEM, leaf first
   ledger_chain_id: number;
   ledger_address: string;
   tx_hash: string;
@@ -156,6 +162,11 @@ export interface SignedProofs {
   tsa_serial: string;
   tsa_policy: string;
   tsa_certificates: string[];
+  tsa_pq_response?: string;
+  tsa_pq_gen_time?: string;
+  tsa_pq_serial?: string;
+  tsa_pq_policy?: string;
+  tsa_pq_certificates?: string[];
 }
 
 /** One evidence item: registration (POST /evidence/hash) and, once anchoring began, its state. */

@@ -52,7 +52,7 @@ export interface ProofResult {
 }
 
 /** The proofs of an anchored record, in the order readers list them. */
-export const PROOF_NAMES = ['statement', 'pq_signature', 'pq_key', 'timestamp', 'ledger', 'merkle', 'device_signature', 'chain_link'] as const;
+export const PROOF_NAMES = ['statement', 'pq_signature', 'pq_key', 'timestamp', 'timestamp_pq', 'ledger', 'merkle', 'device_signature', 'chain_link'] as const;
 export type ProofName = (typeof PROOF_NAMES)[number];
 
 /** What people call each proof (the page, the PDF, the CLI). */
@@ -61,6 +61,7 @@ export const PROOF_TITLES: Record<ProofName, string> = {
   pq_signature: 'ML-DSA-65 signature (FIPS 204) over server_hash',
   pq_key: 'ML-DSA-65 key published by the service',
   timestamp: 'RFC 3161 timestamp',
+  timestamp_pq: 'RFC 3161 timestamp, post-quantum (ML-DSA-65)',
   ledger: 'ledger transaction',
   merkle: 'Merkle inclusion (RFC 6962 batch)',
   device_signature: "device's Ed25519 signature",
@@ -182,6 +183,12 @@ export interface VerdictInputs {
   timestamp: TimestampVerdict;
   /** false: the roots were not the reader's own (a receipt's own root): the token is then at most unchecked. */
   timestampRootTrusted: boolean;
+  /**
+   * The post-quantum token (ML-DSA-65, RFC 9882) verified against the post-quantum roots the reader
+   * trusts, with whether those roots were its own; undefined when the record has none (absent: made
+   * before the post-quantum TSA, or while it was off). It counts like every other proof.
+   */
+  timestampPq?: { verdict: TimestampVerdict; rootTrusted: boolean };
   /** The ML-DSA-65 keys the reader trusts (fingerprints, with their windows when known); null: none pinned (the key is then unchecked). */
   trustedPqKeys: readonly TrustedKey[] | null;
   ledger: LedgerEvidence;
@@ -212,11 +219,10 @@ export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
   proofs.statement = pq.statement;
   proofs.pq_signature = pq.pq_signature;
   proofs.pq_key = pq.pq_key;
-  proofs.timestamp = !input.timestamp.ok
-    ? fails(input.timestamp.reason)
-    : input.timestampRootTrusted
-      ? holds(input.timestamp.reason)
-      : { state: 'unchecked', reason: `${input.timestamp.reason}, but against the receipt's own root: pin the TSA root (evidence trust add <url>, or --root)` };
+  proofs.timestamp = judgeTimestamp(input.timestamp, input.timestampRootTrusted);
+  proofs.timestamp_pq = input.timestampPq
+    ? judgeTimestamp(input.timestampPq.verdict, input.timestampPq.rootTrusted)
+    : { state: 'absent', reason: 'the record has no post-quantum timestamp (made before the post-quantum TSA, or while it was off)' };
   proofs.merkle = b.merkle === undefined || b.merkle === null ? { state: 'absent', reason: 'a direct anchor: its transaction carries image_hash || server_hash itself' } : fromVerdict(checkMerkleInclusion(b.image_hash, realHash, b.merkle));
   proofs.device_signature = fromVerdict(checkDeviceSignature({ image_hash: b.image_hash, public_key_hex: b.device.public_key_hex, signature_hex: b.device.signature_hex }));
   proofs.chain_link = judgeChainLink(b);
@@ -240,6 +246,11 @@ export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
     timestamp_time: input.timestamp.genTime ? input.timestamp.genTime.toISOString() : null,
     as_of: asOf,
   };
+}
+
+function judgeTimestamp(t: TimestampVerdict, rootTrusted: boolean): ProofResult {
+  if (!t.ok) return fails(t.reason);
+  return rootTrusted ? holds(t.reason) : { state: 'unchecked', reason: `${t.reason}, but against the receipt's own root: pin the TSA root (evidence trust add <url>, or --root)` };
 }
 
 /** The post-quantum part of the verdict (also GET /api/v1/pq/verify's, which asks nothing else). */

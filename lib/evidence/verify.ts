@@ -16,6 +16,8 @@ export interface VerifyDeps {
   rpc: Pick<RpcReader, 'getTransaction' | 'getTransactionReceipt' | 'blockNumber'>;
   /** Roots the RFC 3161 token must chain to (the embedded TSA's root or the configured TSA roots). */
   tsaRoots(): Promise<string[]>;
+  /** Roots the post-quantum token (ML-DSA-65) must chain to; none: a record's post-quantum token fails its chain. */
+  tsaPqRoots?(): Promise<string[]>;
   /** Fingerprints (SHA-256 hex) of the ML-DSA public keys this service signs or has signed with. */
   trustedPqKeys(): Promise<TrustedKey[]>;
   /** The service wallets' validity windows (the key registry); absent: senders are not held to windows. */
@@ -81,14 +83,20 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string, option
   }
   const final = storedFinalReceipt(item);
   if (final) rememberFinal(item);
-  const [roots, keys, walletWindows] = await Promise.all([deps.tsaRoots(), deps.trustedPqKeys(), deps.walletWindows ? deps.walletWindows() : []]);
+  const [roots, keys, walletWindows, pqRoots] = await Promise.all([
+    deps.tsaRoots(),
+    deps.trustedPqKeys(),
+    deps.walletWindows ? deps.walletWindows() : [],
+    item.tsa_pq_response ? (deps.tsaPqRoots?.() ?? []) : [],
+  ]);
   const verdict =
     final && !options.recheck
-      ? await finalVerdict(item, final, roots, keys, walletWindows)
+      ? await finalVerdict(item, final, roots, keys, walletWindows, pqRoots)
       : judgeEvidence({
           walletWindows,
           bundle: bundleOf(item),
-          timestamp: await timestampVerdict(item, roots),
+          timestamp: await timestampVerdict(item.image_hash, item.tsa_response, roots),
+          ...(await pqTimestampInput(item, pqRoots)),
           timestampRootTrusted: true,
           trustedPqKeys: keys,
           ledger: { kind: 'read', read: await readLedger(deps.rpc, item.tx_hash), expectedFrom: item.ledger_address, checkedAt: new Date(), ...(final ? { final } : {}) },
@@ -102,15 +110,15 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string, option
  * instance holds is the very object verified before) as long as the trust anchors are the same.
  */
 type WalletWindows = { address: string; window: ValidityWindow }[];
-const finalVerdicts = new WeakMap<AnchoredEvidence, { roots: string[]; keys: TrustedKey[]; wallets: WalletWindows; verdict: Promise<EvidenceVerdict> }>();
+const finalVerdicts = new WeakMap<AnchoredEvidence, { roots: string[]; keys: TrustedKey[]; wallets: WalletWindows; pqRoots: string[]; verdict: Promise<EvidenceVerdict> }>();
 
-function finalVerdict(item: AnchoredEvidence, final: FinalLedgerReceipt, roots: string[], keys: TrustedKey[], wallets: WalletWindows): Promise<EvidenceVerdict> {
+function finalVerdict(item: AnchoredEvidence, final: FinalLedgerReceipt, roots: string[], keys: TrustedKey[], wallets: WalletWindows, pqRoots: string[]): Promise<EvidenceVerdict> {
   const known = finalVerdicts.get(item);
-  if (known && known.roots === roots && known.keys === keys && known.wallets === wallets) return known.verdict;
-  const verdict = timestampVerdict(item, roots).then((timestamp) =>
-    judgeEvidence({ bundle: bundleOf(item), timestamp, timestampRootTrusted: true, trustedPqKeys: keys, ledger: { kind: 'final', receipt: final }, walletWindows: wallets }),
+  if (known && known.roots === roots && known.keys === keys && known.wallets === wallets && known.pqRoots === pqRoots) return known.verdict;
+  const verdict = Promise.all([timestampVerdict(item.image_hash, item.tsa_response, roots), pqTimestampInput(item, pqRoots)]).then(([timestamp, pq]) =>
+    judgeEvidence({ bundle: bundleOf(item), timestamp, ...pq, timestampRootTrusted: true, trustedPqKeys: keys, ledger: { kind: 'final', receipt: final }, walletWindows: wallets }),
   );
-  finalVerdicts.set(item, { roots, keys, wallets, verdict });
+  finalVerdicts.set(item, { roots, keys, wallets, pqRoots, verdict });
   verdict.catch(() => finalVerdicts.delete(item));
   return verdict;
 }
@@ -123,16 +131,27 @@ function finalVerdict(item: AnchoredEvidence, final: FinalLedgerReceipt, roots: 
  */
 const timestampCache = new ProcessCache<string, Promise<TimestampVerdict>>('RFC 3161 verifications', 5000);
 
-function timestampVerdict(item: AnchoredEvidence, roots: string[]): Promise<TimestampVerdict> {
-  const key = sha256Hex(JSON.stringify([item.image_hash, item.tsa_response, roots]));
+function timestampVerdict(imageHash: string, response: string, roots: string[], untrusted: string[] = []): Promise<TimestampVerdict> {
+  const key = sha256Hex(JSON.stringify([imageHash, response, roots, untrusted]));
   return timestampCache.getOrSet(key, () =>
-    verifyTimestampResponse(Buffer.from(item.tsa_response, 'base64'), {
-      imprint: Buffer.from(item.image_hash, 'hex'),
+    verifyTimestampResponse(Buffer.from(response, 'base64'), {
+      imprint: Buffer.from(imageHash, 'hex'),
       roots,
+      untrusted,
       hashAlgorithm: 'SHA-256',
     }).then(
       (verification) => checkTimestamp(verification),
       (error: unknown) => checkTimestamp(null, `cannot be checked: ${error instanceof Error ? error.message : String(error)}`),
     ),
   );
+}
+
+/**
+ * The post-quantum token's part of the verdict's inputs: verified like the classic one, against
+ * the post-quantum roots this service trusts, with the record's own chain as untrusted
+ * certificates (the token carries none); nothing when the record has no such token.
+ */
+async function pqTimestampInput(item: AnchoredEvidence, pqRoots: string[]): Promise<{ timestampPq?: { verdict: TimestampVerdict; rootTrusted: boolean } }> {
+  if (!item.tsa_pq_response) return {};
+  return { timestampPq: { verdict: await timestampVerdict(item.image_hash, item.tsa_pq_response, pqRoots, item.tsa_pq_certificates ?? []), rootTrusted: true } };
 }

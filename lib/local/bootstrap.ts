@@ -8,7 +8,8 @@ import { describeCertificate, readKeyRegistry, type RegistryEntry, withEntry, wr
 import { LocalMlDsaSigner, mlDsaKeyId, mlDsaPublicKeyFingerprint } from '../crypto/ml-dsa.js';
 import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { generateTsaCertificates, issueDocumentSigningCertificate } from '../crypto/tsa/certificates.js';
-import { tsaFiles } from '../crypto/tsa/files.js';
+import { pqTsaFiles, tsaFiles } from '../crypto/tsa/files.js';
+import { generatePqTsaCertificates } from '../crypto/tsa/pq-certificates.js';
 import { loadOrCreateLocalWallet } from '../ledger/local-wallet.js';
 
 /** What the local stack needs to know after bootstrapping (never the secrets themselves). */
@@ -77,6 +78,18 @@ export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> 
         created.push('PDF signing key and certificate');
         x509.push(describeCertificate('pdf-signing', issued.certPem));
       }
+    }
+  }
+  if (config.tsa.pq && !config.tsa.pq.kmsKeyId) {
+    // The post-quantum TSA (ML-DSA-65 root and leaf), generated once like the classic one.
+    const files = pqTsaFiles(config.tsa.dir);
+    let bundle: Awaited<ReturnType<typeof generatePqTsaCertificates>> | undefined;
+    const make = async () => (bundle ??= await generatePqTsaCertificates());
+    if (await writeIfMissing(files.rootKey, async () => (await make()).rootKeyPkcs8Pem)) {
+      await writeFile(files.rootCert, (await make()).rootCertPem, { mode: 0o644 });
+      await writeFile(files.tsaCert, (await make()).tsaCertPem, { mode: 0o644 });
+      await writeFile(files.tsaKey, (await make()).tsaKeyPkcs8Pem, { mode: 0o600 });
+      created.push('post-quantum TSA root and certificate (ML-DSA-65)');
     }
   }
   let wallet = { address: '', privateKey: '' };

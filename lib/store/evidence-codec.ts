@@ -16,9 +16,9 @@ import { createHash } from 'node:crypto';
  */
 
 /** Attributes stored once per distinct value, by reference. */
-export const SHARED_ATTRIBUTES = ['pq_public_key', 'tsa_certificates'] as const;
+export const SHARED_ATTRIBUTES = ['pq_public_key', 'tsa_certificates', 'tsa_pq_certificates'] as const;
 /** Base64 attributes stored as bytes. */
-export const BINARY_ATTRIBUTES = ['pq_signature', 'tsa_response'] as const;
+export const BINARY_ATTRIBUTES = ['pq_signature', 'tsa_response', 'tsa_pq_response'] as const;
 /** Key prefix of the blob items (an image hash is 64 hex digits: no clash). */
 export const BLOB_PREFIX = 'blob#';
 

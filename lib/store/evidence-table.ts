@@ -50,6 +50,7 @@ const ANCHOR_FIELDS = [
   'account_id', 'api_version', 'device_id', 'public_key_hex', 'signature_hex', 'chain_index', 'chain_hash', 'previous_hash',
   'statement', 'server_hash', 'pq_algorithm', 'pq_key_id', 'pq_public_key', 'pq_signature',
   'tsa_response', 'tsa_gen_time', 'tsa_serial', 'tsa_policy', 'tsa_certificates',
+  'tsa_pq_response', 'tsa_pq_gen_time', 'tsa_pq_serial', 'tsa_pq_policy', 'tsa_pq_certificates',
   'tx_hash', 'tx_nonce', 'tx_raw', 'ledger_address', 'ledger_chain_id', 'batch_pk', 'merkle',
 ] as const;
 

@@ -9,3 +9,16 @@ export function tsaFiles(dir: string) {
     tsaKey: path.join(dir, 'tsa.key.pem'),
   };
 }
+
+/**
+ * The post-quantum TSA's files in the same directory: its ML-DSA-65 root and leaf certificates
+ * (RFC 9881) and their seeds as PKCS#8 (RFC 9881 §6 seed form, mode 0600).
+ */
+export function pqTsaFiles(dir: string) {
+  return {
+    rootCert: path.join(dir, 'pq-root.pem'),
+    rootKey: path.join(dir, 'pq-root.key.pem'),
+    tsaCert: path.join(dir, 'pq-tsa.pem'),
+    tsaKey: path.join(dir, 'pq-tsa.key.pem'),
+  };
+}

@@ -140,6 +140,18 @@ export const EvidenceReceiptSchema = z
       policy: z.string().openapi({ example: '2.25.32470788606908332339531699348079175478' }),
       tsa_certificates: z.array(z.string()).describe('PEM, leaf first, root last. Pin the root you trust; this copy only shows consistency.'),
     }),
+    timestamp_pq: z
+      .object({
+        token: Base64.describe('A second RFC 3161 TimeStampResp over the same imprint (SHA-256 = image_hash), signed with ML-DSA-65 (CMS per RFC 9882: signatureAlgorithm id-ml-dsa-65, digest SHA-512, signed attributes), DER. It carries no certificates (certReq false): they are in tsa_certificates.'),
+        format: z.literal('RFC 3161 TimeStampResp, DER, base64'),
+        signature_algorithm: z.literal('ML-DSA-65'),
+        gen_time: IsoTime,
+        serial: z.string(),
+        policy: z.string().openapi({ example: '2.25.240188381855450738062415899808185980756' }).describe('The post-quantum TSA policy (TSA_PQ_POLICY_OID).'),
+        tsa_certificates: z.array(z.string()).describe('The ML-DSA-65 chain (RFC 9881), PEM, leaf first, root last. Pin the post-quantum root you trust. Checking it with openssl needs OpenSSL 3.5 or later.'),
+      })
+      .optional()
+      .describe('Present on anchors made while the post-quantum TSA was on (every anchor then gets both tokens; the request does not ask for it). Absent on older anchors and where the post-quantum TSA is off (TSA_PQ=off, a remote TSA, AWS without TSA_PQ_KMS_KEY_ID).'),
     ledger: z.object({
       chain_id: z.number().int(),
       tx_hash: z.string().regex(/^0x[0-9a-f]{64}$/),
