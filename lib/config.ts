@@ -139,6 +139,11 @@ export interface Config {
     certFile: string | undefined;
     rootFile: string | undefined;
     /**
+     * The retired TSA certificates (lib/crypto/tsa/history.ts): DATA_DIR/tsa/history.json, or
+     * TSA_HISTORY_FILE (shipped with the functions in production). A missing file: none retired.
+     */
+    historyFile: string;
+    /**
      * The post-quantum TSA (ML-DSA-65, RFC 9882), with the embedded TSA only: locally its seeds and
      * certificates in `dir`/pq-*.pem (generated at first start), in production a KMS key of key
      * spec ML_DSA_65 and its certificate and root shipped with the functions. Undefined when off
@@ -351,6 +356,7 @@ export function loadConfig(env: Env = process.env): Config {
       kmsKeyId: tsaKms,
       certFile: tsaCertFile,
       rootFile: tsaRootFile,
+      historyFile: r.string('TSA_HISTORY_FILE', path.join(dataDir, 'tsa', 'history.json')),
       pq: tsaPq,
     },
     pdfSigner: { dir: path.join(dataDir, 'pdf-signer'), kmsKeyId: pdfSignerKms, certFile: pdfSignerCertFile },

@@ -1,8 +1,9 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { EmbeddedTsa, parseTimeStampRequest } from '../../lib/crypto/tsa/embedded.js';
-import { getTsa } from '../../lib/deps/anchoring.js';
+import { getPqTsa, getTsa } from '../../lib/deps/anchoring.js';
 import { tsaUnavailable } from '../../lib/evidence/timestamp.js';
+import { getConfig } from '../../lib/deps/core.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
 import { badRequest } from '../../lib/http/errors.js';
@@ -24,7 +25,8 @@ export const route = createRoute({
     'The service\'s time-stamping authority for any standard RFC 3161 client (`openssl ts -query … | curl --data-binary @- -H "Content-Type: application/timestamp-query"`, the `tsaUrl` of PDF signers and C2PA tools). ' +
     'Body: a DER TimeStampReq (RFC 3161 §2.4.1), `Content-Type: application/timestamp-query`. Answer: a DER TimeStampResp (§2.4.2), `Content-Type: application/timestamp-reply`, HTTP 200. ' +
     'The request\'s nonce is echoed, `certReq` decides whether the certificates are in the token, SHA-256, SHA-384 and SHA-512 imprints are accepted (NULL or absent parameters, answered as sent). ' +
-    'A request the TSA cannot honour is answered, as RFC 3161 says, with a TimeStampResp of status `rejection` (2) and the PKIFailureInfo bit: `unacceptedPolicy` for a reqPolicy other than this TSA\'s policy, `badAlg` for another hash, `unacceptedExtension` for any extension; a rejection consumes no quota. ' +
+    'The request chooses the signature by its `reqPolicy`: none, or the classic policy (TSA_POLICY_OID, default 2.25.32470788606908332339531699348079175478), gets an ECDSA P-256 token; the post-quantum policy (TSA_PQ_POLICY_OID, default 2.25.240188381855450738062415899808185980756) gets an ML-DSA-65 token (CMS per RFC 9882: signatureAlgorithm id-ml-dsa-65, digest SHA-512, signed attributes; its certificates per RFC 9881, from `GET /api/v2/tsa/certificates?policy=<oid>`), e.g. `openssl ts -query -sha256 -cert -tspolicy 2.25.240188381855450738062415899808185980756`. ' +
+    'A request the TSA cannot honour is answered, as RFC 3161 says, with a TimeStampResp of status `rejection` (2) and the PKIFailureInfo bit: `unacceptedPolicy` for a reqPolicy that is neither policy (or the post-quantum one while the post-quantum TSA is off), `badAlg` for another hash, `unacceptedExtension` for any extension; a rejection consumes no quota. ' +
     'A body that is not a DER TimeStampReq: 400 problem+json `invalid_timestamp_request`. ' +
     'Credentials: `X-API-Key`, or HTTP Basic with the API key as the password and any user name (a 401 carries `WWW-Authenticate: Basic`). Starter tier and above; each granted token counts one unit of the monthly quota. ' +
     'Only with the embedded TSA (TSA_SCHEME=embedded); with a remote TSA this endpoint answers 503 tsa_unavailable.',
@@ -41,14 +43,18 @@ export const app = createApp();
 
 app.openapi(route, async (c) => {
   const body = new Uint8Array(await c.req.arrayBuffer());
+  let reqPolicy: string | undefined;
   try {
-    parseTimeStampRequest(body);
+    reqPolicy = parseTimeStampRequest(body).reqPolicy;
   } catch {
     throw badRequest('invalid_timestamp_request', `The body is not a DER TimeStampReq (RFC 3161 §2.4.1); send one with Content-Type: ${QUERY_TYPE}.`);
   }
   let tsa;
   try {
-    tsa = await getTsa();
+    // The policy chooses the TSA (decisions.md "Post-quantum time"); any other policy reaches the
+    // classic TSA, which rejects it with unacceptedPolicy (RFC 3161 §2.4.2).
+    const pq = reqPolicy !== undefined && reqPolicy === getConfig().tsa.pq?.policyOid ? await getPqTsa() : undefined;
+    tsa = pq ?? (await getTsa());
   } catch (error) {
     log.warn('time-stamping authority failed', describeError(error));
     throw tsaUnavailable();

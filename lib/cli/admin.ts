@@ -23,6 +23,8 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
  *     npm run admin -- rotate-key <ml-dsa-65|ed25519|pdf-signing>
  *     npm run admin -- rotate-key <kind> --new <public key file|certificate|address> [--old <…>] [--kms-key-id ARN]
  *     npm run admin -- retire-key <kind> <kid|address|public key file>
+ *     npm run admin -- rotate-tsa-leaf [--pq]
+ *     npm run admin -- rotate-tsa-root [--pq]
  *
  * Exit codes: 0 done, 1 failed (unknown account, unreachable database, bad configuration),
  * 2 usage error.
@@ -50,6 +52,12 @@ Commands:
                                        until retire-key.
   retire-key <kind> <kid|material>     Production, step 2: the key's window ends now. A wallet is
                                        retired only once its transactions are all final.
+  rotate-tsa-leaf [--pq]               New TSA certificate and key under the same root; the old
+                                       certificate is retired (its tokens keep verifying). --pq:
+                                       the post-quantum (ML-DSA-65) TSA. Local TSA only; stop
+                                       npm start first (docs/runbook.md for KMS).
+  rotate-tsa-root [--pq]               New TSA root, certificate and key; the old root and
+                                       certificate are retired (tokens made before still verify).
 
 Reads the configuration npm start reads (the same variables and defaults): run it with the
 variables the stack was started with (DYNAMODB_PORT or DYNAMODB_ENDPOINT, LEDGER_RPC_PORT,
@@ -158,6 +166,14 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
           return unfinishedTransactions(getDb(), config.tables.ledger, config.ledger.chainId, address);
         };
         io.out(JSON.stringify({ retired: await retireKey(config.keyRegistryFile, kind, which, { unfinished }), registry: config.keyRegistryFile }, null, 2));
+        return 0;
+      }
+      case 'rotate-tsa-leaf':
+      case 'rotate-tsa-root': {
+        const pq = args.includes('--pq');
+        if (args.some((a) => a !== '--pq')) return usageError(`${command} takes only --pq.`);
+        const { rotateTsa } = await import('./tsa-rotate.js');
+        io.out(JSON.stringify(await rotateTsa(command === 'rotate-tsa-root' ? 'root' : 'leaf', pq ? 'pq' : 'classic'), null, 2));
         return 0;
       }
       default:

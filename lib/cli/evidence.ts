@@ -37,7 +37,7 @@ Commands:
       timestamp, ledger transaction) and save the receipt as <file>.receipt.json.
       The API key comes from the EVIDENCE_API_KEY environment variable. Only the hash is sent.
 
-  verify <file|sha256> [--receipt <file>.receipt.json] [--root tsa-root.pem] [--rpc URL]
+  verify <file|sha256> [--receipt <file>.receipt.json] [--root tsa-root.pem] [--pq-root pq-root.pem] [--rpc URL]
          [--pq-key FINGERPRINT] [--wallet 0xADDRESS] [--min-confirmations N]
          [--timestamp t.json] [--signature s.json] [--jwks jwks.json] [--trust-file F] [--json]
       Check a receipt without the service, with the verdict the service's own readers give: the
@@ -51,6 +51,9 @@ Commands:
       --timestamp checks a stand-alone timestamp (POST /api/v2/evidence/timestamp) and
       --signature an Ed25519 signature (POST /api/v2/evidence/sign) against the file; with either,
       the receipt is checked only when --receipt names it.
+      A receipt's post-quantum timestamp (timestamp_pq, ML-DSA-65) is checked against the
+      post-quantum TSA root (--pq-root, or the trust file). Every token is judged as of its
+      genTime; with the trust file, a token dated after its TSA certificate's retirement fails.
       Trust anchors: the TSA root (--root), the ML-DSA-65 key (--pq-key), the ledger wallet
       (--wallet) and the Ed25519 keys (--jwks) are pinned by those flags or, without them, by the
       trust file (evidence trust add). A proof checked against an anchor that is not pinned is
@@ -200,6 +203,7 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       certificate: { type: 'string' },
       rpc: { type: 'string' },
       root: { type: 'string' },
+      'pq-root': { type: 'string' },
       'pq-key': { type: 'string' },
       wallet: { type: 'string' },
       timestamp: { type: 'string' },
@@ -245,6 +249,18 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   }
   const roots = rootPem !== undefined ? [rootPem] : (trusted?.roots ?? []);
   const rootSource = rootPem !== undefined ? values.root : trusted?.source;
+  // The post-quantum TSA root (ML-DSA-65), for a receipt's timestamp_pq: --pq-root, else the trust file.
+  let pqRoots = trusted?.pqRoots ?? [];
+  if (values['pq-root'] !== undefined) {
+    let text: string;
+    try {
+      text = await readFile(values['pq-root'], 'utf8');
+    } catch {
+      throw new CliError(`Cannot read the post-quantum root certificate ${values['pq-root']}.`);
+    }
+    if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new CliError(`${values['pq-root']} is not a PEM certificate.`);
+    pqRoots = [text];
+  }
   let minConfirmations = 1;
   if (values['min-confirmations'] !== undefined) {
     minConfirmations = Number(values['min-confirmations']);
@@ -301,6 +317,8 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       receipt,
       subject,
       ...(roots.length > 0 ? { rootsPem: roots, ...(rootSource ? { rootSource } : {}) } : {}),
+      ...(pqRoots.length > 0 ? { pqRootsPem: pqRoots } : {}),
+      ...(trusted && trusted.tsaRetirements.length > 0 ? { tsaRetirements: trusted.tsaRetirements } : {}),
       ...(ledger ? { ledger } : {}),
       minConfirmations,
       ...(pqKey ? { pqKeyFingerprints: [pqKey], pqKeySource: '--pq-key' } : trusted ? { pqKeys: trusted.pqKeys, pqKeySource: trusted.source } : {}),

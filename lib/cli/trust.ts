@@ -15,6 +15,8 @@ import { rawPublicKeyOf, windowOfJwk } from '../crypto/jwk.js';
 import type { ValidityWindow } from '../crypto/key-windows.js';
 import type { TrustedKey } from '../evidence/verdict.js';
 import { CliError } from './client.js';
+import { type TsaCertificateEntry, type TsaRetirement, retirementsOf } from '../crypto/tsa/history.js';
+import { certificatesFromPem } from '../crypto/tsa/x509-verify.js';
 
 /** One trusted service. */
 export interface TrustedService {
@@ -23,6 +25,11 @@ export interface TrustedService {
   tsa_root_pem: string;
   tsa_root_sha256: string;
   tsa_policy_oid: string;
+  /** The post-quantum TSA root (ML-DSA-65) and policy, when the service has one. */
+  tsa_pq_root_pem?: string;
+  tsa_pq_policy_oid?: string;
+  /** Every TSA certificate, current and retired, with its validity window (the trust-anchor document's tsa.certificates). */
+  tsa_certificates?: TsaCertificateEntry[];
   /** The JWK set as fetched (Ed25519 and ML-DSA-65 keys, retired ones included). */
   jwks: { keys: Record<string, unknown>[] };
   ledger: {
@@ -43,7 +50,12 @@ export interface TrustFile {
 
 /** What a verify run pins, from every trusted service together. */
 export interface PinnedAnchors {
+  /** TSA roots: the current ones and those a rotation retired (anchors for the tokens dated before). */
   roots: string[];
+  /** Post-quantum (ML-DSA-65) TSA roots, current and retired. */
+  pqRoots: string[];
+  /** Retired TSA certificates: a token dated after its certificate's retirement fails. */
+  tsaRetirements: TsaRetirement[];
   pqFingerprints: string[];
   /** The same keys with the validity windows the service published (decisions.md "Key validity windows"). */
   pqKeys: TrustedKey[];
@@ -96,8 +108,11 @@ export function pinnedAnchors(trust: TrustFile, file: string): PinnedAnchors | u
     }
   }
   const walletWindows = trust.services.flatMap((s) => (s.ledger.wallets ?? []).map((w) => ({ address: w.address, window: { not_before: w.not_before, not_after: w.not_after, retired_at: w.retired_at } })));
+  const retiredRoots = (s: TrustedService, kind: 'classic' | 'pq') => (s.tsa_certificates ?? []).filter((e) => e.kind === kind && e.role === 'root' && e.status === 'retired').map((e) => e.pem);
   return {
-    roots: trust.services.map((s) => s.tsa_root_pem),
+    roots: trust.services.flatMap((s) => [s.tsa_root_pem, ...retiredRoots(s, 'classic')]),
+    pqRoots: trust.services.flatMap((s) => [...(s.tsa_pq_root_pem ? [s.tsa_pq_root_pem] : []), ...retiredRoots(s, 'pq')]),
+    tsaRetirements: trust.services.flatMap((s) => retirementsOf(s.tsa_certificates ?? [])),
     pqFingerprints: pq,
     pqKeys,
     wallets: [...new Set([...trust.services.map((s) => s.ledger.wallet_address), ...walletWindows.map((w) => w.address)])],
@@ -128,7 +143,7 @@ async function getJson(fetchImpl: Fetch, url: string): Promise<unknown> {
 export async function addTrustedService(file: string, baseUrl: string, fetchImpl: Fetch = fetch, now = new Date()): Promise<TrustedService> {
   const base = baseUrl.replace(/\/+$/, '');
   const doc = (await getJson(fetchImpl, `${base}/.well-known/evidence-trust-anchors.json`)) as {
-    tsa?: { root_pem?: string; root_sha256?: string; policy_oid?: string };
+    tsa?: { root_pem?: string; root_sha256?: string; policy_oid?: string; pq?: { root_pem?: string; root_sha256?: string; policy_oid?: string }; certificates?: TsaCertificateEntry[] };
     jwks_url?: string;
     signing_keys?: { kid: string }[];
     ledger?: { network?: string; chain_id?: number; wallet_address?: string; wallets?: TrustedService['ledger']['wallets'] };
@@ -154,6 +169,7 @@ export async function addTrustedService(file: string, baseUrl: string, fetchImpl
     tsa_root_pem: rootPem,
     tsa_root_sha256: rootSha256,
     tsa_policy_oid: doc.tsa?.policy_oid ?? '',
+    ...tsaExtras(base, doc.tsa),
     jwks: { keys: jwks.keys },
     ledger: {
       network: doc.ledger.network ?? '',
@@ -167,6 +183,36 @@ export async function addTrustedService(file: string, baseUrl: string, fetchImpl
   trust.services = [...trust.services.filter((s) => s.base_url !== base), service];
   await writeTrustFile(file, trust);
   return service;
+}
+
+/**
+ * The post-quantum root and the TSA certificates' windows of a trust-anchor document, each
+ * certificate checked against the SHA-256 the document states for it (as the root is).
+ */
+function tsaExtras(base: string, tsa: { pq?: { root_pem?: string; root_sha256?: string; policy_oid?: string }; certificates?: TsaCertificateEntry[] } | undefined): Partial<TrustedService> {
+  const out: Partial<TrustedService> = {};
+  // Our own X.509 reader: the Node running the CLI may have no ML-DSA in its OpenSSL.
+  const sha = (pem: string, what: string) => {
+    try {
+      const cert = certificatesFromPem(pem)[0];
+      if (!cert) throw new Error('no certificate');
+      return createHash('sha256').update(cert.der).digest('hex');
+    } catch {
+      throw new CliError(`${base}: the ${what} is not a PEM certificate.`);
+    }
+  };
+  if (tsa?.pq?.root_pem) {
+    if (tsa.pq.root_sha256 && sha(tsa.pq.root_pem, 'post-quantum TSA root') !== tsa.pq.root_sha256) throw new CliError(`${base}: the post-quantum TSA root's SHA-256 is not the one the document states.`);
+    out.tsa_pq_root_pem = tsa.pq.root_pem;
+    out.tsa_pq_policy_oid = tsa.pq.policy_oid ?? '';
+  }
+  if (Array.isArray(tsa?.certificates)) {
+    for (const e of tsa.certificates) {
+      if (sha(e.pem, `TSA ${e.kind} ${e.role} certificate`) !== e.sha256) throw new CliError(`${base}: a TSA certificate's SHA-256 is not the one the document states.`);
+    }
+    out.tsa_certificates = tsa.certificates;
+  }
+  return out;
 }
 
 export async function removeTrustedService(file: string, baseUrl: string): Promise<boolean> {

@@ -37,6 +37,10 @@ export interface VerifyReceiptOptions {
   rootSource?: string;
   /** Pinned post-quantum (ML-DSA-65) TSA roots (PEM), for the receipt's timestamp_pq (--pq-root, or the trust file). */
   pqRootsPem?: string[];
+  /** Retired TSA certificates (the trust file): a token dated after its certificate's retirement fails. */
+  tsaRetirements?: readonly { sha256: string; retiredAt: Date }[];
+  /** The verifier's clock, for "has since expired" (default now); tokens are judged as of their genTime. */
+  now?: Date;
   /** With a reader, the ledger transaction is read from the chain; without, the ledger proof is unchecked. */
   ledger?: LedgerReader;
   /** Confirmations the transaction needs (default 1: mined); fewer leave the ledger proof pending. */
@@ -184,8 +188,9 @@ async function verifyToken(r: ParsedReceipt, options: VerifyReceiptOptions): Pro
       untrusted: r.certificates,
       hashAlgorithm: 'SHA-256',
       ...(r.policy ? { policy: r.policy } : {}),
+      ...(options.tsaRetirements ? { retired: options.tsaRetirements } : {}),
     });
-    return { root, timestamp: checkTimestamp(verification), verification };
+    return { root, timestamp: checkTimestamp(verification, undefined, options.now ?? new Date()), verification };
   } catch (error) {
     return { root, timestamp: checkTimestamp(null, `cannot be checked: ${error instanceof Error ? error.message : String(error)}`), verification: null };
   }

@@ -19,7 +19,8 @@ import { ed25519Jwk, mlDsa65Jwk, type PublishedJwk, rawPublicKeyOf, type Service
 import { keyStatus, type ValidityWindow, windowOf } from '../crypto/key-windows.js';
 import type { Ed25519Signer } from '../crypto/ports.js';
 import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
-import { tsaFiles } from '../crypto/tsa/files.js';
+import { pqTsaFiles, tsaFiles } from '../crypto/tsa/files.js';
+import { type TsaCertificateEntry, readTsaHistory, tsaCertificateEntry } from '../crypto/tsa/history.js';
 import { pemBlocks, derToPem } from '../crypto/tsa/pem.js';
 import { getConfig } from './core.js';
 import { assertNotRetired, getKeyRegistry, otherEntries, windowIn } from './key-registry.js';
@@ -115,6 +116,19 @@ export async function getTsaCertificates(): Promise<string[]> {
   return texts.flatMap((text) => pemBlocks(text, 'CERTIFICATE').map(({ der }) => derToPem(der)));
 }
 
+/**
+ * The post-quantum TSA's chain (ML-DSA-65, RFC 9881), PEM, leaf first and root last
+ * (DATA_DIR/tsa/pq-*.pem locally, TSA_PQ_CERT_FILE and TSA_PQ_ROOT_FILE with a KMS key); undefined
+ * when the post-quantum TSA is off.
+ */
+export async function getPqTsaCertificates(): Promise<string[] | undefined> {
+  const { tsa } = getConfig();
+  if (!tsa.pq) return undefined;
+  const files = tsa.pq.kmsKeyId ? [tsa.pq.certFile ?? '', tsa.pq.rootFile ?? ''] : [pqTsaFiles(tsa.dir).tsaCert, pqTsaFiles(tsa.dir).rootCert];
+  const texts = await Promise.all(files.map((f) => readFile(f, 'utf8')));
+  return texts.flatMap((text) => pemBlocks(text, 'CERTIFICATE').map(({ der }) => derToPem(der)));
+}
+
 /** The ledger wallet's address (EIP-55), without ethers: from the local key, or from the KMS key's public key. */
 export const getWalletAddress: () => Promise<string> = /* @__PURE__ */ lazy(async () => {
   const { ledger } = getConfig();
@@ -136,7 +150,14 @@ export const JWKS_PATH = '/.well-known/jwks.json';
 export interface TrustAnchors {
   service: string;
   base_url: string;
-  tsa: { root_pem: string; root_sha256: string; certificates_url: string; policy_oid: string };
+  tsa: {
+    root_pem: string;
+    root_sha256: string;
+    certificates_url: string;
+    policy_oid: string;
+    pq?: { root_pem: string; root_sha256: string; certificates_url: string; policy_oid: string };
+    certificates: TsaCertificateEntry[];
+  };
   jwks_url: string;
   signing_keys: ({ kid: string; alg: string; status: string; sha256: string } & ValidityWindow)[];
   pdf_signing: ({ status: 'active' | 'retired'; certificate_pem: string; sha256: string } & ValidityWindow)[];
@@ -147,14 +168,42 @@ export interface TrustAnchors {
 export async function getTrustAnchors(): Promise<TrustAnchors> {
   const config = getConfig();
   const base = config.publicBaseUrl;
-  const [chain, keys, wallet, pdf, wallets] = await Promise.all([getTsaCertificates(), getPublishedKeys(), getWalletAddress(), getPdfSigningCertificates(), getWallets()]);
+  const [chain, keys, wallet, pdf, wallets, pqChain, history] = await Promise.all([
+    getTsaCertificates(),
+    getPublishedKeys(),
+    getWalletAddress(),
+    getPdfSigningCertificates(),
+    getWallets(),
+    getPqTsaCertificates(),
+    readTsaHistory(config.tsa.historyFile),
+  ]);
   const root = chain.at(-1);
   if (!root) throw new Error('no TSA root certificate to publish');
   const rootDer = pemBlocks(root, 'CERTIFICATE')[0]?.der ?? new Uint8Array();
+  const pqRoot = pqChain?.at(-1);
+  const current = (pems: string[] | undefined, kind: 'classic' | 'pq') =>
+    // A remote TSA's roots file has no leaf: only the embedded TSAs list theirs.
+    pems && config.tsa.scheme === 'embedded' ? pems.map((pem, i) => tsaCertificateEntry(pem, kind, i === pems.length - 1 ? 'root' : 'leaf', null)) : [];
   return {
     service: 'evidence-anchoring-service',
     base_url: base,
-    tsa: { root_pem: root, root_sha256: sha256Hex(rootDer), certificates_url: `${base}/api/v2/tsa/certificates`, policy_oid: config.tsa.policyOid },
+    tsa: {
+      root_pem: root,
+      root_sha256: sha256Hex(rootDer),
+      certificates_url: `${base}/api/v2/tsa/certificates`,
+      policy_oid: config.tsa.policyOid,
+      ...(pqRoot && config.tsa.pq
+        ? {
+            pq: {
+              root_pem: pqRoot,
+              root_sha256: sha256Hex(pemBlocks(pqRoot, 'CERTIFICATE')[0]?.der ?? new Uint8Array()),
+              certificates_url: `${base}/api/v2/tsa/certificates?policy=${config.tsa.pq.policyOid}`,
+              policy_oid: config.tsa.pq.policyOid,
+            },
+          }
+        : {}),
+      certificates: [...current(chain, 'classic'), ...current(pqChain, 'pq'), ...history.retired],
+    },
     jwks_url: `${base}${JWKS_PATH}`,
     signing_keys: keys.map((k) => ({
       kid: k.kid,

@@ -4,6 +4,7 @@ import { sha256Hex } from '../crypto/hash.js';
 import { type ValidityWindow, windowOf } from '../crypto/key-windows.js';
 import { pqTsaFiles } from '../crypto/tsa/files.js';
 import type { TrustedKey } from '../evidence/verdict.js';
+import { readTsaHistory, retiredRoots, retirementsOf } from '../crypto/tsa/history.js';
 import type { VerifyDeps } from '../evidence/verify.js';
 import { getConfig } from './core.js';
 import { getEvidenceRepo, getRpcReader } from './evidence.js';
@@ -20,9 +21,11 @@ const tsaRoots = /* @__PURE__ */ lazy(() => loadTsaRoots());
 const trustedPqKeys = /* @__PURE__ */ lazy(() => loadTrustedPqKeys());
 const walletWindows = /* @__PURE__ */ lazy(() => loadWalletWindows());
 const tsaPqRoots = /* @__PURE__ */ lazy(() => loadTsaPqRoots());
+const tsaHistory = /* @__PURE__ */ lazy(() => readTsaHistory(getConfig().tsa.historyFile));
+const tsaRetirements = /* @__PURE__ */ lazy(async () => retirementsOf((await tsaHistory()).retired));
 
 export function getVerifyDeps(): VerifyDeps {
-  return { repo: getEvidenceRepo(), rpc: getRpcReader(), tsaRoots, trustedPqKeys, walletWindows, tsaPqRoots };
+  return { repo: getEvidenceRepo(), rpc: getRpcReader(), tsaRoots, trustedPqKeys, walletWindows, tsaPqRoots, tsaRetirements };
 }
 
 /** The wallets the key registry records, with their windows (decisions.md "Key validity windows"). */
@@ -39,10 +42,11 @@ export async function loadWalletWindows(): Promise<{ address: string; window: Va
 export async function loadTsaPqRoots(): Promise<string[]> {
   const { tsa } = getConfig();
   const file = tsa.pq?.rootFile ?? pqTsaFiles(tsa.dir).rootCert;
+  const retired = retiredRoots(await readTsaHistory(tsa.historyFile), 'pq');
   try {
-    return [await readFile(file, 'utf8')];
+    return [await readFile(file, 'utf8'), ...retired];
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return retired;
     throw error;
   }
 }
@@ -52,7 +56,8 @@ export async function loadTsaRoots(): Promise<string[]> {
   const { tsa } = getConfig();
   // Remote TSA: its roots. Embedded TSA: the root of its certificate (TSA_ROOT_FILE with a KMS key, else DATA_DIR).
   const file = tsa.scheme === 'remote' && tsa.rootsFile ? tsa.rootsFile : (tsa.rootFile ?? path.join(tsa.dir, 'root.pem'));
-  return [await readFile(file, 'utf8')];
+  // And the roots a rotation retired: still anchors for the tokens dated before their retirement.
+  return [await readFile(file, 'utf8'), ...retiredRoots(await readTsaHistory(tsa.historyFile), 'classic')];
 }
 
 /** SHA-256 fingerprints of the ML-DSA-65 public keys whose signatures we vouch for. */

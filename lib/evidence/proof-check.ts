@@ -230,6 +230,8 @@ export type TimestampCheckId = (typeof TIMESTAMP_CHECKS)[number];
 
 export interface TimestampVerdict extends Verdict {
   genTime: Date | null;
+  /** The earliest notAfter of the validated path (the token holds as of genTime; a certificate may have expired since). */
+  validUntil?: Date;
   checks: Record<TimestampCheckId, CheckOutcome>;
 }
 
@@ -239,7 +241,7 @@ export interface TimestampVerdict extends Verdict {
  * holds when its imprint, signature, ESSCertIDv2, EKU and chain all passed. A token that could
  * not be verified at all (`failure`) fails every check with that reason.
  */
-export function checkTimestamp(verification: TimestampVerification | null, failure?: string): TimestampVerdict {
+export function checkTimestamp(verification: TimestampVerification | null, failure?: string, now?: Date): TimestampVerdict {
   const checks = {} as Record<TimestampCheckId, CheckOutcome>;
   for (const id of TIMESTAMP_CHECKS) {
     const outcome = verification?.checks[id as keyof TimestampVerification['checks']];
@@ -247,10 +249,16 @@ export function checkTimestamp(verification: TimestampVerification | null, failu
   }
   const ok = failure === undefined && verification?.ok === true;
   const failed = TIMESTAMP_CHECKS.filter((id) => checks[id].result === 'fail');
+  // Verification as of the time of signing, stated (RFC 3161 §2.4.2, RFC 5280 §6.1 at genTime):
+  // a TSA certificate that expired after the token was made does not undo it, and the verdict says so.
+  const until = verification?.chainValidUntil;
+  const asOf = ok && verification?.genTime ? ` as of its genTime ${verification.genTime.toISOString()}` : '';
+  const since = ok && until && now && now.getTime() > until.getTime() ? `; its TSA certificate has since expired (${until.toISOString()}), which does not affect a token made before` : '';
   return {
     ok,
-    reason: ok ? 'the RFC 3161 token verifies: imprint, signature, ESSCertIDv2, EKU and chain' : `the RFC 3161 token does not verify (${failed.join(', ') || 'incomplete'})`,
+    reason: ok ? `the RFC 3161 token verifies${asOf}: imprint, signature, ESSCertIDv2, EKU and chain${since}` : `the RFC 3161 token does not verify (${failed.join(', ') || 'incomplete'})${failed[0] && failure === undefined ? `: ${checks[failed[0]].reason}` : ''}`,
     genTime: ok || verification?.genTime ? (verification?.genTime ?? null) : null,
+    ...(until ? { validUntil: until } : {}),
     checks,
   };
 }

@@ -1,6 +1,6 @@
 import { sha256Hex } from '../crypto/hash.js';
 import { ProcessCache } from '../memo.js';
-import { verifyTimestampResponse } from '../crypto/tsa/verify.js';
+import { type TimestampVerification, verifyTimestampResponse } from '../crypto/tsa/verify.js';
 import type { ValidityWindow } from '../crypto/key-windows.js';
 import type { RpcReader } from '../ledger/rpc-reader.js';
 import { readLedger } from './ledger-read.js';
@@ -18,6 +18,10 @@ export interface VerifyDeps {
   tsaRoots(): Promise<string[]>;
   /** Roots the post-quantum token (ML-DSA-65) must chain to; none: a record's post-quantum token fails its chain. */
   tsaPqRoots?(): Promise<string[]>;
+  /** TSA certificates retired by a rotation (crypto/tsa/history.ts): a token dated after its certificate's retirement fails. */
+  tsaRetirements?(): Promise<readonly { sha256: string; retiredAt: Date }[]>;
+  /** The reader's clock, for the verdict's "has since expired" (default: the system clock); tokens are always judged as of their genTime. */
+  clock?: () => Date;
   /** Fingerprints (SHA-256 hex) of the ML-DSA public keys this service signs or has signed with. */
   trustedPqKeys(): Promise<TrustedKey[]>;
   /** The service wallets' validity windows (the key registry); absent: senders are not held to windows. */
@@ -83,20 +87,22 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string, option
   }
   const final = storedFinalReceipt(item);
   if (final) rememberFinal(item);
-  const [roots, keys, walletWindows, pqRoots] = await Promise.all([
+  const [roots, keys, walletWindows, pqRoots, retired] = await Promise.all([
     deps.tsaRoots(),
     deps.trustedPqKeys(),
     deps.walletWindows ? deps.walletWindows() : [],
     item.tsa_pq_response ? (deps.tsaPqRoots?.() ?? []) : [],
+    deps.tsaRetirements?.() ?? [],
   ]);
+  const tsa: TokenTrust = { roots, pqRoots, retired, now: (deps.clock ?? (() => new Date()))() };
   const verdict =
     final && !options.recheck
-      ? await finalVerdict(item, final, roots, keys, walletWindows, pqRoots)
+      ? await finalVerdict(item, final, tsa, keys, walletWindows)
       : judgeEvidence({
           walletWindows,
           bundle: bundleOf(item),
-          timestamp: await timestampVerdict(item.image_hash, item.tsa_response, roots),
-          ...(await pqTimestampInput(item, pqRoots)),
+          timestamp: await timestampVerdict(item.image_hash, item.tsa_response, tsa, tsa.roots),
+          ...(await pqTimestampInput(item, tsa)),
           timestampRootTrusted: true,
           trustedPqKeys: keys,
           ledger: { kind: 'read', read: await readLedger(deps.rpc, item.tx_hash), expectedFrom: item.ledger_address, checkedAt: new Date(), ...(final ? { final } : {}) },
@@ -110,15 +116,26 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string, option
  * instance holds is the very object verified before) as long as the trust anchors are the same.
  */
 type WalletWindows = { address: string; window: ValidityWindow }[];
-const finalVerdicts = new WeakMap<AnchoredEvidence, { roots: string[]; keys: TrustedKey[]; wallets: WalletWindows; pqRoots: string[]; verdict: Promise<EvidenceVerdict> }>();
+const finalVerdicts = new WeakMap<AnchoredEvidence, { tsa: TokenTrust; keys: TrustedKey[]; wallets: WalletWindows; verdict: Promise<EvidenceVerdict> }>();
 
-function finalVerdict(item: AnchoredEvidence, final: FinalLedgerReceipt, roots: string[], keys: TrustedKey[], wallets: WalletWindows, pqRoots: string[]): Promise<EvidenceVerdict> {
+function finalVerdict(item: AnchoredEvidence, final: FinalLedgerReceipt, tsa: TokenTrust, keys: TrustedKey[], wallets: WalletWindows): Promise<EvidenceVerdict> {
   const known = finalVerdicts.get(item);
-  if (known && known.roots === roots && known.keys === keys && known.wallets === wallets && known.pqRoots === pqRoots) return known.verdict;
-  const verdict = Promise.all([timestampVerdict(item.image_hash, item.tsa_response, roots), pqTimestampInput(item, pqRoots)]).then(([timestamp, pq]) =>
+  // The same trust anchors, and a clock in the same hour (the verdict's words about "since" depend on it).
+  if (
+    known &&
+    known.tsa.roots === tsa.roots &&
+    known.tsa.pqRoots === tsa.pqRoots &&
+    known.tsa.retired === tsa.retired &&
+    known.keys === keys &&
+    known.wallets === wallets &&
+    sameEpoch(known.tsa.now, tsa.now)
+  ) {
+    return known.verdict;
+  }
+  const verdict = Promise.all([timestampVerdict(item.image_hash, item.tsa_response, tsa, tsa.roots), pqTimestampInput(item, tsa)]).then(([timestamp, pq]) =>
     judgeEvidence({ bundle: bundleOf(item), timestamp, ...pq, timestampRootTrusted: true, trustedPqKeys: keys, ledger: { kind: 'final', receipt: final }, walletWindows: wallets }),
   );
-  finalVerdicts.set(item, { roots, keys, wallets, pqRoots, verdict });
+  finalVerdicts.set(item, { tsa, keys, wallets, verdict });
   verdict.catch(() => finalVerdicts.delete(item));
   return verdict;
 }
@@ -129,21 +146,38 @@ function finalVerdict(item: AnchoredEvidence, final: FinalLedgerReceipt, roots: 
  * its imprint and the roots: the same bytes always verify the same way, so a hit is the same
  * computation, never a stored flag.
  */
-const timestampCache = new ProcessCache<string, Promise<TimestampVerdict>>('RFC 3161 verifications', 5000);
+const timestampCache = new ProcessCache<string, Promise<TimestampVerification | string>>('RFC 3161 verifications', 5000);
 
-function timestampVerdict(imageHash: string, response: string, roots: string[], untrusted: string[] = []): Promise<TimestampVerdict> {
-  const key = sha256Hex(JSON.stringify([imageHash, response, roots, untrusted]));
-  return timestampCache.getOrSet(key, () =>
+/** The trust a reader holds tokens to: the roots (retired ones included), the retirements, and its clock. */
+interface TokenTrust {
+  roots: string[];
+  pqRoots: string[];
+  retired: readonly { sha256: string; retiredAt: Date }[];
+  now: Date;
+}
+
+/**
+ * Whether a memoised final verdict may be served at `now`: within the same UTC hour, so that its
+ * words about a certificate that "has since expired" lag by an hour at most (the proofs themselves
+ * are judged as of genTime and never change).
+ */
+function sameEpoch(then: Date, now: Date): boolean {
+  return Math.floor(then.getTime() / 3_600_000) === Math.floor(now.getTime() / 3_600_000);
+}
+
+function timestampVerdict(imageHash: string, response: string, tsa: TokenTrust, roots: string[], untrusted: string[] = []): Promise<TimestampVerdict> {
+  const key = sha256Hex(JSON.stringify([imageHash, response, roots, untrusted, tsa.retired]));
+  const verification = timestampCache.getOrSet(key, () =>
     verifyTimestampResponse(Buffer.from(response, 'base64'), {
       imprint: Buffer.from(imageHash, 'hex'),
       roots,
       untrusted,
       hashAlgorithm: 'SHA-256',
-    }).then(
-      (verification) => checkTimestamp(verification),
-      (error: unknown) => checkTimestamp(null, `cannot be checked: ${error instanceof Error ? error.message : String(error)}`),
-    ),
+      retired: tsa.retired,
+    }).catch((error: unknown) => `cannot be checked: ${error instanceof Error ? error.message : String(error)}`),
   );
+  // The verification is a pure function of the bytes; the words about "since" depend on the clock.
+  return verification.then((v) => (typeof v === 'string' ? checkTimestamp(null, v) : checkTimestamp(v, undefined, tsa.now)));
 }
 
 /**
@@ -151,7 +185,7 @@ function timestampVerdict(imageHash: string, response: string, roots: string[], 
  * the post-quantum roots this service trusts, with the record's own chain as untrusted
  * certificates (the token carries none); nothing when the record has no such token.
  */
-async function pqTimestampInput(item: AnchoredEvidence, pqRoots: string[]): Promise<{ timestampPq?: { verdict: TimestampVerdict; rootTrusted: boolean } }> {
+async function pqTimestampInput(item: AnchoredEvidence, tsa: TokenTrust): Promise<{ timestampPq?: { verdict: TimestampVerdict; rootTrusted: boolean } }> {
   if (!item.tsa_pq_response) return {};
-  return { timestampPq: { verdict: await timestampVerdict(item.image_hash, item.tsa_pq_response, pqRoots, item.tsa_pq_certificates ?? []), rootTrusted: true } };
+  return { timestampPq: { verdict: await timestampVerdict(item.image_hash, item.tsa_pq_response, tsa, tsa.pqRoots, item.tsa_pq_certificates ?? []), rootTrusted: true } };
 }

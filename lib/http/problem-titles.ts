@@ -26,6 +26,7 @@ export const PROBLEM_TITLES: Record<string, string> = {
   account_not_found: 'Account not found',
   evidence_not_found: 'Evidence not found',
   key_not_found: 'API key not found',
+  unknown_tsa_policy: 'Unknown TSA policy',
   device_not_found: 'Device chain not found',
   tx_not_found: 'Transaction not found',
   method_not_allowed: 'Method not allowed',

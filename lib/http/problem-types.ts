@@ -37,6 +37,7 @@ export const PROBLEM_TYPES: Record<string, ProblemType> = {
   account_not_found: t(404, 'No account has this id.', 'Check the account id.'),
   evidence_not_found: t(404, 'No evidence is recorded for this hash (or not for your account).', 'Check the hash: it is the SHA-256 of the file, 64 hex characters.'),
   key_not_found: t(404, 'Your account has no API key with this id.', 'List your keys with GET /api/v2/account/keys.'),
+  unknown_tsa_policy: t(404, 'No time-stamping authority of this service has this policy (or the post-quantum one is off here).', 'Leave `policy` out for the classic TSA, or use the post-quantum policy named in /.well-known/evidence-trust-anchors.json (tsa.pq.policy_oid).'),
   device_not_found: t(404, 'No chain is recorded for this device key.', 'Check the public key (64 hex characters).'),
   tx_not_found: t(404, 'The chain has no transaction with this hash.', 'Check the hash and the network.'),
   method_not_allowed: t(405, 'The path exists but does not take this method; `Allow` lists the ones it takes.', 'Use one of the methods in `Allow`.'),

@@ -7,6 +7,8 @@ export function tsaFiles(dir: string) {
     rootKey: path.join(dir, 'root.key.pem'),
     tsaCert: path.join(dir, 'tsa.pem'),
     tsaKey: path.join(dir, 'tsa.key.pem'),
+    /** The retired TSA certificates of both kinds (history.ts), written by the rotation commands. */
+    history: path.join(dir, 'history.json'),
   };
 }
 

@@ -131,6 +131,11 @@ export interface TimestampVerification extends Partial<TimestampSummary> {
   tsaCertificatePem?: string;
   /** The validated certificate path as PEM, leaf first, trust anchor last. */
   chainPem?: string[];
+  /**
+   * The end of the validated path's validity (the earliest notAfter on it): the token was judged
+   * as of its genTime, when every certificate was valid; a reader may say that one has since expired.
+   */
+  chainValidUntil?: Date;
   /** DER of the TimeStampToken (the CMS ContentInfo). */
   token?: Uint8Array;
 }
@@ -157,6 +162,12 @@ export interface VerifyTimestampOptions {
    * before the evidence they stamped.
    */
   now?: Date;
+  /**
+   * Certificates retired from signing (lib/crypto/tsa/history.ts), by SHA-256 of their DER: a
+   * token whose path holds one of them and whose genTime is after its retirement fails the chain
+   * check. A retired root remains an anchor for the tokens dated before.
+   */
+  retired?: readonly { sha256: string; retiredAt: Date }[];
 }
 
 const ACCEPTED_IMPRINT_HASHES: readonly HashName[] = ['SHA-256', 'SHA-384', 'SHA-512'];
@@ -638,8 +649,14 @@ function verifyDecodedToken(token: DecodedToken, status: CheckOutcome, options: 
           `the token carries ${stray.length === 1 ? 'a certificate' : 'certificates'} whose signature does not verify up to a given root: ${stray.map(describeCertificate).join(', ')}`,
         );
       } else {
-        checks.chain = pass(chain.reason);
-        result.chainPem = chain.path.map(certificatePem);
+        const retired = retiredOnPath(chain.path, options.retired ?? [], tstInfo.genTime);
+        if (retired) {
+          checks.chain = fail(retired);
+        } else {
+          checks.chain = pass(chain.reason);
+          result.chainPem = chain.path.map(certificatePem);
+          result.chainValidUntil = new Date(Math.min(...chain.path.map((c) => c.notAfter.getTime())));
+        }
       }
     }
   }
@@ -648,6 +665,19 @@ function verifyDecodedToken(token: DecodedToken, status: CheckOutcome, options: 
   const required = [checks.imprint, checks.signature, checks.essCertIdV2, checks.eku, checks.chain];
   result.ok = all.every((c) => c.result !== 'fail') && required.every((c) => c.result === 'pass');
   return result;
+}
+
+/** Why the path holds a certificate retired before `genTime`, or undefined (history.ts). */
+function retiredOnPath(path: Certificate[], retired: readonly { sha256: string; retiredAt: Date }[], genTime: Date): string | undefined {
+  if (retired.length === 0) return undefined;
+  for (const cert of path) {
+    const sha = toHex(digest('SHA-256', cert.der));
+    const r = retired.find((x) => x.sha256.toLowerCase() === sha);
+    if (r && genTime.getTime() > r.retiredAt.getTime()) {
+      return `${describeCertificate(cert)} was retired on ${r.retiredAt.toISOString()}; the token is dated ${genTime.toISOString()}, after its retirement`;
+    }
+  }
+  return undefined;
 }
 
 function checkImprint(tst: TstInfo, options: VerifyTimestampOptions): CheckOutcome {

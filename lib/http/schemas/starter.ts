@@ -92,6 +92,33 @@ export const TrustAnchorsSchema = z
       root_sha256: z.string().openapi({ description: 'SHA-256 of the root certificate (DER), hex: compare it with what the operator tells you.' }),
       certificates_url: z.string(),
       policy_oid: z.string(),
+      pq: z
+        .object({
+          root_pem: z.string().openapi({ description: 'The post-quantum TSA root (ML-DSA-65, RFC 9881): the CAfile for the ML-DSA-65 tokens (`timestamp_pq` of a receipt; OpenSSL 3.5 or later on the command line).' }),
+          root_sha256: z.string(),
+          certificates_url: z.string(),
+          policy_oid: z.string().openapi({ description: 'The reqPolicy that asks POST /api/v2/tsa for an ML-DSA-65 token.' }),
+        })
+        .optional()
+        .openapi({ description: 'The post-quantum TSA (RFC 9882), when it is on.' }),
+      certificates: z
+        .array(
+          z.object({
+            kind: z.enum(['classic', 'pq']),
+            role: z.enum(['root', 'leaf']),
+            status: z.enum(['current', 'retired']),
+            sha256: z.string().openapi({ description: 'SHA-256 of the certificate (DER), hex.' }),
+            subject: z.string(),
+            not_before: z.string(),
+            not_after: z.string(),
+            retired_at: z.string().nullable().openapi({ type: ['string', 'null'], description: 'When it stopped signing (a key rotation); a token dated after it fails. null: current.' }),
+            pem: z.string(),
+          }),
+        )
+        .openapi({
+          description:
+            'Every TSA certificate of the service, current and retired, with its validity window. A token is judged as of its genTime: its certificates must have been valid then and not retired before it. Retired roots remain trust anchors for the tokens dated before their retirement.',
+        }),
     }),
     jwks_url: z.string(),
     signing_keys: z.array(
