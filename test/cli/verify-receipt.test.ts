@@ -24,12 +24,14 @@ type Receipt = {
   timestamp: { token: string; tsa_certificates: string[] };
   ledger: { tx_hash: string; from: string };
   device: { signature_hex: string; public_key_hex?: string };
+  timestamp_pq: { token: string };
 };
 
 let photo: Buffer;
 let receipt: Receipt;
 let otherReceipt: Receipt;
 let serviceRoot: string;
+let servicePqRoot: string;
 let rpc: RpcReader;
 
 /** Anchors `bytes` through the API and fetches its receipt through the public endpoint. */
@@ -51,6 +53,7 @@ before(async () => {
   receipt = await anchorAndFetch(photo, pro.apiKey);
   otherReceipt = await anchorAndFetch(Buffer.from(`another photo ${randomHash()}`), pro.apiKey);
   serviceRoot = await readFile(path.join(env.DATA_DIR ?? '', 'tsa', 'root.pem'), 'utf8');
+  servicePqRoot = await readFile(path.join(env.DATA_DIR ?? '', 'tsa', 'pq-root.pem'), 'utf8');
   rpc = new RpcReader(env.LEDGER_RPC_URL ?? '');
 });
 
@@ -60,6 +63,7 @@ const fileSubject = (bytes: Buffer = photo) => ({ kind: 'file' as const, name: '
 const pinned = (): Partial<VerifyReceiptOptions> => ({
   rootsPem: [serviceRoot],
   rootSource: 'tsa-root.pem',
+  pqRootsPem: [servicePqRoot],
   pqKeyFingerprints: [mlDsaPublicKeyFingerprint(Buffer.from(receipt.pq_signature.public_key, 'base64'))],
   wallets: [receipt.ledger.from],
   ledger: rpc,
@@ -109,7 +113,7 @@ describe('verifyReceipt (the offline verifier)', () => {
     assert.equal(r.status, 'pending');
     assert.equal(r.ok, false);
     assert.deepEqual(failed(r), []);
-    assert.deepEqual([...(r.verdict?.open ?? [])].sort(), ['ledger', 'pq_key', 'timestamp']);
+    assert.deepEqual([...(r.verdict?.open ?? [])].sort(), ['ledger', 'pq_key', 'timestamp', 'timestamp_pq']);
     assert.equal(r.root.source, 'receipt');
     const text = formatReport(r).join('\n');
     assert.match(text, /root: from receipt \(not pinned\)/);
@@ -129,6 +133,7 @@ describe('verifyReceipt (the offline verifier)', () => {
     ['a flipped byte in the post-quantum signature', () => tampered((t) => (t.pq_signature.signature = flipBase64(t.pq_signature.signature, (n) => Math.floor(n / 2)))), ['pq_signature']],
     // The last byte of the TimeStampResp is the last byte of the SignerInfo's signature value.
     ['a flipped byte in the TSA token signature', () => tampered((t) => (t.timestamp.token = flipBase64(t.timestamp.token, (n) => n - 1))), ['timestamp']],
+    ['a flipped byte in the post-quantum TSA token signature (ML-DSA-65)', () => tampered((t) => (t.timestamp_pq.token = flipBase64(t.timestamp_pq.token, (n) => n - 1))), ['timestamp_pq']],
     ['a changed server_hash', () => tampered((t) => (t.server_hash = flipHex(t.server_hash, 0))), ['statement']],
     ['the transaction of another anchor', () => tampered((t) => (t.ledger.tx_hash = otherReceipt.ledger.tx_hash)), ['ledger']],
     ['a transaction the chain does not have', () => tampered((t) => (t.ledger.tx_hash = `0x${randomHash()}`)), ['ledger']],

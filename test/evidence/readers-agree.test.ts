@@ -38,6 +38,7 @@ let apiKey: string;
 let genuine: AnchoredEvidence;
 let other: AnchoredEvidence;
 let rootPem: string;
+let pqRootPem: string;
 let rpc: RpcReader;
 let pins: { pqKeyFingerprints: string[]; wallets: string[] };
 
@@ -97,6 +98,7 @@ before(async () => {
   assert.equal(genuine.merkle.path.length, 1);
   assert.notEqual(genuine.tx_hash, other.tx_hash);
   rootPem = await readFile(path.join(env.DATA_DIR ?? '', 'tsa', 'root.pem'), 'utf8');
+  pqRootPem = await readFile(path.join(env.DATA_DIR ?? '', 'tsa', 'pq-root.pem'), 'utf8');
   rpc = new RpcReader(env.LEDGER_RPC_URL ?? '');
   pins = { pqKeyFingerprints: await loadPqFingerprints(), wallets: [await (await getLedgerSender()).address()] };
 });
@@ -148,7 +150,7 @@ async function readAll(hash: string): Promise<Reading[]> {
   out.push({ reader: 'PDF certificate', status: /VERIFIED: every proof below checks out/.test(text) ? 'verified' : /WARNING: at least one proof does NOT check out/.test(text) ? 'failed' : 'pending' });
 
   const receipt = (await (await a.receipt.request(`/api/v2/evidence/receipt/${hash}`)).json()) as unknown;
-  const offline = await verifyReceipt({ receipt, subject: { kind: 'hash', hash }, rootsPem: [rootPem], ledger: rpc, ...pins });
+  const offline = await verifyReceipt({ receipt, subject: { kind: 'hash', hash }, rootsPem: [rootPem], pqRootsPem: [pqRootPem], ledger: rpc, ...pins });
   out.push({ reader: 'evidence verify (offline)', status: offline.status, failed: sorted(offline.verdict?.failed ?? []) });
   if (process.env.DEBUG_READERS) console.log(formatReport(offline).join('\n'));
   return out;
@@ -216,7 +218,7 @@ describe('every reader gives the one verdict', () => {
     assert.deepEqual([v2.ledger_final, v2.ledger_final_since, v2.confirmations], [true, final.recorded_at, final.confirmations]);
     assert.deepEqual([v1.ledger_final, v1.confirmations], [true, final.confirmations]);
     assert.deepEqual([receipt.ledger.final?.since, receipt.ledger.final?.confirmations], [final.recorded_at, final.confirmations]);
-    const offline = await verifyReceipt({ receipt, subject: { kind: 'hash', hash: genuine.image_hash }, rootsPem: [rootPem], ledger: rpc, ...pins });
+    const offline = await verifyReceipt({ receipt, subject: { kind: 'hash', hash: genuine.image_hash }, rootsPem: [rootPem], pqRootsPem: [pqRootPem], ledger: rpc, ...pins });
     assert.equal(offline.ledger?.final, true);
     assert.equal(offline.ledger?.final_since, final.recorded_at);
     assert.ok((offline.ledger?.confirmations ?? 0) >= final.confirmations, 'counted now, from the chain');
