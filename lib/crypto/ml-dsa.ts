@@ -285,6 +285,51 @@ export class LocalMlDsaSigner implements PqSigner {
   }
 }
 
+/**
+ * ML-DSA-65 signer on node:crypto (OpenSSL 3.5, Node ≥ 24.6) from the seed's PKCS#8 (RFC 9881 §6):
+ * the post-quantum TSA's local key. It costs the bundle nothing (node:crypto is built in), where
+ * liboqs would add its WASM module to every function that time-stamps (infra/functions.json).
+ * Pure ML-DSA, empty context, hedged (OpenSSL's default). Its first signature is checked by noble,
+ * another implementation, before it is handed out.
+ */
+export class NodeMlDsaSigner implements PqSigner {
+  readonly algorithm = 'ML-DSA-65' as const;
+  readonly keyId: string;
+  readonly fingerprint: string;
+  readonly #publicKey: Uint8Array;
+  readonly #key: ReturnType<typeof createPrivateKey>;
+  #crossChecked = false;
+
+  private constructor(key: ReturnType<typeof createPrivateKey>, publicKey: Uint8Array) {
+    this.#key = key;
+    this.#publicKey = publicKey;
+    this.fingerprint = mlDsaPublicKeyFingerprint(publicKey);
+    this.keyId = mlDsaKeyId(publicKey);
+  }
+
+  /** @throws {Error} when this Node has no ML-DSA in node:crypto, or the seed is not 32 bytes. */
+  static fromSeed(seed: Uint8Array): NodeMlDsaSigner {
+    if (!nodeCryptoMlDsa65()) throw new Error(`node:crypto of Node ${process.version} cannot sign ML-DSA-65 (Node ≥ 24.6 can)`);
+    const key = createPrivateKey({ key: Buffer.from(mlDsa65Pkcs8FromSeed(seed)), format: 'der', type: 'pkcs8' });
+    const spki = new Uint8Array(createPublicKey(key).export({ format: 'der', type: 'spki' }));
+    return new NodeMlDsaSigner(key, mlDsa65PublicKeyFromSpki(spki));
+  }
+
+  publicKey(): Promise<Uint8Array> {
+    return Promise.resolve(Uint8Array.from(this.#publicKey));
+  }
+
+  sign(message: Uint8Array): Promise<Uint8Array> {
+    assertBytes(message, 'ML-DSA-65 message');
+    const signature = new Uint8Array(nodeSign(null, message, this.#key));
+    if (!this.#crossChecked) {
+      if (!verifyMlDsa65Noble(signature, message, this.#publicKey)) return Promise.reject(new Error(`node:crypto ML-DSA-65 signature does not verify with noble under ${this.keyId}`));
+      this.#crossChecked = true;
+    }
+    return Promise.resolve(signature);
+  }
+}
+
 /** `Name: message` of an error, for the messages of the ML-DSA adapters. */
 export function errorName(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);

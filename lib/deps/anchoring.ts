@@ -5,7 +5,7 @@ import { LocalMlDsaSigner } from '../crypto/ml-dsa.js';
 import { KmsMlDsaSigner } from '../crypto/ml-dsa-kms.js';
 import type { PqSigner, TimestampAuthority } from '../crypto/ports.js';
 import { EmbeddedTsa } from '../crypto/tsa/embedded.js';
-import { KmsTsaKeySigner, MlDsaTsaKeySigner } from '../crypto/tsa/key-signer.js';
+import { KmsMlDsaTsaKeySigner, KmsTsaKeySigner } from '../crypto/tsa/key-signer.js';
 import { RemoteTsa } from '../crypto/tsa/remote.js';
 import { reconcileQuotaHolds } from '../accounts/quota-holds.js';
 import type { AnchorDeps } from '../evidence/anchor.js';
@@ -78,20 +78,17 @@ export const getTsa: () => Promise<TimestampAuthority> = /* @__PURE__ */ lazy(as
 /**
  * The post-quantum TSA (ML-DSA-65 tokens, RFC 9882), or undefined when it is off (config
  * `tsa.pq`): locally the seeds in DATA_DIR/tsa, in production a KMS key of key spec ML_DSA_65
- * (the same KmsMlDsaSigner as the service's ML-DSA key: ML_DSA_SHAKE_256, RAW, every signature
- * verified before use) with its certificate and root shipped with the functions.
+ * (ML_DSA_SHAKE_256, RAW, as the service's ML-DSA key; every signature verified with the leaf's
+ * key before the token is issued) with its certificate and root shipped with the functions.
  */
 export const getPqTsa: () => Promise<EmbeddedTsa | undefined> = /* @__PURE__ */ lazy(async () => {
   const { tsa } = getConfig();
   const pq = tsa.pq;
   if (!pq) return undefined;
   if (pq.kmsKeyId) {
-    const [rootCertPem, tsaCertPem, pqSigner] = await Promise.all([
-      readFile(pq.rootFile ?? '', 'utf8'),
-      readFile(pq.certFile ?? '', 'utf8'),
-      KmsMlDsaSigner.connect(kmsClient(), pq.kmsKeyId),
-    ]);
-    return EmbeddedTsa.create({ rootCertPem, tsaCertPem, keySigner: new MlDsaTsaKeySigner(pqSigner), policyOid: pq.policyOid });
+    const [rootCertPem, tsaCertPem] = await Promise.all([readFile(pq.rootFile ?? '', 'utf8'), readFile(pq.certFile ?? '', 'utf8')]);
+    // create() signs a challenge with the KMS key and verifies it with the certificate's key.
+    return EmbeddedTsa.create({ rootCertPem, tsaCertPem, keySigner: new KmsMlDsaTsaKeySigner(kmsClient(), pq.kmsKeyId), policyOid: pq.policyOid });
   }
   const files = pqTsaFiles(tsa.dir);
   const [rootCertPem, tsaCertPem, tsaKeyPkcs8Pem] = await Promise.all([

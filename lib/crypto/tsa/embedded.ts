@@ -44,10 +44,9 @@ import {
   setOf,
   utf8String,
 } from './der-writer.js';
-import { ID_ML_DSA_65, mlDsa65PublicKeyFromSpki, verifyMlDsa65 } from '../ml-dsa.js';
+import { ID_ML_DSA_65, NodeMlDsaSigner, mlDsa65PublicKeyFromSpki, mlDsa65SeedFromPkcs8, verifyMlDsa65 } from '../ml-dsa.js';
 import { type TsaKeySigner, MlDsaTsaKeySigner, WebCryptoTsaKeySigner, signerMatchesCertificate } from './key-signer.js';
-import { isMlDsaPkcs8Pem, pqSignerFromPkcs8Pem } from './pq-certificates.js';
-import { derToPem } from './pem.js';
+import { derToPem, pemToDer } from './pem.js';
 import { verifyTimestampResponse } from './verify.js';
 import { certificateFromDer, parseCertificateDer, validatePath } from './x509-verify.js';
 
@@ -234,9 +233,9 @@ export class EmbeddedTsa implements TimestampAuthority {
     this.ready = (async () => {
       // Only what signing needs: a root key passed along by mistake is never imported.
       const pem = options.tsaKeyPkcs8Pem ?? '';
+      const seed = mlDsaSeedOf(pem);
       const signer: TsaKeySigner =
-        options.keySigner ??
-        (isMlDsaPkcs8Pem(pem) ? new MlDsaTsaKeySigner(pqSignerFromPkcs8Pem(pem)) : new WebCryptoTsaKeySigner(await importPrivateKey(pem)));
+        options.keySigner ?? (seed ? new MlDsaTsaKeySigner(NodeMlDsaSigner.fromSeed(seed)) : new WebCryptoTsaKeySigner(await importPrivateKey(pem)));
       // The start-up checks of a TSA's own material (RFC 3161 §2.3 usage was checked above): the
       // key belongs to the leaf (one signature, verified with the leaf's public key: for a KMS key
       // this is one Sign call), and the leaf chains to the root now.
@@ -460,6 +459,15 @@ export class EmbeddedTsa implements TimestampAuthority {
       policy: this.policyOid,
       ...(nonce !== undefined ? { nonce } : {}),
     };
+  }
+}
+
+/** The seed of an ML-DSA-65 PKCS#8 PEM (RFC 9881 §6 seed form), or undefined for any other key. */
+function mlDsaSeedOf(pem: string): Uint8Array | undefined {
+  try {
+    return mlDsa65SeedFromPkcs8(pemToDer(pem, 'PRIVATE KEY'));
+  } catch {
+    return undefined;
   }
 }
 

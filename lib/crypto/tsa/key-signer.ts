@@ -121,6 +121,43 @@ export class MlDsaTsaKeySigner implements TsaKeySigner {
 }
 
 /**
+ * The post-quantum TSA's key on AWS KMS (key spec `ML_DSA_65`, key usage `SIGN_VERIFY`): the
+ * signed attributes are sent as they are (`MessageType: RAW`, `ML_DSA_SHAKE_256`, as
+ * lib/crypto/ml-dsa-kms.ts signs the service's ML-DSA key; a token's signed attributes are ~200
+ * bytes, far below the 4096-byte RAW limit) and KMS answers the 3309-byte pure ML-DSA-65
+ * signature CMS carries (RFC 9882 §3.3). Not KmsMlDsaSigner itself: that one checks signatures with
+ * liboqs on a Node without ML-DSA, which would put liboqs' WASM into every function that
+ * time-stamps; the embedded TSA checks every signature with the leaf's key before it issues.
+ */
+export class KmsMlDsaTsaKeySigner implements TsaKeySigner {
+  readonly signatureAlgorithm = { oid: SIGNATURE_OID.mlDsa65, nullParameters: false };
+  readonly digest = 'SHA-512' as const;
+  readonly kmsKeyId: string;
+  readonly #client: KMSClient;
+
+  constructor(client: KMSClient, kmsKeyId: string) {
+    if (typeof kmsKeyId !== 'string' || kmsKeyId.length === 0) throw new TypeError('KMS key id: expected a non-empty string');
+    this.#client = client;
+    this.kmsKeyId = kmsKeyId;
+  }
+
+  async sign(data: Uint8Array): Promise<Uint8Array> {
+    if (data.length === 0 || data.length > 4096) throw new RangeError(`KMS RAW message: expected 1..4096 bytes, got ${data.length}`);
+    let response;
+    try {
+      response = await this.#client.send(new SignCommand({ KeyId: this.kmsKeyId, Message: data, MessageType: 'RAW', SigningAlgorithm: 'ML_DSA_SHAKE_256' }));
+    } catch (err) {
+      throw new Error(`KMS Sign failed for ${this.kmsKeyId}: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`, { cause: err });
+    }
+    if (response.SigningAlgorithm !== undefined && response.SigningAlgorithm !== 'ML_DSA_SHAKE_256') {
+      throw new Error(`KMS Sign for ${this.kmsKeyId} used ${response.SigningAlgorithm}, expected ML_DSA_SHAKE_256`);
+    }
+    if (response.Signature === undefined || response.Signature.length !== 3309) throw new Error(`KMS Sign for ${this.kmsKeyId} returned ${response.Signature?.length ?? 'no'} signature bytes, expected 3309`);
+    return Uint8Array.from(response.Signature);
+  }
+}
+
+/**
  * Whether `signer` holds the private key of `cert`: it signs a random challenge, verified with the
  * certificate's public key (one signature; one KMS call for a KMS key). False on any failure.
  */

@@ -74,16 +74,6 @@ export function pqSignerFromPkcs8Pem(pem: string): LocalMlDsaSigner {
   return LocalMlDsaSigner.fromSeed(mlDsa65SeedFromPkcs8(pemToDer(pem, 'PRIVATE KEY')));
 }
 
-/** Whether a PKCS#8 PEM holds an ML-DSA-65 key (its AlgorithmIdentifier), without decoding further. */
-export function isMlDsaPkcs8Pem(pem: string): boolean {
-  try {
-    mlDsa65SeedFromPkcs8(pemToDer(pem, 'PRIVATE KEY'));
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function newSeedPem(): { seed: Uint8Array; pem: string } {
   const seed = new Uint8Array(randomBytes(ML_DSA_65_SEED_BYTES));
   return { seed, pem: derToPem(mlDsa65Pkcs8FromSeed(seed), 'PRIVATE KEY') };
