@@ -1,4 +1,5 @@
 import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
 import { type AccountDeps, getAccountDeps } from '../deps/accounts.js';
 import { runQuotaReset, UnknownAccountError } from '../accounts/quota-reset.js';
 import { isTierName, TIER_NAMES } from '../accounts/tiers.js';
@@ -25,6 +26,8 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
  *     npm run admin -- retire-key <kind> <kid|address|public key file>
  *     npm run admin -- rotate-tsa-leaf [--pq]
  *     npm run admin -- rotate-tsa-root [--pq]
+ *     npm run admin -- record-tsa-retirement <cert.pem> --kind classic|pq --role leaf|root [--history F] [--at ISO]
+ *     npm run admin -- issue-pq-tsa-cert --root-cert F --root-key F --public-key pub.der --out F
  *
  * Exit codes: 0 done, 1 failed (unknown account, unreachable database, bad configuration),
  * 2 usage error.
@@ -58,6 +61,12 @@ Commands:
                                        npm start first (docs/runbook.md for KMS).
   rotate-tsa-root [--pq]               New TSA root, certificate and key; the old root and
                                        certificate are retired (tokens made before still verify).
+  record-tsa-retirement <cert.pem> --kind classic|pq --role leaf|root [--history F] [--at ISO]
+                                       Production: record that a TSA certificate stopped signing
+                                       (its KMS key disabled) in the TSA history (TSA_HISTORY_FILE).
+  issue-pq-tsa-cert --root-cert F --root-key F --public-key pub.der --out F
+                                       Production: the ML-DSA-65 TSA leaf for a KMS key's public
+                                       key (DER SubjectPublicKeyInfo), signed by the PQ root's seed.
 
 Reads the configuration npm start reads (the same variables and defaults): run it with the
 variables the stack was started with (DYNAMODB_PORT or DYNAMODB_ENDPOINT, LEDGER_RPC_PORT,
@@ -176,6 +185,28 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
         io.out(JSON.stringify(await rotateTsa(command === 'rotate-tsa-root' ? 'root' : 'leaf', pq ? 'pq' : 'classic'), null, 2));
         return 0;
       }
+      case 'record-tsa-retirement': {
+        const { values, positionals } = parseArgs({ args: [...args], options: { kind: { type: 'string' }, role: { type: 'string' }, history: { type: 'string' }, at: { type: 'string' } }, allowPositionals: true, strict: true });
+        const [certFile] = positionals;
+        if (positionals.length !== 1 || !certFile) return usageError('record-tsa-retirement needs one certificate file.');
+        if (values.kind !== 'classic' && values.kind !== 'pq') return usageError('--kind is classic or pq.');
+        if (values.role !== 'leaf' && values.role !== 'root') return usageError('--role is leaf or root.');
+        const { recordTsaRetirement } = await import('./tsa-rotate.js');
+        const history = await recordTsaRetirement({ certFile, kind: values.kind, role: values.role, ...(values.history ? { historyFile: values.history } : {}), ...(values.at ? { at: new Date(values.at) } : {}) });
+        io.out(JSON.stringify({ retired: history.retired.map(({ pem: _pem, ...rest }) => rest) }, null, 2));
+        return 0;
+      }
+      case 'issue-pq-tsa-cert': {
+        const { values } = parseArgs({ args: [...args], options: { 'root-cert': { type: 'string' }, 'root-key': { type: 'string' }, 'public-key': { type: 'string' }, out: { type: 'string' } }, strict: true });
+        const rootCertFile = values['root-cert'];
+        const rootKeyFile = values['root-key'];
+        const publicKeyFile = values['public-key'];
+        const outFile = values.out;
+        if (!rootCertFile || !rootKeyFile || !publicKeyFile || !outFile) return usageError('issue-pq-tsa-cert needs --root-cert, --root-key, --public-key and --out.');
+        const { issuePqTsaCertificateFor } = await import('./tsa-rotate.js');
+        io.out(JSON.stringify(await issuePqTsaCertificateFor({ rootCertFile, rootKeyFile, publicKeyFile, outFile }), null, 2));
+        return 0;
+      }
       default:
         return usageError(`Unknown command "${command}".`);
     }
@@ -184,6 +215,8 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
     if (error instanceof ConfigError) return fail(io, error.message);
     if (error instanceof RotationRefused) return fail(io, `Not rotated: ${error.message}.`);
     if (error instanceof DomainError) return fail(io, error.detail);
+    if (error instanceof Error && error.name === 'TsaRotationRefused') return fail(io, error.message);
+    if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true) return usageError((error as Error).message);
     const message = (error instanceof Error ? error.message : String(error)).replace(/\.$/, '');
     return fail(io, `Failed: ${message}. ${whereItLooked(resolve)}`);
   }

@@ -165,7 +165,7 @@ export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string): 
       'Timestamp: base64-decode timestamp.token to token.tsr, write tsa_certificates to chain.pem (leaf first, root last) and run: openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem -untrusted tsa.pem',
       ...(item.tsa_pq_response
         ? [
-            'Post-quantum timestamp: the same with timestamp_pq (ML-DSA-65, RFC 9882); the openssl command line needs OpenSSL 3.5 or later (earlier versions cannot read ML-DSA keys): openssl ts -verify -data photo.jpg -in token-pq.tsr -CAfile pq-root.pem -untrusted pq-tsa.pem',
+            'Post-quantum timestamp (timestamp_pq, ML-DSA-65, RFC 9882): evidence verify with the post-quantum root pinned; or OpenSSL 3.5 or later (earlier versions cannot read ML-DSA keys, and openssl ts -verify cannot verify ML-DSA tokens in any version yet): openssl ts -reply -in token-pq.tsr -token_out -out token-pq.der, then openssl cms -verify -inform DER -in token-pq.der -binary -CAfile pq-root.pem -certfile pq-tsa.pem -purpose timestampsign -out tstinfo.der, and the messageImprint in tstinfo.der (openssl asn1parse -inform DER -in tstinfo.der) must be image_hash',
           ]
         : []),
       'Statement: SHA-256 of statement_canonical (UTF-8) must equal server_hash; it is the RFC 8785 form of statement.',
