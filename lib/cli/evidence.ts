@@ -60,7 +60,8 @@ Commands:
       "unchecked": the receipt is then consistent with itself, not verified.
 
   trust add <base-url> | trust list | trust remove <base-url>   [--trust-file F]
-      Fetch a service's trust anchors once (its TSA root, JWK set, chain id and wallet address,
+      Fetch a service's trust anchors once (its TSA roots, classic and post-quantum, every TSA
+      certificate with its validity window, JWK set, chain id and wallet address,
       from /.well-known/evidence-trust-anchors.json and /.well-known/jwks.json) into the trust
       file (EVIDENCE_TRUST_FILE, else ~/.config/evidence/trust.json). Compare the fingerprints it
       prints with the ones the operator publishes. Later verify runs use them with no flags.

@@ -219,9 +219,9 @@ export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
   proofs.statement = pq.statement;
   proofs.pq_signature = pq.pq_signature;
   proofs.pq_key = pq.pq_key;
-  proofs.timestamp = judgeTimestamp(input.timestamp, input.timestampRootTrusted);
+  proofs.timestamp = judgeTimestamp(input.timestamp, input.timestampRootTrusted, '--root');
   proofs.timestamp_pq = input.timestampPq
-    ? judgeTimestamp(input.timestampPq.verdict, input.timestampPq.rootTrusted)
+    ? judgeTimestamp(input.timestampPq.verdict, input.timestampPq.rootTrusted, '--pq-root')
     : { state: 'absent', reason: 'the record has no post-quantum timestamp (made before the post-quantum TSA, or while it was off)' };
   proofs.merkle = b.merkle === undefined || b.merkle === null ? { state: 'absent', reason: 'a direct anchor: its transaction carries image_hash || server_hash itself' } : fromVerdict(checkMerkleInclusion(b.image_hash, realHash, b.merkle));
   proofs.device_signature = fromVerdict(checkDeviceSignature({ image_hash: b.image_hash, public_key_hex: b.device.public_key_hex, signature_hex: b.device.signature_hex }));
@@ -248,9 +248,10 @@ export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
   };
 }
 
-function judgeTimestamp(t: TimestampVerdict, rootTrusted: boolean): ProofResult {
+function judgeTimestamp(t: TimestampVerdict, rootTrusted: boolean, flag: '--root' | '--pq-root'): ProofResult {
   if (!t.ok) return fails(t.reason);
-  return rootTrusted ? holds(t.reason) : { state: 'unchecked', reason: `${t.reason}, but against the receipt's own root: pin the TSA root (evidence trust add <url>, or --root)` };
+  const root = flag === '--root' ? 'the TSA root' : 'the post-quantum TSA root';
+  return rootTrusted ? holds(t.reason) : { state: 'unchecked', reason: `${t.reason}, but against the receipt's own root: pin ${root} (evidence trust add <url>, or ${flag})` };
 }
 
 /** The post-quantum part of the verdict (also GET /api/v1/pq/verify's, which asks nothing else). */

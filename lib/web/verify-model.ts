@@ -93,7 +93,11 @@ export function buildVerifyPageModel(v: EvidenceVerification, explorerTemplate: 
       keyPublished: p.pq_key.state === 'holds',
     },
     timestamp: {
-      ...card('RFC 3161 valid', [['RFC 3161 invalid', p.timestamp]]),
+      // The post-quantum token (ML-DSA-65) is the same kind of proof: its reason is listed on the card, and it can fail it.
+      ...card(p.timestamp_pq.state === 'holds' ? 'RFC 3161 valid (ECDSA and ML-DSA-65)' : 'RFC 3161 valid', [
+        ['RFC 3161 invalid', p.timestamp],
+        ['Post-quantum RFC 3161 invalid', p.timestamp_pq],
+      ]),
       time: verdict.timestamp_time ?? r.tsa_gen_time,
       tsa: r.tsa_certificates[0] ? describeSubject(r.tsa_certificates[0]) : null,
       serial: r.tsa_serial,

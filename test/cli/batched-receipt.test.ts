@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -92,6 +92,7 @@ const verify = (receipt: Receipt, photo: Buffer) =>
     receipt,
     subject: { kind: 'file', name: 'photo.jpg', sha256: sha256Hex(photo) },
     rootsPem: [rootPem],
+    pqRootsPem: [readFileSync(path.join(env.DATA_DIR ?? '', 'tsa', 'pq-root.pem'), 'utf8')],
     pqKeyFingerprints: [mlDsaPublicKeyFingerprint(Buffer.from((receipts[0] as Receipt).pq_signature.public_key, 'base64'))],
     wallets: [(receipts[0] as Receipt).ledger.from],
     ledger: rpc,

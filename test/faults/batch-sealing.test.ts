@@ -111,6 +111,7 @@ async function assertReceiptVerifies(api: Api, hash: string): Promise<{ tx_hash:
     receipt,
     subject: { kind: 'hash', hash },
     rootsPem: [rootPem],
+    pqRootsPem: [readFileSync(path.join(env.DATA_DIR ?? '', 'tsa', 'pq-root.pem'), 'utf8')],
     pqKeyFingerprints: await loadPqFingerprints(),
     wallets: [wallet],
     ledger: new RpcReader(env.LEDGER_RPC_URL ?? ''),

@@ -129,7 +129,7 @@ describe('the certificate of an anchored photo', () => {
     // Every trust anchor pinned: the service's TSA root, its published ML-DSA-65 key and its wallet.
     const [pqKey] = await loadPqFingerprints();
     const wallet = await (await getLedgerSender()).address();
-    const args = ['verify', path.join(dir, 'photo.jpg'), '--certificate', pdfFile, '--rpc', process.env.LEDGER_RPC_URL ?? '', '--root', path.join(process.env.DATA_DIR ?? '', 'tsa', 'root.pem'), '--pq-key', pqKey ?? '', '--wallet', wallet];
+    const args = ['verify', path.join(dir, 'photo.jpg'), '--certificate', pdfFile, '--rpc', process.env.LEDGER_RPC_URL ?? '', '--root', path.join(process.env.DATA_DIR ?? '', 'tsa', 'root.pem'), '--pq-root', path.join(process.env.DATA_DIR ?? '', 'tsa', 'pq-root.pem'), '--pq-key', pqKey ?? '', '--wallet', wallet];
     const code = await evidenceCli(args, { out: (l) => lines.push(l), err: () => {} });
     const report = lines.join('\n');
     assert.equal(code, 0, report);

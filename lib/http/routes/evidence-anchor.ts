@@ -25,6 +25,7 @@ export function createAnchorApp(path: '/api/v2/evidence/anchor' | '/api/v2/evide
         : 'Anchor a hash: ML-DSA-65 signature, RFC 3161 timestamp and ledger transaction',
     description:
       'Checks the device signature and chain, then signs, timestamps and anchors. Pro and Enterprise. ' +
+      'While the post-quantum TSA is on, every anchor also gets an ML-DSA-65 RFC 3161 token (RFC 9882) over the same hash, made beside the classic one; the request does not ask for it, and the receipt carries it as timestamp_pq. ' +
       'A hash is anchored once: another request for it, or a concurrent one, gets 409 hash_already_anchored. ' +
       'Retries are safe: the identical request (same body, same account) resumes an interrupted anchor with the proofs ' +
       'and the ledger transaction already made (never a second transaction), or starts afresh when nothing was published; ' +

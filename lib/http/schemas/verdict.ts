@@ -19,7 +19,7 @@ export const ProofsSchema = z
   .object(Object.fromEntries(PROOF_NAMES.map((n) => [n, ProofResultSchema])) as Record<ProofName, typeof ProofResultSchema>)
   .describe(
     'Each proof: statement (SHA-256 of the RFC 8785 statement is server_hash and it names this record), pq_signature (ML-DSA-65 over server_hash), pq_key (a key the service publishes), ' +
-      'timestamp (RFC 3161), ledger (the transaction: mined, succeeded, from the service wallet; its input data image_hash || server_hash, or in batch mode ASCII "MERKLE-SHA256:" || the batch root), ' +
+      'timestamp (RFC 3161, as of its genTime: a TSA certificate expired since does not undo it, and the reason says so), timestamp_pq (the post-quantum RFC 3161 token, ML-DSA-65 per RFC 9882; absent on records made without it), ledger (the transaction: mined, succeeded, from the service wallet; its input data image_hash || server_hash, or in batch mode ASCII "MERKLE-SHA256:" || the batch root), ' +
       'merkle (batch mode: the RFC 6962 inclusion path leads from SHA-256(0x00 || image_hash || server_hash) to the root the transaction carries; absent for a direct anchor), ' +
       'device_signature (Ed25519 over image_hash), chain_link (chain_hash and previous_hash).',
   )
