@@ -84,18 +84,27 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
   const absent: string[] = [];
   if (isAnchored(item) && receipt && judged) {
     const p = judged.proofs;
-    const tsStatus = statusOf(p.timestamp);
+    // The post-quantum token (ML-DSA-65, RFC 9882), when the record has one, is the same proof made
+    // twice: one card (the certificate stays within two pages), judged on both.
+    const tsStatus = statusOf(p.timestamp, p.timestamp_pq);
+    const pqToken = receipt.timestamp_pq;
     proofs.push({
       id: 'timestamp',
       title: 'Independent timestamp (RFC 3161)',
       status: tsStatus,
-      statusText: wordsOf(tsStatus, 'the token is signed by the time-stamping authority and names this fingerprint', p.timestamp),
+      statusText: wordsOf(
+        tsStatus,
+        pqToken ? 'both tokens (ECDSA and post-quantum ML-DSA-65) are signed by the time-stamping authority and name this fingerprint' : 'the token is signed by the time-stamping authority and names this fingerprint',
+        p.timestamp,
+        p.timestamp_pq,
+      ),
       proves: 'A time-stamping authority signed that this exact fingerprint existed at the time shown. Nobody, including us, can move that time later.',
       facts: [
         ['Time (genTime)', receipt.timestamp.gen_time],
         ['Authority (TSA)', input.tsaName ?? 'named in the token'],
         ['Serial number', receipt.timestamp.serial],
         ['Policy', receipt.timestamp.policy],
+        ...(pqToken ? ([['Post-quantum token', `ML-DSA-65 (RFC 9882), genTime ${pqToken.gen_time}, policy ${pqToken.policy}: timestamp_pq in receipt.json`]] as [string, string][]) : []),
       ],
       check: {
         intro: 'With OpenSSL, from the attached receipt.json and the original file:',
