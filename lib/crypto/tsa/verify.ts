@@ -673,7 +673,8 @@ function retiredOnPath(path: Certificate[], retired: readonly { sha256: string; 
   for (const cert of path) {
     const sha = toHex(digest('SHA-256', cert.der));
     const r = retired.find((x) => x.sha256.toLowerCase() === sha);
-    if (r && genTime.getTime() > r.retiredAt.getTime()) {
+    // The window rule of decisions.md "Key validity windows": t < retired_at.
+    if (r && genTime.getTime() >= r.retiredAt.getTime()) {
       return `${describeCertificate(cert)} was retired on ${r.retiredAt.toISOString()}; the token is dated ${genTime.toISOString()}, after its retirement`;
     }
   }
