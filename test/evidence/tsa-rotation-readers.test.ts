@@ -98,7 +98,7 @@ describe('TSA rotation: every reader, old and new records side by side', () => {
     const a = await apps();
     const doc = (await (await a.trust.request('/.well-known/evidence-trust-anchors.json')).json()) as { tsa: { certificates: { kind: string; role: string; status: string }[] } };
     const count = (status: string) => doc.tsa.certificates.filter((c) => c.status === status).map((c) => `${c.kind} ${c.role}`).sort();
-    assert.deepEqual(count('current'), ['classic leaf', 'classic root', 'pq leaf', 'pq root']);
+    assert.deepEqual(count('active'), ['classic leaf', 'classic root', 'pq leaf', 'pq root']);
     assert.deepEqual(count('retired'), ['classic leaf', 'classic leaf', 'classic root', 'pq leaf', 'pq leaf', 'pq root']);
 
     const trustFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'trust-')), 'trust.json');

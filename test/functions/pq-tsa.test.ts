@@ -99,7 +99,7 @@ describe('the post-quantum TSA over the API', () => {
       tsa: { pq?: { root_pem: string; root_sha256: string; policy_oid: string }; certificates: { kind: string; role: string; status: string; sha256: string; not_before: string; not_after: string; retired_at: string | null; pem: string }[] };
     };
     assert.equal(doc.tsa.pq?.policy_oid, DEFAULT_TSA_PQ_POLICY_OID);
-    const current = doc.tsa.certificates.filter((c) => c.status === 'current').map((c) => `${c.kind} ${c.role}`).sort();
+    const current = doc.tsa.certificates.filter((c) => c.status === 'active').map((c) => `${c.kind} ${c.role}`).sort();
     assert.deepEqual(current, ['classic leaf', 'classic root', 'pq leaf', 'pq root']);
     for (const c of doc.tsa.certificates) {
       assert.equal(createHash('sha256').update(new X509Certificate(c.pem).raw).digest('hex'), c.sha256);

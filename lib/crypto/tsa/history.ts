@@ -23,7 +23,7 @@ export type TsaKind = 'classic' | 'pq';
 export interface TsaCertificateEntry {
   kind: TsaKind;
   role: 'root' | 'leaf';
-  status: 'current' | 'retired';
+  status: 'active' | 'retired';
   /** SHA-256 of the certificate's DER, hex. */
   sha256: string;
   subject: string;
@@ -53,7 +53,7 @@ export function tsaCertificateEntry(pem: string, kind: TsaKind, role: 'root' | '
   return {
     kind,
     role,
-    status: retiredAt ? 'retired' : 'current',
+    status: retiredAt ? 'retired' : 'active',
     sha256: createHash('sha256').update(cert.der).digest('hex'),
     subject: nameToString(cert.subject),
     not_before: cert.notBefore.toISOString(),

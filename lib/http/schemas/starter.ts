@@ -106,7 +106,7 @@ export const TrustAnchorsSchema = z
           z.object({
             kind: z.enum(['classic', 'pq']),
             role: z.enum(['root', 'leaf']),
-            status: z.enum(['current', 'retired']),
+            status: z.enum(['active', 'retired']),
             sha256: z.string().openapi({ description: 'SHA-256 of the certificate (DER), hex.' }),
             subject: z.string(),
             not_before: z.string(),
