@@ -6,7 +6,7 @@
 import { createHash, createPublicKey, randomBytes, verify as nodeVerify } from 'node:crypto';
 import { SignCommand, type KMSClient } from '@aws-sdk/client-kms';
 import type * as pkijs from 'pkijs';
-import { ID_ML_DSA_65, mlDsa65PublicKeyFromSpki, verifyMlDsa65 } from '../ml-dsa.js';
+import { ID_ML_DSA_65, KMS_MAX_RAW_MESSAGE_BYTES, ML_DSA_65_SIGNATURE_BYTES, mlDsa65PublicKeyFromSpki, verifyMlDsa65 } from '../ml-dsa.js';
 import type { PqSigner } from '../ports.js';
 
 const subtle = globalThis.crypto.subtle;
@@ -142,7 +142,7 @@ export class KmsMlDsaTsaKeySigner implements TsaKeySigner {
   }
 
   async sign(data: Uint8Array): Promise<Uint8Array> {
-    if (data.length === 0 || data.length > 4096) throw new RangeError(`KMS RAW message: expected 1..4096 bytes, got ${data.length}`);
+    if (data.length === 0 || data.length > KMS_MAX_RAW_MESSAGE_BYTES) throw new RangeError(`KMS RAW message: expected 1..${KMS_MAX_RAW_MESSAGE_BYTES} bytes, got ${data.length}`);
     let response;
     try {
       response = await this.#client.send(new SignCommand({ KeyId: this.kmsKeyId, Message: data, MessageType: 'RAW', SigningAlgorithm: 'ML_DSA_SHAKE_256' }));
@@ -152,7 +152,9 @@ export class KmsMlDsaTsaKeySigner implements TsaKeySigner {
     if (response.SigningAlgorithm !== undefined && response.SigningAlgorithm !== 'ML_DSA_SHAKE_256') {
       throw new Error(`KMS Sign for ${this.kmsKeyId} used ${response.SigningAlgorithm}, expected ML_DSA_SHAKE_256`);
     }
-    if (response.Signature === undefined || response.Signature.length !== 3309) throw new Error(`KMS Sign for ${this.kmsKeyId} returned ${response.Signature?.length ?? 'no'} signature bytes, expected 3309`);
+    if (response.Signature === undefined || response.Signature.length !== ML_DSA_65_SIGNATURE_BYTES) {
+      throw new Error(`KMS Sign for ${this.kmsKeyId} returned ${response.Signature?.length ?? 'no'} signature bytes, expected ${ML_DSA_65_SIGNATURE_BYTES}`);
+    }
     return Uint8Array.from(response.Signature);
   }
 }
