@@ -75,6 +75,17 @@ export interface Config {
    * SIGKILL), 0 in AWS (DynamoDB's indexes lose nothing; docs/decisions.md "Cost").
    */
   reconcileSafetyScanItems: number;
+  /** RFC 4998 evidence records (lib/evidence/archive.ts). */
+  archive: {
+    /** ARCHIVE_GROUP_SECONDS: a group is made once its oldest hash has waited this long. */
+    groupAfterMs: number;
+    /** ARCHIVE_MAX_GROUP: most hashes in one group. */
+    maxGroupSize: number;
+    /** ARCHIVE_RENEW_BEFORE_DAYS: a chain is renewed this long before its last TSA certificate's notAfter. */
+    renewBeforeMs: number;
+    /** `npm start` only (ARCHIVE_INTERVAL_MS): how often the archive job runs (in AWS a scheduled Lambda, every minute). */
+    intervalMs: number;
+  };
   aws: {
     region: string;
     dynamoEndpoint: string | undefined;
@@ -272,6 +283,12 @@ export function loadConfig(env: Env = process.env): Config {
     authFailuresPerWindow: r.integer('AUTH_FAILURES_PER_WINDOW', 10, 1),
     reconcileIntervalMs: r.integer('RECONCILE_INTERVAL_MS', 5000, 100),
     reconcileSafetyScanItems: r.integer('RECONCILE_SAFETY_SCAN_ITEMS', local ? 1000 : 0, 0),
+    archive: {
+      groupAfterMs: r.integer('ARCHIVE_GROUP_SECONDS', 30, 0) * 1000,
+      maxGroupSize: r.integer('ARCHIVE_MAX_GROUP', 2048, 1),
+      renewBeforeMs: r.integer('ARCHIVE_RENEW_BEFORE_DAYS', 365, 1) * 24 * 3600_000,
+      intervalMs: r.integer('ARCHIVE_INTERVAL_MS', 10_000, 100),
+    },
     aws: {
       region: r.string('AWS_REGION', local ? 'local' : 'eu-central-1'),
       dynamoEndpoint,
