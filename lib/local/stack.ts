@@ -15,7 +15,9 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { getLedgerSender, getPqRegistrationDeps, getReconcileDeps } from '../deps/anchoring.js';
+import { getArchiveDeps } from '../deps/archive-job.js';
 import { getDb } from '../deps/core.js';
+import { runArchivePass } from '../evidence/archive.js';
 import { reconcileAnchors } from '../evidence/reconcile.js';
 import { ensurePqKeyRegistered } from '../evidence/pq-registration.js';
 import { ensureTables } from '../store/tables.js';
@@ -217,6 +219,24 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
     const timer = setInterval(() => void reconcile(), config.reconcileIntervalMs);
     timer.unref();
     stops.push(async () => clearInterval(timer));
+
+    // The archive job's local twin (functions/jobs/archive.ts): RFC 4998 evidence records for what
+    // was anchored (one archive timestamp per group) and the renewals that are due. One pass at a time.
+    let archiving = false;
+    const archive = async () => {
+      if (archiving) return;
+      archiving = true;
+      try {
+        await runArchivePass(await getArchiveDeps());
+      } catch (error) {
+        log.warn('archive pass failed', describeError(error));
+      } finally {
+        archiving = false;
+      }
+    };
+    const archiveTimer = setInterval(() => void archive(), config.archive.intervalMs);
+    archiveTimer.unref();
+    stops.push(async () => clearInterval(archiveTimer));
 
     say(`ready in ${since()}: Ctrl-C stops every part`);
   } catch (error) {
