@@ -20,6 +20,7 @@ import { getArchiveDeps } from '../../lib/deps/archive-job.js';
 import { getConfig } from '../../lib/deps/core.js';
 import { type ArchiveDeps, renewHashTrees, runArchivePass } from '../../lib/evidence/archive.js';
 import type { ArchiveStore } from '../../lib/evidence/archive-store.js';
+import { main as evidenceCli } from '../../lib/cli/evidence.js';
 
 /**
  * RFC 4998 evidence records end to end on the real parts (dynalite, Hardhat, the embedded TSA):
@@ -162,6 +163,32 @@ describe('RFC 4998 evidence records', () => {
     const changed = Uint8Array.from(der);
     changed[changed.length - 40] = (changed[changed.length - 40] ?? 0) ^ 1;
     assert.ok(!(await ours(changed, photos[0] as Buffer)).ok);
+  });
+
+  it('the offline CLI verifies the record against the photo file and the pinned root, says what it checked, and fails another file', async () => {
+    const der = await recordOf(hashes[0] ?? '');
+    const recordFile = path.join(dir, 'cli.ers');
+    const photoFile = path.join(dir, 'cli-photo.jpg');
+    const otherFile = path.join(dir, 'cli-other.jpg');
+    await Promise.all([writeFile(recordFile, der), writeFile(photoFile, photos[0] as Buffer), writeFile(otherFile, photos[1] as Buffer)]);
+    const cli = async (...args: string[]) => {
+      const out: string[] = [];
+      const code = await evidenceCli(['verify', ...args], { out: (l) => out.push(l), err: () => {} }, { EVIDENCE_TRUST_FILE: path.join(dir, 'no-trust.json') });
+      return { code, out: out.join('\n') };
+    };
+    const good = await cli(photoFile, '--evidence-record', recordFile, '--root', path.join(dir, 'root.pem'));
+    console.log(good.out.replace(/^/gm, '# CLI: '));
+    assert.equal(good.code, 0, good.out);
+    assert.match(good.out, /holds .*archive timestamp 1 .*hash tree holds the hash of the data/);
+    assert.match(good.out, /existed at/);
+    const byHash = await cli(hashes[0] ?? '', '--evidence-record', recordFile, '--root', path.join(dir, 'root.pem'));
+    assert.equal(byHash.code, 0, byHash.out);
+    const other = await cli(otherFile, '--evidence-record', recordFile, '--root', path.join(dir, 'root.pem'));
+    assert.equal(other.code, 1, other.out);
+    assert.match(other.out, /fails .*first hash list does not hold the hash of the data/);
+    const unpinned = await cli(photoFile, '--evidence-record', recordFile);
+    assert.equal(unpinned.code, 3, unpinned.out);
+    assert.match(unpinned.out, /no TSA root is pinned/);
   });
 
   it('BouncyCastle accepts the record with the photo, and rejects it when one byte of the record or of the photo changes', async () => {
