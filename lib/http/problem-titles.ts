@@ -25,6 +25,7 @@ export const PROBLEM_TITLES: Record<string, string> = {
   not_found: 'Not found',
   account_not_found: 'Account not found',
   evidence_not_found: 'Evidence not found',
+  invalid_digest: 'Invalid digest',
   evidence_record_pending: 'Evidence record not made yet',
   key_not_found: 'API key not found',
   device_not_found: 'Device chain not found',

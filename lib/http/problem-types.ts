@@ -36,6 +36,7 @@ export const PROBLEM_TYPES: Record<string, ProblemType> = {
   not_found: t(404, 'There is no such endpoint or resource.', 'Check the path against the API reference (/api/openapi.json).'),
   account_not_found: t(404, 'No account has this id.', 'Check the account id.'),
   evidence_not_found: t(404, 'No evidence is recorded for this hash (or not for your account).', 'Check the hash: it is the SHA-256 of the file, 64 hex characters.'),
+  invalid_digest: t(400, 'A digest given for a hash-tree renewal of an evidence record does not have the length of its algorithm.', 'Give the photo\'s digest with the new algorithm (SHA-512: 64 bytes).'),
   evidence_record_pending: t(404, 'The hash is anchored, but the archive timestamp that its RFC 4998 evidence record rests on is not made yet: the archive job groups anchors about once a minute.', 'Fetch the evidence record again in a minute or two.'),
   key_not_found: t(404, 'Your account has no API key with this id.', 'List your keys with GET /api/v2/account/keys.'),
   device_not_found: t(404, 'No chain is recorded for this device key.', 'Check the public key (64 hex characters).'),
