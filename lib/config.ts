@@ -85,6 +85,8 @@ export interface Config {
     renewBeforeMs: number;
     /** `npm start` only (ARCHIVE_INTERVAL_MS): how often the archive job runs (in AWS a scheduled Lambda, every minute). */
     intervalMs: number;
+    /** ARCHIVE_HASH_ALGORITHM: the hash algorithm records are renewed to (SHA-256: none renewed). */
+    hashAlgorithm: 'SHA-256' | 'SHA-384' | 'SHA-512';
   };
   aws: {
     region: string;
@@ -288,6 +290,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxGroupSize: r.integer('ARCHIVE_MAX_GROUP', 2048, 1),
       renewBeforeMs: r.integer('ARCHIVE_RENEW_BEFORE_DAYS', 365, 1) * 24 * 3600_000,
       intervalMs: r.integer('ARCHIVE_INTERVAL_MS', 10_000, 100),
+      hashAlgorithm: r.oneOf('ARCHIVE_HASH_ALGORITHM', ['SHA-256', 'SHA-384', 'SHA-512'] as const, 'SHA-256'),
     },
     aws: {
       region: r.string('AWS_REGION', local ? 'local' : 'eu-central-1'),

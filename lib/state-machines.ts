@@ -289,4 +289,28 @@ export const OWN_RECORD = {
   },
 } as const satisfies StateMachine;
 
-export const STATE_MACHINES: readonly StateMachine[] = [EVIDENCE_ITEM, BATCH_SEAL, LEDGER_SLOT, ARCHIVE_GROUP, ARCHIVE_MEMBER, OWN_RECORD];
+/**
+ * The photo's digest with a new hash algorithm (archive table), offered by the account that
+ * anchored it for a hash-tree renewal; used once, by the archive job.
+ */
+export const DIGEST_OFFER = {
+  record: 'digest offer',
+  stored: 'archive table, key dig#<image_hash>#<algorithm>; state (renew_shard, renew_at on the renewal_due index while offered)',
+  states: ['none', 'offered', 'used'],
+  transitions: {
+    offer: {
+      from: 'none|offered',
+      to: 'offered',
+      by: 'the account that anchored the hash (POST /api/v2/evidence/evidence-record/{image_hash}/digest)',
+      when: 'the algorithm is the one the service renews to (ARCHIVE_HASH_ALGORITHM); the latest offer wins until it is used',
+    },
+    use: {
+      from: 'offered',
+      to: 'used',
+      by: 'the archive job',
+      when: 'the hash-tree renewal it asked for is stored (the own record); conditional on the offer as read',
+    },
+  },
+} as const satisfies StateMachine;
+
+export const STATE_MACHINES: readonly StateMachine[] = [EVIDENCE_ITEM, BATCH_SEAL, LEDGER_SLOT, ARCHIVE_GROUP, ARCHIVE_MEMBER, OWN_RECORD, DIGEST_OFFER];

@@ -1,3 +1,4 @@
+import type { ArchiveSettings } from '../evidence/archive.js';
 import type { ArchiveStore } from '../evidence/archive-store.js';
 import { ArchiveTable } from '../store/archive-table.js';
 import { getConfig, getDb } from './core.js';
@@ -11,3 +12,15 @@ import { lazy } from './lazy.js';
 export const getArchiveStore: () => ArchiveStore = /* @__PURE__ */ lazy(
   () => new ArchiveTable(getDb(), { archive: getConfig().tables.archive, evidence: getConfig().tables.evidence }),
 );
+
+/** The archive's settings (lib/config.ts `archive`). */
+export function getArchiveSettings(): ArchiveSettings {
+  const { archive } = getConfig();
+  return {
+    groupAfterMs: archive.groupAfterMs,
+    maxGroupSize: archive.maxGroupSize,
+    renewBeforeMs: archive.renewBeforeMs,
+    renewalsPerPass: 200,
+    hashAlgorithm: archive.hashAlgorithm,
+  };
+}

@@ -44,6 +44,20 @@ export interface ArchiveMembership {
   /** Its reduced hash tree in that group: the lists of hashes, first list first. */
   path?: Uint8Array[][];
   anchored_at?: string;
+  /** The account that anchored it (the only one that may offer its digests). */
+  account_id?: string;
+}
+
+/**
+ * The photo's digest with a new hash algorithm, offered by the account that anchored it, for a
+ * hash-tree renewal (DIGEST_OFFER: offered, then used once the renewal is stored).
+ */
+export interface DigestOffer {
+  image_hash: string;
+  algorithm: ErsHash;
+  digest: Uint8Array;
+  state: 'offered' | 'used';
+  offered_at: string;
 }
 
 /**
@@ -61,7 +75,7 @@ export interface OwnRecord {
 }
 
 /** Something whose last chain is due for timestamp renewal. */
-export type RenewalDue = { kind: 'group'; id: string } | { kind: 'record'; image_hash: string };
+export type RenewalDue = { kind: 'group'; id: string } | { kind: 'record'; image_hash: string } | { kind: 'digest'; image_hash: string; algorithm: ErsHash };
 
 export interface ArchiveStore {
   /** Anchored hashes in no group yet, oldest first (the evidence table's sparse index archive_due). */
@@ -89,4 +103,14 @@ export interface ArchiveStore {
    * it, conditional on the version read (undefined: none yet); false when it had moved on.
    */
   putOwnRecord(record: OwnRecord, readVersion: number | undefined): Promise<boolean>;
+  /**
+   * offer (none|offered → offered): stores the digest, due for renewal at once; false when an
+   * offer of that algorithm was used already (the record was renewed to it).
+   */
+  offerDigest(offer: Omit<DigestOffer, 'state'>): Promise<boolean>;
+  getDigestOffer(imageHash: string, algorithm: ErsHash): Promise<DigestOffer | undefined>;
+  /** use (offered → used): the renewal it asked for is stored; conditional on the offer read (its offered_at). */
+  markDigestUsed(offer: DigestOffer): Promise<boolean>;
+  /** Moves an offer that cannot be used yet (its record is not made) to be due again at `renewAt`. */
+  postponeDigest(offer: DigestOffer, renewAt: string): Promise<void>;
 }

@@ -38,7 +38,7 @@ import {
 } from '../crypto/ers.js';
 import { DomainError, invalid } from '../errors.js';
 import { describeError, log } from '../log.js';
-import type { ArchiveGroup, ArchiveStore, OwnRecord } from './archive-store.js';
+import type { ArchiveGroup, ArchiveStore, DigestOffer, OwnRecord } from './archive-store.js';
 
 /** A time-stamping authority as the archive uses it: any imprint algorithm it accepts, the token checked. */
 export interface ArchiveStamper {
@@ -58,6 +58,12 @@ export interface ArchiveSettings {
   renewBeforeMs: number;
   /** Most groups and own records renewed per pass. */
   renewalsPerPass: number;
+  /**
+   * The hash algorithm records are to use (ARCHIVE_HASH_ALGORITHM). SHA-256 (that of the image
+   * hash): nothing to renew. Another: the account that anchored a photo may offer its digest with
+   * it, and the job renews that record's hash tree (§5.2).
+   */
+  hashAlgorithm: ErsHash;
 }
 
 export const DEFAULT_ARCHIVE_SETTINGS: ArchiveSettings = {
@@ -65,6 +71,7 @@ export const DEFAULT_ARCHIVE_SETTINGS: ArchiveSettings = {
   maxGroupSize: 2048,
   renewBeforeMs: 365 * 24 * 3600_000,
   renewalsPerPass: 200,
+  hashAlgorithm: 'SHA-256',
 };
 
 /** A renewal is not retried sooner than this when the TSA's own certificate is inside the margin already. */
@@ -87,6 +94,8 @@ export interface ArchivePassReport {
   groups: number;
   /** Groups and own records whose chain got a timestamp renewal. */
   renewed: number;
+  /** Records whose hash tree was renewed (from offered digests). */
+  rehashed: number;
   /** RFC 3161 requests made. */
   stamps: number;
   /** Hashes still waiting (the group is not due yet). */
@@ -95,10 +104,10 @@ export interface ArchivePassReport {
 
 /** One pass of the archive job: the group of what waits, then the renewals that are due. */
 export async function runArchivePass(deps: ArchiveDeps): Promise<ArchivePassReport> {
-  const report: ArchivePassReport = { grouped: 0, groups: 0, renewed: 0, stamps: 0, waiting: 0 };
+  const report: ArchivePassReport = { grouped: 0, groups: 0, renewed: 0, rehashed: 0, stamps: 0, waiting: 0 };
   await groupWaiting(deps, report);
   await renewDue(deps, report);
-  if (report.grouped + report.renewed > 0) log.info('archive', { ...report });
+  if (report.grouped + report.renewed + report.rehashed > 0) log.info('archive', { ...report });
   return report;
 }
 
@@ -167,9 +176,13 @@ async function renewDue(deps: ArchiveDeps, report: ArchivePassReport): Promise<v
   const due = await deps.store.listRenewalsDue(now.toISOString(), deps.settings.renewalsPerPass);
   if (due.length === 0) return;
   const chains: DueChain[] = [];
+  const offers: DigestOffer[] = [];
   await Promise.all(
     due.map(async (d) => {
-      if (d.kind === 'group') {
+      if (d.kind === 'digest') {
+        const offer = await deps.store.getDigestOffer(d.image_hash, d.algorithm);
+        if (offer?.state === 'offered') offers.push(offer);
+      } else if (d.kind === 'group') {
         const group = await deps.store.getGroup(d.id);
         if (group && group.renew_at <= now.toISOString()) chains.push(groupChain(deps.store, group));
       } else {
@@ -193,6 +206,73 @@ async function renewDue(deps: ArchiveDeps, report: ArchivePassReport): Promise<v
       if (await chain.store(ats, next)) report.renewed++;
     }
   }
+  if (offers.length > 0) await rehashOffered(deps, offers, now, report);
+}
+
+/** Offers whose record is not made yet are looked at again this much later. */
+const OFFER_RETRY_MS = 60_000;
+
+/** The hash-tree renewals the due offers ask for: one TSA call for all, then each offer is used. */
+async function rehashOffered(deps: ArchiveDeps, offers: DigestOffer[], now: Date, report: ArchivePassReport): Promise<void> {
+  const ready: DigestOffer[] = [];
+  for (const offer of offers) {
+    if (offer.algorithm !== deps.settings.hashAlgorithm) {
+      // The configuration moved on since the offer: it is kept, due again when the algorithm is configured.
+      await deps.store.postponeDigest(offer, new Date(now.getTime() + deps.settings.renewBeforeMs).toISOString());
+      continue;
+    }
+    const own = await deps.store.getOwnRecord(offer.image_hash);
+    if (own?.algorithm === offer.algorithm) {
+      await deps.store.markDigestUsed(offer);
+      continue;
+    }
+    const member = await deps.store.membership(offer.image_hash);
+    if (!own && !member.group) {
+      await deps.store.postponeDigest(offer, new Date(now.getTime() + OFFER_RETRY_MS).toISOString());
+      continue;
+    }
+    ready.push(offer);
+  }
+  if (ready.length === 0) return;
+  const done = await renewHashTrees(
+    deps,
+    deps.settings.hashAlgorithm,
+    ready.map((o) => ({ image_hash: o.image_hash, digest: o.digest })),
+  );
+  report.stamps++;
+  report.rehashed += done.length;
+  for (const offer of ready) if (done.includes(offer.image_hash)) await deps.store.markDigestUsed(offer);
+}
+
+/**
+ * offer (DIGEST_OFFER): the account that anchored `imageHash` gives the photo's digest with the
+ * configured new algorithm; the archive job renews the record's hash tree with it within a pass.
+ * 404 when the hash is not this account's anchor; 409 when no hash-tree renewal is configured,
+ * or the record was renewed to that algorithm already; 400 for another algorithm or a digest of
+ * the wrong length.
+ */
+export async function offerDigest(
+  deps: Pick<ArchiveDeps, 'store' | 'settings' | 'clock'>,
+  accountId: string,
+  imageHash: string,
+  algorithm: string,
+  digestHex: string,
+): Promise<{ image_hash: string; algorithm: ErsHash; state: 'offered'; offered_at: string }> {
+  const target = deps.settings.hashAlgorithm;
+  if (target === FIRST_ALGORITHM) {
+    throw new DomainError('conflict', 'hash_renewal_not_due', `The service renews no hash tree now: its records use ${FIRST_ALGORITHM}, that of the image hash.`);
+  }
+  if (algorithm !== target) throw invalid('invalid_digest', `The service renews hash trees to ${target}; give the photo's ${target} digest.`);
+  const length = ersDigest(target, new Uint8Array()).length;
+  if (!new RegExp(`^[0-9a-fA-F]{${length * 2}}$`).test(digestHex)) throw invalid('invalid_digest', `A ${target} digest is ${length * 2} hex characters.`);
+  const member = await deps.store.membership(imageHash);
+  if (!member.anchored || member.account_id !== accountId) {
+    throw new DomainError('not_found', 'evidence_not_found', `Your account anchored no evidence for ${imageHash}.`);
+  }
+  const offeredAt = (deps.clock ?? (() => new Date()))().toISOString();
+  const stored = await deps.store.offerDigest({ image_hash: imageHash, algorithm: target, digest: Uint8Array.from(Buffer.from(digestHex, 'hex')), offered_at: offeredAt });
+  if (!stored) throw new DomainError('conflict', 'hash_renewal_not_due', `The evidence record of ${imageHash} was renewed to ${target} already.`);
+  return { image_hash: imageHash, algorithm: target, state: 'offered', offered_at: offeredAt };
 }
 
 function groupChain(store: ArchiveStore, group: ArchiveGroup): DueChain {
@@ -249,9 +329,9 @@ export interface RehashInput {
  * h'; a new chain whose first archive timestamp is that tree's. Each record becomes a record of
  * its own (OWN_RECORD.rehash / renew). The digest cannot be checked here (the service never has
  * the photo): a wrong one makes a new chain that no verifier accepts, and the earlier chains stay
- * as they were. Returns how many were renewed.
+ * as they were. Returns the image hashes renewed.
  */
-export async function renewHashTrees(deps: ArchiveDeps, algorithm: ErsHash, inputs: readonly RehashInput[]): Promise<number> {
+export async function renewHashTrees(deps: ArchiveDeps, algorithm: ErsHash, inputs: readonly RehashInput[]): Promise<string[]> {
   const now = (deps.clock ?? (() => new Date()))();
   const length = ersDigest(algorithm, new Uint8Array()).length;
   const current = await Promise.all(
@@ -261,17 +341,17 @@ export async function renewHashTrees(deps: ArchiveDeps, algorithm: ErsHash, inpu
       return { input, version: own?.v, chains: parseEvidenceRecord(record.der).chains };
     }),
   );
-  if (current.length === 0) return 0;
+  if (current.length === 0) return [];
   const leaves = current.map((c) => ersDigest(algorithm, c.input.digest, ersDigest(algorithm, encodeArchiveTimeStampSequence(c.chains))));
   const tree = buildHashTree(algorithm, leaves.map((l) => [l]));
   const stamped = await deps.stamper.stamp(algorithm, tree.root);
   const at = renewAt(stamped.tsaNotAfter, deps.settings, now);
-  let renewed = 0;
+  const renewed: string[] = [];
   for (const [i, c] of current.entries()) {
     const chains = [...c.chains, [{ digestAlgorithm: algorithm, reducedHashtree: tree.reduced(i), timeStamp: stamped.token }]];
     const der = encodeEvidenceRecord({ digestAlgorithms: algorithmsOf(chains), chains });
     try {
-      if (await deps.store.putOwnRecord({ image_hash: c.input.image_hash, v: (c.version ?? 0) + 1, record: der, renew_at: at, algorithm }, c.version)) renewed++;
+      if (await deps.store.putOwnRecord({ image_hash: c.input.image_hash, v: (c.version ?? 0) + 1, record: der, renew_at: at, algorithm }, c.version)) renewed.push(c.input.image_hash);
     } catch (error) {
       log.warn('archive: a hash-tree renewal could not be stored; the next one retries', { image_hash: c.input.image_hash, ...describeError(error) });
     }

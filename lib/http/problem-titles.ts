@@ -26,6 +26,7 @@ export const PROBLEM_TITLES: Record<string, string> = {
   account_not_found: 'Account not found',
   evidence_not_found: 'Evidence not found',
   invalid_digest: 'Invalid digest',
+  hash_renewal_not_due: 'No hash-tree renewal due',
   evidence_record_pending: 'Evidence record not made yet',
   key_not_found: 'API key not found',
   device_not_found: 'Device chain not found',

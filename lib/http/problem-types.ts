@@ -44,6 +44,7 @@ export const PROBLEM_TYPES: Record<string, ProblemType> = {
   method_not_allowed: t(405, 'The path exists but does not take this method; `Allow` lists the ones it takes.', 'Use one of the methods in `Allow`.'),
   hash_already_anchored: t(409, 'This hash is already anchored, or another request is anchoring it right now (then Retry-After says when to retry the identical request).', 'Verify it (GET /api/v2/evidence/verify/{hash}); an identical retry after Retry-After answers as the first request would have.'),
   chain_index_conflict: t(409, 'The chain index is not the next free one of this device key, or another photo holds it.', "Send the device's next index (GET /api/v1/chain/all/{public_key_hex} shows the chain)."),
+  hash_renewal_not_due: t(409, 'No hash-tree renewal of evidence records is configured now, or this record was renewed to that algorithm already.', 'Nothing to do; GET the evidence record to see its chains.'),
   email_exists: t(409, 'An account with this e-mail address exists.', 'Log in instead, or use another address.'),
   key_limit_reached: t(409, 'An account holds at most 5 active API keys.', 'Deactivate a key you no longer use, then create the new one.'),
   malformed_request: t(400, 'The HTTP request itself could not be read: its request line, its path (a backslash, for instance) or a header is malformed. Nothing was done.', 'Send a well-formed HTTP/1.1 request: a path of URL characters (percent-encode the others), valid headers.'),

@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type ErsHash, isErsHash } from '../crypto/ers.js';
-import type { ArchiveGroup, ArchiveMembership, ArchiveStore, OwnRecord, RenewalDue, UngroupedHash } from '../evidence/archive-store.js';
-import { ARCHIVE_GROUP, OWN_RECORD } from '../state-machines.js';
+import type { ArchiveGroup, ArchiveMembership, ArchiveStore, DigestOffer, OwnRecord, RenewalDue, UngroupedHash } from '../evidence/archive-store.js';
+import { ARCHIVE_GROUP, DIGEST_OFFER, OWN_RECORD } from '../state-machines.js';
 import { tryWrite } from './conditional.js';
 import { ARCHIVE_SHARD } from './evidence-table.js';
 import { moveState } from './versioned.js';
@@ -10,6 +10,7 @@ import { moveState } from './versioned.js';
 const RENEW_SHARD = 'due';
 const GROUP = 'grp#';
 const RECORD = 'rec#';
+const DIGEST = 'dig#';
 
 /**
  * The RFC 4998 evidence records behind the domain's ArchiveStore port (lib/evidence/archive-store.ts):
@@ -103,7 +104,7 @@ export class ArchiveTable implements ArchiveStore {
       new GetCommand({
         TableName: this.tables.evidence,
         Key: { image_hash: imageHash },
-        ProjectionExpression: 'anchor_state, ers_group, ers_path, anchored_at',
+        ProjectionExpression: 'anchor_state, ers_group, ers_path, anchored_at, account_id',
       }),
     );
     const item = r.Item;
@@ -115,6 +116,7 @@ export class ArchiveTable implements ArchiveStore {
       ...(group ? { group } : {}),
       ...(path ? { path } : {}),
       ...(typeof item.anchored_at === 'string' ? { anchored_at: item.anchored_at } : {}),
+      ...(typeof item.account_id === 'string' ? { account_id: item.account_id } : {}),
     };
   }
 
@@ -130,7 +132,12 @@ export class ArchiveTable implements ArchiveStore {
     );
     return (r.Items ?? []).map((i) => {
       const pk = String(i.pk);
-      return pk.startsWith(GROUP) ? { kind: 'group' as const, id: pk.slice(GROUP.length) } : { kind: 'record' as const, image_hash: pk.slice(RECORD.length) };
+      if (pk.startsWith(GROUP)) return { kind: 'group' as const, id: pk.slice(GROUP.length) };
+      if (pk.startsWith(DIGEST)) {
+        const [imageHash = '', algorithm = ''] = pk.slice(DIGEST.length).split('#');
+        return { kind: 'digest' as const, image_hash: imageHash, algorithm: hashOf(algorithm) };
+      }
+      return { kind: 'record' as const, image_hash: pk.slice(RECORD.length) };
     });
   }
 
@@ -171,6 +178,68 @@ export class ArchiveTable implements ArchiveStore {
       set: { record: record.record, renew_at: record.renew_at, algorithm: record.algorithm, renew_shard: RENEW_SHARD },
     });
     return r.ok;
+  }
+
+  /** offer (none|offered → offered): a put unless the offer of that algorithm was used. */
+  async offerDigest(offer: Omit<DigestOffer, 'state'>): Promise<boolean> {
+    const t = DIGEST_OFFER.transitions.offer;
+    const r = await tryWrite(
+      this.db,
+      new PutCommand({
+        TableName: this.tables.archive,
+        Item: {
+          pk: `${DIGEST}${offer.image_hash}#${offer.algorithm}`,
+          state: t.to,
+          algorithm: offer.algorithm,
+          digest: offer.digest,
+          offered_at: offer.offered_at,
+          renew_shard: RENEW_SHARD,
+          renew_at: offer.offered_at,
+        },
+        ConditionExpression: 'attribute_not_exists(pk) OR #s = :offered',
+        ExpressionAttributeNames: { '#s': 'state' },
+        ExpressionAttributeValues: { ':offered': t.to },
+      }),
+    );
+    return r.ok;
+  }
+
+  async getDigestOffer(imageHash: string, algorithm: ErsHash): Promise<DigestOffer | undefined> {
+    const r = await this.db.send(new GetCommand({ TableName: this.tables.archive, Key: { pk: `${DIGEST}${imageHash}#${algorithm}` }, ConsistentRead: true }));
+    const i = r.Item;
+    if (!i) return undefined;
+    return { image_hash: imageHash, algorithm, digest: i.digest as Uint8Array, state: i.state === 'used' ? 'used' : 'offered', offered_at: String(i.offered_at) };
+  }
+
+  /** use (offered → used): off the renewal index, conditional on the offer as read. */
+  async markDigestUsed(offer: DigestOffer): Promise<boolean> {
+    const t = DIGEST_OFFER.transitions.use;
+    const r = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.archive,
+        Key: { pk: `${DIGEST}${offer.image_hash}#${offer.algorithm}` },
+        UpdateExpression: 'SET #s = :to REMOVE renew_shard, renew_at',
+        ConditionExpression: '#s = :from AND offered_at = :at',
+        ExpressionAttributeNames: { '#s': 'state' },
+        ExpressionAttributeValues: { ':to': t.to, ':from': t.from, ':at': offer.offered_at },
+      }),
+    );
+    return r.ok;
+  }
+
+  async postponeDigest(offer: DigestOffer, renewAt: string): Promise<void> {
+    await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.archive,
+        Key: { pk: `${DIGEST}${offer.image_hash}#${offer.algorithm}` },
+        UpdateExpression: 'SET renew_at = :r',
+        ConditionExpression: '#s = :offered AND offered_at = :at',
+        ExpressionAttributeNames: { '#s': 'state' },
+        ExpressionAttributeValues: { ':r': renewAt, ':offered': 'offered', ':at': offer.offered_at },
+      }),
+    );
   }
 }
 

@@ -17,8 +17,8 @@ import { EmbeddedTsa, issueTsaCertificate, parseCertificate } from '../../lib/cr
 import { tsaFiles } from '../../lib/crypto/tsa/files.js';
 import { getArchiveStore } from '../../lib/deps/archive.js';
 import { getArchiveDeps } from '../../lib/deps/archive-job.js';
-import { getConfig } from '../../lib/deps/core.js';
-import { type ArchiveDeps, renewHashTrees, runArchivePass } from '../../lib/evidence/archive.js';
+import { getConfig, resetCoreDeps } from '../../lib/deps/core.js';
+import { type ArchiveDeps, runArchivePass } from '../../lib/evidence/archive.js';
 import type { ArchiveStore } from '../../lib/evidence/archive-store.js';
 import { main as evidenceCli } from '../../lib/cli/evidence.js';
 
@@ -38,6 +38,7 @@ const CHECK = path.resolve(import.meta.dirname, '..', 'interop', 'ErsCheck.java'
 let dir: string;
 let rootPem: string;
 let apiKey: string;
+let otherApiKey: string;
 const photos: Buffer[] = [];
 
 async function anchor(bytes: Buffer): Promise<string> {
@@ -104,10 +105,14 @@ const hashes: string[] = [];
 
 before(async () => {
   const env = await useStack();
+  // This file's service renews hash trees to SHA-512 (ARCHIVE_HASH_ALGORITHM): owners may offer digests.
+  process.env.ARCHIVE_HASH_ALGORITHM = 'SHA-512';
+  resetCoreDeps();
   dir = await mkdtemp(path.join(os.tmpdir(), 'ers-test-'));
   rootPem = await readFile(tsaFiles(path.join(env.DATA_DIR ?? '', 'tsa')).rootCert, 'utf8');
   await writeFile(path.join(dir, 'root.pem'), rootPem);
   apiKey = (await createAccount('pro')).apiKey;
+  otherApiKey = (await createAccount('pro')).apiKey;
   for (let i = 0; i < 3; i++) photos.push(Buffer.from(`a photo of the damage ${i} ${Math.random()}`));
   for (const p of photos) hashes.push(await anchor(p));
   deps = { ...(await getArchiveDeps()), settings: { ...(await getArchiveDeps()).settings, groupAfterMs: 0 } };
@@ -220,7 +225,7 @@ describe('RFC 4998 evidence records', () => {
     assert.ok(!r3.accepted, r3.out);
   });
 
-  it('years later: a timestamp renewal before the TSA certificate expires, then a hash-tree renewal to SHA-512; both verifiers accept the record', async () => {
+  it('years later: a timestamp renewal before the TSA certificate expires, a hash-tree renewal to SHA-512 from the owner\'s digest, then that chain\'s own timestamp renewal; both verifiers accept each record', async () => {
     const files = tsaFiles(getConfig().tsa.dir);
     const [tsaCertPem, rootKeyPkcs8Pem] = await Promise.all([readFile(files.tsaCert, 'utf8'), readFile(files.rootKey, 'utf8')]);
     const notAfter = parseCertificate(tsaCertPem).notAfter.value;
@@ -257,9 +262,26 @@ describe('RFC 4998 evidence records', () => {
     console.log(`# BC, timestamp-renewed record (${renewed.length} bytes): ${bc.out.trim().split('\n').pop()}`);
     assert.ok(bc.accepted, bc.out);
 
-    // Hash-tree renewal to SHA-512: the photo's holder gives its SHA-512.
-    const n = await renewHashTrees(future, 'SHA-512', [{ image_hash: hashes[0] ?? '', digest: ersDigest('SHA-512', photo) }]);
-    assert.equal(n, 1);
+    // Hash-tree renewal to SHA-512: the account that anchored the photo gives its SHA-512.
+    const { app: digestApp } = await import('../../functions/v2/evidence-record-digest.js');
+    const offer = (key: string, body: unknown) =>
+      digestApp.request(`/api/v2/evidence/evidence-record/${hashes[0]}/digest`, json(body, { 'x-api-key': key }));
+    const sha512 = Buffer.from(ersDigest('SHA-512', photo)).toString('hex');
+    const notMine = await offer(otherApiKey, { algorithm: 'SHA-512', digest: sha512 });
+    assert.equal(notMine.status, 404, 'another account may not offer a digest for this record');
+    const wrongAlg = await offer(apiKey, { algorithm: 'SHA-384', digest: sha512.slice(0, 96) });
+    assert.equal(wrongAlg.status, 400);
+    assert.equal(((await wrongAlg.json()) as { code: string }).code, 'invalid_digest');
+    const short = await offer(apiKey, { algorithm: 'SHA-512', digest: sha512.slice(2) });
+    assert.equal(short.status, 400);
+    const offered = await offer(apiKey, { algorithm: 'SHA-512', digest: sha512 });
+    assert.equal(offered.status, 202, await offered.clone().text());
+    const rehash = counting(deps.store);
+    const rehashReport = await runArchivePass({ ...future, store: rehash.store });
+    assert.equal(rehashReport.rehashed, 1, JSON.stringify(rehashReport));
+    console.log(`# hash-tree renewal pass: ${rehashReport.rehashed} record, ${rehashReport.stamps} TSA call, ${total(rehash.calls)} store requests ${JSON.stringify(rehash.calls)}`);
+    const again = await offer(apiKey, { algorithm: 'SHA-512', digest: sha512 });
+    assert.equal(again.status, 409, 'used: the record was renewed to SHA-512 already');
     const rehashed = await recordOf(hashes[0] ?? '');
     const parsed = parseEvidenceRecord(rehashed);
     assert.equal(parsed.chains.length, 2);
@@ -275,6 +297,19 @@ describe('RFC 4998 evidence records', () => {
     assert.ok(bc2.accepted, bc2.out);
     const bc3 = await bouncyCastle(rehashed, photos[1] as Buffer, later);
     assert.ok(!bc3.accepted, bc3.out);
+
+    // Later still, the own record's SHA-512 chain nears its TSA certificate's end: renewed on its own.
+    const evenLater = new Date(parseCertificate(leaf.tsaCertPem).notAfter.value.getTime() - deps.settings.renewBeforeMs + 24 * 3600_000);
+    const leaf3 = await issueTsaCertificate({ rootCertPem: rootPem, rootKeyPkcs8Pem, now: new Date(evenLater.getTime() - 3600_000) });
+    const tsa3 = await EmbeddedTsa.create({ rootCertPem: rootPem, ...leaf3, policyOid: getConfig().tsa.policyOid, clock: () => evenLater });
+    const third = await runArchivePass({ ...deps, stamper: createArchiveStamper(tsa3, 5000), clock: () => evenLater });
+    assert.ok(third.renewed >= 2, `the group and the own record: ${JSON.stringify(third)}`);
+    const twice = await recordOf(hashes[0] ?? '');
+    assert.deepEqual(parseEvidenceRecord(twice).chains.map((c) => c.length), [2, 2]);
+    assert.ok((await ours(twice, photo)).ok);
+    const bc4 = await bouncyCastle(twice, photo, evenLater);
+    console.log(`# BC, SHA-512 chain renewed ${evenLater.toISOString()} (${twice.length} bytes): ${bc4.out.trim().split('\n').pop()}`);
+    assert.ok(bc4.accepted, bc4.out);
 
     // The other members of the group keep their group's record (renewed too).
     const other = await recordOf(hashes[1] ?? '');
