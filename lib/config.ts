@@ -233,6 +233,9 @@ export function loadConfig(env: Env = process.env): Config {
   const tsaRoots = r.optional('TSA_ROOTS_FILE');
   if (tsaScheme === 'remote' && !tsaUrl) problems.push('TSA_URL is required when TSA_SCHEME=remote');
   if (tsaScheme === 'remote' && !tsaRoots) problems.push('TSA_ROOTS_FILE (PEM roots the TSA must chain to) is required when TSA_SCHEME=remote');
+  const archiveHash = r.oneOf('ARCHIVE_HASH_ALGORITHM', ['SHA-256', 'SHA-384', 'SHA-512'] as const, 'SHA-256');
+  // The remote TSA client time-stamps SHA-256 imprints only (lib/crypto/ers-stamper.ts).
+  if (tsaScheme === 'remote' && archiveHash !== 'SHA-256') problems.push('ARCHIVE_HASH_ALGORITHM other than SHA-256 needs the embedded TSA (TSA_SCHEME=embedded)');
   const tsaKms = r.optional('TSA_KMS_KEY_ID');
   const tsaCertFile = r.optional('TSA_CERT_FILE');
   const tsaRootFile = r.optional('TSA_ROOT_FILE');
@@ -290,7 +293,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxGroupSize: r.integer('ARCHIVE_MAX_GROUP', 2048, 1),
       renewBeforeMs: r.integer('ARCHIVE_RENEW_BEFORE_DAYS', 365, 1) * 24 * 3600_000,
       intervalMs: r.integer('ARCHIVE_INTERVAL_MS', 10_000, 100),
-      hashAlgorithm: r.oneOf('ARCHIVE_HASH_ALGORITHM', ['SHA-256', 'SHA-384', 'SHA-512'] as const, 'SHA-256'),
+      hashAlgorithm: archiveHash,
     },
     aws: {
       region: r.string('AWS_REGION', local ? 'local' : 'eu-central-1'),
