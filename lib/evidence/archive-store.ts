@@ -1,3 +1,4 @@
+import type { SweepStep } from '../accounts/counter-repository.js';
 import type { ErsHash } from '../crypto/ers.js';
 
 /**
@@ -80,6 +81,14 @@ export type RenewalDue = { kind: 'group'; id: string } | { kind: 'record'; image
 export interface ArchiveStore {
   /** Anchored hashes in no group yet, oldest first (the evidence table's sparse index archive_due). */
   listUngrouped(limit: number): Promise<UngroupedHash[]>;
+  /**
+   * One step of a sweep over the evidence items themselves (at most `step.items` read): every
+   * anchored item in no group is put on the archive_due index again (ARCHIVE_MEMBER.enqueue, the
+   * same conditional write), which backfills the anchors made before the archive existed and an
+   * index entry dynalite lost to a kill. Its cost grows with the table: an operator's tool, and
+   * `npm start`'s once at start.
+   */
+  sweepUngrouped(step: SweepStep): Promise<{ enqueued: number; complete: boolean }>;
   /** The group, read strongly consistent; undefined when there is none. */
   getGroup(id: string): Promise<ArchiveGroup | undefined>;
   /** stamp (none → stamped): stores a new group unless one of that id exists; the group as stored. */

@@ -38,6 +38,7 @@ import {
 } from '../crypto/ers.js';
 import { DomainError, invalid } from '../errors.js';
 import { describeError, log } from '../log.js';
+import type { SweepStep } from '../accounts/counter-repository.js';
 import type { ArchiveGroup, ArchiveStore, DigestOffer, OwnRecord } from './archive-store.js';
 
 /** A time-stamping authority as the archive uses it: any imprint algorithm it accepts, the token checked. */
@@ -100,11 +101,19 @@ export interface ArchivePassReport {
   stamps: number;
   /** Hashes still waiting (the group is not due yet). */
   waiting: number;
+  /** With a sweep step: the anchored items it put back on the index, and whether it reached the table's end. */
+  swept?: { enqueued: number; complete: boolean };
 }
 
 /** One pass of the archive job: the group of what waits, then the renewals that are due. */
-export async function runArchivePass(deps: ArchiveDeps): Promise<ArchivePassReport> {
+export async function runArchivePass(deps: ArchiveDeps, options: { sweep?: SweepStep } = {}): Promise<ArchivePassReport> {
   const report: ArchivePassReport = { grouped: 0, groups: 0, renewed: 0, rehashed: 0, stamps: 0, waiting: 0 };
+  if (options.sweep) {
+    // A step of the sweep over the items themselves (backfill, lost index entries): before grouping,
+    // so what it puts back on the index is grouped in this very pass.
+    const swept = await deps.store.sweepUngrouped(options.sweep);
+    report.swept = { enqueued: swept.enqueued, complete: swept.complete };
+  }
   await groupWaiting(deps, report);
   await renewDue(deps, report);
   if (report.grouped + report.renewed + report.rehashed > 0) log.info('archive', { ...report });

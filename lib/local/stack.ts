@@ -222,12 +222,17 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
 
     // The archive job's local twin (functions/jobs/archive.ts): RFC 4998 evidence records for what
     // was anchored (one archive timestamp per group) and the renewals that are due. One pass at a time.
+    // Until it reaches the table's end once, each pass also sweeps 1,000 evidence items: the anchors
+    // of a data directory made before the archive existed, and index entries a kill lost.
     let archiving = false;
+    let archiveSweep: 'start' | 'running' | 'done' = 'start';
     const archive = async () => {
       if (archiving) return;
       archiving = true;
       try {
-        await runArchivePass(await getArchiveDeps());
+        const sweepStep = archiveSweep === 'done' ? undefined : { items: 1000, restart: archiveSweep === 'start' };
+        const report = await runArchivePass(await getArchiveDeps(), sweepStep ? { sweep: sweepStep } : {});
+        if (report.swept) archiveSweep = report.swept.complete ? 'done' : 'running';
       } catch (error) {
         log.warn('archive pass failed', describeError(error));
       } finally {

@@ -1,9 +1,11 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type ErsHash, isErsHash } from '../crypto/ers.js';
+import type { SweepStep } from '../accounts/counter-repository.js';
 import type { ArchiveGroup, ArchiveMembership, ArchiveStore, DigestOffer, OwnRecord, RenewalDue, UngroupedHash } from '../evidence/archive-store.js';
 import { ARCHIVE_GROUP, DIGEST_OFFER, OWN_RECORD } from '../state-machines.js';
 import { tryWrite } from './conditional.js';
 import { ARCHIVE_SHARD } from './evidence-table.js';
+import { SegmentScan } from './segment-scan.js';
 import { moveState } from './versioned.js';
 
 /** The one partition of the archive table's renewal_due index (sorted by renew_at: a pass reads what is due, no more). */
@@ -23,6 +25,8 @@ const DIGEST = 'dig#';
  * Every write is a single-item conditional write named after its transition (lib/state-machines.ts).
  */
 export class ArchiveTable implements ArchiveStore {
+  private segments: SegmentScan | undefined;
+
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tables: { archive: string; evidence: string },
@@ -39,6 +43,34 @@ export class ArchiveTable implements ArchiveStore {
       }),
     );
     return (r.Items ?? []).map((i) => ({ image_hash: String(i.image_hash), anchored_at: String(i.anchored_at) }));
+  }
+
+  /** enqueue again (ARCHIVE_MEMBER.enqueue) every anchored item in no group among the next segment of the evidence table. */
+  async sweepUngrouped(step: SweepStep): Promise<{ enqueued: number; complete: boolean }> {
+    this.segments ??= new SegmentScan(this.db, {
+      TableName: this.tables.evidence,
+      ProjectionExpression: 'image_hash',
+      FilterExpression: 'anchor_state = :anchored AND attribute_not_exists(ers_group) AND attribute_exists(anchored_at)',
+      ExpressionAttributeValues: { ':anchored': ARCHIVE_MEMBER_ANCHORED },
+      ConsistentRead: true,
+    });
+    const segment = await this.segments.next(step.items, step.restart);
+    let enqueued = 0;
+    for (const item of segment.items) {
+      const r = await tryWrite(
+        this.db,
+        new UpdateCommand({
+          TableName: this.tables.evidence,
+          Key: { image_hash: String(item.image_hash) },
+          // Written again even when present: a rewrite puts a lost index entry back.
+          UpdateExpression: 'SET archive_shard = :s',
+          ConditionExpression: 'anchor_state = :anchored AND attribute_not_exists(ers_group)',
+          ExpressionAttributeValues: { ':s': ARCHIVE_SHARD, ':anchored': ARCHIVE_MEMBER_ANCHORED },
+        }),
+      );
+      if (r.ok) enqueued++;
+    }
+    return { enqueued, complete: segment.complete };
   }
 
   async getGroup(id: string): Promise<ArchiveGroup | undefined> {

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { useStack } from '../support/stack.js';
+import { onlyMine } from '../support/archive.js';
 import { createAccount, Device, json } from '../support/client.js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
 import { ersDigest } from '../../lib/crypto/ers.js';
@@ -11,6 +12,8 @@ import { tsaFiles } from '../../lib/crypto/tsa/files.js';
 import { getArchiveDeps } from '../../lib/deps/archive-job.js';
 import { type ArchiveDeps, evidenceRecordOf, runArchivePass } from '../../lib/evidence/archive.js';
 import type { ArchiveStore } from '../../lib/evidence/archive-store.js';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { getConfig, getDb } from '../../lib/deps/core.js';
 
 /**
  * The archive job's crash points: a pass that dies at its k-th store call, before the call or
@@ -44,6 +47,8 @@ function dyingAt(store: ArchiveStore, k: number, when: 'before' | 'after'): { st
 let apiKey: string;
 let rootPem: string;
 let deps: ArchiveDeps;
+/** The hashes this file anchored: its passes group only these (test/support/archive.ts). */
+const mine = new Set<string>();
 
 async function anchorPhotos(count: number): Promise<{ hash: string; photo: Buffer }[]> {
   const { app } = await import('../../functions/v2/evidence-anchor.js');
@@ -54,6 +59,7 @@ async function anchorPhotos(count: number): Promise<{ hash: string; photo: Buffe
     const res = await app.request('/api/v2/evidence/anchor', json(body, { 'x-api-key': apiKey }));
     assert.equal(res.status, 200, await res.clone().text());
     out.push({ hash: body.sha256_hash, photo });
+    mine.add(body.sha256_hash);
   }
   return out;
 }
@@ -63,7 +69,7 @@ before(async () => {
   apiKey = (await createAccount('pro')).apiKey;
   rootPem = await readFile(tsaFiles(path.join(env.DATA_DIR ?? '', 'tsa')).rootCert, 'utf8');
   const built = await getArchiveDeps();
-  deps = { ...built, settings: { ...built.settings, groupAfterMs: 0 } };
+  deps = { ...built, store: onlyMine(built.store, mine), settings: { ...built.settings, groupAfterMs: 0 } };
 });
 
 describe('the archive job after a crash at each store call of a grouping pass', () => {
@@ -99,4 +105,20 @@ describe('the archive job after a crash at each store call of a grouping pass', 
       }
     });
   }
+
+  it('an anchor on no index (made before the archive, or its entry lost to a kill) is put back by the sweep and grouped in the same pass', async () => {
+    const [old] = await anchorPhotos(1);
+    assert.ok(old);
+    await getDb().send(new UpdateCommand({ TableName: getConfig().tables.evidence, Key: { image_hash: old.hash }, UpdateExpression: 'REMOVE archive_shard' }));
+    const without = await runArchivePass(deps);
+    await assert.rejects(evidenceRecordOf(deps.store, old.hash), /evidence record is made within/, `${JSON.stringify(without)}: not on the index, not grouped`);
+    let report;
+    for (let restart = true; ; restart = false) {
+      report = await runArchivePass(deps, { sweep: { items: 1000, restart } });
+      if (report.swept?.complete) break;
+    }
+    const { der } = await evidenceRecordOf(deps.store, old.hash);
+    const v = await verifyEvidenceRecord(der, { dataDigest: (alg) => ersDigest(alg, old.photo), rootsPem: [rootPem] });
+    assert.ok(v.ok);
+  });
 });
