@@ -312,6 +312,18 @@ describe('RFC 4998 evidence records', () => {
     const hashOnly = await verifyEvidenceRecord(rehashed, { dataDigest: (alg) => (alg === 'SHA-256' ? Buffer.from(hashes[0] ?? '', 'hex') : undefined), rootsPem: [rootPem] });
     assert.ok(!hashOnly.ok);
     assert.match(hashOnly.checks.at(-1)?.detail ?? '', /SHA-512 hash is needed/);
+    // The CLI computes the photo's SHA-512 from the file itself; with the hash alone it says what it needs.
+    const rehashedFile = path.join(dir, 'rehashed.ers');
+    const photoFile = path.join(dir, 'rehashed-photo.jpg');
+    await Promise.all([writeFile(rehashedFile, rehashed), writeFile(photoFile, photo)]);
+    const cliOut: string[] = [];
+    const cliIo = { out: (l: string) => cliOut.push(l), err: () => {} };
+    const cliEnv = { EVIDENCE_TRUST_FILE: path.join(dir, 'no-trust.json') };
+    assert.equal(await evidenceCli(['verify', photoFile, '--evidence-record', rehashedFile, '--root', path.join(dir, 'root.pem')], cliIo, cliEnv), 0, cliOut.join('\n'));
+    assert.match(cliOut.join('\n'), /holds .*chain 2\/2, archive timestamp 1 .*SHA-512 hash tree holds the hash of the data and earlier chains/);
+    cliOut.length = 0;
+    assert.equal(await evidenceCli(['verify', hashes[0] ?? '', '--evidence-record', rehashedFile, '--root', path.join(dir, 'root.pem')], cliIo, cliEnv), 1);
+    assert.match(cliOut.join('\n'), /SHA-512 hash is needed \(give the file/);
     const bc2 = await bouncyCastle(rehashed, photo, later);
     console.log(`# BC, hash-tree-renewed record (${rehashed.length} bytes): ${bc2.out.trim().split('\n').pop()}`);
     assert.ok(bc2.accepted, bc2.out);
