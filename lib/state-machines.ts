@@ -238,6 +238,12 @@ export const ARCHIVE_GROUP = {
       by: 'the archive job',
       when: 'renew_at has passed (the last token\'s TSA certificate nears its notAfter): a new archive timestamp over the chain\'s timestamps is appended, renew_at moves on',
     },
+    postpone: {
+      from: 'stamped',
+      to: 'stamped',
+      by: 'the archive job',
+      when: 'renew_at has passed but the TSA\'s certificate reaches no further than the last token\'s: nothing is stamped, renew_at moves on a day',
+    },
   },
 } as const satisfies StateMachine;
 
@@ -285,6 +291,12 @@ export const OWN_RECORD = {
       to: 'own',
       by: 'the archive job',
       when: 'a timestamp renewal (renew_at passed) or another hash-tree renewal, from the version read',
+    },
+    postpone: {
+      from: 'own',
+      to: 'own',
+      by: 'the archive job',
+      when: 'renew_at has passed but the TSA\'s certificate reaches no further than the last token\'s: nothing is stamped, renew_at moves on a day',
     },
   },
 } as const satisfies StateMachine;

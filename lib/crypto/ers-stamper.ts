@@ -19,9 +19,18 @@ export interface StampedToken {
 
 export class ArchiveStampError extends Error {}
 
-export function createArchiveStamper(tsa: TimestampAuthority, timeoutMs: number): { stamp(alg: ErsHash, digest: Uint8Array): Promise<StampedToken> } {
+export function createArchiveStamper(
+  tsa: TimestampAuthority,
+  timeoutMs: number,
+): { stamp(alg: ErsHash, digest: Uint8Array): Promise<StampedToken>; currentNotAfter(): Promise<Date> } {
   return {
     stamp: (alg, digest) => withDeadline(stamp(tsa, alg, digest), timeoutMs),
+    // The TSA's certificate chain, leaf first (a remote TSA's is fetched: the same deadline).
+    currentNotAfter: async () => {
+      const [leaf] = await withDeadline(tsa.certificates(), timeoutMs);
+      if (!leaf) throw new ArchiveStampError('the TSA names no certificate');
+      return parseCertificate(leaf).notAfter.value;
+    },
   };
 }
 

@@ -34,6 +34,8 @@ export interface ArchiveGroup {
   created_at: string;
   /** When its last timestamp is due for renewal (its TSA certificate's notAfter less the margin). */
   renew_at: string;
+  /** notAfter of the TSA certificate of its last token (a renewal must reach past it to be worth making). */
+  tsa_not_after: string;
 }
 
 /** A member as the evidence item holds it. */
@@ -73,6 +75,8 @@ export interface OwnRecord {
   renew_at: string;
   /** The algorithm of its last chain. */
   algorithm: ErsHash;
+  /** notAfter of the TSA certificate of its last token. */
+  tsa_not_after: string;
 }
 
 /** Something whose last chain is due for timestamp renewal. */
@@ -104,7 +108,12 @@ export interface ArchiveStore {
   /** Groups and own records whose renewal is due at `nowIso`, oldest due first. */
   listRenewalsDue(nowIso: string, limit: number): Promise<RenewalDue[]>;
   /** renew (stamped → stamped): appends a renewal to the group as read (its version); false when it had moved on. */
-  appendGroupRenewal(group: ArchiveGroup, ats: Uint8Array, renewAt: string): Promise<boolean>;
+  appendGroupRenewal(group: ArchiveGroup, ats: Uint8Array, renewAt: string, tsaNotAfter: string): Promise<boolean>;
+  /**
+   * postpone (stamped → stamped, own → own): a renewal is due but the TSA's certificate reaches no
+   * further than the chain's last one: renew_at moves on, from the version read.
+   */
+  postponeRenewal(due: RenewalDue & { kind: 'group' | 'record' }, version: number, renewAt: string): Promise<boolean>;
   /** The own record of a hash, if it has one. */
   getOwnRecord(imageHash: string): Promise<OwnRecord | undefined>;
   /**

@@ -48,6 +48,8 @@ export interface ArchiveStamper {
    * root, with its genTime and its TSA certificate's notAfter. Has a deadline.
    */
   stamp(alg: ErsHash, digest: Uint8Array): Promise<{ token: Uint8Array; genTime: Date; tsaNotAfter: Date }>;
+  /** notAfter of the certificate the TSA signs with now (before any request). */
+  currentNotAfter(): Promise<Date>;
 }
 
 export interface ArchiveSettings {
@@ -149,6 +151,7 @@ async function groupWaiting(deps: ArchiveDeps, report: ArchivePassReport): Promi
       renewals: [],
       created_at: now.toISOString(),
       renew_at: renewAt(stamped.tsaNotAfter, deps.settings, now),
+      tsa_not_after: stamped.tsaNotAfter.toISOString(),
     });
     report.groups++;
   }
@@ -173,11 +176,13 @@ function renewAt(tsaNotAfter: Date, settings: ArchiveSettings, now: Date): strin
   return new Date(due).toISOString();
 }
 
-/** A chain to renew: its algorithm, the tokens it holds, and how to store the renewal. */
+/** A chain to renew: its algorithm, the tokens it holds, how far its last token's TSA certificate reaches, and how to store the renewal. */
 interface DueChain {
   algorithm: ErsHash;
   tokens: Uint8Array[];
-  store(ats: ArchiveTimeStamp, renewAt: string): Promise<boolean>;
+  tsaNotAfter: string;
+  store(ats: ArchiveTimeStamp, renewAt: string, tsaNotAfter: string): Promise<boolean>;
+  postpone(renewAt: string): Promise<boolean>;
 }
 
 async function renewDue(deps: ArchiveDeps, report: ArchivePassReport): Promise<void> {
@@ -200,8 +205,24 @@ async function renewDue(deps: ArchiveDeps, report: ArchivePassReport): Promise<v
       }
     }),
   );
-  for (const algorithm of new Set(chains.map((c) => c.algorithm))) {
-    const mine = chains.filter((c) => c.algorithm === algorithm);
+  if (chains.length > 0) await renewChains(deps, chains, now, report);
+  if (offers.length > 0) await rehashOffered(deps, offers, now, report);
+}
+
+async function renewChains(deps: ArchiveDeps, chains: DueChain[], now: Date, report: ArchivePassReport): Promise<void> {
+  // A renewal is worth a timestamp only when the TSA's certificate reaches past the chain's last
+  // one: otherwise (the TSA key was not rotated in time) nothing is stamped and the chain waits a
+  // day, instead of growing by a useless archive timestamp every pass.
+  const reach = (await deps.stamper.currentNotAfter()).toISOString();
+  const stale = chains.filter((c) => reach <= c.tsaNotAfter);
+  if (stale.length > 0) {
+    log.warn('archive: renewals are due but the TSA certificate reaches no further than theirs; rotate the TSA key (retried in a day)', { due: stale.length, tsa_not_after: reach });
+    const later = new Date(now.getTime() + RENEW_RETRY_MS).toISOString();
+    for (const c of stale) await c.postpone(later);
+  }
+  const useful = chains.filter((c) => reach > c.tsaNotAfter);
+  for (const algorithm of new Set(useful.map((c) => c.algorithm))) {
+    const mine = useful.filter((c) => c.algorithm === algorithm);
     // §5.2: the new archive timestamp covers the hashes of the chain's timestamps (all of them,
     // so that a verifier that checks each earlier one against the last finds it: BouncyCastle's
     // ERSEvidenceRecord.validate does); one leaf group per chain, one token for all.
@@ -212,10 +233,9 @@ async function renewDue(deps: ArchiveDeps, report: ArchivePassReport): Promise<v
     for (const [i, chain] of mine.entries()) {
       const ats: ArchiveTimeStamp = { digestAlgorithm: algorithm, reducedHashtree: tree.reduced(i), timeStamp: stamped.token };
       // A chain that moved on meanwhile (another pass renewed it) keeps that renewal; this one is dropped.
-      if (await chain.store(ats, next)) report.renewed++;
+      if (await chain.store(ats, next, stamped.tsaNotAfter.toISOString())) report.renewed++;
     }
   }
-  if (offers.length > 0) await rehashOffered(deps, offers, now, report);
 }
 
 /** Offers whose record is not made yet are looked at again this much later. */
@@ -288,7 +308,9 @@ function groupChain(store: ArchiveStore, group: ArchiveGroup): DueChain {
   return {
     algorithm: group.algorithm,
     tokens: [group.timeStamp, ...group.renewals.map((r) => parseArchiveTimeStamp(r).timeStamp)],
-    store: (ats, at) => store.appendGroupRenewal(group, encodeArchiveTimeStamp(ats), at),
+    tsaNotAfter: group.tsa_not_after,
+    store: (ats, at, notAfter) => store.appendGroupRenewal(group, encodeArchiveTimeStamp(ats), at, notAfter),
+    postpone: (at) => store.postponeRenewal({ kind: 'group', id: group.id }, group.v, at),
   };
 }
 
@@ -298,11 +320,13 @@ function ownChain(store: ArchiveStore, own: OwnRecord): DueChain {
   return {
     algorithm: own.algorithm,
     tokens: last.map((a) => a.timeStamp),
-    store: (ats, at) => {
+    tsaNotAfter: own.tsa_not_after,
+    store: (ats, at, notAfter) => {
       const chains = [...record.chains.slice(0, -1), [...last, ats]];
       const der = encodeEvidenceRecord({ digestAlgorithms: algorithmsOf(chains), chains });
-      return store.putOwnRecord({ ...own, record: der, renew_at: at }, own.v);
+      return store.putOwnRecord({ ...own, record: der, renew_at: at, tsa_not_after: notAfter }, own.v);
     },
+    postpone: (at) => store.postponeRenewal({ kind: 'record', image_hash: own.image_hash }, own.v, at),
   };
 }
 
@@ -360,7 +384,8 @@ export async function renewHashTrees(deps: ArchiveDeps, algorithm: ErsHash, inpu
     const chains = [...c.chains, [{ digestAlgorithm: algorithm, reducedHashtree: tree.reduced(i), timeStamp: stamped.token }]];
     const der = encodeEvidenceRecord({ digestAlgorithms: algorithmsOf(chains), chains });
     try {
-      if (await deps.store.putOwnRecord({ image_hash: c.input.image_hash, v: (c.version ?? 0) + 1, record: der, renew_at: at, algorithm }, c.version)) renewed.push(c.input.image_hash);
+      const own = { image_hash: c.input.image_hash, v: (c.version ?? 0) + 1, record: der, renew_at: at, algorithm, tsa_not_after: stamped.tsaNotAfter.toISOString() };
+      if (await deps.store.putOwnRecord(own, c.version)) renewed.push(c.input.image_hash);
     } catch (error) {
       log.warn('archive: a hash-tree renewal could not be stored; the next one retries', { image_hash: c.input.image_hash, ...describeError(error) });
     }

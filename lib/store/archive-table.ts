@@ -95,6 +95,7 @@ export class ArchiveTable implements ArchiveStore {
           renewals: [],
           created_at: group.created_at,
           renew_at: group.renew_at,
+          tsa_not_after: group.tsa_not_after,
           renew_shard: RENEW_SHARD,
         },
         ConditionExpression: 'attribute_not_exists(pk)',
@@ -174,7 +175,7 @@ export class ArchiveTable implements ArchiveStore {
   }
 
   /** renew (stamped → stamped): conditional on the version read. */
-  async appendGroupRenewal(group: ArchiveGroup, ats: Uint8Array, renewAt: string): Promise<boolean> {
+  async appendGroupRenewal(group: ArchiveGroup, ats: Uint8Array, renewAt: string, tsaNotAfter: string): Promise<boolean> {
     const t = ARCHIVE_GROUP.transitions.renew;
     const r = await moveState(this.db, {
       table: this.tables.archive,
@@ -184,7 +185,24 @@ export class ArchiveTable implements ArchiveStore {
       from: t.from,
       version: group.v,
       to: t.to,
-      set: { renewals: [...group.renewals, ats], renew_at: renewAt },
+      set: { renewals: [...group.renewals, ats], renew_at: renewAt, tsa_not_after: tsaNotAfter },
+    });
+    return r.ok;
+  }
+
+  /** postpone (stamped → stamped, own → own): renew_at moves on, conditional on the version read. */
+  async postponeRenewal(due: RenewalDue & { kind: 'group' | 'record' }, version: number, renewAt: string): Promise<boolean> {
+    const machine = due.kind === 'group' ? ARCHIVE_GROUP : OWN_RECORD;
+    const t = machine.transitions.postpone;
+    const r = await moveState(this.db, {
+      table: this.tables.archive,
+      key: { pk: due.kind === 'group' ? GROUP + due.id : RECORD + due.image_hash },
+      stateAttribute: 'state',
+      versionAttribute: 'v',
+      from: t.from,
+      version,
+      to: t.to,
+      set: { renew_at: renewAt },
     });
     return r.ok;
   }
@@ -193,7 +211,7 @@ export class ArchiveTable implements ArchiveStore {
     const r = await this.db.send(new GetCommand({ TableName: this.tables.archive, Key: { pk: RECORD + imageHash }, ConsistentRead: true }));
     const i = r.Item;
     if (!i) return undefined;
-    return { image_hash: imageHash, v: Number(i.v), record: i.record as Uint8Array, renew_at: String(i.renew_at), algorithm: hashOf(i.algorithm) };
+    return { image_hash: imageHash, v: Number(i.v), record: i.record as Uint8Array, renew_at: String(i.renew_at), algorithm: hashOf(i.algorithm), tsa_not_after: String(i.tsa_not_after) };
   }
 
   /** rehash (none → own) or renew (own → own), conditional on the version read. */
@@ -207,7 +225,7 @@ export class ArchiveTable implements ArchiveStore {
       from: t.from === 'none' ? null : t.from,
       version: readVersion,
       to: t.to,
-      set: { record: record.record, renew_at: record.renew_at, algorithm: record.algorithm, renew_shard: RENEW_SHARD },
+      set: { record: record.record, renew_at: record.renew_at, algorithm: record.algorithm, tsa_not_after: record.tsa_not_after, renew_shard: RENEW_SHARD },
     });
     return r.ok;
   }
@@ -288,6 +306,7 @@ function toGroup(i: Record<string, unknown>): ArchiveGroup {
     renewals: Array.isArray(i.renewals) ? (i.renewals as Uint8Array[]) : [],
     created_at: String(i.created_at),
     renew_at: String(i.renew_at),
+    tsa_not_after: String(i.tsa_not_after),
   };
 }
 

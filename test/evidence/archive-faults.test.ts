@@ -86,7 +86,7 @@ describe('the archive job after a crash at each store call of a grouping pass', 
       for (let k = 1; k <= 7; k++) {
         const photos = await anchorPhotos(3);
         let stamps = 0;
-        const stamper = { stamp: async (...a: Parameters<ArchiveDeps['stamper']['stamp']>) => (stamps++, deps.stamper.stamp(...a)) };
+        const stamper = { ...deps.stamper, stamp: async (...a: Parameters<ArchiveDeps['stamper']['stamp']>) => (stamps++, deps.stamper.stamp(...a)) };
         const dying = dyingAt(deps.store, k, when);
         await assert.rejects(runArchivePass({ ...deps, stamper, store: dying.store }), Crash, `k=${k}`);
         if (k === 7) assert.equal(stamps, 1);

@@ -251,23 +251,30 @@ describe('RFC 4998 evidence records', () => {
     const notAfter = parseCertificate(tsaCertPem).notAfter.value;
     // Inside the renewal margin of the TSA certificate that signed the group's token.
     const later = new Date(notAfter.getTime() - deps.settings.renewBeforeMs + 24 * 3600_000);
-    // Meanwhile the TSA's key was rotated (a new leaf under the same root); the TSA's clock is that day's.
-    const leaf = await issueTsaCertificate({ rootCertPem: rootPem, rootKeyPkcs8Pem, now: new Date(later.getTime() - 3600_000) });
-    const newTsa = await EmbeddedTsa.create({ rootCertPem: rootPem, ...leaf, policyOid: getConfig().tsa.policyOid, clock: () => later });
-    const future: ArchiveDeps = { ...deps, stamper: createArchiveStamper(newTsa, 5000), clock: () => later };
-
     // Not due yet the day before the margin: nothing is renewed, one index query finds nothing.
     const early = counting(deps.store);
-    const none = await runArchivePass({ ...future, store: early.store, clock: () => new Date(later.getTime() - 2 * 24 * 3600_000) });
+    const none = await runArchivePass({ ...deps, store: early.store, clock: () => new Date(later.getTime() - 2 * 24 * 3600_000) });
     assert.equal(none.renewed, 0);
     assert.equal(early.calls.listRenewalsDue, 1);
     assert.equal(early.calls.getGroup ?? 0, 0, 'nothing due is read');
+
+    // Not rotated in time: the TSA still signs with the certificate that nears its end. A renewal
+    // would reach no further: nothing is stamped, the group waits a day (and the log says to rotate).
+    const stale = counting(deps.store);
+    const notRotated = await runArchivePass({ ...deps, store: stale.store, clock: () => later });
+    assert.deepEqual({ renewed: notRotated.renewed, stamps: notRotated.stamps }, { renewed: 0, stamps: 0 });
+    assert.ok((stale.calls.postponeRenewal ?? 0) >= 1);
+    const dayAfter = new Date(later.getTime() + 2 * 24 * 3600_000);
+    // Then the TSA's key is rotated (a new leaf under the same root); the TSA's clock is that day's.
+    const leaf = await issueTsaCertificate({ rootCertPem: rootPem, rootKeyPkcs8Pem, now: new Date(later.getTime() - 3600_000) });
+    const newTsa = await EmbeddedTsa.create({ rootCertPem: rootPem, ...leaf, policyOid: getConfig().tsa.policyOid, clock: () => dayAfter });
+    const future: ArchiveDeps = { ...deps, stamper: createArchiveStamper(newTsa, 5000), clock: () => dayAfter };
 
     const counted = counting(deps.store);
     const report = await runArchivePass({ ...future, store: counted.store });
     assert.ok(report.renewed >= 1, JSON.stringify(report));
     assert.equal(report.stamps, 1, 'one TSA call renews every due group');
-    console.log(`# renewal pass ${later.toISOString()}: ${report.renewed} group(s) renewed, ${report.stamps} TSA call, ${total(counted.calls)} store requests ${JSON.stringify(counted.calls)}`);
+    console.log(`# renewal pass ${dayAfter.toISOString()}: ${report.renewed} group(s) renewed, ${report.stamps} TSA call, ${total(counted.calls)} store requests ${JSON.stringify(counted.calls)}`);
     // Renewed: not due again until the new certificate nears its end.
     const after = await runArchivePass(future);
     assert.equal(after.renewed, 0);
@@ -278,7 +285,7 @@ describe('RFC 4998 evidence records', () => {
     const v = await ours(renewed, photo);
     assert.ok(v.ok, JSON.stringify(v.checks.map((c) => c.detail)));
     assert.equal(v.protectedUntil?.toISOString(), parseCertificate(leaf.tsaCertPem).notAfter.value.toISOString());
-    const bc = await bouncyCastle(renewed, photo, later);
+    const bc = await bouncyCastle(renewed, photo, dayAfter);
     console.log(`# BC, timestamp-renewed record (${renewed.length} bytes): ${bc.out.trim().split('\n').pop()}`);
     assert.ok(bc.accepted, bc.out);
 
@@ -324,10 +331,10 @@ describe('RFC 4998 evidence records', () => {
     cliOut.length = 0;
     assert.equal(await evidenceCli(['verify', hashes[0] ?? '', '--evidence-record', rehashedFile, '--root', path.join(dir, 'root.pem')], cliIo, cliEnv), 1);
     assert.match(cliOut.join('\n'), /SHA-512 hash is needed \(give the file/);
-    const bc2 = await bouncyCastle(rehashed, photo, later);
+    const bc2 = await bouncyCastle(rehashed, photo, dayAfter);
     console.log(`# BC, hash-tree-renewed record (${rehashed.length} bytes): ${bc2.out.trim().split('\n').pop()}`);
     assert.ok(bc2.accepted, bc2.out);
-    const bc3 = await bouncyCastle(rehashed, photos[1] as Buffer, later);
+    const bc3 = await bouncyCastle(rehashed, photos[1] as Buffer, dayAfter);
     assert.ok(!bc3.accepted, bc3.out);
 
     // Later still, the own record's SHA-512 chain nears its TSA certificate's end: renewed on its own.
