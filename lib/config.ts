@@ -84,6 +84,19 @@ export interface Config {
    * SIGKILL), 0 in AWS (DynamoDB's indexes lose nothing; docs/decisions.md "Cost").
    */
   reconcileSafetyScanItems: number;
+  /** RFC 4998 evidence records (lib/evidence/archive.ts). */
+  archive: {
+    /** ARCHIVE_GROUP_SECONDS: a group is made once its oldest hash has waited this long. */
+    groupAfterMs: number;
+    /** ARCHIVE_MAX_GROUP: most hashes in one group. */
+    maxGroupSize: number;
+    /** ARCHIVE_RENEW_BEFORE_DAYS: a chain is renewed this long before its last TSA certificate's notAfter. */
+    renewBeforeMs: number;
+    /** `npm start` only (ARCHIVE_INTERVAL_MS): how often the archive job runs (in AWS a scheduled Lambda, every minute). */
+    intervalMs: number;
+    /** ARCHIVE_HASH_ALGORITHM: the hash algorithm records are renewed to (SHA-256: none renewed). */
+    hashAlgorithm: 'SHA-256' | 'SHA-384' | 'SHA-512';
+  };
   aws: {
     region: string;
     dynamoEndpoint: string | undefined;
@@ -248,6 +261,9 @@ export function loadConfig(env: Env = process.env): Config {
   const tsaRoots = r.optional('TSA_ROOTS_FILE');
   if (tsaScheme === 'remote' && !tsaUrl) problems.push('TSA_URL is required when TSA_SCHEME=remote');
   if (tsaScheme === 'remote' && !tsaRoots) problems.push('TSA_ROOTS_FILE (PEM roots the TSA must chain to) is required when TSA_SCHEME=remote');
+  const archiveHash = r.oneOf('ARCHIVE_HASH_ALGORITHM', ['SHA-256', 'SHA-384', 'SHA-512'] as const, 'SHA-256');
+  // The remote TSA client time-stamps SHA-256 imprints only (lib/crypto/ers-stamper.ts).
+  if (tsaScheme === 'remote' && archiveHash !== 'SHA-256') problems.push('ARCHIVE_HASH_ALGORITHM other than SHA-256 needs the embedded TSA (TSA_SCHEME=embedded)');
   const tsaKms = r.optional('TSA_KMS_KEY_ID');
   const tsaCertFile = r.optional('TSA_CERT_FILE');
   const tsaRootFile = r.optional('TSA_ROOT_FILE');
@@ -314,6 +330,13 @@ export function loadConfig(env: Env = process.env): Config {
     authFailuresPerWindow: r.integer('AUTH_FAILURES_PER_WINDOW', 10, 1),
     reconcileIntervalMs: r.integer('RECONCILE_INTERVAL_MS', 5000, 100),
     reconcileSafetyScanItems: r.integer('RECONCILE_SAFETY_SCAN_ITEMS', local ? 1000 : 0, 0),
+    archive: {
+      groupAfterMs: r.integer('ARCHIVE_GROUP_SECONDS', 30, 0) * 1000,
+      maxGroupSize: r.integer('ARCHIVE_MAX_GROUP', 2048, 1),
+      renewBeforeMs: r.integer('ARCHIVE_RENEW_BEFORE_DAYS', 365, 1) * 24 * 3600_000,
+      intervalMs: r.integer('ARCHIVE_INTERVAL_MS', 10_000, 100),
+      hashAlgorithm: archiveHash,
+    },
     aws: {
       region: r.string('AWS_REGION', local ? 'local' : 'eu-central-1'),
       dynamoEndpoint,

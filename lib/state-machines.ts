@@ -215,4 +215,114 @@ export const LEDGER_SLOT = {
   },
 } as const satisfies StateMachine;
 
-export const STATE_MACHINES: readonly StateMachine[] = [EVIDENCE_ITEM, BATCH_SEAL, LEDGER_SLOT];
+/**
+ * An archive group (archive table, RFC 4998 evidence records: lib/evidence/archive.ts): the hash
+ * tree over many anchored image hashes that one RFC 3161 token covers, and the timestamp renewals
+ * of that chain. Made whole in one put (its id is the tree's root, so a retry over the same hashes
+ * finds it and stamps nothing again); renewals append, each from the version read.
+ */
+export const ARCHIVE_GROUP = {
+  record: 'archive group',
+  stored: 'archive table, key grp#<root>; state, v (renew_shard, renew_at on the renewal_due index)',
+  states: ['none', 'stamped'],
+  transitions: {
+    stamp: {
+      from: 'none',
+      to: 'stamped',
+      by: 'the archive job',
+      when: 'the tree over the hashes it read from the archive_due index is time-stamped; put if absent (a group of that root exists: that one stands)',
+    },
+    renew: {
+      from: 'stamped',
+      to: 'stamped',
+      by: 'the archive job',
+      when: 'renew_at has passed (the last token\'s TSA certificate nears its notAfter): a new archive timestamp over the chain\'s timestamps is appended, renew_at moves on',
+    },
+    postpone: {
+      from: 'stamped',
+      to: 'stamped',
+      by: 'the archive job',
+      when: 'renew_at has passed but the TSA\'s certificate reaches no further than the last token\'s: nothing is stamped, renew_at moves on a day',
+    },
+  },
+} as const satisfies StateMachine;
+
+/**
+ * An anchored image hash as a member of an archive group (on its evidence item): it waits on the
+ * sparse archive_due index from its anchor's own write until it names a group.
+ */
+export const ARCHIVE_MEMBER = {
+  record: 'archive member',
+  stored: 'evidence table, key image_hash; archive_shard (set: ungrouped), ers_group, ers_path',
+  states: ['none', 'ungrouped', 'grouped'],
+  transitions: {
+    enqueue: {
+      from: 'none',
+      to: 'ungrouped',
+      by: 'the anchor transition of the evidence item (the same write)',
+      when: 'the item becomes anchored',
+    },
+    join: {
+      from: 'ungrouped',
+      to: 'grouped',
+      by: 'the archive job, after its group is stored',
+      when: 'the item is anchored and names no group yet; one write sets ers_group and ers_path and leaves the index (an item in a group already only leaves the index)',
+    },
+  },
+} as const satisfies StateMachine;
+
+/**
+ * The evidence record of its own of one image hash (archive table), made by a hash-tree renewal
+ * (RFC 4998 §5.2), whose first hash list depends on the member's earlier chains; renewed alone.
+ */
+export const OWN_RECORD = {
+  record: 'own evidence record',
+  stored: 'archive table, key rec#<image_hash>; state, v (renew_shard, renew_at on the renewal_due index)',
+  states: ['none', 'own'],
+  transitions: {
+    rehash: {
+      from: 'none',
+      to: 'own',
+      by: 'the archive job\'s hash-tree renewal',
+      when: 'the data\'s digest with the new algorithm was given; no own record yet',
+    },
+    renew: {
+      from: 'own',
+      to: 'own',
+      by: 'the archive job',
+      when: 'a timestamp renewal (renew_at passed) or another hash-tree renewal, from the version read',
+    },
+    postpone: {
+      from: 'own',
+      to: 'own',
+      by: 'the archive job',
+      when: 'renew_at has passed but the TSA\'s certificate reaches no further than the last token\'s: nothing is stamped, renew_at moves on a day',
+    },
+  },
+} as const satisfies StateMachine;
+
+/**
+ * The photo's digest with a new hash algorithm (archive table), offered by the account that
+ * anchored it for a hash-tree renewal; used once, by the archive job.
+ */
+export const DIGEST_OFFER = {
+  record: 'digest offer',
+  stored: 'archive table, key dig#<image_hash>#<algorithm>; state (renew_shard, renew_at on the renewal_due index while offered)',
+  states: ['none', 'offered', 'used'],
+  transitions: {
+    offer: {
+      from: 'none|offered',
+      to: 'offered',
+      by: 'the account that anchored the hash (POST /api/v2/evidence/evidence-record/{image_hash}/digest)',
+      when: 'the algorithm is the one the service renews to (ARCHIVE_HASH_ALGORITHM); the latest offer wins until it is used',
+    },
+    use: {
+      from: 'offered',
+      to: 'used',
+      by: 'the archive job',
+      when: 'the hash-tree renewal it asked for is stored (the own record); conditional on the offer as read',
+    },
+  },
+} as const satisfies StateMachine;
+
+export const STATE_MACHINES: readonly StateMachine[] = [EVIDENCE_ITEM, BATCH_SEAL, LEDGER_SLOT, ARCHIVE_GROUP, ARCHIVE_MEMBER, OWN_RECORD, DIGEST_OFFER];

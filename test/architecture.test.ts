@@ -42,6 +42,7 @@ const PORTS = [
   'lib/evidence/ports.ts',
   'lib/evidence/records.ts',
   'lib/evidence/batch-store.ts',
+  'lib/evidence/archive-store.ts',
   'lib/evidence/stats.ts',
   'lib/accounts/account-repository.ts',
   'lib/accounts/api-key-repository.ts',

@@ -32,7 +32,7 @@ app.openapi(route, async (c) => {
   if (!isAnchored(item)) throw notFound('evidence_not_found', `No anchored evidence for ${image_hash}.`);
   // A receipt whose transaction is final (ledger.final present) can no longer change: cached for a
   // year, immutable. Until then every use revalidates (ETag, 304).
-  const receipt = buildReceipt(item, getConfig().ledger.explorerTxUrl);
+  const receipt = buildReceipt(item, getConfig().ledger.explorerTxUrl, getConfig().publicBaseUrl);
   c.header('Cache-Control', receipt.ledger.final ? 'public, max-age=31536000, immutable' : 'no-cache');
   c.header('Content-Disposition', `inline; filename="receipt-${image_hash}.json"`);
   return c.json(receipt, 200);

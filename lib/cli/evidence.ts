@@ -4,7 +4,7 @@
  *     evidence keygen [--out device-key.json]
  *     evidence anchor photo.jpg [--url http://127.0.0.1:3000] [--key device-key.json]
  *     evidence verify <photo.jpg|hash> [--receipt photo.jpg.receipt.json | --certificate cert.pdf] [--rpc URL] [--root tsa-root.pem]
- *                     [--wallet 0x…] [--timestamp t.json] [--signature s.json] [--jwks jwks.json]
+ *                     [--wallet 0x…] [--timestamp t.json] [--signature s.json] [--jwks jwks.json] [--evidence-record photo.ers]
  *     evidence trust add|list|remove [<base-url>]
  *
  * keygen and anchor use only the public REST API; verify needs no service at all.
@@ -24,6 +24,7 @@ import { formatReport } from './receipt-report.js';
 import { type VerifySubject, verifyReceipt } from './verify-receipt.js';
 import type { EvidenceStatus } from '../evidence/verdict.js';
 import { formatStandalone, verifySignatureFile, verifyTimestampFile } from './verify-standalone.js';
+import { verifyEvidenceRecordFile } from './verify-evidence-record.js';
 
 export const USAGE = `Usage: evidence <command> [options]
 
@@ -39,7 +40,8 @@ Commands:
 
   verify <file|sha256> [--receipt <file>.receipt.json] [--root tsa-root.pem] [--pq-root pq-root.pem] [--rpc URL]
          [--pq-key FINGERPRINT] [--wallet 0xADDRESS] [--min-confirmations N]
-         [--timestamp t.json] [--signature s.json] [--jwks jwks.json] [--trust-file F] [--json]
+         [--timestamp t.json] [--signature s.json] [--jwks jwks.json] [--evidence-record <sha256>.ers]
+         [--trust-file F] [--json]
       Check a receipt without the service, with the verdict the service's own readers give: the
       file's SHA-256, the statement (RFC 8785, server_hash), the ML-DSA-65 signature and key, the
       RFC 3161 token (signature, imprint, ESSCertIDv2, EKU, chain to the root), the Merkle
@@ -54,6 +56,10 @@ Commands:
       A receipt's post-quantum timestamp (timestamp_pq, ML-DSA-65) is checked against the
       post-quantum TSA root (--pq-root, or the trust file). Every token is judged as of its
       genTime; with the trust file, a token dated after its TSA certificate's retirement fails.
+      --evidence-record checks an RFC 4998 evidence record (GET /api/v2/evidence/evidence-record/
+      <sha256>) against the file: each archive timestamp's hash tree and RFC 3161 token as of its
+      genTime, against the TSA root, and each renewal; a chain of another hash than SHA-256 (a
+      hash-tree renewal) needs the file itself, not only its hash.
       Trust anchors: the TSA root (--root), the ML-DSA-65 key (--pq-key), the ledger wallet
       (--wallet) and the Ed25519 keys (--jwks) are pinned by those flags or, without them, by the
       trust file (evidence trust add). A proof checked against an anchor that is not pinned is
@@ -209,6 +215,7 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       wallet: { type: 'string' },
       timestamp: { type: 'string' },
       signature: { type: 'string' },
+      'evidence-record': { type: 'string' },
       jwks: { type: 'string' },
       'trust-file': { type: 'string' },
       'min-confirmations': { type: 'string' },
@@ -220,7 +227,7 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   if (positionals.length !== 1 || !target) throw new UsageError('verify needs exactly one file or SHA-256 hash.');
   const progress = values.json ? () => {} : (line: string) => io.err(line);
 
-  const standalone = values.timestamp !== undefined || values.signature !== undefined;
+  const standalone = values.timestamp !== undefined || values.signature !== undefined || values['evidence-record'] !== undefined;
   let subject: VerifySubject;
   if (values.receipt !== undefined && values.certificate !== undefined) throw new UsageError('verify takes --receipt or --certificate, not both.');
   let receiptFile = values.receipt ?? values.certificate;
@@ -231,7 +238,7 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
     if (!standalone) receiptFile ??= `${target}.receipt.json`;
   } else if (isSha256Hex(target)) {
     subject = { kind: 'hash', hash: target.toLowerCase() };
-    if (!receiptFile && !standalone) throw new UsageError('verify <hash> needs --receipt receipt.json or --certificate cert.pdf (or --timestamp / --signature).');
+    if (!receiptFile && !standalone) throw new UsageError('verify <hash> needs --receipt receipt.json or --certificate cert.pdf (or --timestamp / --signature / --evidence-record).');
   } else {
     throw new CliError(`No such file: ${target} (nor is it a SHA-256 hash).`);
   }
@@ -338,6 +345,13 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   for (const { file, response } of timestamps) {
     const report = await verifyTimestampFile({ response, subject, rootsPem: roots, ...(rootSource ? { rootSource } : {}) });
     reports.push({ status: report.status, kind: 'timestamp', file, report, lines: formatStandalone(report) });
+  }
+  if (values['evidence-record'] !== undefined) {
+    const file = values['evidence-record'];
+    progress(`Verifying the evidence record ${file}…`);
+    const report = await verifyEvidenceRecordFile({ file, subject, ...(isFile ? { dataPath: target } : {}), rootsPem: roots, ...(rootSource ? { rootSource } : {}) });
+    const { lines, ...json } = report;
+    reports.push({ status: report.status, kind: 'evidence record', file, report: json, lines });
   }
   for (const { file, response } of signatures) {
     const report = verifySignatureFile({ response, subject, jwks: jwksKeys, ...(jwksSource ? { jwksSource } : {}) });

@@ -90,7 +90,7 @@ export function getCertificateDeps(): CertificateDeps {
   return {
     getItem: (hash) => getEvidenceRepo().get(hash),
     verify: (hash) => verifyEvidence(getVerifyDeps(), hash),
-    receiptOf: (item) => buildReceipt(item, config.ledger.explorerTxUrl),
+    receiptOf: (item) => buildReceipt(item, config.ledger.explorerTxUrl, config.publicBaseUrl),
     tsaNameOf: (receipt) => tsaNameOf(receipt.timestamp.tsa_certificates),
     checkStandalone,
     render: async (model) => {

@@ -42,6 +42,8 @@ export interface EvidenceReceipt {
     final?: ReceiptFinal;
   };
   device: { public_key_hex: string; signature_hex: string; chain_index: number; chain_hash: string; previous_hash: string | null; device_id?: string };
+  /** Where its RFC 4998 evidence record is (lib/evidence/archive.ts): the long-term proof, renewed over the years. */
+  evidence_record: { url: string; format: 'RFC 4998 EvidenceRecord, DER'; data_object: 'the photo (the first hash tree starts from image_hash)' };
   how_to_verify: string[];
 }
 
@@ -78,7 +80,10 @@ export interface ReceiptMerkle {
   root: string;
 }
 
-export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string): EvidenceReceipt {
+/** The path of a hash's evidence record (GET /api/v2/evidence/evidence-record/{image_hash}). */
+export const evidenceRecordPath = (imageHash: string) => `/api/v2/evidence/evidence-record/${imageHash}`;
+
+export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string, publicBaseUrl = ''): EvidenceReceipt {
   const final = storedFinalReceipt(item);
   return {
     receipt_version: 1,
@@ -160,6 +165,11 @@ export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string): 
       previous_hash: item.previous_hash,
       ...(item.device_id ? { device_id: item.device_id } : {}),
     },
+    evidence_record: {
+      url: `${publicBaseUrl}${evidenceRecordPath(item.image_hash)}`,
+      format: 'RFC 4998 EvidenceRecord, DER',
+      data_object: 'the photo (the first hash tree starts from image_hash)',
+    },
     how_to_verify: [
       'File: sha256sum photo.jpg must print image_hash.',
       'Timestamp: base64-decode timestamp.token to token.tsr, write tsa_certificates to chain.pem (leaf first, root last) and run: openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem -untrusted tsa.pem',
@@ -175,6 +185,7 @@ export function buildReceipt(item: AnchoredEvidence, explorerTemplate: string): 
           'Then leaf = SHA-256(0x00 || image_hash || server_hash) must lead by merkle.path (RFC 6962; verify as RFC 9162 §2.1.3.2 with merkle.leaf_index and merkle.tree_size) to merkle.root.'
         : 'Ledger: eth_getTransactionByHash(ledger.tx_hash) on any node of chain ledger.chain_id; its input must equal ledger.input_data (image_hash || server_hash) and it must be mined successfully.',
       'Device: Ed25519 verify of device.signature_hex over the 32 raw bytes of image_hash with device.public_key_hex; chain_hash = SHA-256(previous_hash or 32 zero bytes || image_hash).',
+      'Long term: download evidence_record.url (made within about a minute of the anchor, renewed before its timestamps expire) and check it against the photo with any RFC 4998 verifier and the TSA root: evidence verify photo.jpg --evidence-record <file>.',
     ],
   };
 }

@@ -15,7 +15,9 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { getLedgerSender, getPqRegistrationDeps, getReconcileDeps } from '../deps/anchoring.js';
+import { getArchiveDeps } from '../deps/archive-job.js';
 import { getDb } from '../deps/core.js';
+import { runArchivePass } from '../evidence/archive.js';
 import { reconcileAnchors } from '../evidence/reconcile.js';
 import { ensurePqKeyRegistered } from '../evidence/pq-registration.js';
 import { ensureTables } from '../store/tables.js';
@@ -217,6 +219,29 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
     const timer = setInterval(() => void reconcile(), config.reconcileIntervalMs);
     timer.unref();
     stops.push(async () => clearInterval(timer));
+
+    // The archive job's local twin (functions/jobs/archive.ts): RFC 4998 evidence records for what
+    // was anchored (one archive timestamp per group) and the renewals that are due. One pass at a time.
+    // Until it reaches the table's end once, each pass also sweeps 1,000 evidence items: the anchors
+    // of a data directory made before the archive existed, and index entries a kill lost.
+    let archiving = false;
+    let archiveSweep: 'start' | 'running' | 'done' = 'start';
+    const archive = async () => {
+      if (archiving) return;
+      archiving = true;
+      try {
+        const sweepStep = archiveSweep === 'done' ? undefined : { items: 1000, restart: archiveSweep === 'start' };
+        const report = await runArchivePass(await getArchiveDeps(), sweepStep ? { sweep: sweepStep } : {});
+        if (report.swept) archiveSweep = report.swept.complete ? 'done' : 'running';
+      } catch (error) {
+        log.warn('archive pass failed', describeError(error));
+      } finally {
+        archiving = false;
+      }
+    };
+    const archiveTimer = setInterval(() => void archive(), config.archive.intervalMs);
+    archiveTimer.unref();
+    stops.push(async () => clearInterval(archiveTimer));
 
     say(`ready in ${since()}: Ctrl-C stops every part`);
   } catch (error) {

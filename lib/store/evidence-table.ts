@@ -20,6 +20,9 @@ import { type LeaseAttributes, leaseParts, type LeaseStep } from './lease.js';
 import { SegmentScan } from './segment-scan.js';
 import { moveState, type VersionedMove } from './versioned.js';
 
+/** The one partition of the archive_due index: anchored hashes in no RFC 4998 archive group yet (lib/store/archive-table.ts). */
+export const ARCHIVE_SHARD = 'ungrouped';
+
 /** The one partition of the pending_tx index (pending anchors are few: minutes' worth at most). */
 const PENDING_SHARD = 'pending';
 
@@ -324,7 +327,9 @@ export class EvidenceTable implements EvidenceItemStore {
   ): Promise<AnchoredEvidence | null> {
     // Batch mode: the item named its batch (kept: which batch holds it) and no transaction until
     // now; it gets the batch's transaction and its inclusion proof in this same write.
-    const set: Record<string, unknown> = { ...batch?.tx, merkle: batch?.merkle, tx_status: receipt?.status ?? 'pending' };
+    // archive_shard: the hash waits on the archive_due index for its RFC 4998 archive group
+    // (lib/store/archive-table.ts; ARCHIVE_MEMBER.enqueue), set by this same write.
+    const set: Record<string, unknown> = { ...batch?.tx, merkle: batch?.merkle, tx_status: receipt?.status ?? 'pending', archive_shard: ARCHIVE_SHARD };
     if (receipt) {
       set.block_number = receipt.blockNumber;
       set.confirmed_at = receipt.at;

@@ -223,6 +223,16 @@ describe('every function of infra/functions.json is deployed and loads', () => {
     }
   });
 
+  test('the scheduled archive job (RFC 4998 evidence records) runs through the Lambda invoke API', async () => {
+    const res = await fetch(`${LAMBDA}/2015-03-31/functions/evidence-anchoring-dev-archive/invocations`, { method: 'POST', body: JSON.stringify({ source: 'aws.events' }) });
+    const text = await res.text();
+    assert.equal(res.status, 200, text);
+    assert.equal(res.headers.get('x-amz-function-error'), null, text);
+    const report = JSON.parse(text) as Record<string, unknown>;
+    assert.equal(typeof report.grouped, 'number', text);
+    assert.equal(typeof report.renewed, 'number', text);
+  });
+
   test('the scheduled reconcile job runs through the Lambda invoke API', async () => {
     const name = registry.SCHEDULED_FUNCTIONS.find((f) => f.name === 'reconcile')?.name;
     assert.ok(name);

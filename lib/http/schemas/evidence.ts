@@ -200,6 +200,13 @@ export const EvidenceReceiptSchema = z
       previous_hash: LowerHex64.nullable().openapi({ type: ['string', 'null'] }),
       device_id: z.string().optional().describe('v1 only: the optional device label.'),
     }),
+    evidence_record: z
+      .object({
+        url: z.string().describe('GET it (no credentials): the DER EvidenceRecord, application/octet-stream; 404 evidence_record_pending until its archive timestamp is made (about a minute after the anchor).'),
+        format: z.literal('RFC 4998 EvidenceRecord, DER'),
+        data_object: z.literal('the photo (the first hash tree starts from image_hash)'),
+      })
+      .describe('The RFC 4998 evidence record of the photo: long-term proof of its existence, renewed by the service before its timestamps weaken.'),
     how_to_verify: z.array(z.string()),
   })
   .openapi('EvidenceReceipt', {

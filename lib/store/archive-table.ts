@@ -1,0 +1,328 @@
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type ErsHash, isErsHash } from '../crypto/ers.js';
+import type { SweepStep } from '../accounts/counter-repository.js';
+import type { ArchiveGroup, ArchiveMembership, ArchiveStore, DigestOffer, OwnRecord, RenewalDue, UngroupedHash } from '../evidence/archive-store.js';
+import { ARCHIVE_GROUP, DIGEST_OFFER, OWN_RECORD } from '../state-machines.js';
+import { tryWrite } from './conditional.js';
+import { ARCHIVE_SHARD } from './evidence-table.js';
+import { SegmentScan } from './segment-scan.js';
+import { moveState } from './versioned.js';
+
+/** The one partition of the archive table's renewal_due index (sorted by renew_at: a pass reads what is due, no more). */
+const RENEW_SHARD = 'due';
+const GROUP = 'grp#';
+const RECORD = 'rec#';
+const DIGEST = 'dig#';
+
+/**
+ * The RFC 4998 evidence records behind the domain's ArchiveStore port (lib/evidence/archive-store.ts):
+ * - the `archive` table (infra/tables.json): one item per archive group (`grp#<root>`) and per
+ *   record of its own (`rec#<image_hash>`, after a hash-tree renewal), each on the sparse index
+ *   renewal_due (renew_shard, renew_at) so that a renewal pass reads only what is due;
+ * - on the evidence item: `archive_shard` (set by the anchor's own write, lib/store/evidence-table.ts
+ *   markAnchored: no extra request) puts an anchored hash on the archive_due index until it joins a
+ *   group; the join sets `ers_group` and `ers_path` and removes it, in one conditional write.
+ * Every write is a single-item conditional write named after its transition (lib/state-machines.ts).
+ */
+export class ArchiveTable implements ArchiveStore {
+  private segments: SegmentScan | undefined;
+
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly tables: { archive: string; evidence: string },
+  ) {}
+
+  async listUngrouped(limit: number): Promise<UngroupedHash[]> {
+    const r = await this.db.send(
+      new QueryCommand({
+        TableName: this.tables.evidence,
+        IndexName: 'archive_due',
+        KeyConditionExpression: 'archive_shard = :s',
+        ExpressionAttributeValues: { ':s': ARCHIVE_SHARD },
+        Limit: limit,
+      }),
+    );
+    return (r.Items ?? []).map((i) => ({ image_hash: String(i.image_hash), anchored_at: String(i.anchored_at) }));
+  }
+
+  /** enqueue again (ARCHIVE_MEMBER.enqueue) every anchored item in no group among the next segment of the evidence table. */
+  async sweepUngrouped(step: SweepStep): Promise<{ enqueued: number; complete: boolean }> {
+    this.segments ??= new SegmentScan(this.db, {
+      TableName: this.tables.evidence,
+      ProjectionExpression: 'image_hash',
+      FilterExpression: 'anchor_state = :anchored AND attribute_not_exists(ers_group) AND attribute_exists(anchored_at)',
+      ExpressionAttributeValues: { ':anchored': ARCHIVE_MEMBER_ANCHORED },
+      ConsistentRead: true,
+    });
+    const segment = await this.segments.next(step.items, step.restart);
+    let enqueued = 0;
+    for (const item of segment.items) {
+      const r = await tryWrite(
+        this.db,
+        new UpdateCommand({
+          TableName: this.tables.evidence,
+          Key: { image_hash: String(item.image_hash) },
+          // Written again even when present: a rewrite puts a lost index entry back.
+          UpdateExpression: 'SET archive_shard = :s',
+          ConditionExpression: 'anchor_state = :anchored AND attribute_not_exists(ers_group)',
+          ExpressionAttributeValues: { ':s': ARCHIVE_SHARD, ':anchored': ARCHIVE_MEMBER_ANCHORED },
+        }),
+      );
+      if (r.ok) enqueued++;
+    }
+    return { enqueued, complete: segment.complete };
+  }
+
+  async getGroup(id: string): Promise<ArchiveGroup | undefined> {
+    const r = await this.db.send(new GetCommand({ TableName: this.tables.archive, Key: { pk: GROUP + id }, ConsistentRead: true }));
+    return r.Item ? toGroup(r.Item) : undefined;
+  }
+
+  /** stamp (none → stamped): put if absent; when one of that id exists (a retry), that one stands. */
+  async putGroup(group: ArchiveGroup): Promise<ArchiveGroup> {
+    const t = ARCHIVE_GROUP.transitions.stamp;
+    const r = await tryWrite(
+      this.db,
+      new PutCommand({
+        TableName: this.tables.archive,
+        Item: {
+          pk: GROUP + group.id,
+          state: t.to,
+          v: 1,
+          algorithm: group.algorithm,
+          size: group.size,
+          time_stamp: group.timeStamp,
+          renewals: [],
+          created_at: group.created_at,
+          renew_at: group.renew_at,
+          tsa_not_after: group.tsa_not_after,
+          renew_shard: RENEW_SHARD,
+        },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+    if (r.ok) return { ...group, v: 1, renewals: [] };
+    const stored = await this.getGroup(group.id);
+    if (!stored) throw new Error(`archive group ${group.id}: the put was refused but the group is not there`);
+    return stored;
+  }
+
+  /** join (ungrouped → grouped), or only leaving the index when the item is in a group already. */
+  async join(imageHash: string, groupId: string, path: Uint8Array[][]): Promise<void> {
+    const joined = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: 'SET ers_group = :g, ers_path = :p REMOVE archive_shard',
+        // ARCHIVE_MEMBER.join: from ungrouped (no group yet) on an anchored item.
+        ConditionExpression: 'attribute_exists(image_hash) AND attribute_not_exists(ers_group) AND anchor_state = :anchored',
+        ExpressionAttributeValues: { ':g': groupId, ':p': path.map((list) => concat(list)), ':anchored': ARCHIVE_MEMBER_ANCHORED },
+      }),
+    );
+    if (joined.ok) return;
+    await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        UpdateExpression: 'REMOVE archive_shard',
+        ConditionExpression: 'attribute_exists(image_hash)',
+      }),
+    );
+  }
+
+  async membership(imageHash: string): Promise<ArchiveMembership> {
+    const r = await this.db.send(
+      new GetCommand({
+        TableName: this.tables.evidence,
+        Key: { image_hash: imageHash },
+        ProjectionExpression: 'anchor_state, ers_group, ers_path, anchored_at, account_id',
+      }),
+    );
+    const item = r.Item;
+    if (!item) return { anchored: false };
+    const group = typeof item.ers_group === 'string' ? item.ers_group : undefined;
+    const path = Array.isArray(item.ers_path) ? (item.ers_path as Uint8Array[]).map(split32) : undefined;
+    return {
+      anchored: item.anchor_state === ARCHIVE_MEMBER_ANCHORED,
+      ...(group ? { group } : {}),
+      ...(path ? { path } : {}),
+      ...(typeof item.anchored_at === 'string' ? { anchored_at: item.anchored_at } : {}),
+      ...(typeof item.account_id === 'string' ? { account_id: item.account_id } : {}),
+    };
+  }
+
+  async listRenewalsDue(nowIso: string, limit: number): Promise<RenewalDue[]> {
+    const r = await this.db.send(
+      new QueryCommand({
+        TableName: this.tables.archive,
+        IndexName: 'renewal_due',
+        KeyConditionExpression: 'renew_shard = :s AND renew_at <= :now',
+        ExpressionAttributeValues: { ':s': RENEW_SHARD, ':now': nowIso },
+        Limit: limit,
+      }),
+    );
+    return (r.Items ?? []).map((i) => {
+      const pk = String(i.pk);
+      if (pk.startsWith(GROUP)) return { kind: 'group' as const, id: pk.slice(GROUP.length) };
+      if (pk.startsWith(DIGEST)) {
+        const [imageHash = '', algorithm = ''] = pk.slice(DIGEST.length).split('#');
+        return { kind: 'digest' as const, image_hash: imageHash, algorithm: hashOf(algorithm) };
+      }
+      return { kind: 'record' as const, image_hash: pk.slice(RECORD.length) };
+    });
+  }
+
+  /** renew (stamped → stamped): conditional on the version read. */
+  async appendGroupRenewal(group: ArchiveGroup, ats: Uint8Array, renewAt: string, tsaNotAfter: string): Promise<boolean> {
+    const t = ARCHIVE_GROUP.transitions.renew;
+    const r = await moveState(this.db, {
+      table: this.tables.archive,
+      key: { pk: GROUP + group.id },
+      stateAttribute: 'state',
+      versionAttribute: 'v',
+      from: t.from,
+      version: group.v,
+      to: t.to,
+      set: { renewals: [...group.renewals, ats], renew_at: renewAt, tsa_not_after: tsaNotAfter },
+    });
+    return r.ok;
+  }
+
+  /** postpone (stamped → stamped, own → own): renew_at moves on, conditional on the version read. */
+  async postponeRenewal(due: RenewalDue & { kind: 'group' | 'record' }, version: number, renewAt: string): Promise<boolean> {
+    const machine = due.kind === 'group' ? ARCHIVE_GROUP : OWN_RECORD;
+    const t = machine.transitions.postpone;
+    const r = await moveState(this.db, {
+      table: this.tables.archive,
+      key: { pk: due.kind === 'group' ? GROUP + due.id : RECORD + due.image_hash },
+      stateAttribute: 'state',
+      versionAttribute: 'v',
+      from: t.from,
+      version,
+      to: t.to,
+      set: { renew_at: renewAt },
+    });
+    return r.ok;
+  }
+
+  async getOwnRecord(imageHash: string): Promise<OwnRecord | undefined> {
+    const r = await this.db.send(new GetCommand({ TableName: this.tables.archive, Key: { pk: RECORD + imageHash }, ConsistentRead: true }));
+    const i = r.Item;
+    if (!i) return undefined;
+    return { image_hash: imageHash, v: Number(i.v), record: i.record as Uint8Array, renew_at: String(i.renew_at), algorithm: hashOf(i.algorithm), tsa_not_after: String(i.tsa_not_after) };
+  }
+
+  /** rehash (none → own) or renew (own → own), conditional on the version read. */
+  async putOwnRecord(record: OwnRecord, readVersion: number | undefined): Promise<boolean> {
+    const t = readVersion === undefined ? OWN_RECORD.transitions.rehash : OWN_RECORD.transitions.renew;
+    const r = await moveState(this.db, {
+      table: this.tables.archive,
+      key: { pk: RECORD + record.image_hash },
+      stateAttribute: 'state',
+      versionAttribute: 'v',
+      from: t.from === 'none' ? null : t.from,
+      version: readVersion,
+      to: t.to,
+      set: { record: record.record, renew_at: record.renew_at, algorithm: record.algorithm, tsa_not_after: record.tsa_not_after, renew_shard: RENEW_SHARD },
+    });
+    return r.ok;
+  }
+
+  /** offer (none|offered → offered): a put unless the offer of that algorithm was used. */
+  async offerDigest(offer: Omit<DigestOffer, 'state'>): Promise<boolean> {
+    const t = DIGEST_OFFER.transitions.offer;
+    const r = await tryWrite(
+      this.db,
+      new PutCommand({
+        TableName: this.tables.archive,
+        Item: {
+          pk: `${DIGEST}${offer.image_hash}#${offer.algorithm}`,
+          state: t.to,
+          algorithm: offer.algorithm,
+          digest: offer.digest,
+          offered_at: offer.offered_at,
+          renew_shard: RENEW_SHARD,
+          renew_at: offer.offered_at,
+        },
+        ConditionExpression: 'attribute_not_exists(pk) OR #s = :offered',
+        ExpressionAttributeNames: { '#s': 'state' },
+        ExpressionAttributeValues: { ':offered': t.to },
+      }),
+    );
+    return r.ok;
+  }
+
+  async getDigestOffer(imageHash: string, algorithm: ErsHash): Promise<DigestOffer | undefined> {
+    const r = await this.db.send(new GetCommand({ TableName: this.tables.archive, Key: { pk: `${DIGEST}${imageHash}#${algorithm}` }, ConsistentRead: true }));
+    const i = r.Item;
+    if (!i) return undefined;
+    return { image_hash: imageHash, algorithm, digest: i.digest as Uint8Array, state: i.state === 'used' ? 'used' : 'offered', offered_at: String(i.offered_at) };
+  }
+
+  /** use (offered → used): off the renewal index, conditional on the offer as read. */
+  async markDigestUsed(offer: DigestOffer): Promise<boolean> {
+    const t = DIGEST_OFFER.transitions.use;
+    const r = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.archive,
+        Key: { pk: `${DIGEST}${offer.image_hash}#${offer.algorithm}` },
+        UpdateExpression: 'SET #s = :to REMOVE renew_shard, renew_at',
+        ConditionExpression: '#s = :from AND offered_at = :at',
+        ExpressionAttributeNames: { '#s': 'state' },
+        ExpressionAttributeValues: { ':to': t.to, ':from': t.from, ':at': offer.offered_at },
+      }),
+    );
+    return r.ok;
+  }
+
+  async postponeDigest(offer: DigestOffer, renewAt: string): Promise<void> {
+    await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.archive,
+        Key: { pk: `${DIGEST}${offer.image_hash}#${offer.algorithm}` },
+        UpdateExpression: 'SET renew_at = :r',
+        ConditionExpression: '#s = :offered AND offered_at = :at',
+        ExpressionAttributeNames: { '#s': 'state' },
+        ExpressionAttributeValues: { ':r': renewAt, ':offered': 'offered', ':at': offer.offered_at },
+      }),
+    );
+  }
+}
+
+/** The anchor_state of an anchored evidence item (EVIDENCE_ITEM's anchored sub-states share it). */
+const ARCHIVE_MEMBER_ANCHORED = 'anchored';
+
+function toGroup(i: Record<string, unknown>): ArchiveGroup {
+  return {
+    id: String(i.pk).slice(GROUP.length),
+    v: Number(i.v),
+    algorithm: hashOf(i.algorithm),
+    size: Number(i.size),
+    timeStamp: i.time_stamp as Uint8Array,
+    renewals: Array.isArray(i.renewals) ? (i.renewals as Uint8Array[]) : [],
+    created_at: String(i.created_at),
+    renew_at: String(i.renew_at),
+    tsa_not_after: String(i.tsa_not_after),
+  };
+}
+
+function hashOf(value: unknown): ErsHash {
+  const name = String(value);
+  if (!isErsHash(name)) throw new Error(`archive: unknown hash algorithm ${name}`);
+  return name;
+}
+
+function concat(list: readonly Uint8Array[]): Uint8Array {
+  return Uint8Array.from(Buffer.concat(list));
+}
+
+/** A stored hash list (the group's algorithm is SHA-256: 32 bytes each) back into its hashes. */
+function split32(bytes: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let i = 0; i < bytes.length; i += 32) out.push(bytes.slice(i, i + 32));
+  return out;
+}
