@@ -46,6 +46,8 @@ function file(name: string, content: string | Uint8Array): string {
 
 const sha256 = (data: Uint8Array | string): Uint8Array => new Uint8Array(createHash('sha256').update(data).digest());
 
+let startupOperations: string[] = [];
+
 before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'tsa-kms-'));
   kms = await startKmsTestServer([tsaKey], { aliases: { 'alias/evidence-tsa': tsaKey.keyId } });
@@ -83,12 +85,14 @@ before(async () => {
   rootPem = readFileSync(path.join(dir, 'root.pem'), 'utf8');
   leafPem = readFileSync(path.join(dir, 'tsa.pem'), 'utf8');
 
+  const before = kms.requests.length;
   tsa = await EmbeddedTsa.create({
     rootCertPem: rootPem,
     tsaCertPem: leafPem,
     keySigner: new KmsTsaKeySigner(kms.client(), kms.arn(tsaKey.keyId)),
     policyOid: POLICY,
   });
+  startupOperations = kms.requests.slice(before).map((r) => r.operation);
 });
 
 after(async () => {
@@ -97,6 +101,10 @@ after(async () => {
 });
 
 describe('EmbeddedTsa with its key on KMS (ECC_NIST_P256)', () => {
+  it('starts by comparing the KMS key with the certificate (GetPublicKey, what a `public` grant allows), signing nothing', () => {
+    assert.deepEqual(startupOperations, ['GetPublicKey']);
+  });
+
   it('issues a token that openssl ts -verify accepts for the stamped data', async () => {
     const data = randomBytes(200);
     const issued = await tsa.timestamp(sha256(data));

@@ -4,7 +4,7 @@
  * AWS KMS key of key spec `ECC_NIST_P256` whose private half never leaves KMS (production).
  */
 import { createHash, createPublicKey, randomBytes, verify as nodeVerify } from 'node:crypto';
-import { SignCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { GetPublicKeyCommand, SignCommand, type KMSClient } from '@aws-sdk/client-kms';
 import type * as pkijs from 'pkijs';
 import { ID_ML_DSA_65, KMS_MAX_RAW_MESSAGE_BYTES, ML_DSA_65_SIGNATURE_BYTES, mlDsa65PublicKeyFromSpki, verifyMlDsa65 } from '../ml-dsa.js';
 import type { PqSigner } from '../ports.js';
@@ -39,6 +39,25 @@ export interface TsaKeySigner {
    * `data` itself (RFC 9882 §3.3: no pre-hash, empty context).
    */
   sign(data: Uint8Array): Promise<Uint8Array>;
+  /**
+   * The key's DER SubjectPublicKeyInfo, when the key can tell it without signing (a KMS key:
+   * GetPublicKey). Then {@link signerMatchesCertificate} compares keys instead of signing a
+   * challenge, so that a function granted only kms:GetPublicKey on the TSA key (health, the
+   * reconciler) can build the TSA, and a cold start costs no signature.
+   */
+  publicKeySpki?(): Promise<Uint8Array>;
+}
+
+/** GetPublicKey of a KMS key: its DER SubjectPublicKeyInfo. */
+async function kmsPublicKeySpki(client: KMSClient, kmsKeyId: string): Promise<Uint8Array> {
+  let response;
+  try {
+    response = await client.send(new GetPublicKeyCommand({ KeyId: kmsKeyId }));
+  } catch (err) {
+    throw new Error(`KMS GetPublicKey failed for ${kmsKeyId}: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`, { cause: err });
+  }
+  if (!response.PublicKey || response.PublicKey.length === 0) throw new Error(`KMS GetPublicKey for ${kmsKeyId} returned no public key`);
+  return Uint8Array.from(response.PublicKey);
 }
 
 /** A TSA key held in the process as a non-extractable WebCrypto key (ECDSA P-256/384/521 or RSA). */
@@ -79,6 +98,10 @@ export class KmsTsaKeySigner implements TsaKeySigner {
     if (typeof kmsKeyId !== 'string' || kmsKeyId.length === 0) throw new TypeError('KMS key id: expected a non-empty string');
     this.#client = client;
     this.kmsKeyId = kmsKeyId;
+  }
+
+  publicKeySpki(): Promise<Uint8Array> {
+    return kmsPublicKeySpki(this.#client, this.kmsKeyId);
   }
 
   async sign(data: Uint8Array): Promise<Uint8Array> {
@@ -141,6 +164,10 @@ export class KmsMlDsaTsaKeySigner implements TsaKeySigner {
     this.kmsKeyId = kmsKeyId;
   }
 
+  publicKeySpki(): Promise<Uint8Array> {
+    return kmsPublicKeySpki(this.#client, this.kmsKeyId);
+  }
+
   async sign(data: Uint8Array): Promise<Uint8Array> {
     if (data.length === 0 || data.length > KMS_MAX_RAW_MESSAGE_BYTES) throw new RangeError(`KMS RAW message: expected 1..${KMS_MAX_RAW_MESSAGE_BYTES} bytes, got ${data.length}`);
     let response;
@@ -160,13 +187,15 @@ export class KmsMlDsaTsaKeySigner implements TsaKeySigner {
 }
 
 /**
- * Whether `signer` holds the private key of `cert`: it signs a random challenge, verified with the
- * certificate's public key (one signature; one KMS call for a KMS key). False on any failure.
+ * Whether `signer` holds the private key of `cert`. A signer that tells its public key (a KMS key,
+ * GetPublicKey) is compared key to key, with no signature; any other signs a random challenge,
+ * verified with the certificate's public key. False on any failure.
  */
 export async function signerMatchesCertificate(signer: TsaKeySigner, cert: pkijs.Certificate): Promise<boolean> {
   const challenge = randomBytes(32);
   try {
     const spki = Buffer.from(cert.subjectPublicKeyInfo.toSchema().toBER(false));
+    if (signer.publicKeySpki) return sameSpki(await signer.publicKeySpki(), spki, signer.signatureAlgorithm.oid);
     if (cert.subjectPublicKeyInfo.algorithm.algorithmId === SIGNATURE_OID.mlDsa65) {
       if (signer.signatureAlgorithm.oid !== SIGNATURE_OID.mlDsa65) return false;
       return verifyMlDsa65(await signer.sign(challenge), challenge, mlDsa65PublicKeyFromSpki(spki));
@@ -179,6 +208,18 @@ export async function signerMatchesCertificate(signer: TsaKeySigner, cert: pkijs
   } catch {
     return false;
   }
+}
+
+/**
+ * Whether two DER SubjectPublicKeyInfos hold the same key of the signer's algorithm: ML-DSA-65 by
+ * its raw public key (RFC 9881 §4), EC and RSA through node:crypto (the same key, however its
+ * encoder wrote the curve or the integers).
+ */
+function sameSpki(a: Uint8Array, b: Uint8Array, signatureOid: string): boolean {
+  if (signatureOid === SIGNATURE_OID.mlDsa65) return Buffer.from(mlDsa65PublicKeyFromSpki(Buffer.from(a))).equals(Buffer.from(mlDsa65PublicKeyFromSpki(Buffer.from(b))));
+  const [ka, kb] = [a, b].map((der) => createPublicKey({ key: Buffer.from(der), format: 'der', type: 'spki' }));
+  const expected = ka!.asymmetricKeyType === 'ec' ? SIGNATURE_OID.ecdsaWithSha256 : SIGNATURE_OID.sha256WithRsa;
+  return signatureOid === expected && ka!.equals(kb!);
 }
 
 /** r‖s (each half of `raw`) → DER SEQUENCE { INTEGER r, INTEGER s } (X.690 minimal integers). */
