@@ -32,9 +32,13 @@ const PARAMETERS = [
   { param: 'jwtSecretKmsKeyArn', path: 'custom.kms.jwtSecretKeyArn', kind: 'kmsKeyArn' },
   { param: 'ed25519SignerKmsKeyArn', path: 'custom.kms.ed25519SignerKeyArn', kind: 'kmsKeyArn' },
   { param: 'pdfSignerKmsKeyArn', path: 'custom.kms.pdfSignerKeyArn', kind: 'kmsKeyArn' },
+  // The post-quantum TSA: required like the classic one (docs/decisions.md "Post-quantum time").
+  { param: 'tsaPqKmsKeyArn', path: 'custom.kms.tsaPqKeyArn', kind: 'kmsKeyArn' },
   { param: 'jwtSecretKmsCiphertext', path: 'provider.environment.JWT_SECRET_KMS_CIPHERTEXT', kind: 'kmsCiphertext' },
   { param: 'tsaCertFile', path: 'provider.environment.TSA_CERT_FILE', kind: 'certificateFile' },
   { param: 'tsaRootFile', path: 'provider.environment.TSA_ROOT_FILE', kind: 'certificateFile' },
+  { param: 'tsaPqCertFile', path: 'provider.environment.TSA_PQ_CERT_FILE', kind: 'mlDsa65CertificateFile' },
+  { param: 'tsaPqRootFile', path: 'provider.environment.TSA_PQ_ROOT_FILE', kind: 'mlDsa65CertificateFile' },
   { param: 'pdfSignerCertFile', path: 'provider.environment.PDF_SIGNER_CERT_FILE', kind: 'certificateFile' },
   { param: 'pqPublicKeyFile', path: 'provider.environment.PQ_PUBLIC_KEY_FILE', kind: 'mlDsa65PublicKeyFile' },
   { param: 'edgeWebAclArn', path: 'custom.edge.webAclArn', kind: 'webAclArn', edge: true },
@@ -49,6 +53,12 @@ const PARAMETERS = [
 
 /** ML-DSA-65 public key: the raw 1952 bytes (FIPS 204), as docs/runbook.md step 3 exports it. */
 const ML_DSA_65_PUBLIC_KEY_BYTES = 1952;
+/**
+ * The SubjectPublicKeyInfo of an ML-DSA-65 key as RFC 9881 writes it: SEQUENCE { SEQUENCE { OID
+ * 2.16.840.1.101.3.4.3.18 } (no parameters), BIT STRING of the 1952-byte key }. Found in a
+ * certificate's DER on any Node; Node 24 (OpenSSL 3.5) also names the key type `ml-dsa-65`.
+ */
+const ML_DSA_65_SPKI_PREFIX = Buffer.from('308207b2300b0609608648016503040312038207a100', 'hex');
 /** The JWT secret is at least 32 bytes; a KMS ciphertext carries it plus at least IV, tag and key reference. */
 const MIN_CIPHERTEXT_BYTES = 32 + 12 + 16;
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
@@ -106,6 +116,7 @@ function valueProblems(kind, value, region) {
     case 'secret':
       return value.length >= 32 ? [] : [`${value.length} characters; at least 32 are required`];
     case 'certificateFile':
+    case 'mlDsa65CertificateFile':
     case 'mlDsa65PublicKeyFile':
       return [];
     default:
@@ -118,15 +129,26 @@ function fileContentProblems(kind, content) {
   if (kind === 'mlDsa65PublicKeyFile') {
     return content.length === ML_DSA_65_PUBLIC_KEY_BYTES ? [] : [`${content.length} bytes, not the ${ML_DSA_65_PUBLIC_KEY_BYTES} of a raw ML-DSA-65 public key`];
   }
+  let cert;
   try {
-    new X509Certificate(content);
-    return [];
+    cert = new X509Certificate(content);
   } catch {
     return ['not a PEM certificate'];
   }
+  if (kind === 'mlDsa65CertificateFile') {
+    let type;
+    try {
+      type = cert.publicKey.asymmetricKeyType;
+    } catch {
+      // A Node without ML-DSA cannot make a key of it: judge the SubjectPublicKeyInfo's bytes.
+      type = cert.raw.includes(ML_DSA_65_SPKI_PREFIX) ? 'ml-dsa-65' : 'unreadable';
+    }
+    if (type !== 'ml-dsa-65') return [`its key is ${type}, not ML-DSA-65 (the post-quantum TSA's chain is ML-DSA-65 end to end, RFC 9881)`];
+  }
+  return [];
 }
 
-const isFileKind = (kind) => kind === 'certificateFile' || kind === 'mlDsa65PublicKeyFile';
+const isFileKind = (kind) => kind === 'certificateFile' || kind === 'mlDsa65CertificateFile' || kind === 'mlDsa65PublicKeyFile';
 
 /**
  * Every problem of a stage's parameters, one line each, starting with the parameter's name.

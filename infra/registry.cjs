@@ -66,6 +66,9 @@ const WRITE_ACTIONS = new Set([...DYNAMO_ACTIONS.w, ...DYNAMO_ACTIONS.d]);
 const KMS_KEYS = {
   pqSigner: { custom: 'pqSignerKeyArn', envVar: 'PQ_SIGNER_KMS_KEY_ID', spec: 'ML_DSA_65' },
   tsa: { custom: 'tsaKeyArn', envVar: 'TSA_KMS_KEY_ID', spec: 'ECC_NIST_P256' },
+  // The post-quantum TSA (RFC 9882 tokens; docs/decisions.md "Post-quantum time"): Sign only
+  // (ML_DSA_SHAKE_256, RAW), its certificate chain ships as files (TSA_PQ_CERT_FILE, TSA_PQ_ROOT_FILE).
+  tsaPq: { custom: 'tsaPqKeyArn', envVar: 'TSA_PQ_KMS_KEY_ID', spec: 'ML_DSA_65' },
   ledgerWallet: { custom: 'ledgerWalletKeyArn', envVar: 'LEDGER_KMS_KEY_ID', spec: 'ECC_SECG_P256K1' },
   jwtSecret: { custom: 'jwtSecretKeyArn', envVar: 'JWT_SECRET_KMS_CIPHERTEXT', spec: 'SYMMETRIC_DEFAULT' },
   ed25519Signer: { custom: 'ed25519SignerKeyArn', envVar: 'ED25519_SIGNER_KMS_KEY_ID', spec: 'ECC_NIST_EDWARDS25519' },
@@ -81,14 +84,20 @@ const KMS_ACTIONS = {
 
 /**
  * Every key an anchoring function signs with (`anchoring: true` in infra/functions.json): the
- * ML-DSA signature, the RFC 3161 timestamp and the ledger transaction.
+ * ML-DSA signature, the RFC 3161 timestamp, its post-quantum twin (every anchor carries both
+ * tokens, docs/decisions.md "Post-quantum time") and the ledger transaction.
  */
-const ANCHORING_KMS = { pqSigner: 'sign', tsa: 'sign', ledgerWallet: 'sign' };
+const ANCHORING_KMS = { pqSigner: 'sign', tsa: 'sign', tsaPq: 'sign', ledgerWallet: 'sign' };
 
 /*
  * The `kms` of each function in infra/functions.json, and why:
- * - anchoring functions sign with all three keys (ANCHORING_KMS; checked below);
+ * - anchoring functions sign with all four keys (ANCHORING_KMS; checked below);
  * - timestamp signs RFC 3161 tokens with the TSA key;
+ * - the post-quantum TSA key (tsaPq) signs only where an ML-DSA-65 token is issued: the anchoring
+ *   functions and POST /api/v2/tsa (a request with the post-quantum policy). The stand-alone
+ *   timestamps, the PDF's signature timestamp and the archive job's archive timestamps are the
+ *   classic TSA's, and no function reads its public key from KMS (its chain ships as files), so
+ *   it has no `public` grant anywhere;
  * - the reconciler finishes interrupted anchors (a new transaction when one can never be mined,
  *   with the proofs already made) and replaces stuck transactions, so it signs with the wallet;
  * - account endpoints issue (register, login) or verify (the rest) HS256 JWTs whose secret is

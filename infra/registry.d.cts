@@ -2,7 +2,7 @@
 
 /** Letters of r (read), w (put/update), d (delete), s (scan), in that order. */
 export type AccessMode = string;
-export type KmsKey = 'pqSigner' | 'tsa' | 'ledgerWallet' | 'jwtSecret' | 'ed25519Signer' | 'pdfSigner';
+export type KmsKey = 'pqSigner' | 'tsa' | 'tsaPq' | 'ledgerWallet' | 'jwtSecret' | 'ed25519Signer' | 'pdfSigner';
 export type KmsUse = 'sign' | 'public' | 'decrypt';
 
 export interface TableDefinition {

@@ -41,9 +41,9 @@
  * infra/keys/<stage>/. Dropped offline, so lib/config.ts falls
  * back to its local defaults (TABLE_PREFIX, 127.0.0.1 ports) unless the shell sets them.
  */
-const AWS_ONLY = /^(TABLE_[A-Z_]+|PUBLIC_BASE_URL|PUBLIC_RATE_LIMIT|EDGE_ORIGIN_SECRET|LEDGER_NETWORK|LEDGER_RPC_URL|DATA_DIR|PQ_PUBLIC_KEY_FILE)$/;
-/** Key material held in KMS on AWS (and the TSA certificate that goes with the KMS key): never offline. */
-const KMS_ONLY = /KMS|^TSA_(CERT|ROOT)_FILE$|^PDF_SIGNER_CERT_FILE$/;
+const AWS_ONLY = /^(TABLE_[A-Z_]+|PUBLIC_BASE_URL|PUBLIC_RATE_LIMIT|EDGE_ORIGIN_SECRET|LEDGER_NETWORK|LEDGER_RPC_URL|DATA_DIR|PQ_PUBLIC_KEY_FILE|TSA_HISTORY_FILE)$/;
+/** Key material held in KMS on AWS (and the TSA certificates that go with the KMS keys): never offline. */
+const KMS_ONLY = /KMS|^TSA_(PQ_)?(CERT|ROOT)_FILE$|^PDF_SIGNER_CERT_FILE$/;
 /** The variables lib/config.ts reads that the shell may set for the local deployment. */
 const FROM_SHELL = /^(DATA_DIR|DYNAMODB_[A-Z_]+|TABLE_[A-Z_]+|PUBLIC_[A-Z_]+|JWT_[A-Z_]+|PQ_[A-Z_]+|TSA_[A-Z_]+|LEDGER_[A-Z_]+|TIER_LIMITS|LOG_LEVEL)$/;
 /** Forced last: whatever the shell or serverless.yml says, offline signs with the keys in DATA_DIR. */

@@ -32,6 +32,11 @@ const AWS_ENVIRONMENT: Record<string, unknown> = {
   TSA_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/2',
   TSA_CERT_FILE: 'infra/keys/dev/tsa.pem',
   TSA_ROOT_FILE: 'infra/keys/dev/tsa-root.pem',
+  TSA_PQ: 'on',
+  TSA_PQ_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/7',
+  TSA_PQ_CERT_FILE: 'infra/keys/dev/tsa-pq.pem',
+  TSA_PQ_ROOT_FILE: 'infra/keys/dev/tsa-pq-root.pem',
+  TSA_HISTORY_FILE: 'infra/keys/dev/tsa-history.json',
   PQ_PUBLIC_KEY_FILE: 'infra/keys/dev/ml-dsa-65.pub',
   LEDGER_NETWORK: 'polygon-amoy',
   LEDGER_RPC_URL: 'https://rpc-amoy.polygon.technology',
@@ -94,6 +99,12 @@ describe('osls offline environment (infra/serverless-offline-local.cjs)', () => 
       assert.equal(config.signer.publicKeyFile, `${SHELL.DATA_DIR}/keys/ml-dsa-65.pub`);
       assert.equal(env.TSA_CERT_FILE, undefined);
       assert.equal(env.TSA_ROOT_FILE, undefined);
+      // The post-quantum TSA too: on, with its seeds and chain in DATA_DIR (never the stage's files),
+      // and the TSA history that local rotations write.
+      assert.equal(env.TSA_PQ_CERT_FILE, undefined);
+      assert.equal(env.TSA_PQ_ROOT_FILE, undefined);
+      assert.deepEqual(config.tsa.pq && { kmsKeyId: config.tsa.pq.kmsKeyId, certFile: config.tsa.pq.certFile, rootFile: config.tsa.pq.rootFile }, { kmsKeyId: undefined, certFile: undefined, rootFile: undefined });
+      assert.equal(config.tsa.historyFile, `${SHELL.DATA_DIR}/tsa/history.json`);
     }
   });
 

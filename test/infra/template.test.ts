@@ -101,6 +101,8 @@ describe('generated functions', () => {
       ['v2EvidenceHash', { file: 'functions/v2/none.ts' }, /v2EvidenceHash: file functions\/v2\/none.ts does not exist/],
       ['v2EvidenceHash', { environment: { admin_token: 1 } }, /v2EvidenceHash: environment.admin_token must be/],
       ['v2EvidenceAnchor', { kms: { pqSigner: 'sign', tsa: 'sign' } }, /v2EvidenceAnchor: an anchoring function needs kms.ledgerWallet: "sign"/],
+      ['v1ChainAnchor', { kms: { pqSigner: 'sign', tsa: 'sign', ledgerWallet: 'sign' } }, /v1ChainAnchor: an anchoring function needs kms.tsaPq: "sign"/],
+      ['v2EvidenceFull', { kms: { pqSigner: 'sign', tsa: 'sign', tsaPq: 'public', ledgerWallet: 'sign' } }, /v2EvidenceFull: an anchoring function needs kms.tsaPq: "sign"/],
       ['reconcile', { openapi: true }, /reconcile: unknown field "openapi"/],
     ];
     for (const [name, change, expected] of cases) {
@@ -200,12 +202,15 @@ describe('generated least-privilege roles', () => {
       }
       return out;
     };
-    assert.deepEqual(actionsOn('v2EvidenceAnchor'), {
-      pqSigner: ['kms:GetPublicKey', 'kms:Sign'],
-      tsa: ['kms:GetPublicKey', 'kms:Sign'],
-      ledgerWallet: ['kms:GetPublicKey', 'kms:Sign'],
-    });
-    assert.deepEqual(actionsOn('v1Timestamp'), { tsa: ['kms:GetPublicKey', 'kms:Sign'] });
+    const sign = ['kms:GetPublicKey', 'kms:Sign'];
+    for (const anchoring of ['v2EvidenceAnchor', 'v2EvidenceFull', 'v1ChainAnchor']) {
+      assert.deepEqual(actionsOn(anchoring), { pqSigner: sign, tsa: sign, tsaPq: sign, ledgerWallet: sign }, anchoring);
+    }
+    assert.deepEqual(actionsOn('v1Timestamp'), { tsa: sign });
+    // The post-quantum TSA key signs where ML-DSA-65 tokens are issued, and nowhere else.
+    assert.deepEqual(actionsOn('v2Tsa'), { tsa: sign, tsaPq: sign });
+    const withPq = registry.allFunctions().filter((fn) => 'tsaPq' in actionsOn(fn.name)).map((fn) => fn.name).sort();
+    assert.deepEqual(withPq, ['v1ChainAnchor', 'v2EvidenceAnchor', 'v2EvidenceFull', 'v2Tsa']);
     assert.deepEqual(actionsOn('v2AccountInfo'), { jwtSecret: ['kms:Decrypt'] });
     assert.deepEqual(actionsOn('v2EvidenceVerify'), {});
     for (const fn of registry.allFunctions().filter((f) => registry.isPublicRead(f))) {
@@ -272,5 +277,19 @@ describe('function bundles', () => {
     });
     const inputs = Object.keys(result.metafile.inputs);
     assert.deepEqual(inputs.filter((i) => /lib\/local\/|node_modules\/(hardhat|dynalite)\//.test(i)), []);
+  });
+});
+
+describe('deployment key files (infra/deploy-params.cjs)', () => {
+  const { fileContentProblems } = require('../../infra/deploy-params.cjs') as typeof import('../../infra/deploy-params.cjs');
+  const fixture = (name: string) => readFileSync(path.join(ROOT, 'test', 'fixtures', 'deploy-keys', name));
+
+  test('the post-quantum TSA certificates must be ML-DSA-65 ones, leaf and root', () => {
+    assert.deepEqual(fileContentProblems('mlDsa65CertificateFile', fixture('tsa-pq.pem')), []);
+    assert.deepEqual(fileContentProblems('mlDsa65CertificateFile', fixture('tsa-pq-root.pem')), []);
+    assert.match(fileContentProblems('mlDsa65CertificateFile', fixture('tsa.pem')).join('\n'), /its key is ec, not ML-DSA-65/);
+    assert.match(fileContentProblems('mlDsa65CertificateFile', fixture('ml-dsa-65.pub')).join('\n'), /not a PEM certificate/);
+    // The classic kind accepts either: only the post-quantum parameters ask for ML-DSA-65.
+    assert.deepEqual(fileContentProblems('certificateFile', fixture('tsa-pq.pem')), []);
   });
 });

@@ -60,7 +60,7 @@ function completeParams(): Record<string, string> {
   const a = account();
   const kms = (name: string) => [name, `arn:aws:kms:${REGION}:${a}:key/${uuid()}`];
   return {
-    ...Object.fromEntries(['pqSignerKmsKeyArn', 'tsaKmsKeyArn', 'ledgerKmsKeyArn', 'jwtSecretKmsKeyArn', 'ed25519SignerKmsKeyArn', 'pdfSignerKmsKeyArn'].map(kms)),
+    ...Object.fromEntries(['pqSignerKmsKeyArn', 'tsaKmsKeyArn', 'tsaPqKmsKeyArn', 'ledgerKmsKeyArn', 'jwtSecretKmsKeyArn', 'ed25519SignerKmsKeyArn', 'pdfSignerKmsKeyArn'].map(kms)),
     jwtSecretKmsCiphertext: randomBytes(184).toString('base64'),
     keysDir: 'test/fixtures/deploy-keys',
     edgeWebAclArn: `arn:aws:wafv2:us-east-1:${a}:global/webacl/evidence-prod-edge/${uuid()}`,
@@ -106,6 +106,10 @@ describe('osls package --stage prod', () => {
     assert.match(refused.output, /jwtSecretKmsCiphertext: still the placeholder "placeholder-set-jwtSecretKmsCiphertext"/);
     assert.match(refused.output, /tsaCertFile: infra\/keys\/prod\/tsa\.pem is missing/);
     assert.match(refused.output, /pqSignerKmsKeyArn: still the placeholder "arn:aws:kms:eu-central-1:000000000000:/);
+    // The post-quantum TSA is required like the classic one (docs/decisions.md "Post-quantum time").
+    assert.match(refused.output, /tsaPqKmsKeyArn: still the placeholder "arn:aws:kms:eu-central-1:000000000000:key\/00000000-0000-4000-8000-000000000007"/);
+    assert.match(refused.output, /tsaPqCertFile: infra\/keys\/prod\/tsa-pq\.pem is missing/);
+    assert.match(refused.output, /tsaPqRootFile: infra\/keys\/prod\/tsa-pq-root\.pem is missing/);
   });
 
   test('dev with a WebACL but no origin: refused, naming what the edge still needs (and only that)', () => {
@@ -143,6 +147,21 @@ describe('osls package --stage prod', () => {
     assert.equal(env.EDGE_ORIGIN_SECRET, complete.edgeOriginSecret);
     assert.equal(env.PUBLIC_RATE_LIMIT, 'edge');
     assert.equal(env.TSA_CERT_FILE, 'test/fixtures/deploy-keys/tsa.pem');
+    // The post-quantum TSA: its key, its chain and the TSA history reach the functions that issue.
+    const tsaEnv = (r.V2TsaLambdaFunction!.Properties!.Environment as { Variables: Record<string, unknown> }).Variables;
+    assert.equal(tsaEnv.TSA_PQ_KMS_KEY_ID, complete.tsaPqKmsKeyArn);
+    assert.equal(tsaEnv.TSA_PQ_CERT_FILE, 'test/fixtures/deploy-keys/tsa-pq.pem');
+    assert.equal(tsaEnv.TSA_PQ_ROOT_FILE, 'test/fixtures/deploy-keys/tsa-pq-root.pem');
+    assert.equal(tsaEnv.TSA_HISTORY_FILE, 'test/fixtures/deploy-keys/tsa-history.json');
+    const pqSign = (role: string) =>
+      ((r[role]!.Properties!.Policies as { PolicyDocument: { Statement: { Action: string[]; Resource: unknown[] }[] } }[])[0]!.PolicyDocument.Statement)
+        .filter((st) => JSON.stringify(st.Resource).includes(complete.tsaPqKmsKeyArn!))
+        .flatMap((st) => st.Action)
+        .sort();
+    assert.deepEqual(pqSign('V2TsaIamRole'), ['kms:GetPublicKey', 'kms:Sign']);
+    assert.deepEqual(pqSign('V2EvidenceAnchorIamRole'), ['kms:GetPublicKey', 'kms:Sign']);
+    assert.deepEqual(pqSign('V2EvidenceTimestampIamRole'), []);
+    assert.deepEqual(pqSign('ArchiveIamRole'), []);
   });
 
   test('check:template refuses the package once a value is a placeholder or a key file is not in the zips, by name', async () => {
@@ -153,6 +172,8 @@ describe('osls package --stage prod', () => {
     state.service.provider.environment.JWT_SECRET_KMS_CIPHERTEXT = 'placeholder-set-jwtSecretKmsCiphertext';
     state.service.provider.environment.PQ_PUBLIC_KEY_FILE = 'test/fixtures/deploy-keys/not-packaged.pub';
     state.service.custom.kms.tsaKeyArn = `arn:aws:kms:us-west-2:${account()}:key/${uuid()}`;
+    // The classic TSA's certificate where the post-quantum one belongs: packaged, but not ML-DSA-65.
+    state.service.provider.environment.TSA_PQ_CERT_FILE = 'test/fixtures/deploy-keys/tsa.pem';
     state.service.custom.edge.originSecret = 'short';
     await writeFile(stateFile, JSON.stringify(state));
     const checked = await run(TSX, ['infra/check-template.ts', dir]);
@@ -162,7 +183,8 @@ describe('osls package --stage prod', () => {
     assert.match(checked.output, /- pqPublicKeyFile: test\/fixtures\/deploy-keys\/not-packaged\.pub is missing/);
     assert.match(checked.output, /- tsaKmsKeyArn: .* is a key in us-west-2; the functions run in eu-central-1/);
     assert.match(checked.output, /- edgeOriginSecret: 5 characters/);
-    assert.doesNotMatch(checked.output, /- (pqSignerKmsKeyArn|tsaCertFile|edgeWebAclArn):/);
+    assert.match(checked.output, /- tsaPqCertFile: test\/fixtures\/deploy-keys\/tsa\.pem: its key is ec, not ML-DSA-65/);
+    assert.doesNotMatch(checked.output, /- (pqSignerKmsKeyArn|tsaCertFile|tsaPqRootFile|tsaPqKmsKeyArn|edgeWebAclArn):/);
     assert.match(checked.output, /template checks FAILED/);
   });
 });
