@@ -110,14 +110,7 @@ export async function generateTsaCertificates(options: GenerateTsaCertificatesOp
     signingKey: rootKeys.privateKey,
     notBefore: backdate(now),
     notAfter: addYears(now, options.rootValidityYears ?? 20),
-    extensions: (ski) => [
-      // RFC 5280 §4.2.1.9: a CA certificate carries cA=TRUE, critical; pathLen 0 since it
-      // only ever issues end-entity (TSA) certificates.
-      extension(OID.basicConstraints, true, new asn1js.Sequence({ value: [new asn1js.Boolean({ value: true }), new asn1js.Integer({ value: 0 })] })),
-      // RFC 5280 §4.2.1.3: keyCertSign (bit 5) and cRLSign (bit 6).
-      extension(OID.keyUsage, true, namedBitString([5, 6])),
-      extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: toArrayBuffer(ski) })),
-    ],
+    extensions: rootCaExtensions,
   });
 
   const rootCertPem = derToPem(certificateDer(root));
@@ -260,6 +253,19 @@ export function buildName(dn: DistinguishedName): pkijs.RelativeDistinguishedNam
   });
   // Parsed back so that pkijs keeps these exact bytes (valueBeforeDecode) when re-encoding.
   return pkijs.RelativeDistinguishedNames.fromBER(name.toBER());
+}
+
+/**
+ * The extensions of a TSA root, classic or post-quantum. RFC 5280 §4.2.1.9: a CA certificate
+ * carries cA=TRUE, critical; pathLen 0 since it only ever issues end-entity (TSA) certificates.
+ * §4.2.1.3: keyCertSign (bit 5) and cRLSign (bit 6). §4.2.1.2: its key identifier.
+ */
+export function rootCaExtensions(ski: Uint8Array): pkijs.Extension[] {
+  return [
+    extension(OID.basicConstraints, true, new asn1js.Sequence({ value: [new asn1js.Boolean({ value: true }), new asn1js.Integer({ value: 0 })] })),
+    extension(OID.keyUsage, true, namedBitString([5, 6])),
+    extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: toArrayBuffer(ski) })),
+  ];
 }
 
 export function extension(extnID: string, critical: boolean, value: asn1js.AsnType): pkijs.Extension {

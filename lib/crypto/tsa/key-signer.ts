@@ -48,16 +48,29 @@ export interface TsaKeySigner {
   publicKeySpki?(): Promise<Uint8Array>;
 }
 
-/** GetPublicKey of a KMS key: its DER SubjectPublicKeyInfo. */
-async function kmsPublicKeySpki(client: KMSClient, kmsKeyId: string): Promise<Uint8Array> {
-  let response;
-  try {
-    response = await client.send(new GetPublicKeyCommand({ KeyId: kmsKeyId }));
-  } catch (err) {
-    throw new Error(`KMS GetPublicKey failed for ${kmsKeyId}: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`, { cause: err });
+/** A TSA key on AWS KMS: its id and client, and its public key by GetPublicKey (no signature). */
+abstract class KmsTsaKey {
+  /** The KMS key id, ARN or alias this signer was given. */
+  readonly kmsKeyId: string;
+  protected readonly client: KMSClient;
+
+  constructor(client: KMSClient, kmsKeyId: string) {
+    if (typeof kmsKeyId !== 'string' || kmsKeyId.length === 0) throw new TypeError('KMS key id: expected a non-empty string');
+    this.client = client;
+    this.kmsKeyId = kmsKeyId;
   }
-  if (!response.PublicKey || response.PublicKey.length === 0) throw new Error(`KMS GetPublicKey for ${kmsKeyId} returned no public key`);
-  return Uint8Array.from(response.PublicKey);
+
+  /** GetPublicKey: the key's DER SubjectPublicKeyInfo. */
+  async publicKeySpki(): Promise<Uint8Array> {
+    let response;
+    try {
+      response = await this.client.send(new GetPublicKeyCommand({ KeyId: this.kmsKeyId }));
+    } catch (err) {
+      throw new Error(`KMS GetPublicKey failed for ${this.kmsKeyId}: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`, { cause: err });
+    }
+    if (!response.PublicKey || response.PublicKey.length === 0) throw new Error(`KMS GetPublicKey for ${this.kmsKeyId} returned no public key`);
+    return Uint8Array.from(response.PublicKey);
+  }
 }
 
 /** A TSA key held in the process as a non-extractable WebCrypto key (ECDSA P-256/384/521 or RSA). */
@@ -88,27 +101,14 @@ export class WebCryptoTsaKeySigner implements TsaKeySigner {
  * signs it without hashing again, and the attributes themselves never leave the service. KMS
  * answers a DER ECDSA-Sig-Value, exactly what CMS carries.
  */
-export class KmsTsaKeySigner implements TsaKeySigner {
+export class KmsTsaKeySigner extends KmsTsaKey implements TsaKeySigner {
   readonly signatureAlgorithm = { oid: SIGNATURE_OID.ecdsaWithSha256, nullParameters: false };
-  /** The KMS key id, ARN or alias this signer was given. */
-  readonly kmsKeyId: string;
-  readonly #client: KMSClient;
-
-  constructor(client: KMSClient, kmsKeyId: string) {
-    if (typeof kmsKeyId !== 'string' || kmsKeyId.length === 0) throw new TypeError('KMS key id: expected a non-empty string');
-    this.#client = client;
-    this.kmsKeyId = kmsKeyId;
-  }
-
-  publicKeySpki(): Promise<Uint8Array> {
-    return kmsPublicKeySpki(this.#client, this.kmsKeyId);
-  }
 
   async sign(data: Uint8Array): Promise<Uint8Array> {
     const digest = createHash('sha256').update(data).digest();
     let response;
     try {
-      response = await this.#client.send(
+      response = await this.client.send(
         new SignCommand({ KeyId: this.kmsKeyId, Message: digest, MessageType: 'DIGEST', SigningAlgorithm: 'ECDSA_SHA_256' }),
       );
     } catch (err) {
@@ -152,27 +152,15 @@ export class MlDsaTsaKeySigner implements TsaKeySigner {
  * liboqs on a Node without ML-DSA, which would put liboqs' WASM into every function that
  * time-stamps; the embedded TSA checks every signature with the leaf's key before it issues.
  */
-export class KmsMlDsaTsaKeySigner implements TsaKeySigner {
+export class KmsMlDsaTsaKeySigner extends KmsTsaKey implements TsaKeySigner {
   readonly signatureAlgorithm = { oid: SIGNATURE_OID.mlDsa65, nullParameters: false };
   readonly digest = 'SHA-512' as const;
-  readonly kmsKeyId: string;
-  readonly #client: KMSClient;
-
-  constructor(client: KMSClient, kmsKeyId: string) {
-    if (typeof kmsKeyId !== 'string' || kmsKeyId.length === 0) throw new TypeError('KMS key id: expected a non-empty string');
-    this.#client = client;
-    this.kmsKeyId = kmsKeyId;
-  }
-
-  publicKeySpki(): Promise<Uint8Array> {
-    return kmsPublicKeySpki(this.#client, this.kmsKeyId);
-  }
 
   async sign(data: Uint8Array): Promise<Uint8Array> {
     if (data.length === 0 || data.length > KMS_MAX_RAW_MESSAGE_BYTES) throw new RangeError(`KMS RAW message: expected 1..${KMS_MAX_RAW_MESSAGE_BYTES} bytes, got ${data.length}`);
     let response;
     try {
-      response = await this.#client.send(new SignCommand({ KeyId: this.kmsKeyId, Message: data, MessageType: 'RAW', SigningAlgorithm: 'ML_DSA_SHAKE_256' }));
+      response = await this.client.send(new SignCommand({ KeyId: this.kmsKeyId, Message: data, MessageType: 'RAW', SigningAlgorithm: 'ML_DSA_SHAKE_256' }));
     } catch (err) {
       throw new Error(`KMS Sign failed for ${this.kmsKeyId}: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`, { cause: err });
     }

@@ -30,6 +30,7 @@ import {
   keyIdentifier,
   minDate,
   parseCertificate,
+  rootCaExtensions,
   subjectKeyIdentifier,
   timeOf,
 } from './certificates.js';
@@ -92,12 +93,7 @@ export async function generatePqTsaCertificates(options: GeneratePqTsaCertificat
     signer: rootSigner,
     notBefore: backdate(now),
     notAfter: addYears(now, options.rootValidityYears ?? 20),
-    extensions: (ski) => [
-      // RFC 5280 §4.2.1.9, §4.2.1.3: a CA that issues TSA leaves only (pathLen 0), keyCertSign and cRLSign.
-      extension(OID.basicConstraints, true, new asn1js.Sequence({ value: [new asn1js.Boolean({ value: true }), new asn1js.Integer({ value: 0 })] })),
-      extension(OID.keyUsage, true, namedBitString([5, 6])),
-      extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: toArrayBuffer(ski) })),
-    ],
+    extensions: rootCaExtensions,
   });
   const rootCertPem = derToPem(certificateDer(root));
   const leaf = await issuePqTsaCertificate({ rootCertPem, rootKey: rootSigner, ...pick(options) });
