@@ -182,7 +182,13 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
         const pq = args.includes('--pq');
         if (args.some((a) => a !== '--pq')) return usageError(`${command} takes only --pq.`);
         const { rotateTsa } = await import('./tsa-rotate.js');
-        io.out(JSON.stringify(await rotateTsa(command === 'rotate-tsa-root' ? 'root' : 'leaf', pq ? 'pq' : 'classic'), null, 2));
+        const rotated = await rotateTsa(command === 'rotate-tsa-root' ? 'root' : 'leaf', pq ? 'pq' : 'classic');
+        // The local PDF signing certificate is issued by the classic TSA root: a new root reissues
+        // it (a rotation of the PDF signing key, recorded in the key registry), so that no PDF is
+        // signed after the root's retirement under a certificate the retired root issued.
+        const config = getConfig();
+        const reissue = command === 'rotate-tsa-root' && !pq && !config.pdfSigner.kmsKeyId;
+        io.out(JSON.stringify(reissue ? { ...rotated, pdf_signing: await rotateLocalKey(config, 'pdf-signing') } : rotated, null, 2));
         return 0;
       }
       case 'record-tsa-retirement': {

@@ -8,6 +8,7 @@ import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { X509Certificate } from 'node:crypto';
 import { before, describe, it } from 'node:test';
 import { runAdmin, type CliIo } from '../../lib/cli/admin.js';
 import { mlDsa65Spki, NodeMlDsaSigner } from '../../lib/crypto/ml-dsa.js';
@@ -15,7 +16,8 @@ import { pqTsaFiles, tsaFiles } from '../../lib/crypto/tsa/files.js';
 import { readTsaHistory } from '../../lib/crypto/tsa/history.js';
 import { verifyTimestampResponse } from '../../lib/crypto/tsa/verify.js';
 import { EmbeddedTsa } from '../../lib/crypto/tsa/embedded.js';
-import { resetCoreDeps } from '../../lib/deps/core.js';
+import { getConfig, resetCoreDeps } from '../../lib/deps/core.js';
+import { pdfSignerFiles } from '../../lib/crypto/pdf-sign/files.js';
 import { freePort } from '../../lib/local/net.js';
 import { useStack } from '../support/stack.js';
 
@@ -60,13 +62,24 @@ describe('admin CLI: TSA rotation', () => {
       [['rotate-tsa-root'], 'classic'],
       [['rotate-tsa-root', '--pq'], 'pq'],
     ] as const) {
+      const pdfCertBefore = readFileSync(pdfSignerFiles(getConfig().pdfSigner.dir).cert, 'utf8');
       const io = capture();
       assert.equal(await runAdmin([...argv], io), 0, io.stderr.join('\n'));
-      const result = JSON.parse(io.stdout.join('\n')) as { kind: string; rotated: string; retired: { role: string }[] };
+      const result = JSON.parse(io.stdout.join('\n')) as { kind: string; rotated: string; retired: { role: string }[]; pdf_signing?: unknown };
       assert.equal(result.kind, kind);
       assert.deepEqual(result.retired.map((r) => r.role).sort(), argv[0] === 'rotate-tsa-root' ? ['leaf', 'root'] : ['leaf']);
       const files = kind === 'pq' ? pqTsaFiles(dir) : tsaFiles(dir);
       const [rootCertPem, tsaCertPem, tsaKeyPkcs8Pem] = [files.rootCert, files.tsaCert, files.tsaKey].map((f) => readFileSync(f, 'utf8')) as [string, string, string];
+      // A new classic root reissues the PDF signing certificate under itself; nothing else touches it.
+      const pdfCert = readFileSync(pdfSignerFiles(getConfig().pdfSigner.dir).cert, 'utf8');
+      if (argv[0] === 'rotate-tsa-root' && kind === 'classic') {
+        assert.ok(result.pdf_signing, 'the PDF signing rotation is reported');
+        assert.notEqual(pdfCert, pdfCertBefore);
+        assert.ok(new X509Certificate(pdfCert).verify(new X509Certificate(rootCertPem).publicKey), 'the new root issued the PDF signing certificate');
+      } else {
+        assert.equal(result.pdf_signing, undefined);
+        assert.equal(pdfCert, pdfCertBefore);
+      }
       const tsa = await EmbeddedTsa.create({ rootCertPem, tsaCertPem, tsaKeyPkcs8Pem, policyOid: '2.25.9' });
       const imprint = new Uint8Array(32).fill(7);
       const v = await verifyTimestampResponse((await tsa.issue({ imprint, certReq: true })).response, { imprint, roots: [rootCertPem] });
