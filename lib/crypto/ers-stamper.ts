@@ -53,10 +53,14 @@ async function stamp(tsa: TimestampAuthority, alg: ErsHash, digest: Uint8Array):
   return { token, genTime: v.genTime, tsaNotAfter: parseCertificate(v.tsaCertificatePem).notAfter.value };
 }
 
-/** A DER TimeStampReq (RFC 3161 §2.4.1): version 1, the imprint, a 64-bit nonce, certReq true. */
-function timeStampRequest(alg: ErsHash, digest: Uint8Array): Uint8Array {
-  const nonce = randomBytes(8);
-  nonce[0] = (nonce[0] ?? 0) & 0x7f;
+/**
+ * A DER TimeStampReq (RFC 3161 §2.4.1): version 1, the imprint, a 64-bit nonce, certReq true.
+ * The nonce's first byte is 0x01–0x7f: positive, and minimal as DER requires (a first byte 0x00
+ * before one below 0x80 is not DER, and the TSA rejects the request: 1 in 256 random nonces did).
+ */
+export function timeStampRequest(alg: ErsHash, digest: Uint8Array, random: Uint8Array = randomBytes(8)): Uint8Array {
+  const nonce = Uint8Array.from(random);
+  nonce[0] = 1 + ((nonce[0] ?? 0) % 0x7f);
   const req = new asn1js.Sequence({
     value: [
       new asn1js.Integer({ value: 1 }),

@@ -101,3 +101,18 @@ describe('RFC 4998 DER', () => {
     assert.throws(() => parseEvidenceRecord(Uint8Array.from(sha224)), /2\.16\.840\.1\.101\.3\.4\.2\.4 is not supported/);
   });
 });
+
+describe('the archive stamper\'s requests', () => {
+  it('are DER whatever the random nonce: a first byte 0x00 or 0x80 (1 in 128) still gives a request the TSA grants', async () => {
+    const { timeStampRequest } = await import('../../lib/crypto/ers-stamper.js');
+    const { generateTsaCertificates } = await import('../../lib/crypto/tsa/certificates.js');
+    const { EmbeddedTsa } = await import('../../lib/crypto/tsa/embedded.js');
+    const tsa = await EmbeddedTsa.create({ ...(await generateTsaCertificates()), policyOid: '2.25.1' });
+    const digest = createHash('sha512').update('a photo').digest();
+    for (const first of [0x00, 0x80, 0x7f, 0xff]) {
+      const random = Uint8Array.from([first, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77]);
+      const answer = await tsa.answer(timeStampRequest('SHA-512', digest, random));
+      assert.equal(answer.granted, true, `nonce starting ${first.toString(16)}: ${'text' in answer ? answer.text : ''}`);
+    }
+  });
+});
