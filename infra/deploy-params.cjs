@@ -39,6 +39,9 @@ const PARAMETERS = [
   { param: 'tsaRootFile', path: 'provider.environment.TSA_ROOT_FILE', kind: 'certificateFile' },
   { param: 'tsaPqCertFile', path: 'provider.environment.TSA_PQ_CERT_FILE', kind: 'mlDsa65CertificateFile' },
   { param: 'tsaPqRootFile', path: 'provider.environment.TSA_PQ_ROOT_FILE', kind: 'mlDsa65CertificateFile' },
+  // The TSA history (lib/crypto/tsa/history.ts): absent means nothing retired; present, it must be
+  // one the functions can read, or every function that builds the TSA would fail at start.
+  { param: 'tsaHistoryFile', path: 'provider.environment.TSA_HISTORY_FILE', kind: 'tsaHistoryFile', absentFileOk: true },
   { param: 'pdfSignerCertFile', path: 'provider.environment.PDF_SIGNER_CERT_FILE', kind: 'certificateFile' },
   { param: 'pqPublicKeyFile', path: 'provider.environment.PQ_PUBLIC_KEY_FILE', kind: 'mlDsa65PublicKeyFile' },
   { param: 'edgeWebAclArn', path: 'custom.edge.webAclArn', kind: 'webAclArn', edge: true },
@@ -118,14 +121,44 @@ function valueProblems(kind, value, region) {
     case 'certificateFile':
     case 'mlDsa65CertificateFile':
     case 'mlDsa65PublicKeyFile':
+    case 'tsaHistoryFile':
       return [];
     default:
       throw new Error(`unknown parameter kind ${kind}`);
   }
 }
 
+/**
+ * Problems of a TSA history file (the shape readTsaHistory in lib/crypto/tsa/history.ts accepts:
+ * `{"version": 1, "retired": [...]}`, each entry a classic or pq root or leaf, its PEM a
+ * certificate, its retired_at a time).
+ */
+function tsaHistoryProblems(content) {
+  let parsed;
+  try {
+    parsed = JSON.parse(content.toString('utf8'));
+  } catch {
+    return ['not JSON (a TSA history is {"version": 1, "retired": [...]}, written by npm run admin -- record-tsa-retirement)'];
+  }
+  if (!parsed || parsed.version !== 1 || !Array.isArray(parsed.retired)) return ['not a TSA history ({"version": 1, "retired": [...]})'];
+  const problems = [];
+  parsed.retired.forEach((e, i) => {
+    if (!e || (e.kind !== 'classic' && e.kind !== 'pq') || (e.role !== 'root' && e.role !== 'leaf')) problems.push(`retired[${i}] is not a classic or pq root or leaf`);
+    else if (typeof e.retired_at !== 'string' || Number.isNaN(Date.parse(e.retired_at))) problems.push(`retired[${i}] has no retired_at time`);
+    else {
+      try {
+        new X509Certificate(String(e.pem));
+      } catch {
+        problems.push(`retired[${i}].pem is not a PEM certificate`);
+      }
+    }
+  });
+  return problems;
+}
+
 /** Problems of a key file's content (a Buffer), by kind. */
 function fileContentProblems(kind, content) {
+  if (kind === 'tsaHistoryFile') return tsaHistoryProblems(content);
   if (kind === 'mlDsa65PublicKeyFile') {
     return content.length === ML_DSA_65_PUBLIC_KEY_BYTES ? [] : [`${content.length} bytes, not the ${ML_DSA_65_PUBLIC_KEY_BYTES} of a raw ML-DSA-65 public key`];
   }
@@ -148,7 +181,7 @@ function fileContentProblems(kind, content) {
   return [];
 }
 
-const isFileKind = (kind) => kind === 'certificateFile' || kind === 'mlDsa65CertificateFile' || kind === 'mlDsa65PublicKeyFile';
+const isFileKind = (kind) => kind === 'certificateFile' || kind === 'mlDsa65CertificateFile' || kind === 'mlDsa65PublicKeyFile' || kind === 'tsaHistoryFile';
 
 /**
  * Every problem of a stage's parameters, one line each, starting with the parameter's name.
@@ -170,7 +203,9 @@ async function parameterProblems({ get, readFile, edge, keysDir, region }) {
       else if (keysDir && !file.startsWith(`${keysDir.replace(/\/+$/, '')}/`)) found.push(`"${value}" is outside ${keysDir}/, the only folder the package ships (package.patterns)`);
       else {
         const content = await readFile(file);
-        if (content === undefined) found.push(`${value} is missing (docs/runbook.md step 3 creates it)`);
+        if (content === undefined) {
+          if (!p.absentFileOk) found.push(`${value} is missing (docs/runbook.md step 3 creates it)`);
+        }
         else found.push(...fileContentProblems(p.kind, content).map((x) => `${value}: ${x}`));
       }
     }

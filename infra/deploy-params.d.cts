@@ -5,6 +5,8 @@ export interface DeployParameter {
   kind: string;
   edge?: boolean;
   optional?: boolean;
+  /** A file that may be absent (its absence means the empty default). */
+  absentFileOk?: boolean;
 }
 export const PARAMETERS: DeployParameter[];
 export const PLACEHOLDER_STAGES: Set<string>;

@@ -292,4 +292,18 @@ describe('deployment key files (infra/deploy-params.cjs)', () => {
     // The classic kind accepts either: only the post-quantum parameters ask for ML-DSA-65.
     assert.deepEqual(fileContentProblems('certificateFile', fixture('tsa-pq.pem')), []);
   });
+
+  test('a TSA history shipped with the functions is one they can read (absent: nothing retired)', async () => {
+    const { retire, tsaCertificateEntry } = await import('../../lib/crypto/tsa/history.js');
+    const pem = fixture('tsa.pem').toString('utf8');
+    const good = retire({ version: 1, retired: [] }, [{ pem, kind: 'classic', role: 'leaf' }], new Date('2027-01-01T00:00:00Z'));
+    const asFile = (h: unknown) => Buffer.from(typeof h === 'string' ? h : JSON.stringify(h));
+    assert.deepEqual(fileContentProblems('tsaHistoryFile', asFile(good)), []);
+    assert.match(fileContentProblems('tsaHistoryFile', asFile('{"version": 1, "retired": [')).join('\n'), /not JSON/);
+    assert.match(fileContentProblems('tsaHistoryFile', asFile({ retired: [] })).join('\n'), /not a TSA history/);
+    const entry = tsaCertificateEntry(pem, 'classic', 'root', new Date());
+    assert.match(fileContentProblems('tsaHistoryFile', asFile({ version: 1, retired: [{ ...entry, role: 'intermediate' }] })).join('\n'), /retired\[0\] is not a classic or pq root or leaf/);
+    assert.match(fileContentProblems('tsaHistoryFile', asFile({ version: 1, retired: [{ ...entry, retired_at: 'soon' }] })).join('\n'), /retired\[0\] has no retired_at time/);
+    assert.match(fileContentProblems('tsaHistoryFile', asFile({ version: 1, retired: [{ ...entry, pem: 'not a certificate' }] })).join('\n'), /retired\[0\]\.pem is not a PEM certificate/);
+  });
 });
