@@ -145,33 +145,7 @@ async function issueLeaf(
     signingKey: rootKey,
     notBefore: backdate(now),
     notAfter: minDate(addYears(now, options.tsaValidityYears ?? 10), root.notAfter.value),
-    extensions: (ski) => {
-      const list = [
-        // RFC 5280 §4.2.1.9: an end-entity certificate; cA defaults to FALSE, so the DER
-        // SEQUENCE is empty (X.690 §11.5 omits DEFAULT values).
-        extension(OID.basicConstraints, true, new asn1js.Sequence({ value: [] })),
-        // RFC 3161 §2.3 via OpenSSL's check: digitalSignature (bit 0) and nonRepudiation (bit 1) only.
-        extension(OID.keyUsage, true, namedBitString([0, 1])),
-        extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: toArrayBuffer(ski) })),
-        // RFC 5280 §4.2.1.1: keyIdentifier [0] IMPLICIT = the issuer's subject key identifier.
-        extension(
-          OID.authorityKeyIdentifier,
-          false,
-          new asn1js.Sequence({ value: [new asn1js.Primitive({ idBlock: { tagClass: 3, tagNumber: 0 }, valueHex: toArrayBuffer(rootSki) })] }),
-        ),
-      ];
-      if (purposes !== null) {
-        // RFC 3161 §2.3: exactly one ExtendedKeyUsage, id-kp-timeStamping only, critical.
-        list.push(
-          extension(
-            OID.extKeyUsage,
-            options.tsaEkuCritical ?? true,
-            new asn1js.Sequence({ value: purposes.map((p) => new asn1js.ObjectIdentifier({ value: p })) }),
-          ),
-        );
-      }
-      return list;
-    },
+    extensions: (ski) => tsaLeafExtensions(ski, rootSki, purposes, options.tsaEkuCritical ?? true),
   });
 
   return {
@@ -266,6 +240,30 @@ export function rootCaExtensions(ski: Uint8Array): pkijs.Extension[] {
     extension(OID.keyUsage, true, namedBitString([5, 6])),
     extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: toArrayBuffer(ski) })),
   ];
+}
+
+/**
+ * The extensions of a TSA leaf, classic or post-quantum. RFC 5280 §4.2.1.9: an end-entity
+ * certificate; cA defaults to FALSE, so the DER SEQUENCE is empty (X.690 §11.5 omits DEFAULT
+ * values). RFC 3161 §2.3 via OpenSSL's check, and RFC 9881 §5 for an ML-DSA key: digitalSignature
+ * (bit 0) and nonRepudiation (bit 1) only. RFC 5280 §4.2.1.1: keyIdentifier [0] IMPLICIT = the
+ * issuer's subject key identifier. RFC 3161 §2.3: exactly one ExtendedKeyUsage, id-kp-timeStamping
+ * only, critical (`purposes` and `ekuCritical` other than that only for tests of refusals; null:
+ * no EKU at all).
+ */
+export function tsaLeafExtensions(ski: Uint8Array, issuerSki: Uint8Array, purposes: readonly string[] | null = [OID.kpTimeStamping], ekuCritical = true): pkijs.Extension[] {
+  const list = [
+    extension(OID.basicConstraints, true, new asn1js.Sequence({ value: [] })),
+    extension(OID.keyUsage, true, namedBitString([0, 1])),
+    extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: toArrayBuffer(ski) })),
+    extension(
+      OID.authorityKeyIdentifier,
+      false,
+      new asn1js.Sequence({ value: [new asn1js.Primitive({ idBlock: { tagClass: 3, tagNumber: 0 }, valueHex: toArrayBuffer(issuerSki) })] }),
+    ),
+  ];
+  if (purposes !== null) list.push(extension(OID.extKeyUsage, ekuCritical, new asn1js.Sequence({ value: purposes.map((p) => new asn1js.ObjectIdentifier({ value: p })) })));
+  return list;
 }
 
 export function extension(extnID: string, critical: boolean, value: asn1js.AsnType): pkijs.Extension {

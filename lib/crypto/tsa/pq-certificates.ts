@@ -19,22 +19,21 @@ import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import { LocalMlDsaSigner, ID_ML_DSA_65, ML_DSA_65_SEED_BYTES, mlDsa65Pkcs8FromSeed, mlDsa65SeedFromPkcs8 } from '../ml-dsa.js';
 import type { PqSigner } from '../ports.js';
-import { OID, integerFromBigInt, randomPositiveBigInt, toArrayBuffer } from './asn1.js';
+import { integerFromBigInt, randomPositiveBigInt, toArrayBuffer } from './asn1.js';
 import {
   type DistinguishedName,
   addYears,
   backdate,
   buildName,
   certificateDer,
-  extension,
   keyIdentifier,
   minDate,
   parseCertificate,
   rootCaExtensions,
   subjectKeyIdentifier,
+  tsaLeafExtensions,
   timeOf,
 } from './certificates.js';
-import { namedBitString } from './asn1.js';
 import { derToPem, pemToDer } from './pem.js';
 
 const DEFAULT_ORG = 'Evidence Anchoring Service';
@@ -134,19 +133,8 @@ export async function issuePqTsaCertificate(options: IssuePqTsaCertificateOption
     signer: rootSigner,
     notBefore: backdate(now),
     notAfter: minDate(addYears(now, options.tsaValidityYears ?? 10), root.notAfter.value),
-    extensions: (ski) => [
-      extension(OID.basicConstraints, true, new asn1js.Sequence({ value: [] })),
-      // RFC 9881 §5: an ML-DSA end-entity key asserts digitalSignature and/or nonRepudiation only.
-      extension(OID.keyUsage, true, namedBitString([0, 1])),
-      extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: toArrayBuffer(ski) })),
-      extension(
-        OID.authorityKeyIdentifier,
-        false,
-        new asn1js.Sequence({ value: [new asn1js.Primitive({ idBlock: { tagClass: 3, tagNumber: 0 }, valueHex: toArrayBuffer(rootSki) })] }),
-      ),
-      // RFC 3161 §2.3: exactly one ExtendedKeyUsage, id-kp-timeStamping only, critical.
-      extension(OID.extKeyUsage, true, new asn1js.Sequence({ value: [new asn1js.ObjectIdentifier({ value: OID.kpTimeStamping })] })),
-    ],
+    // The classic leaf's profile (RFC 3161 §2.3; RFC 9881 §5 allows an ML-DSA key the same KeyUsage).
+    extensions: (ski) => tsaLeafExtensions(ski, rootSki),
   });
   return { tsaCertPem: derToPem(certificateDer(leaf)), ...(keyPem ? { tsaKeyPkcs8Pem: keyPem } : {}) };
 }
