@@ -12,7 +12,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { rawPublicKeyOf, windowOfJwk } from '../crypto/jwk.js';
-import type { ValidityWindow } from '../crypto/key-windows.js';
+import { type ValidityWindow, windowOf } from '../crypto/key-windows.js';
 import type { TrustedKey } from '../evidence/verdict.js';
 import { CliError } from './client.js';
 import { type TsaCertificateEntry, type TsaRetirement, retirementsOf } from '../crypto/tsa/history.js';
@@ -107,7 +107,7 @@ export function pinnedAnchors(trust: TrustFile, file: string): PinnedAnchors | u
       pqKeys.push({ sha256, window: windowOfJwk(k) });
     }
   }
-  const walletWindows = trust.services.flatMap((s) => (s.ledger.wallets ?? []).map((w) => ({ address: w.address, window: { not_before: w.not_before, not_after: w.not_after, retired_at: w.retired_at } })));
+  const walletWindows = trust.services.flatMap((s) => (s.ledger.wallets ?? []).map((w) => ({ address: w.address, window: windowOf(w) })));
   const retiredRoots = (s: TrustedService, kind: 'classic' | 'pq') => (s.tsa_certificates ?? []).filter((e) => e.kind === kind && e.role === 'root' && e.status === 'retired').map((e) => e.pem);
   return {
     roots: trust.services.flatMap((s) => [s.tsa_root_pem, ...retiredRoots(s, 'classic')]),

@@ -127,12 +127,6 @@ export async function writeKeyRegistry(file: string, registry: KeyRegistry): Pro
   await rename(tmp, file);
 }
 
-/** The entries of one kind, the active one first, then the retired ones, newest first. */
-export function entriesOf(registry: KeyRegistry, kind: KeyKind): RegistryEntry[] {
-  const order = (e: RegistryEntry) => (e.retired_at === null ? Number.POSITIVE_INFINITY : Date.parse(e.retired_at));
-  return registry.keys.filter((k) => k.kind === kind).sort((a, b) => order(b) - order(a));
-}
-
 /** The entry of a kind with this kid (wallets: the address, case-insensitively). */
 export function findEntry(registry: KeyRegistry, kind: KeyKind, kid: string): RegistryEntry | undefined {
   const same = kind === 'ledger-wallet' ? (a: string) => a.toLowerCase() === kid.toLowerCase() : (a: string) => a === kid;

@@ -24,7 +24,7 @@ import { sha256Hex } from '../crypto/hash.js';
 import { assertNotRetired } from './key-registry.js';
 import { lazy } from './lazy.js';
 import { getPublishedKeys } from './signing.js';
-import { getVerifyDeps, loadTsaRoots } from './verification.js';
+import { getVerifyDeps } from './verification.js';
 
 /**
  * The PDF certificate's part of the composition root: the PDF signing key behind the signer port
@@ -72,7 +72,7 @@ function tsaNameOf(pems: string[]): string | null {
 async function checkStandalone(imageHash: string, answers: { timestamp?: unknown; signature?: unknown }): Promise<StandaloneEvidence> {
   const out: StandaloneEvidence = {};
   if (answers.timestamp !== undefined) {
-    const verdict = await verifyStandaloneTimestamp(answers.timestamp, imageHash, await loadTsaRoots(), true);
+    const verdict = await verifyStandaloneTimestamp(answers.timestamp, imageHash, await getVerifyDeps().tsaRoots(), true);
     out.timestamp = { answer: answers.timestamp as HashTimestamp, ok: verdict.state === 'holds', tsaName: verdict.tsa_name };
   }
   if (answers.signature !== undefined) {

@@ -9,6 +9,7 @@
  * No ethers, no signer, no ML-DSA code: the publishing and verifying functions import this.
  */
 import { type KeyKind, type KeyRegistry, type RegistryEntry, UNBOUNDED, type ValidityWindow, findEntry, readKeyRegistry, windowOf } from '../crypto/key-windows.js';
+import { type TsaHistory, readTsaHistory } from '../crypto/tsa/history.js';
 import { unavailable } from '../errors.js';
 import { log } from '../log.js';
 import { getConfig } from './core.js';
@@ -16,6 +17,9 @@ import { lazy } from './lazy.js';
 
 /** The registry file as written (one read per process; a rotation restarts the service). */
 export const getKeyRegistry: () => Promise<KeyRegistry> = /* @__PURE__ */ lazy(() => readKeyRegistry(getConfig().keyRegistryFile));
+
+/** The TSA history (retired TSA certificates, lib/crypto/tsa/history.ts), read once per process like the registry. */
+export const getTsaHistory: () => Promise<TsaHistory> = /* @__PURE__ */ lazy(() => readTsaHistory(getConfig().tsa.historyFile));
 
 /** The window the registry records for a key, or none (unbounded) when it does not know it. */
 export function windowIn(registry: KeyRegistry, kind: KeyKind, kid: string): ValidityWindow {

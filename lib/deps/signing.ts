@@ -20,10 +20,10 @@ import { keyStatus, type ValidityWindow, windowOf } from '../crypto/key-windows.
 import type { Ed25519Signer } from '../crypto/ports.js';
 import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { pqTsaFiles, tsaFiles } from '../crypto/tsa/files.js';
-import { type TsaCertificateEntry, readTsaHistory, tsaCertificateEntry } from '../crypto/tsa/history.js';
+import { type TsaCertificateEntry, tsaCertificateEntry } from '../crypto/tsa/history.js';
 import { pemBlocks, derToPem } from '../crypto/tsa/pem.js';
 import { getConfig } from './core.js';
-import { assertNotRetired, getKeyRegistry, otherEntries, windowIn } from './key-registry.js';
+import { assertNotRetired, getKeyRegistry, getTsaHistory, otherEntries, windowIn } from './key-registry.js';
 import { lazy } from './lazy.js';
 
 const kmsClient = /* @__PURE__ */ lazy(
@@ -175,7 +175,7 @@ export async function getTrustAnchors(): Promise<TrustAnchors> {
     getPdfSigningCertificates(),
     getWallets(),
     getPqTsaCertificates(),
-    readTsaHistory(config.tsa.historyFile),
+    getTsaHistory(),
   ]);
   const root = chain.at(-1);
   if (!root) throw new Error('no TSA root certificate to publish');

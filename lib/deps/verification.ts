@@ -4,11 +4,11 @@ import { sha256Hex } from '../crypto/hash.js';
 import { type ValidityWindow, windowOf } from '../crypto/key-windows.js';
 import { pqTsaFiles } from '../crypto/tsa/files.js';
 import type { TrustedKey } from '../evidence/verdict.js';
-import { readTsaHistory, retiredRoots, retirementsOf } from '../crypto/tsa/history.js';
+import { retiredRoots, retirementsOf } from '../crypto/tsa/history.js';
 import type { VerifyDeps } from '../evidence/verify.js';
 import { getConfig } from './core.js';
 import { getEvidenceRepo, getRpcReader } from './evidence.js';
-import { getKeyRegistry } from './key-registry.js';
+import { getKeyRegistry, getTsaHistory } from './key-registry.js';
 import { lazy } from './lazy.js';
 
 /**
@@ -21,8 +21,7 @@ const tsaRoots = /* @__PURE__ */ lazy(() => loadTsaRoots());
 const trustedPqKeys = /* @__PURE__ */ lazy(() => loadTrustedPqKeys());
 const walletWindows = /* @__PURE__ */ lazy(() => loadWalletWindows());
 const tsaPqRoots = /* @__PURE__ */ lazy(() => loadTsaPqRoots());
-const tsaHistory = /* @__PURE__ */ lazy(() => readTsaHistory(getConfig().tsa.historyFile));
-const tsaRetirements = /* @__PURE__ */ lazy(async () => retirementsOf((await tsaHistory()).retired));
+const tsaRetirements = /* @__PURE__ */ lazy(async () => retirementsOf((await getTsaHistory()).retired));
 
 export function getVerifyDeps(): VerifyDeps {
   return { repo: getEvidenceRepo(), rpc: getRpcReader(), tsaRoots, trustedPqKeys, walletWindows, tsaPqRoots, tsaRetirements };
@@ -42,7 +41,7 @@ export async function loadWalletWindows(): Promise<{ address: string; window: Va
 export async function loadTsaPqRoots(): Promise<string[]> {
   const { tsa } = getConfig();
   const file = tsa.pq?.rootFile ?? pqTsaFiles(tsa.dir).rootCert;
-  const retired = retiredRoots(await readTsaHistory(tsa.historyFile), 'pq');
+  const retired = retiredRoots(await getTsaHistory(), 'pq');
   try {
     return [await readFile(file, 'utf8'), ...retired];
   } catch (error) {
@@ -57,7 +56,7 @@ export async function loadTsaRoots(): Promise<string[]> {
   // Remote TSA: its roots. Embedded TSA: the root of its certificate (TSA_ROOT_FILE with a KMS key, else DATA_DIR).
   const file = tsa.scheme === 'remote' && tsa.rootsFile ? tsa.rootsFile : (tsa.rootFile ?? path.join(tsa.dir, 'root.pem'));
   // And the roots a rotation retired: still anchors for the tokens dated before their retirement.
-  return [await readFile(file, 'utf8'), ...retiredRoots(await readTsaHistory(tsa.historyFile), 'classic')];
+  return [await readFile(file, 'utf8'), ...retiredRoots(await getTsaHistory(), 'classic')];
 }
 
 /** SHA-256 fingerprints of the ML-DSA-65 public keys whose signatures we vouch for. */

@@ -69,14 +69,6 @@ export interface ArchiveSettings {
   hashAlgorithm: ErsHash;
 }
 
-export const DEFAULT_ARCHIVE_SETTINGS: ArchiveSettings = {
-  groupAfterMs: 30_000,
-  maxGroupSize: 2048,
-  renewBeforeMs: 365 * 24 * 3600_000,
-  renewalsPerPass: 200,
-  hashAlgorithm: 'SHA-256',
-};
-
 /** A renewal is not retried sooner than this when the TSA's own certificate is inside the margin already. */
 const RENEW_RETRY_MS = 24 * 3600_000;
 

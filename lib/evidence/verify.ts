@@ -87,12 +87,13 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string, option
   }
   const final = storedFinalReceipt(item);
   if (final) rememberFinal(item);
+  // Every fallback is the one shared NONE: the final-verdict memo below compares by identity.
   const [roots, keys, walletWindows, pqRoots, retired] = await Promise.all([
     deps.tsaRoots(),
     deps.trustedPqKeys(),
-    deps.walletWindows ? deps.walletWindows() : [],
-    item.tsa_pq_response ? (deps.tsaPqRoots?.() ?? []) : [],
-    deps.tsaRetirements?.() ?? [],
+    deps.walletWindows ? deps.walletWindows() : NONE,
+    item.tsa_pq_response ? (deps.tsaPqRoots?.() ?? NONE) : NONE,
+    deps.tsaRetirements?.() ?? NONE,
   ]);
   const tsa: TokenTrust = { roots, pqRoots, retired, now: (deps.clock ?? (() => new Date()))() };
   const verdict =
@@ -109,6 +110,9 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string, option
         });
   return { image_hash: imageHash, found: true, registered_at: item.registered_at ?? null, anchored: true, record: item, verdict };
 }
+
+/** The empty trust list of a reader that has none (one object, so that the memo below can hit). */
+const NONE: never[] = [];
 
 /**
  * The verdict of a final record served from its stored receipt: a pure function of the record's
