@@ -252,7 +252,7 @@ export const DASHBOARD_SCRIPT = `
     else if (document.activeElement === document.body || $("signed-out").contains(document.activeElement)) $("account-heading").focus();
   }
   function refresh() {
-    return Promise.all([loadInfo(), loadUsage(), loadKeys()]).then(loadEvidence, () => {
+    return Promise.all([loadInfo(), loadUsage(), loadKeys()]).then(loadEvidence).catch(() => {
     });
   }
   async function loadInfo() {

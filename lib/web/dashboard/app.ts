@@ -160,9 +160,15 @@ async function authenticate(mode: 'register' | 'login'): Promise<void> {
 }
 
 // ---------------------------------------------------------------- account, usage, keys
-/** Reloads the account's info, usage and keys, then its recent evidence. */
+/**
+ * Reloads the account's info, usage and keys, then its recent evidence. A load that fails has
+ * said so itself (its message, or the login prompt of an expired session): that ends the refresh,
+ * the evidence load's failure included (it was left unhandled: a page error).
+ */
 function refresh(): Promise<void> {
-  return Promise.all([loadInfo(), loadUsage(), loadKeys()]).then(loadEvidence, () => {});
+  return Promise.all([loadInfo(), loadUsage(), loadKeys()])
+    .then(loadEvidence)
+    .catch(() => {});
 }
 async function loadInfo(): Promise<void> {
   const res = await accountCall('GET', '/api/v2/account/info', undefined, refresh);
