@@ -5,7 +5,7 @@ import { runQuotaReset, UnknownAccountError } from '../accounts/quota-reset.js';
 import { isTierName, TIER_NAMES } from '../accounts/tiers.js';
 import { ConfigError } from '../config.js';
 import { getConfig, resetCoreDeps } from '../deps/core.js';
-import { addKey, isRegistryKind, isRotatableKind, REGISTRY_KINDS, retireKey, ROTATABLE_KINDS, RotationRefused, rotateLocalKey } from './rotate-key.js';
+import { addKey, isRegistryKind, isRotatableKind, REGISTRY_KINDS, retireKey, ROTATABLE_KINDS, RotationRefused, prepareLocalWalletRotation, rotateLocalKey } from './rotate-key.js';
 import { DomainError } from '../errors.js';
 
 // Lambda runs nodejs24.x; locally Node 20 is supported, so the SDK's Node 22 notice is not repeated.
@@ -21,7 +21,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
  *     npm run admin -- show <email|account_id>
  *     npm run admin -- reset-quotas [email|account_id]
  *     npm run admin -- register-pq-key
- *     npm run admin -- rotate-key <ml-dsa-65|ed25519|pdf-signing>
+ *     npm run admin -- rotate-key <ml-dsa-65|ed25519|pdf-signing|ledger-wallet>
  *     npm run admin -- rotate-key <kind> --new <public key file|certificate|address> [--old <…>] [--kms-key-id ARN]
  *     npm run admin -- retire-key <kind> <kid|address|public key file>
  *     npm run admin -- rotate-tsa-leaf [--pq]
@@ -43,10 +43,12 @@ Commands:
                                        that account's quota for the current month.
   register-pq-key                      Publish the ML-DSA-65 public key fingerprint on the ledger
                                        (once: a key already registered is not sent again).
-  rotate-key <kind>                    Rotate a local key (${ROTATABLE_KINDS.join(', ')}): make a new one,
+  rotate-key <kind>                    Rotate a local key (${[...ROTATABLE_KINDS, 'ledger-wallet'].join(', ')}): make a new one,
                                        retire the old one now in the key registry (its validity
                                        window ends; what it signed before still verifies). Run it
-                                       with the stack stopped. Production: docs/runbook.md.
+                                       with the stack stopped. ledger-wallet: the next npm start
+                                       funds the new wallet from the old one, then retires the old
+                                       one and switches. Production: docs/runbook.md.
   rotate-key <kind> --new <material> [--old <material>] [--kms-key-id ARN]
                                        Production, step 1 (${REGISTRY_KINDS.join(', ')}): record
                                        the new key (its public key file, certificate or address)
@@ -153,8 +155,7 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
           return 0;
         }
         if (args.length !== 1 || !kind) return usageError('rotate-key needs one kind of key.');
-        if (kind === 'ledger-wallet') return fail(io, 'rotate-key ledger-wallet is not built for the local stack yet: docs/runbook.md "Rotating keys" (Wallet) says how to rotate it in production.');
-        if (!isRotatableKind(kind)) return usageError(`Unknown kind of key "${kind}" (known: ${ROTATABLE_KINDS.join(', ')}).`);
+        if (!isRotatableKind(kind) && kind !== 'ledger-wallet') return usageError(`Unknown kind of key "${kind}" (known: ${[...ROTATABLE_KINDS, 'ledger-wallet'].join(', ')}).`);
         // A running stack keeps signing with the key it loaded: after the rotation that would be a
         // retired key. Its API port in use is taken as "running" (npm start binds it).
         const config = getConfig();
@@ -162,7 +163,7 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
         if ((await probePort(config.port, config.host)) === 'EADDRINUSE') {
           return fail(io, `Not rotated: port ${config.port} (PORT) on ${config.host} is in use; stop npm start first (a running stack keeps signing with the key it loaded).`);
         }
-        io.out(JSON.stringify(await rotateLocalKey(config, kind), null, 2));
+        io.out(JSON.stringify(kind === 'ledger-wallet' ? await prepareLocalWalletRotation(config) : await rotateLocalKey(config, kind), null, 2));
         return 0;
       }
       case 'retire-key': {

@@ -25,6 +25,7 @@ import { issueDocumentSigningCertificate } from '../crypto/tsa/certificates.js';
 import { tsaFiles } from '../crypto/tsa/files.js';
 import { pemToDer } from '../crypto/tsa/pem.js';
 import { sha256Hex } from '../crypto/hash.js';
+import { keepKeyAs, loadOrCreateLocalWallet, localWalletFiles, readLocalWalletKey } from '../ledger/local-wallet.js';
 
 /** The kinds `rotate-key` handles (the TSA leaf and root are the TSA's: lib/crypto/tsa/). */
 export const ROTATABLE_KINDS = ['ml-dsa-65', 'ed25519', 'pdf-signing'] as const;
@@ -275,4 +276,42 @@ export async function retireKey(
   const retired: RegistryEntry = { ...entry, retired_at: (options.clock ?? (() => new Date()))().toISOString() };
   await writeKeyRegistry(file, { version: 1, keys: registry.keys.map((k) => (k === entry ? retired : k)) });
   return retired;
+}
+
+/** What `rotate-key ledger-wallet` did: the new wallet made, to be funded and switched to by the next start. */
+export interface WalletRotationPrepared {
+  kind: 'ledger-wallet';
+  from: string;
+  to: string;
+  /** true when a rotation begun earlier was found (the same new wallet, never a third one). */
+  resumed: boolean;
+  next: string;
+}
+
+/**
+ * `npm run admin -- rotate-key ledger-wallet` (local): the first half of the wallet's rotation,
+ * files only (the chain is not running while the stack is stopped). It keeps the key of the
+ * wallet the local chain's genesis funds (`ledger-wallet.genesis.key`, a hard link, unless the
+ * first rotation kept it already) and makes the new key, `ledger-wallet.key.next` (0600, made
+ * once: a rerun takes the same one). The next `npm start` finishes it (lib/local/wallet-rotation.ts):
+ * it drains the old wallet, funds the new one from it with a value transfer through the ledger's
+ * own nonce slots, records the new wallet active and the old one retired, and switches.
+ */
+export async function prepareLocalWalletRotation(config: Config): Promise<WalletRotationPrepared> {
+  if (config.ledger.walletScheme !== 'local') throw new RotationRefused('the ledger wallet is a KMS key: rotate it as docs/runbook.md "Rotating keys" (Wallet) says');
+  if (config.ledger.walletPrivateKey) throw new RotationRefused('the ledger wallet comes from LEDGER_PRIVATE_KEY: rotate by changing it (and funding the new address), or unset it to use DATA_DIR/keys/ledger-wallet.key');
+  const files = localWalletFiles(config.ledger.walletKeyFile);
+  const live = await readLocalWalletKey(files.live);
+  if (!live) throw new RotationRefused(`there is no ledger wallet in ${path.dirname(files.live)} to rotate: start the stack once (npm start) first`);
+  // Before the new key exists: a wallet that was never rotated is the one the genesis funds.
+  await keepKeyAs(files.live, files.genesis);
+  const next = await loadOrCreateLocalWallet(files.next);
+  const { Wallet } = await import('ethers');
+  return {
+    kind: 'ledger-wallet',
+    from: new Wallet(live).address,
+    to: next.address,
+    resumed: !next.created,
+    next: 'npm start finishes the rotation: it funds the new wallet from the old one once the old one has nothing pending, retires the old one and sends from the new one',
+  };
 }

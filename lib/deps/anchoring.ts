@@ -102,7 +102,7 @@ export const getPqTsa: () => Promise<EmbeddedTsa | undefined> = /* @__PURE__ */ 
 export const getLedgerSender: () => Promise<LedgerSender> = /* @__PURE__ */ lazy(async () => {
   const config = getConfig();
   const { ledger } = config;
-  const provider = watchPort('ledger', createLedgerProvider({ rpcUrl: ledger.rpcUrl, chainId: ledger.chainId, pollingIntervalMs: ledger.pollingIntervalMs }));
+  const provider = ledgerProvider();
   let wallet: KmsLedgerSigner | Wallet;
   if (ledger.walletScheme === 'kms') {
     wallet = new KmsLedgerSigner(kmsClient(), ledger.walletKmsKeyId ?? '', provider);
@@ -113,8 +113,28 @@ export const getLedgerSender: () => Promise<LedgerSender> = /* @__PURE__ */ lazy
   // A retired wallet never sends again (its window ended; docs/runbook.md "Rotating keys"). Asked
   // only when the registry retired some wallet, so that a KMS wallet costs no GetPublicKey otherwise.
   if ((await getKeyRegistry()).keys.some((k) => k.kind === 'ledger-wallet' && k.retired_at !== null)) await assertNotRetired('ledger-wallet', await wallet.getAddress());
+  return ledgerSenderFor(wallet);
+});
+
+/** The provider of the configured ledger node (one per process). */
+const ledgerProvider = /* @__PURE__ */ lazy(() => {
+  const { ledger } = getConfig();
+  return watchPort('ledger', createLedgerProvider({ rpcUrl: ledger.rpcUrl, chainId: ledger.chainId, pollingIntervalMs: ledger.pollingIntervalMs }));
+});
+
+/**
+ * A sender for a local wallet key other than the configured one: the wallet a local rotation
+ * replaces, which funds its successor (lib/local/wallet-rotation.ts). Same table, node and fees.
+ */
+export function ledgerSenderForKey(privateKey: string): LedgerSender {
+  return ledgerSenderFor(new Wallet(privateKey.startsWith('0x') ? privateKey : `0x${privateKey}`, ledgerProvider()));
+}
+
+function ledgerSenderFor(wallet: KmsLedgerSigner | Wallet): LedgerSender {
+  const config = getConfig();
+  const { ledger } = config;
   return new LedgerSender({
-    provider,
+    provider: ledgerProvider(),
     signer: wallet,
     db: getDb(),
     table: config.tables.ledger,
@@ -132,7 +152,7 @@ export const getLedgerSender: () => Promise<LedgerSender> = /* @__PURE__ */ lazy
     },
     log: (level, message, fields) => log[level](message, fields),
   });
-});
+}
 
 /** The ledger batches (one per process: its waiters share their reads of a batch's seal). */
 export const getBatchStore: () => BatchStore = /* @__PURE__ */ lazy(() => new BatchTable(getDb(), getConfig().tables.batches));

@@ -20,6 +20,32 @@ export interface LocalWalletKey {
 
 const KEY_LINE = /^(0x)?([0-9a-fA-F]{64})\s*$/;
 
+/**
+ * The files of the local wallet (next to DATA_DIR/keys/ledger-wallet.key): `live` is the key the
+ * stack signs with; `next` the key a rotation made (`npm run admin -- rotate-key ledger-wallet`)
+ * until the next start has funded it and switched to it (lib/local/wallet-rotation.ts); `genesis`
+ * the key of the wallet the local chain funded in its genesis block, kept once the first rotation
+ * begins: Hardhat takes genesis accounts by private key, and the chain rebuilt at every start must
+ * have the same genesis (same block hashes). Nothing signs with it after its retirement.
+ */
+export function localWalletFiles(live: string): { live: string; next: string; genesis: string } {
+  return { live, next: `${live}.next`, genesis: path.join(path.dirname(live), 'ledger-wallet.genesis.key') };
+}
+
+/** The key in `file` (0x + 64 hex), or null when there is no such file. */
+export async function readLocalWalletKey(file: string): Promise<string | null> {
+  return readKey(file);
+}
+
+/** A second name for the key file `from` (a hard link: the same bytes and mode 0600), unless `to` exists. */
+export async function keepKeyAs(from: string, to: string): Promise<void> {
+  try {
+    await link(from, to);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+}
+
 async function readKey(file: string): Promise<string | null> {
   let text: string;
   try {

@@ -63,8 +63,9 @@ export class ReceiptBook {
     return { hashes: [...new Set([hash, slot.tx_hash, ...(slot.tx_hashes ?? [])])], slot };
   }
 
-  async recordReceipt(hash: string, receipt: LedgerReceipt, known: LedgerSlot | null = null): Promise<void> {
-    const address = await this.address();
+  /** `wallet`: the slot's wallet when it is not this sender's (a transaction of a wallet rotated away). */
+  async recordReceipt(hash: string, receipt: LedgerReceipt, known: LedgerSlot | null = null, wallet?: string): Promise<void> {
+    const address = wallet ?? (await this.address());
     let nonce = known?.sk ?? this.nonceByHash.get(hash);
     if (nonce === undefined) {
       const tx = await this.provider.getTransaction(hash);

@@ -60,7 +60,9 @@ export class Replacer {
       });
       return unchanged;
     }
-    const signed = await this.txSigner.sign(address, slot.sk, previous.data, fees);
+    // The same transaction at higher fees: same data and, for a value transfer, the same recipient and value.
+    const transfer = previous.to && previous.to.toLowerCase() !== address ? { to: previous.to, valueWei: previous.value } : undefined;
+    const signed = await this.txSigner.sign(address, slot.sk, previous.data, fees, transfer);
     const hashes = [...(slot.tx_hashes ?? [slot.tx_hash]), signed.txHash];
     const raws = [...(slot.raws ?? [slot.raw as string]), signed.raw];
     const now = this.clock().toISOString();

@@ -30,6 +30,8 @@ export class Resumer {
   async resumeOnce(
     address: string,
     tx: { nonce: number; hash: string; raw: string; kind: LedgerTxKind; ref: string },
+    /** false: `address` is another wallet (one rotated away), whose transactions this process never broadcast before. */
+    own = true,
   ): Promise<ResumeResult | null> {
     // The chain's nonce BEFORE the receipts: a version mined after this read still shows its receipt
     // below, so "nonce passed and no receipt" can only mean another transaction took the nonce.
@@ -37,7 +39,7 @@ export class Resumer {
     const slot = await this.records.getSlot(address, tx.nonce);
     const ours = slot !== null && (slot.tx_hash === tx.hash || (slot.tx_hashes?.includes(tx.hash) ?? false));
     const hashes = ours && slot ? [...new Set([tx.hash, slot.tx_hash, ...(slot.tx_hashes ?? [])])] : [tx.hash];
-    const settled = await this.settledOrMined(hashes, ours ? slot : null);
+    const settled = await this.settledOrMined(hashes, ours ? slot : null, address);
     if (settled) return settled;
     if (latest > tx.nonce) {
       if (ours && slot && LIVE.has(slot.status)) await this.records.setSlotStatus(address, tx.nonce, slot.tx_hash, 'conflict', [...LIVE]);
@@ -53,19 +55,19 @@ export class Resumer {
         return tombstone ? { outcome: 'dead' } : null;
       }
       if (!(await this.records.putSlot(address, tx.nonce, { txHash: tx.hash, raw: tx.raw }, tx.kind, tx.ref, 'signed', 'missing'))) return null;
-      return this.resumeBroadcast(address, tx.nonce, { tx_hash: tx.hash, raw: tx.raw, status: 'signed' }, hashes);
+      return this.resumeBroadcast(address, tx.nonce, { tx_hash: tx.hash, raw: tx.raw, status: 'signed' }, hashes, own);
     }
     if (!ours || !LIVE.has(slot.status) || !slot.raw) return { outcome: 'dead' };
-    return this.resumeBroadcast(address, tx.nonce, { tx_hash: slot.tx_hash, raw: slot.raw, status: slot.status }, hashes);
+    return this.resumeBroadcast(address, tx.nonce, { tx_hash: slot.tx_hash, raw: slot.raw, status: slot.status }, hashes, own);
   }
 
   /** 'mined' when a version has a settled receipt (recorded on the slot), 'sent' when one is mined but not yet settled. */
-  async settledOrMined(hashes: string[], slot: LedgerSlot | null): Promise<ResumeResult | null> {
+  async settledOrMined(hashes: string[], slot: LedgerSlot | null, address?: string): Promise<ResumeResult | null> {
     const found = await this.node.rpc('read a receipt', () => this.node.firstSettled(hashes));
     if (found) {
       const txHashes = slot?.tx_hashes;
       const receipt: LedgerReceipt = { ...found.receipt, ...(txHashes && txHashes.length > 1 ? { txHashes: [...txHashes] } : {}) };
-      await this.receipts.recordReceipt(found.hash, receipt, slot).catch((error: unknown) =>
+      await this.receipts.recordReceipt(found.hash, receipt, slot, address).catch((error: unknown) =>
         this.log('warn', 'ledger: could not record a receipt', { txHash: found.hash, detail: sanitizeDetail(error) }),
       );
       return { outcome: 'mined', receipt };
@@ -83,23 +85,25 @@ export class Resumer {
     nonce: number,
     current: { tx_hash: string; raw: string; status: LedgerSlotStatus },
     hashes: string[],
+    own = true,
   ): Promise<ResumeResult | null> {
     const sent: ResumeResult = { outcome: 'sent', txHash: current.tx_hash };
     const outcome = await this.node.broadcast(current.raw, current.tx_hash);
     switch (outcome.kind) {
       case 'accepted':
-        this.receipts.nonceByHash.set(current.tx_hash, nonce);
-        this.unsettled.delete(nonce);
+        // This process's bookkeeping (receipts by hash, its own unsettled broadcasts) is of its own wallet.
+        if (own) this.receipts.nonceByHash.set(current.tx_hash, nonce);
+        if (own) this.unsettled.delete(nonce);
         if (current.status === 'signed') await this.records.setSlotStatus(address, nonce, current.tx_hash, 'sent', ['signed']);
         return sent;
       case 'ambiguous':
-        this.receipts.nonceByHash.set(current.tx_hash, nonce);
+        if (own) this.receipts.nonceByHash.set(current.tx_hash, nonce);
         return sent;
       case 'unreachable':
         throw new LedgerUnavailableError('The ledger node is unreachable: the transaction was not re-sent', 'unreachable', outcome.detail);
       case 'conflict': {
         // Nonce too low and the node does not know any version: mined already, or never minable.
-        const settled = await this.settledOrMined(hashes, null);
+        const settled = await this.settledOrMined(hashes, null, address);
         if (settled) return settled;
         await this.records.setSlotStatus(address, nonce, current.tx_hash, 'conflict', [...LIVE]);
         this.log('warn', 'ledger: a resumed transaction lost its nonce to a transaction this service did not sign', { nonce, txHash: current.tx_hash });

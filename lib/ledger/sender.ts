@@ -206,7 +206,10 @@ export class LedgerSender {
    * whatever `options.beforePersist` threw.
    */
   async submit(data: string | Uint8Array, meta: { kind: LedgerTxKind; ref: string }, options: SubmitOptions = {}): Promise<SubmitResult> {
-    if (meta.kind !== 'anchor' && meta.kind !== 'pq-key') throw new TypeError(`unknown ledger transaction kind "${String(meta.kind)}"`);
+    if (meta.kind !== 'anchor' && meta.kind !== 'pq-key' && meta.kind !== 'wallet-funding') throw new TypeError(`unknown ledger transaction kind "${String(meta.kind)}"`);
+    const transfer = options.transfer;
+    if ((meta.kind === 'wallet-funding') !== (transfer !== undefined)) throw new TypeError('a value transfer is the kind wallet-funding, and only it');
+    if (transfer && (!/^0x[0-9a-fA-F]{40}$/.test(transfer.to) || transfer.valueWei <= 0n)) throw new TypeError('a value transfer needs an address and a positive value');
     if (typeof meta.ref !== 'string' || meta.ref.length > 512) throw new TypeError('ref must be a string of at most 512 characters');
     const hex = typeof data === 'string' ? data.toLowerCase() : `0x${Buffer.from(data).toString('hex')}`;
     if (!/^0x([0-9a-f]{2})*$/.test(hex)) throw new TypeError('transaction data must be 0x-prefixed hex of whole bytes');
@@ -214,7 +217,7 @@ export class LedgerSender {
 
     const address = await this.ready();
     const fees = await this.feeOracle.fees(); // before taking a nonce: a node that is down costs no nonce here
-    const result = await this.lock.runShared(() => this.submitInOrder(address, hex, meta, fees, options.beforePersist));
+    const result = await this.lock.runShared(() => this.submitInOrder(address, hex, meta, fees, options.beforePersist, transfer));
     if (result.broadcast === 'accepted') {
       await this.markSent(result.nonce, result.txHash).catch((error: unknown) =>
         this.log('warn', 'ledger: could not mark a slot as sent (the rebroadcast job will)', { nonce: result.nonce, detail: sanitizeDetail(error) }),
@@ -249,13 +252,17 @@ export class LedgerSender {
     } catch {
       throw new TypeError('raw is not a signed transaction');
     }
-    if (tx.hash?.toLowerCase() !== hash || tx.nonce !== signed.nonce || tx.from?.toLowerCase() !== address || tx.chainId !== BigInt(this.chainId)) {
-      throw new TypeError('raw is not the transaction named by txHash and nonce, from this wallet on this chain');
+    if (tx.hash?.toLowerCase() !== hash || tx.nonce !== signed.nonce || !tx.from || tx.chainId !== BigInt(this.chainId)) {
+      throw new TypeError('raw is not the transaction named by txHash and nonce, on this chain');
     }
+    // A transaction of a wallet this sender no longer is (signed before a wallet rotation, its
+    // owner left unfinished) is decided on that wallet's slot and nonce: it is re-sent as the raw
+    // bytes it is, or found mined, or dead; nothing is ever signed for it.
+    const from = tx.from.toLowerCase();
     const tx1 = { nonce: signed.nonce, hash, raw: signed.raw.toLowerCase(), kind: signed.kind, ref: signed.ref };
     return this.lock.runExclusive(async () => {
       for (let round = 0; round < 5; round++) {
-        const decided = await this.resumer.resumeOnce(address, tx1);
+        const decided = await this.resumer.resumeOnce(from, tx1, from === address);
         if (decided) return decided;
       }
       throw new LedgerUnavailableError('The ledger transaction could not be resumed: its slot keeps changing', 'store');
@@ -352,6 +359,7 @@ export class LedgerSender {
     meta: { kind: LedgerTxKind; ref: string },
     fees: Fees,
     beforePersist?: SubmitOptions['beforePersist'],
+    transfer?: SubmitOptions['transfer'],
   ): Promise<SubmitResult> {
     for (let attempt = 1; ; attempt++) {
       const { nonce, reused, ticket } = await this.nonces.takeNonce(address);
@@ -361,7 +369,7 @@ export class LedgerSender {
       try {
         let signed: { raw: string; txHash: string };
         try {
-          signed = await this.txSigner.sign(address, nonce, data, fees);
+          signed = await this.txSigner.sign(address, nonce, data, fees, transfer);
         } catch (error) {
           left = await this.giveUpNonce(address, nonce, false); // no transaction of this nonce exists
           throw error;

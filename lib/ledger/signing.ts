@@ -1,10 +1,11 @@
 import { BaseWallet, Transaction, getAddress, keccak256, type TransactionRequest } from 'ethers';
 import { LedgerUnavailableError, sanitizeDetail } from './errors.js';
 import { gasLimitFor } from './fees.js';
-import type { Fees, LedgerSigner } from './types.js';
+import type { Fees, LedgerSigner, ValueTransfer } from './types.js';
 
 /**
- * Signs the service's transactions: EIP-1559 (type 2), 0 value, from the wallet to itself.
+ * Signs the service's transactions: EIP-1559 (type 2), 0 value, from the wallet to itself; or,
+ * with `transfer`, a value transfer to another address (the local wallet rotation's funding).
  *
  * Signature check. A KMS-backed signer's output is checked (signer recovered from the signature,
  * nonce, chain id); a local ethers wallet signs exactly the request it is given with the wallet's
@@ -28,13 +29,14 @@ export class TxSigner {
     nonce: number,
     data: string,
     fees: Fees,
+    transfer?: ValueTransfer,
   ): Promise<{ raw: string; txHash: string }> {
     const request: TransactionRequest = {
       type: 2,
       chainId: BigInt(this.chainId),
       nonce,
-      to: (this.checksummed ??= getAddress(address)),
-      value: 0n,
+      to: transfer ? getAddress(transfer.to) : (this.checksummed ??= getAddress(address)),
+      value: transfer?.valueWei ?? 0n,
       data,
       gasLimit: gasLimitFor(data),
       maxFeePerGas: fees.maxFeePerGas,

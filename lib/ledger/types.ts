@@ -9,7 +9,12 @@ export interface LedgerSigner {
   signTransaction(tx: TransactionRequest): Promise<string>;
 }
 
-export type LedgerTxKind = 'anchor' | 'pq-key';
+/**
+ * What a transaction is for. 'wallet-funding' is a value transfer from the wallet to the wallet
+ * that replaces it (the local stack's wallet rotation, lib/local/wallet-rotation.ts); every other
+ * kind is a 0-value transaction from the wallet to itself carrying data.
+ */
+export type LedgerTxKind = 'anchor' | 'pq-key' | 'wallet-funding';
 export type LedgerSlotKind = LedgerTxKind | 'filler';
 export type LedgerSlotStatus = 'signed' | 'sent' | 'confirmed' | 'failed' | 'released' | 'conflict';
 
@@ -145,6 +150,14 @@ export interface SubmitOptions {
    * failed write may have landed).
    */
   beforePersist?: (signed: SignedLedgerTx) => Promise<void>;
+  /** Kind 'wallet-funding' only: the value transfer (the recipient and the wei it receives). */
+  transfer?: ValueTransfer;
+}
+
+/** A value transfer: sent to `to` instead of the wallet itself. */
+export interface ValueTransfer {
+  to: string;
+  valueWei: bigint;
 }
 
 /** What resume() needs: a transaction signed earlier by submit() (see SubmitOptions.beforePersist). */

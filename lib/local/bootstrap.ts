@@ -10,13 +10,15 @@ import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { generateTsaCertificates, issueDocumentSigningCertificate } from '../crypto/tsa/certificates.js';
 import { pqTsaFiles, tsaFiles } from '../crypto/tsa/files.js';
 import { generatePqTsaCertificates } from '../crypto/tsa/pq-certificates.js';
-import { loadOrCreateLocalWallet } from '../ledger/local-wallet.js';
+import { loadOrCreateLocalWallet, localWalletFiles, readLocalWalletKey } from '../ledger/local-wallet.js';
 
 /** What the local stack needs to know after bootstrapping (never the secrets themselves). */
 export interface LocalSecrets {
   created: string[];
   walletAddress: string;
   walletPrivateKey: string;
+  /** The key of the wallet the local chain's genesis funds: the wallet's own until its first rotation (lib/ledger/local-wallet.ts). */
+  genesisPrivateKey: string;
 }
 
 /**
@@ -113,7 +115,8 @@ export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> 
     for (const e of [...recorded.map((r) => ({ ...r, not_before: now })), ...x509]) registry = withEntry(registry, { ...e, retired_at: null });
     await writeKeyRegistry(config.keyRegistryFile, registry);
   }
-  return { created, walletAddress: wallet.address, walletPrivateKey: wallet.privateKey };
+  const genesis = config.ledger.walletScheme === 'local' && !config.ledger.walletPrivateKey ? await readLocalWalletKey(localWalletFiles(config.ledger.walletKeyFile).genesis) : null;
+  return { created, walletAddress: wallet.address, walletPrivateKey: wallet.privateKey, genesisPrivateKey: genesis ?? wallet.privateKey };
 }
 
 async function exists(file: string): Promise<boolean> {

@@ -1,4 +1,5 @@
 import { GetCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { LedgerRecords } from '../ledger/records.js';
 
 /**
  * Every signed raw transaction of the wallet, as [hash, raw], read from the ledger records (one
@@ -57,4 +58,54 @@ async function query(db: DynamoDBDocumentClient, table: string, condition: strin
     start = page.LastEvaluatedKey;
   } while (start);
   return items;
+}
+
+/**
+ * The wallets whose transactions the local chain holds, in the order they sent them: the one the
+ * genesis funds first, then every wallet the key registry lists (rotation order), then the
+ * configured one. After a wallet rotation (lib/local/wallet-rotation.ts) a wallet's first
+ * transactions are paid for by its predecessor's funding, so this is also the order of a replay.
+ */
+export function walletsInOrder(genesis: string, registered: readonly string[], current: string): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const a of [genesis, ...registered, current]) {
+    const lower = a.toLowerCase();
+    if (!lower || seen.has(lower)) continue;
+    seen.add(lower);
+    out.push(lower);
+  }
+  // The configured wallet last: it is the newest.
+  const last = current.toLowerCase();
+  return last ? [...out.filter((a) => a !== last), last] : out;
+}
+
+/**
+ * Re-sends the transactions of wallets the stack no longer sends from (rotated away; drained
+ * before their retirement, so every slot is final) into a fresh node, raw bytes in nonce order,
+ * when the block journal did not rebuild them (a journal lost). The node answers "already known"
+ * or "nonce too low" for those it has: nothing to do then. Returns how many it took.
+ */
+export async function resendRetiredWallets(
+  db: DynamoDBDocumentClient,
+  table: string,
+  chainId: number,
+  rpc: (method: string, params: unknown[]) => Promise<unknown>,
+  addresses: readonly string[],
+): Promise<number> {
+  const records = new LedgerRecords(db, table, chainId, () => new Date());
+  let taken = 0;
+  for (const address of addresses) {
+    const mined = Number(BigInt((await rpc('eth_getTransactionCount', [address, 'latest'])) as string));
+    const slots = (await records.listSlots(address, mined)).filter((s) => s.raw && (s.status === 'confirmed' || s.status === 'failed'));
+    for (const slot of slots.sort((a, b) => a.sk - b.sk)) {
+      try {
+        await rpc('eth_sendRawTransaction', [slot.raw]);
+        taken++;
+      } catch {
+        // Known already, or its nonce is taken: the chain has it.
+      }
+    }
+  }
+  return taken;
 }

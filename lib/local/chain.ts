@@ -110,17 +110,24 @@ function tail(file: string, from: number, bytes = 2000): string {
   }
 }
 
+/** One JSON-RPC call to the node at `url`, with a deadline; throws the node's error message. */
+export async function jsonRpc(url: string, method: string, params: unknown[], timeoutMs = 10_000): Promise<unknown> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  if (!res.ok) throw new Error(`${method}: HTTP ${res.status}`);
+  const body = (await res.json()) as { result?: unknown; error?: { message?: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message ?? 'error'}`);
+  return body.result;
+}
+
 async function rpcChainId(url: string): Promise<number | null> {
   try {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
-      signal: AbortSignal.timeout(1000),
-    });
-    if (!res.ok) return null;
-    const body = (await res.json()) as { result?: unknown };
-    return typeof body.result === 'string' ? Number.parseInt(body.result, 16) : null;
+    const result = await jsonRpc(url, 'eth_chainId', [], 1000);
+    return typeof result === 'string' ? Number.parseInt(result, 16) : null;
   } catch {
     return null;
   }

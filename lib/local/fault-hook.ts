@@ -4,7 +4,8 @@
  * SIGKILLs this process, before the call leaves (EVIDENCE_FAULT_KILL_WHEN=before) or after its
  * answer arrived and before the caller sees it (=after: "written but not answered"). A request is
  * armed by the header `x-fault-arm: 1`; every call made in its async context counts (the
- * middleware's, the anchor's, the batch sealing it does), the reconciler's do not. The response of
+ * middleware's, the anchor's, the batch sealing it does), the reconciler's do not. A start-up
+ * step can be armed too (`arm`: the second half of a wallet rotation, lib/local/wallet-rotation.ts). The response of
  * an armed request that was not killed says how many calls it made (`x-fault-calls`), so a first
  * run measures the path's length. Installed by lib/local/stack.ts only when the variable is set;
  * the children (dynalite, the ledger node) exit with this process, as after any SIGKILL.
@@ -20,6 +21,8 @@ interface Armed {
 export interface FaultHook {
   /** Runs armed requests inside the counting context and reports their call count. */
   wrapFetch(fetch: LocalFetch): LocalFetch;
+  /** Runs a start-up step (the wallet rotation's second half) armed; prints how many calls it made. */
+  arm<T>(step: string, run: () => Promise<T>): Promise<T>;
 }
 
 export function installFaultHook(plan: { killAt: number; when: 'before' | 'after' }): FaultHook {
@@ -44,6 +47,12 @@ export function installFaultHook(plan: { killAt: number; when: 'before' | 'after
     }) as Send;
   });
   return {
+    arm: async (step, run) => {
+      const armed: Armed = { calls: 0 };
+      const value = await context.run(armed, run);
+      process.stderr.write(`fault-hook: ${step} made ${armed.calls} calls\n`);
+      return value;
+    },
     wrapFetch: (fetch) => async (request, env) => {
       if (request.headers.get('x-fault-arm') !== '1') return fetch(request, env);
       const armed: Armed = { calls: 0 };

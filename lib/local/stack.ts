@@ -14,7 +14,10 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
-import { getLedgerSender, getPqRegistrationDeps, getReconcileDeps } from '../deps/anchoring.js';
+import { getLedgerSender, getPqRegistrationDeps, getReconcileDeps, ledgerSenderForKey } from '../deps/anchoring.js';
+import { readKeyRegistry } from '../crypto/key-windows.js';
+import { localWalletFiles, readLocalWalletKey } from '../ledger/local-wallet.js';
+import { computeAddress } from 'ethers';
 import { getArchiveDeps } from '../deps/archive-job.js';
 import { getDb } from '../deps/core.js';
 import { runArchivePass } from '../evidence/archive.js';
@@ -23,8 +26,9 @@ import { ensurePqKeyRegistered } from '../evidence/pq-registration.js';
 import { ensureTables } from '../store/tables.js';
 import { describeError, log } from '../log.js';
 import { ensureLocalSecrets } from './bootstrap.js';
-import { startLocalChain, type LocalChain } from './chain.js';
-import { ledgerRaws } from './chain-raws.js';
+import { jsonRpc, startLocalChain, type LocalChain } from './chain.js';
+import { ledgerRaws, resendRetiredWallets, walletsInOrder } from './chain-raws.js';
+import { finishWalletRotation } from './wallet-rotation.js';
 import { startDynamoProcess, type DynamoProcess } from './dynamo-process.js';
 import { PortInUseError } from './net.js';
 import { exitWithParent } from './parent-watch.js';
@@ -109,19 +113,30 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
     // Meanwhile: the tables as soon as dynalite answers, and the API's modules loaded.
     const dynamoP = embeddedDynamo ? startDynamo() : Promise.resolve(null);
     const tablesP = dynamoP.then(() => ensureTables(getDb(), config.tables));
+    // Every wallet that ever sent (a rotation's pending new one included), the genesis one first.
+    const everyWallet = async () => {
+      if (config.ledger.walletScheme !== 'local' || config.ledger.walletPrivateKey) return secrets.walletAddress ? [secrets.walletAddress.toLowerCase()] : [];
+      const registered = (await readKeyRegistry(config.keyRegistryFile)).keys.filter((k) => k.kind === 'ledger-wallet').map((k) => k.address ?? k.kid);
+      const pending = await readLocalWalletKey(localWalletFiles(config.ledger.walletKeyFile).next).catch(() => null);
+      const current = (await readLocalWalletKey(config.ledger.walletKeyFile).catch(() => null)) ?? secrets.walletPrivateKey;
+      const address = (key: string) => (key ? computeAddress(key) : '');
+      return walletsInOrder(address(secrets.genesisPrivateKey), [...registered, address(current)], pending ? address(pending) : address(current));
+    };
     const startChain = () =>
       startLocalChain({
         port: config.ledger.rpcPort,
         blockTimeMs: config.ledger.blockTimeMs,
         chainId: config.ledger.chainId,
-        accounts: [{ privateKey: secrets.walletPrivateKey, balanceWei: 10n ** 24n }],
+        // The wallet the genesis funded, forever (a rotated wallet is funded by its predecessor).
+        accounts: [{ privateKey: secrets.genesisPrivateKey, balanceWei: 10n ** 24n }],
         logFile: path.join(config.dataDir, 'chain.log'),
         // The node rebuilds its blocks from its journal, with the raw transactions of the ledger records.
         history: {
           file: path.join(config.dataDir, 'chain-blocks.jsonl'),
           raws: async () => {
             await tablesP;
-            return ledgerRaws(getDb(), config.tables.ledger, secrets.walletAddress);
+            const all = await Promise.all((await everyWallet()).map((a) => ledgerRaws(getDb(), config.tables.ledger, a)));
+            return all.flat();
           },
         },
       });
@@ -160,9 +175,13 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
       // The node rebuilt the journaled blocks itself (same numbers, times and hashes); the persisted
       // transactions it did not cover (never mined, or no journal yet) are re-sent in nonce order
       // into new blocks (same bytes, same hashes).
-      const replayAll = async (node: LocalChain) => {
+      // The wallets rotated away, in rotation order (a successor's first transactions spend its funding).
+      const resendRotatedAway = async (node: LocalChain, sender: string) =>
+        resendRetiredWallets(getDb(), config.tables.ledger, config.ledger.chainId, (m, p) => jsonRpc(node.url, m, p), (await everyWallet()).filter((a) => a !== sender.toLowerCase()));
+      const replayAll = async (node: LocalChain, resentBefore = 0) => {
+        const rotatedAway = resentBefore + (await resendRotatedAway(node, await (await getLedgerSender()).address()));
         const replay = await (await getLedgerSender()).replay();
-        const n = replay.resent + replay.alreadyKnown;
+        const n = rotatedAway + replay.resent + replay.alreadyKnown;
         const h = node.history;
         const plural = (k: number, what: string) => `${k} ${what}${k === 1 ? '' : 's'}`;
         const rebuilt =
@@ -172,7 +191,25 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
       };
       const chain = new Supervisor<LocalChain>(first, { healthName: 'ledger', label: 'ledger node (hardhat)', start: startChain, afterStart: replayAll }, say);
       stops.push(() => chain.stop());
-      const replayed = await replayAll(first);
+      // A wallet rotation `npm run admin -- rotate-key ledger-wallet` began: finished here, before anything sends.
+      const liveKey = await readLocalWalletKey(config.ledger.walletKeyFile).catch(() => null);
+      const resentBefore = liveKey ? await resendRotatedAway(first, computeAddress(liveKey)) : 0;
+      const rotate = () =>
+        finishWalletRotation({
+          walletKeyFile: config.ledger.walletKeyFile,
+          keyRegistryFile: config.keyRegistryFile,
+          senderFor: ledgerSenderForKey,
+          balanceOf: async (a) => BigInt((await jsonRpc(first.url, 'eth_getBalance', [a, 'latest'])) as string),
+          maxFeePerGasWei: BigInt(Math.ceil(config.ledger.maxFeeGwei * 1e9)),
+        });
+      const rotation = faultHook ? await faultHook.arm('wallet rotation', rotate) : await rotate();
+      if (rotation?.state === 'done') {
+        secrets.walletAddress = rotation.to;
+        say(`wallet     rotated ${rotation.from} → ${rotation.to}${rotation.fundingTxHash ? ` (funded in ${rotation.fundingTxHash})` : ''}; ${rotation.from} retired`);
+      } else if (rotation) {
+        say(`wallet     rotation to ${rotation.to} not finished: ${rotation.reason}`);
+      }
+      const replayed = await replayAll(first, resentBefore);
       say(
         `ledger     ${first.url} (hardhat, pid ${first.pid}, chain id ${first.chainId}, ${config.ledger.blockTimeMs === 0 ? 'automine' : `${config.ledger.blockTimeMs} ms blocks`}, ` +
           `wallet ${secrets.walletAddress}, ${replayed})`,

@@ -15,7 +15,7 @@ import { CHAIN_ID, freePort, makeSender, newWallet, randomHash, type Store, star
  * Each test uses its own wallet, so that the states built by hand do not disturb each other.
  */
 
-const wallets = Array.from({ length: 9 }, () => newWallet());
+const wallets = Array.from({ length: 12 }, () => newWallet());
 let store: Store;
 let chain: LocalChain;
 let provider: JsonRpcProvider;
@@ -367,3 +367,55 @@ describe('resume', () => {
     assert.equal(await slot(wallet, signed.nonce), undefined);
   });
 });
+
+describe('resume of a transaction another wallet signed (a wallet rotated away, lib/local/wallet-rotation.ts)', () => {
+  it('is decided on that wallet\'s slot: found mined with its receipt, or its persisted raw bytes re-sent; nothing is signed and the sender\'s own slots are untouched', async () => {
+    const [oldWallet, newWallet_] = [wallets[9] as Wallet, wallets[10] as Wallet];
+    const oldSender = await warmSender(oldWallet);
+    const newSender = await warmSender(newWallet_);
+    const ownBefore = await slot(newWallet_, 1);
+
+    // Mined: its owner stored it and died before recording the receipt.
+    let signed: SignedLedgerTx | undefined;
+    const sent = await oldSender.submit(data(), { kind: 'anchor', ref: 'old-mined' }, { beforePersist: async (s) => void (signed = { ...s }) });
+    assert.ok(signed);
+    for (let i = 0; i < 200 && (await reader.getTransactionCount(lower(oldWallet))) <= sent.nonce; i++) await new Promise((r) => setTimeout(r, 25));
+    const mined = await newSender.resume({ ...signed, kind: 'anchor', ref: 'old-mined' });
+    assert.ok(mined.outcome === 'mined', mined.outcome);
+    assert.equal(mined.receipt.txHash, sent.txHash);
+    assert.equal((await slot(oldWallet, sent.nonce))?.status, 'confirmed');
+
+    // Signed and stored by its owner, never persisted in a slot nor broadcast: written into the old wallet's slot and sent.
+    const nonce = await reserveNonce(oldWallet);
+    const orphan = await signAt(oldWallet, nonce);
+    const resumed = await newSender.resume({ ...orphan, kind: 'anchor', ref: 'old-orphan' });
+    assert.deepEqual(resumed, { outcome: 'sent', txHash: orphan.txHash });
+    assert.equal((await slot(oldWallet, nonce))?.tx_hash, orphan.txHash);
+    const receipt = await newSender.waitForReceipt(orphan.txHash, 10_000);
+    assert.equal(receipt?.status, 'confirmed');
+    assert.equal((await provider.getTransaction(orphan.txHash))?.from.toLowerCase(), lower(oldWallet));
+    // The new wallet signed nothing for it: its nonce did not move, its slot at that number is as it was.
+    assert.equal(await reader.getTransactionCount(lower(newWallet_)), 1);
+    assert.deepEqual(await slot(newWallet_, 1), ownBefore);
+  });
+});
+
+describe('a value transfer (kind wallet-funding: the local wallet rotation\'s funding)', () => {
+  it('is sent to the recipient with its value, persisted in the sender\'s slot like every transaction; other kinds cannot carry one', async () => {
+    const [from, to] = [wallets[11] as Wallet, newWallet()];
+    const sender = makeSender(store, provider, from);
+    await assert.rejects(sender.submit('0x', { kind: 'anchor', ref: 'x' }, { transfer: { to: to.address, valueWei: 1n } }), TypeError);
+    await assert.rejects(sender.submit('0x', { kind: 'wallet-funding', ref: 'x' }), TypeError);
+    await assert.rejects(sender.submit('0x', { kind: 'wallet-funding', ref: 'x' }, { transfer: { to: to.address, valueWei: 0n } }), TypeError);
+    const sent = await sender.submit('0x', { kind: 'wallet-funding', ref: lower(to) }, { transfer: { to: to.address, valueWei: 12345n * 10n ** 12n } });
+    assert.equal((await sender.waitForReceipt(sent.txHash, 10_000))?.status, 'confirmed');
+    const tx = await provider.getTransaction(sent.txHash);
+    assert.equal(tx?.to?.toLowerCase(), lower(to));
+    assert.equal(tx?.value, 12345n * 10n ** 12n);
+    assert.equal(await provider.getBalance(to.address), 12345n * 10n ** 12n);
+    const persisted = await slot(from, sent.nonce);
+    assert.equal(persisted?.kind, 'wallet-funding');
+    assert.equal(persisted?.ref, lower(to));
+  });
+});
+
