@@ -53,8 +53,9 @@ Commands:
       --timestamp checks a stand-alone timestamp (POST /api/v2/evidence/timestamp) and
       --signature an Ed25519 signature (POST /api/v2/evidence/sign) against the file; with either,
       the receipt is checked only when --receipt names it.
-      A receipt's post-quantum timestamp (timestamp_pq, ML-DSA-65) is checked against the
-      post-quantum TSA root (--pq-root, or the trust file). Every token is judged as of its
+      A receipt's post-quantum timestamp (timestamp_pq, ML-DSA-65), and a stand-alone one made
+      with the post-quantum policy, is checked against the post-quantum TSA root (--pq-root, or
+      the trust file). Every token is judged as of its
       genTime; with the trust file, a token dated after its TSA certificate's retirement fails.
       --evidence-record checks an RFC 4998 evidence record (GET /api/v2/evidence/evidence-record/
       <sha256>) against the file: each archive timestamp's hash tree and RFC 3161 token as of its
@@ -343,7 +344,8 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   if (values.signature !== undefined) signatures.push({ file: values.signature, response: await readJsonFile(values.signature, 'signature answer') });
   if (attached?.signature !== undefined) signatures.push({ file: `${values.certificate ?? ''} (signature.json)`, response: attached.signature });
   for (const { file, response } of timestamps) {
-    const report = await verifyTimestampFile({ response, subject, rootsPem: roots, ...(rootSource ? { rootSource } : {}) });
+    // A stand-alone answer holds a classic token or, when its request chose the post-quantum policy, an ML-DSA-65 one.
+    const report = await verifyTimestampFile({ response, subject, rootsPem: [...roots, ...pqRoots], ...(rootSource ? { rootSource } : {}) });
     reports.push({ status: report.status, kind: 'timestamp', file, report, lines: formatStandalone(report) });
   }
   if (values['evidence-record'] !== undefined) {
