@@ -94,10 +94,10 @@ const ANCHORING_KMS = { pqSigner: 'sign', tsa: 'sign', tsaPq: 'sign', ledgerWall
  * - anchoring functions sign with all four keys (ANCHORING_KMS; checked below);
  * - timestamp signs RFC 3161 tokens with the TSA key;
  * - the post-quantum TSA key (tsaPq) signs only where an ML-DSA-65 token is issued: the anchoring
- *   functions and POST /api/v2/tsa (a request with the post-quantum policy). The stand-alone
- *   timestamps, the PDF's signature timestamp and the archive job's archive timestamps are the
- *   classic TSA's, and no function reads its public key from KMS (its chain ships as files), so
- *   it has no `public` grant anywhere;
+ *   functions, POST /api/v2/tsa and POST /api/v2/evidence/timestamp (a request with the
+ *   post-quantum policy). The v1 timestamps, the PDF's signature timestamp and the archive job's
+ *   archive timestamps are the classic TSA's, and no function reads its public key from KMS (its
+ *   chain ships as files), so it has no `public` grant anywhere;
  * - the reconciler finishes interrupted anchors (a new transaction when one can never be mined,
  *   with the proofs already made) and replaces stuck transactions, so it signs with the wallet;
  * - account endpoints issue (register, login) or verify (the rest) HS256 JWTs whose secret is

@@ -94,7 +94,7 @@ describe('the README walk-through, over real HTTP', () => {
     assert.match(verdict, /Verification: OK/);
   });
 
-  it('runs the Starter block as written: timestamps over JSON and RFC 3161, a signature, trust add and verify', async () => {
+  it('runs the Starter block as written: timestamps over JSON (classic and post-quantum) and RFC 3161, a signature, trust add and verify', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'readme-starter-'));
     const account = await accountOverHttp('readme-starter', 'starter');
     writeFileSync(path.join(dir, 'photo.jpg'), `a photo of a scratched door ${Date.now()}`);
@@ -111,7 +111,10 @@ describe('the README walk-through, over real HTTP', () => {
     assert.equal(out.match(/Verification: OK/g)?.length, 3, out);
     assert.match(out, /Ed25519: OK \(ed25519:[0-9a-f]{16}\)/);
     assert.match(out, /Trusted http/);
-    assert.equal(out.match(/^VERIFIED: every proof was checked and holds\b/gm)?.length, 2, out);
+    assert.equal(out.match(/^VERIFIED: every proof was checked and holds\b/gm)?.length, 3, out);
+    // The post-quantum answer of the block: an ML-DSA-65 token under the post-quantum policy.
+    const pq = JSON.parse(readFileSync(path.join(dir, 't-pq.json'), 'utf8')) as { policy: string };
+    assert.equal(pq.policy, '2.25.240188381855450738062415899808185980756');
   });
 
   it('runs the v1 block as written: two links of a device chain, the public reads, a timestamp and the 409', async () => {

@@ -24,6 +24,7 @@ import { formatReport } from './receipt-report.js';
 import { type VerifySubject, verifyReceipt } from './verify-receipt.js';
 import type { EvidenceStatus } from '../evidence/verdict.js';
 import { formatStandalone, verifySignatureFile, verifyTimestampFile } from './verify-standalone.js';
+import { verifyPdfSignature } from './verify-pdf-signature.js';
 import { verifyEvidenceRecordFile } from './verify-evidence-record.js';
 
 export const USAGE = `Usage: evidence <command> [options]
@@ -48,13 +49,17 @@ Commands:
       inclusion of a batched anchor, the device's Ed25519 signature and chain link and, with
       --rpc, the ledger transaction's input data, confirmations and sender. Each proof holds,
       fails, is pending or unchecked (never counted as holding).
-      --certificate cert.pdf takes the receipt attached to a PDF evidence certificate instead
-      (check the PDF's own signature with pdfsig).
+      --certificate cert.pdf takes the receipt attached to a PDF evidence certificate instead,
+      and checks the PDF's own signature: PAdES over the whole file, its RFC 3161 signature
+      timestamp, and the signing certificate within its validity window at that time (pinned by
+      the trust file, or issued under the --root TSA root; with neither it is not checked: use
+      pdfsig).
       --timestamp checks a stand-alone timestamp (POST /api/v2/evidence/timestamp) and
       --signature an Ed25519 signature (POST /api/v2/evidence/sign) against the file; with either,
       the receipt is checked only when --receipt names it.
-      A receipt's post-quantum timestamp (timestamp_pq, ML-DSA-65) is checked against the
-      post-quantum TSA root (--pq-root, or the trust file). Every token is judged as of its
+      A receipt's post-quantum timestamp (timestamp_pq, ML-DSA-65), and a stand-alone one made
+      with the post-quantum policy, is checked against the post-quantum TSA root (--pq-root, or
+      the trust file). Every token is judged as of its
       genTime; with the trust file, a token dated after its TSA certificate's retirement fails.
       --evidence-record checks an RFC 4998 evidence record (GET /api/v2/evidence/evidence-record/
       <sha256>) against the file: each archive timestamp's hash tree and RFC 3161 token as of its
@@ -67,10 +72,11 @@ Commands:
 
   trust add <base-url> | trust list | trust remove <base-url>   [--trust-file F]
       Fetch a service's trust anchors once (its TSA roots, classic and post-quantum, every TSA
-      certificate with its validity window, JWK set, chain id and wallet address,
-      from /.well-known/evidence-trust-anchors.json and /.well-known/jwks.json) into the trust
-      file (EVIDENCE_TRUST_FILE, else ~/.config/evidence/trust.json). Compare the fingerprints it
-      prints with the ones the operator publishes. Later verify runs use them with no flags.
+      certificate and PDF signing certificate with its validity window, JWK set, chain id and
+      wallet address, from /.well-known/evidence-trust-anchors.json and /.well-known/jwks.json)
+      into the trust file (EVIDENCE_TRUST_FILE, else ~/.config/evidence/trust.json). Compare the
+      fingerprints it prints with the ones the operator publishes. Later verify runs use them
+      with no flags.
 
 Exit codes: 0 done (verify: verified: every proof checked and holds), 1 failed (verify: a proof
 fails), 2 usage error, 3 verify: not established (nothing failed, but a proof is pending or
@@ -298,12 +304,26 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
 
   const name = subject.kind === 'file' ? subject.name : subject.hash;
   const reports: { status: EvidenceStatus; kind: string; file: string; report: unknown; lines: string[] }[] = [];
-  // A certificate carries the receipt and, when the account made them, its stand-alone answers.
+  // A certificate carries the receipt and, when the account made them, its stand-alone answers;
+  // its own signature is checked against the pinned PDF signing certificates (or the TSA root).
   const attached = values.certificate !== undefined ? await attachedToCertificate(values.certificate) : undefined;
+  let pdfReport: (typeof reports)[number] | undefined;
+  if (attached && values.certificate !== undefined) {
+    const report = await verifyPdfSignature({
+      pdf: attached.pdf,
+      // --root pins the TSA root in place of the trust file; the signer is then held to it.
+      pdfSigners: rootPem !== undefined ? [] : (trusted?.pdfSigners ?? []),
+      rootsPem: roots,
+      ...(trusted && trusted.tsaRetirements.length > 0 ? { tsaRetirements: trusted.tsaRetirements } : {}),
+      ...(rootSource ? { source: rootSource } : {}),
+    });
+    if (report) pdfReport = { status: report.status, kind: 'signature of the certificate', file: values.certificate, report, lines: formatStandalone(report) };
+    else progress(`The signature of ${values.certificate} is not checked: nothing pins its signer (evidence trust add <url>, or --root); pdfsig checks it.`);
+  }
   let receipt: unknown;
   if (attached && values.certificate !== undefined) {
     if (isRegistrationOnly(attached.receipt)) {
-      if (!attached.timestamp && !attached.signature) return reportRegistration(attached.receipt, subject, values.certificate, io);
+      if (!attached.timestamp && !attached.signature) return reportRegistration(attached.receipt, subject, values.certificate, io, pdfReport);
       const { ok, lines } = registrationLines(attached.receipt, subject);
       const { image_hash, registered_at } = attached.receipt;
       const status: EvidenceStatus = ok ? 'verified' : 'failed';
@@ -335,6 +355,7 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
     const kind = values.certificate !== undefined ? 'receipt attached to the certificate' : 'receipt';
     reports.push({ status: report.status, kind, file: receiptFile, report, lines: formatReport(report) });
   }
+  if (pdfReport) reports.push(pdfReport);
   // --timestamp / --signature files, and the answers attached to a certificate (same verifiers).
   const timestamps: { file: string; response: unknown }[] = [];
   const signatures: { file: string; response: unknown }[] = [];
@@ -343,7 +364,8 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   if (values.signature !== undefined) signatures.push({ file: values.signature, response: await readJsonFile(values.signature, 'signature answer') });
   if (attached?.signature !== undefined) signatures.push({ file: `${values.certificate ?? ''} (signature.json)`, response: attached.signature });
   for (const { file, response } of timestamps) {
-    const report = await verifyTimestampFile({ response, subject, rootsPem: roots, ...(rootSource ? { rootSource } : {}) });
+    // A stand-alone answer holds a classic token or, when its request chose the post-quantum policy, an ML-DSA-65 one.
+    const report = await verifyTimestampFile({ response, subject, rootsPem: [...roots, ...pqRoots], ...(rootSource ? { rootSource } : {}) });
     reports.push({ status: report.status, kind: 'timestamp', file, report, lines: formatStandalone(report) });
   }
   if (values['evidence-record'] !== undefined) {
@@ -376,9 +398,9 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
 /**
  * The files attached to a PDF evidence certificate (GET /api/v2/evidence/certificate/{hash}):
  * receipt.json, and the account's stand-alone answers timestamp.json and signature.json when it
- * made them (each in the shape the API answered).
+ * made them (each in the shape the API answered), with the file's bytes (its signature is checked too).
  */
-async function attachedToCertificate(file: string): Promise<{ receipt: unknown; timestamp?: unknown; signature?: unknown }> {
+async function attachedToCertificate(file: string): Promise<{ pdf: Uint8Array; receipt: unknown; timestamp?: unknown; signature?: unknown }> {
   let pdf: Buffer;
   try {
     pdf = await readFile(file);
@@ -404,7 +426,7 @@ async function attachedToCertificate(file: string): Promise<{ receipt: unknown; 
   if (receipt === undefined) throw new CliError(`${file} has no attached receipt.json: is it an evidence certificate?`);
   const timestamp = parsed('timestamp.json');
   const signature = parsed('signature.json');
-  return { receipt, ...(timestamp !== undefined ? { timestamp } : {}), ...(signature !== undefined ? { signature } : {}) };
+  return { pdf, receipt, ...(timestamp !== undefined ? { timestamp } : {}), ...(signature !== undefined ? { signature } : {}) };
 }
 
 /** A certificate of a hash that was only registered carries no proof to check, only the hash. */
@@ -412,12 +434,25 @@ function isRegistrationOnly(receipt: unknown): receipt is { image_hash: string; 
   return typeof receipt === 'object' && receipt !== null && (receipt as { anchored?: unknown }).anchored === false;
 }
 
-function reportRegistration(receipt: { image_hash: string; registered_at: string | null }, subject: VerifySubject, file: string, io: EvidenceIo): number {
+function reportRegistration(
+  receipt: { image_hash: string; registered_at: string | null },
+  subject: VerifySubject,
+  file: string,
+  io: EvidenceIo,
+  signature?: { status: EvidenceStatus; kind: string; lines: string[] },
+): number {
   const { ok, lines } = registrationLines(receipt, subject);
-  io.out(`${subject.kind === 'file' ? subject.name : subject.hash} — certificate ${file}`);
+  const name = subject.kind === 'file' ? subject.name : subject.hash;
+  io.out(`${name} — certificate ${file}`);
   for (const line of lines) io.out(line);
   io.out(`  The hash was registered at ${receipt.registered_at ?? 'an unknown time'}; it has no timestamp, signature or ledger proof to check.`);
-  return ok ? 0 : 1;
+  if (signature) {
+    io.out('');
+    io.out(`${name} — ${signature.kind} ${file}`);
+    for (const line of signature.lines) io.out(line);
+  }
+  if (!ok || signature?.status === 'failed') return 1;
+  return signature?.status === 'pending' ? 3 : 0;
 }
 
 /** Whether the file is the hash of a certificate's registration record (no anchor receipt). */

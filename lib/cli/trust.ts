@@ -62,6 +62,8 @@ export interface PinnedAnchors {
   wallets: string[];
   /** The wallets' validity windows, where the service published them. */
   walletWindows: { address: string; window: ValidityWindow }[];
+  /** The PDF signing certificates (SHA-256 of the DER) with their windows, where the service published them. */
+  pdfSigners: { sha256: string; window: ValidityWindow }[];
   jwks: Record<string, unknown>[];
   source: string;
 }
@@ -117,6 +119,7 @@ export function pinnedAnchors(trust: TrustFile, file: string): PinnedAnchors | u
     pqKeys,
     wallets: [...new Set([...trust.services.map((s) => s.ledger.wallet_address), ...walletWindows.map((w) => w.address)])],
     walletWindows,
+    pdfSigners: trust.services.flatMap((s) => (s.pdf_signing ?? []).map((p) => ({ sha256: p.sha256.toLowerCase(), window: windowOf(p) }))),
     jwks: trust.services.flatMap((s) => s.jwks.keys),
     source: `trust file ${file}: ${trust.services.map((s) => s.base_url).join(', ')}`,
   };
@@ -177,7 +180,7 @@ export async function addTrustedService(file: string, baseUrl: string, fetchImpl
       wallet_address: doc.ledger.wallet_address,
       ...(Array.isArray(doc.ledger.wallets) ? { wallets: doc.ledger.wallets } : {}),
     },
-    ...(Array.isArray(doc.pdf_signing) ? { pdf_signing: doc.pdf_signing } : {}),
+    ...(Array.isArray(doc.pdf_signing) ? { pdf_signing: pdfSigningOf(base, doc.pdf_signing) } : {}),
   };
   const trust = await readTrustFile(file);
   trust.services = [...trust.services.filter((s) => s.base_url !== base), service];
@@ -213,6 +216,25 @@ function tsaExtras(base: string, tsa: { pq?: { root_pem?: string; root_sha256?: 
     out.tsa_certificates = tsa.certificates;
   }
   return out;
+}
+
+/**
+ * The PDF signing certificates of a trust-anchor document with their windows, each checked against
+ * the SHA-256 the document states for it (`evidence verify --certificate` pins them by that hash).
+ */
+function pdfSigningOf(base: string, entries: NonNullable<TrustedService['pdf_signing']>): NonNullable<TrustedService['pdf_signing']> {
+  for (const p of entries) {
+    let sha256: string | undefined;
+    try {
+      const cert = certificatesFromPem(p.certificate_pem)[0];
+      sha256 = cert ? createHash('sha256').update(cert.der).digest('hex') : undefined;
+    } catch {
+      sha256 = undefined;
+    }
+    if (!sha256) throw new CliError(`${base}: a PDF signing certificate is not a PEM certificate.`);
+    if (sha256 !== p.sha256?.toLowerCase()) throw new CliError(`${base}: a PDF signing certificate's SHA-256 is not the one the document states.`);
+  }
+  return entries;
 }
 
 export async function removeTrustedService(file: string, baseUrl: string): Promise<boolean> {

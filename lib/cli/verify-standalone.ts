@@ -35,7 +35,8 @@ export interface StandaloneVerification {
 const hashOf = (subject: VerifySubject) => (subject.kind === 'file' ? subject.sha256 : subject.hash.toLowerCase());
 const what = (subject: VerifySubject) => (subject.kind === 'file' ? `SHA-256 of ${subject.name}` : 'the given hash');
 
-function finish(proofs: StandaloneProof[], notes: string[]): StandaloneVerification {
+/** The report of proofs: failed if one fails, not established (pending) if one is unchecked or pending, else verified. */
+export function finish(proofs: StandaloneProof[], notes: string[]): StandaloneVerification {
   const status: EvidenceStatus = proofs.some((p) => p.state === 'fails') ? 'failed' : proofs.some((p) => p.state === 'unchecked' || p.state === 'pending') ? 'pending' : 'verified';
   return { status, ok: status === 'verified', proofs, notes };
 }

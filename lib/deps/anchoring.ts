@@ -12,6 +12,7 @@ import type { AnchorDeps } from '../evidence/anchor.js';
 import type { BatchStore } from '../evidence/batch-store.js';
 import type { PqRegistrationDeps } from '../evidence/pq-registration.js';
 import type { ReconcileDeps } from '../evidence/reconcile.js';
+import type { TimestampAuthorities } from '../evidence/timestamp.js';
 import { pqTsaFiles, tsaFiles } from '../crypto/tsa/files.js';
 import { encodeAnchorData } from '../ledger/anchor-data.js';
 import { KmsLedgerSigner } from '../ledger/kms-signer.js';
@@ -98,6 +99,30 @@ export const getPqTsa: () => Promise<EmbeddedTsa | undefined> = /* @__PURE__ */ 
   ]);
   return EmbeddedTsa.create({ rootCertPem, tsaCertPem, tsaKeyPkcs8Pem, policyOid: pq.policyOid });
 });
+
+/**
+ * The TSAs a stand-alone timestamp request chooses from by policy OID (POST
+ * /api/v2/evidence/timestamp): the classic one, and the post-quantum one while it is on.
+ */
+export function getTimestampAuthorities(): TimestampAuthorities {
+  const { tsa } = getConfig();
+  const pq = tsa.pq;
+  return {
+    classic: { policyOid: tsa.policyOid, get: getTsa },
+    ...(pq
+      ? {
+          pq: {
+            policyOid: pq.policyOid,
+            get: async () => {
+              const authority = await getPqTsa();
+              if (!authority) throw new Error('the post-quantum TSA is off');
+              return authority;
+            },
+          },
+        }
+      : {}),
+  };
+}
 
 export const getLedgerSender: () => Promise<LedgerSender> = /* @__PURE__ */ lazy(async () => {
   const config = getConfig();

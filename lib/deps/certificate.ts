@@ -66,13 +66,16 @@ function tsaNameOf(pems: string[]): string | null {
 
 /**
  * The account's stand-alone answers as stored, checked by the same checkers as the offline
- * verifier: the token against the hash and the TSA roots we vouch for, the statement and its
- * Ed25519 signature against our published key of its kid. A malformed answer is a failed proof.
+ * verifier: the token against the hash and the TSA roots we vouch for (classic and post-quantum),
+ * the statement and its Ed25519 signature against our published key of its kid. A malformed answer is a failed proof.
  */
 async function checkStandalone(imageHash: string, answers: { timestamp?: unknown; signature?: unknown }): Promise<StandaloneEvidence> {
   const out: StandaloneEvidence = {};
   if (answers.timestamp !== undefined) {
-    const verdict = await verifyStandaloneTimestamp(answers.timestamp, imageHash, await getVerifyDeps().tsaRoots(), true);
+    // The answer's token is the classic TSA's or, when the request chose its policy, the post-quantum one's.
+    const deps = getVerifyDeps();
+    const roots = [...(await deps.tsaRoots()), ...((await deps.tsaPqRoots?.()) ?? [])];
+    const verdict = await verifyStandaloneTimestamp(answers.timestamp, imageHash, roots, true);
     out.timestamp = { answer: answers.timestamp as HashTimestamp, ok: verdict.state === 'holds', tsaName: verdict.tsa_name };
   }
   if (answers.signature !== undefined) {

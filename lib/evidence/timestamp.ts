@@ -1,11 +1,13 @@
 /**
- * The stand-alone RFC 3161 timestamp of a hash (POST /api/v2/evidence/timestamp): the same TSA
+ * The stand-alone RFC 3161 timestamp of a hash (POST /api/v2/evidence/timestamp): the same TSAs
  * and the same checks as anchoring ({@link TimestampAuthority.timestamp} verifies every reply
- * before it returns it). The answer is recorded for the caller's account on the hash's evidence
- * item (`ts#<account>`, for its PDF certificate) before it is given out.
+ * before it returns it). The request chooses the TSA by its policy OID, as an RFC 3161 reqPolicy
+ * does (decisions.md "Post-quantum time"): the classic one (ECDSA) by default, the post-quantum
+ * one (ML-DSA-65, RFC 9882) by its policy. The answer is recorded for the caller's account on the
+ * hash's evidence item (`ts#<account>`, for its PDF certificate) before it is given out.
  */
 import type { TimestampAuthority } from '../crypto/ports.js';
-import { DomainError, unavailable } from '../errors.js';
+import { DomainError, invalid, unavailable } from '../errors.js';
 import { describeError, log } from '../log.js';
 import { recordStandaloneProof, type StandaloneRecorder } from './standalone-record.js';
 
@@ -16,6 +18,31 @@ export interface HashTimestamp {
   serial_number: string;
   policy: string;
   tsa_certificates: string[];
+}
+
+/** The time-stamping authorities a request may choose from, each under its policy OID (wired in lib/deps). */
+export interface TimestampAuthorities {
+  /** The classic TSA (ECDSA): a request without a policy, or with its policy, gets its token. */
+  classic: { policyOid: string; get: () => Promise<TimestampAuthority> };
+  /** The post-quantum TSA (ML-DSA-65, RFC 9882); absent while it is off (TSA_PQ=off, a remote TSA). */
+  pq?: { policyOid: string; get: () => Promise<TimestampAuthority> };
+}
+
+/**
+ * The TSA a request's policy OID names: none or the classic policy, the classic TSA; the
+ * post-quantum policy, the post-quantum TSA while it is on. Any other policy, and the
+ * post-quantum one while that TSA is off, is `invalid` (400 unaccepted_policy), the rule of
+ * RFC 3161's unacceptedPolicy: nothing is issued, nothing is charged, and retrying cannot help.
+ */
+export function authorityForPolicy(authorities: TimestampAuthorities, policy: string | undefined): () => Promise<TimestampAuthority> {
+  const { classic, pq } = authorities;
+  if (policy === undefined || policy === classic.policyOid) return classic.get;
+  if (pq && policy === pq.policyOid) return pq.get;
+  const offered = `${classic.policyOid} (classic, ECDSA)${pq ? ` and ${pq.policyOid} (post-quantum, ML-DSA-65)` : ''}`;
+  throw invalid(
+    'unaccepted_policy',
+    `No time-stamping authority of this service has the policy ${policy}. It issues tokens under ${offered}${pq ? '' : '; its post-quantum TSA is off'}. Leave policy out for the classic TSA.`,
+  );
 }
 
 /**

@@ -17,6 +17,7 @@ export const PROBLEM_TITLES: Record<string, string> = {
   password_too_short: 'Password too short',
   unknown_tier: 'Unknown tier',
   nonce_not_supported: 'Nonce not supported',
+  unaccepted_policy: 'TSA policy not accepted',
   invalid_token: 'Invalid or expired token',
   invalid_api_key: 'Invalid API key',
   invalid_credentials: 'Wrong e-mail or password',

@@ -27,6 +27,11 @@ export const PROBLEM_TYPES: Record<string, ProblemType> = {
   invalid_timestamp_request: t(400, 'The body is not a DER RFC 3161 TimeStampReq.', 'Send the output of `openssl ts -query … -out q.tsq` as application/timestamp-query.'),
   password_too_short: t(400, 'Passwords have at least 12 characters.', 'Choose a longer password (a passphrase of a few words works well).'),
   unknown_tier: t(400, 'The tier is not free, starter, pro or enterprise.', 'Use one of the four tier names.'),
+  unaccepted_policy: t(
+    400,
+    "The request's `policy` names no time-stamping authority of this service, or names the post-quantum one while it is off here (RFC 3161's unacceptedPolicy). Nothing was issued or charged.",
+    'Leave `policy` out for the classic TSA, or send the post-quantum policy named in /.well-known/evidence-trust-anchors.json (tsa.pq.policy_oid; absent there: this service issues no post-quantum tokens).',
+  ),
   nonce_not_supported: t(400, 'The nonce is not a positive integer this service can echo.', 'Send a positive integer below 10^38, or none.'),
   invalid_token: t(401, 'The bearer token is missing, malformed, wrongly signed, expired, issued in the future, living too long, or its account no longer exists.', 'Log in again (POST /api/v2/account/login) and send Authorization: Bearer <token>.'),
   invalid_api_key: t(401, 'The API key is missing, malformed, unknown or deactivated.', 'Send an active key of your account in X-API-Key; create one in the dashboard or with POST /api/v2/account/keys.'),

@@ -11,6 +11,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sha256Hex } from '../../lib/crypto/hash.js';
 import { main } from '../../lib/cli/evidence.js';
+import { addTrustedService } from '../../lib/cli/trust.js';
+import { pemToDer } from '../../lib/crypto/tsa/pem.js';
 import { createAccount, Device, json, randomHash } from '../support/client.js';
 import { startHttpService, type HttpService } from '../support/http-server.js';
 import { useStack } from '../support/stack.js';
@@ -113,6 +115,26 @@ describe('evidence trust add, then evidence verify with no flags', () => {
     assert.equal(trust.services[0]?.base_url, service.url);
     assert.equal(trust.services[0]?.ledger.wallet_address.toLowerCase(), String(receipt.ledger.from).toLowerCase());
     assert.equal(trust.services[0]?.ledger.chain_id, 31337);
+  });
+
+  it('stores the PDF signing certificates with their windows, each checked against the SHA-256 the document states', async () => {
+    const trust = JSON.parse(await readFile(env.EVIDENCE_TRUST_FILE ?? '', 'utf8')) as {
+      services: { pdf_signing?: { status: string; sha256: string; certificate_pem: string; not_before: string | null; not_after: string | null; retired_at: string | null }[] }[];
+    };
+    const [pdf] = trust.services[0]?.pdf_signing ?? [];
+    assert.ok(pdf, 'the trust file holds the PDF signing certificate');
+    assert.equal(sha256Hex(pemToDer(pdf.certificate_pem, 'CERTIFICATE')), pdf.sha256);
+    assert.deepEqual([pdf.status, pdf.retired_at], ['active', null]);
+    assert.ok(pdf.not_before && pdf.not_after && Date.parse(pdf.not_before) < Date.parse(pdf.not_after));
+    // A document that states another SHA-256 for it is refused: the verifier pins the certificate by that hash.
+    const tampering = async (url: string) => {
+      const res = await fetch(url);
+      if (!url.endsWith('/.well-known/evidence-trust-anchors.json')) return res;
+      const doc = (await res.json()) as { pdf_signing: { sha256: string }[] };
+      (doc.pdf_signing[0] as { sha256: string }).sha256 = '00'.repeat(32);
+      return Response.json(doc);
+    };
+    await assert.rejects(addTrustedService(path.join(dir, 'tampered-trust.json'), service.url, tampering), /a PDF signing certificate's SHA-256 is not the one the document states/);
   });
 
   it('pins the root, the ML-DSA-65 key and the wallet: a receipt verifies with no warnings', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { DEFAULT_TSA_PQ_POLICY_OID } from '../../lib/config.js';
 import { type HttpService, startHttpService } from '../support/http-server.js';
 import { useStack } from '../support/stack.js';
 import { Device, randomHash } from '../support/client.js';
@@ -132,6 +133,9 @@ describe('a realistic session, every exchange checked against the served OpenAPI
     }
     assert.equal((await call('POST', '/api/v1/timestamp', { json: { hash: randomHash() }, headers: keyed })).status, 200);
     assert.equal((await call('POST', '/api/v2/evidence/timestamp', { json: { sha256_hash: h }, headers: keyed })).status, 200);
+    // The post-quantum TSA chosen by its policy OID, and a policy no TSA of the service has.
+    assert.equal((await call('POST', '/api/v2/evidence/timestamp', { json: { sha256_hash: h, policy: DEFAULT_TSA_PQ_POLICY_OID }, headers: keyed })).status, 200);
+    assert.equal((await call('POST', '/api/v2/evidence/timestamp', { json: { sha256_hash: h, policy: '2.25.1' }, headers: keyed })).status, 400);
     assert.equal((await call('POST', '/api/v2/evidence/sign', { json: { sha256_hash: h }, headers: keyed })).status, 200);
     assert.equal((await call('GET', `/api/v2/evidence/verify/abc`)).status, 400);
 

@@ -4,7 +4,8 @@
  * rotation verifies next to the evidence made after it, online (v2 and v1 verify, the verify page,
  * the JWK set, the trust-anchor document), offline (`evidence verify` with a trust file) and with
  * pdfsig; again "five years on" (an injected clock). A signature dated after its key's retirement
- * fails, online and offline (decisions.md "Key validity windows").
+ * fails, online and offline (decisions.md "Key validity windows"); offline, `evidence verify
+ * --certificate` holds the PDF's own signature to the pdf-signing windows of the trust file.
  *
  * The test rotates the keys of its own copy of the run's DATA_DIR (the other test files keep
  * theirs); the database, the chain node and the wallet are the run's.
@@ -16,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it, mock } from 'node:test';
+import { PDFDocument } from 'pdf-lib';
 import { runAdmin } from '../../lib/cli/admin.js';
 import { main as evidenceCli } from '../../lib/cli/evidence.js';
 import { rotateLocalKey } from '../../lib/cli/rotate-key.js';
@@ -23,7 +25,15 @@ import { LocalEd25519Signer } from '../../lib/crypto/ed25519-signer.js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
 import { canonicalizeToBytes } from '../../lib/crypto/jcs.js';
 import { readKeyRegistry, writeKeyRegistry } from '../../lib/crypto/key-windows.js';
+import { pdfSignerFiles } from '../../lib/crypto/pdf-sign/files.js';
+import { importPrivateKey } from '../../lib/crypto/tsa/certificates.js';
+import { tsaFiles } from '../../lib/crypto/tsa/files.js';
+import { WebCryptoTsaKeySigner } from '../../lib/crypto/tsa/key-signer.js';
+import { pemToDer } from '../../lib/crypto/tsa/pem.js';
+import { extractTimestampToken } from '../../lib/crypto/tsa/verify.js';
+import { getTsa } from '../../lib/deps/anchoring.js';
 import { getConfig, resetCoreDeps } from '../../lib/deps/core.js';
+import { signPdf } from '../../lib/pdf/sign.js';
 import { createAccount, Device, json, randomHash } from '../support/client.js';
 import { type HttpService, startHttpService } from '../support/http-server.js';
 import { freePort, useStack } from '../support/stack.js';
@@ -46,6 +56,8 @@ interface Made {
 const made: Record<'before' | 'after', Made | undefined> = { before: undefined, after: undefined };
 const rotations: Record<string, { retired: { kid: string; retired_at: string } | null; active: { kid: string; not_before: string | null } }> = {};
 let oldEdSeed = '';
+/** The PDF signing key and certificate before the rotation (the rotation keeps only the certificate, in the registry). */
+let oldPdfSigner = { keyPem: '', certPem: '' };
 let sharedDataDir = '';
 
 async function restart(): Promise<void> {
@@ -121,6 +133,8 @@ before(async () => {
   apiKey = (await createAccount('pro')).apiKey;
   made.before = await makeEvidence('before');
   oldEdSeed = (await readFile(getConfig().ed25519.seedFile, 'utf8')).trim();
+  const pdfFiles = pdfSignerFiles(getConfig().pdfSigner.dir);
+  oldPdfSigner = { keyPem: await readFile(pdfFiles.key, 'utf8'), certPem: await readFile(pdfFiles.cert, 'utf8') };
 
   // One command per key; the admin CLI's own entry for the first, the same function for the others.
   const out: string[] = [];
@@ -233,6 +247,13 @@ describe('old and new evidence side by side', () => {
           assert.match(receipt.out, /^VERIFIED: .*as of/m);
           const pdf = await cli('verify', m?.photo ?? '', '--certificate', m?.pdf ?? '', '--rpc', rpcUrl);
           assert.equal(pdf.code, 0, pdf.out);
+          // The PDF's own signature: its certificate is one the trust file pins, valid at the signature timestamp's genTime.
+          assert.match(pdf.out, /holds\s+PDF signature \(PAdES\) over the whole file/);
+          assert.match(pdf.out, /holds\s+signature timestamp \(RFC 3161\)/);
+          const signer = pdf.out.split('\n').find((l) => /PDF signing certificate pinned/.test(l)) ?? '';
+          assert.match(signer, /^\s*holds\s+PDF signing certificate pinned\s+.* is a PDF signing certificate of the trust file/, pdf.out);
+          if (m === made.before) assert.match(signer, / \(retired: it no longer signs.*\); valid as of \S+ \(RFC 3161 genTime\) \(retired since \S+\)$/);
+          else assert.match(signer, /of the trust file; valid as of \S+ \(RFC 3161 genTime\)$/);
           const sig = await cli('verify', m?.photo ?? '', '--signature', m?.signature ?? '');
           assert.equal(sig.code, 0, sig.out);
           assert.match(sig.out, /holds\s+Ed25519 key pinned\s+.*valid as of/);
@@ -296,6 +317,53 @@ describe('a signature dated after its key retired fails', () => {
     // The same answer dated inside the window still holds (the signature check is not what failed).
     const ok = await cli('verify', made.before?.photo ?? '', '--signature', made.before?.signature ?? '');
     assert.equal(ok.code, 0, ok.out);
+  });
+
+  it('PDF signing: a certificate the old key signs after its retirement fails offline (evidence verify --certificate), though pdfsig calls it valid', async () => {
+    const config = getConfig();
+    const root = await readFile(tsaFiles(config.tsa.dir).rootCert, 'utf8');
+    const identity = {
+      signer: new WebCryptoTsaKeySigner(await importPrivateKey(oldPdfSigner.keyPem)),
+      certificateDer: pemToDer(oldPdfSigner.certPem, 'CERTIFICATE'),
+      chainDer: [pemToDer(root, 'CERTIFICATE')],
+    };
+    // A certificate of the old photo, as the service makes one (the receipt attached), signed now
+    // with the retired key and stamped by the TSA: its genTime is the clock of now, after the retirement.
+    const doc = await PDFDocument.create();
+    doc.addPage();
+    await doc.attach(new TextEncoder().encode(JSON.stringify(made.before?.receipt)), 'receipt.json', { mimeType: 'application/json' });
+    const signed = await signPdf(doc, { name: 'late', reason: 'signed after the retirement', location: service.url, contactInfo: service.url, signingTime: new Date() }, identity, async (imprint) =>
+      extractTimestampToken((await (await getTsa()).timestamp(imprint)).response),
+    );
+    const late = path.join(dir, 'late.pdf');
+    await writeFile(late, signed);
+    const retiredAt = rotations['pdf-signing']?.retired?.retired_at ?? '';
+    await trustNow();
+    const r = await cli('verify', made.before?.photo ?? '', '--certificate', late, '--rpc', rpcUrl);
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /holds\s+PDF signature \(PAdES\) over the whole file/, 'the signature itself verifies');
+    const genTime = /holds\s+signature timestamp \(RFC 3161\)\s+the RFC 3161 token verifies as of its genTime (\S+):/.exec(r.out)?.[1] ?? '';
+    assert.ok(Date.parse(genTime) > Date.parse(retiredAt), `genTime ${genTime} after the retirement at ${retiredAt}`);
+    assert.match(r.out, new RegExp(`fails\\s+PDF signing certificate pinned\\s+.*signed outside its validity window: dated ${genTime}, after the key's retirement at ${retiredAt} \\(RFC 3161 genTime\\)`));
+    assert.match(r.out, /VERIFIED: every proof was checked and holds/, 'the receipt it carries still holds');
+    assert.match(r.out, /NOT VERIFIED: pdf_signer did not check out/);
+    // pdfsig checks the signature and the certificate, not the service's retirement of it.
+    assert.match((await exec('pdfsig', [late])).stdout, /Signature Validation: Signature is Valid\./);
+  });
+
+  it('PDF signing: a certificate signed outside the window the trust file states fails offline (before the window began)', async () => {
+    await trustNow();
+    const file = path.join(dir, 'trust.json');
+    const trust = JSON.parse(await readFile(file, 'utf8')) as { services: { pdf_signing: { status: string; not_before: string | null }[] }[] };
+    const active = trust.services[0]?.pdf_signing.find((p) => p.status === 'active');
+    assert.ok(active);
+    const later = new Date(Date.now() + 3600_000).toISOString();
+    active.not_before = later;
+    await writeFile(file, JSON.stringify(trust));
+    const r = await cli('verify', made.after?.photo ?? '', '--certificate', made.after?.pdf ?? '', '--rpc', rpcUrl);
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, new RegExp(`fails\\s+PDF signing certificate pinned\\s+.*signed outside its validity window: dated \\S+, before the key's validity began \\(${later}\\)`));
+    await trustNow();
   });
 
   it('ML-DSA-65: a record whose genTime is after the key retirement the registry states fails online, and offline', async () => {

@@ -144,6 +144,38 @@ describe('the certificate of an anchored photo', () => {
     assert.equal(receipt.ledger.tx_hash, txHash);
   });
 
+  it('`evidence verify --certificate` checks the PDF\'s own signature: PAdES over the whole file, its timestamp, the signer under the pinned root; a changed byte or an appended revision fails it', async () => {
+    const root = path.join(process.env.DATA_DIR ?? '', 'tsa', 'root.pem');
+    const verifyPdf = async (file: string) => {
+      const lines: string[] = [];
+      const code = await evidenceCli(['verify', path.join(dir, 'photo.jpg'), '--certificate', file, '--root', root], { out: (l) => lines.push(l), err: () => {} }, { EVIDENCE_TRUST_FILE: path.join(dir, 'no-trust.json') });
+      return { code, out: lines.join('\n') };
+    };
+    const ok = await verifyPdf(pdfFile);
+    assert.match(ok.out, /holds\s+PDF signature \(PAdES\) over the whole file\s+signature verified \(ecdsa-with-SHA256 on prime256v1\)/, ok.out);
+    assert.match(ok.out, /holds\s+signature timestamp \(RFC 3161\)\s+the RFC 3161 token verifies as of its genTime/);
+    assert.match(ok.out, /holds\s+PDF signing certificate pinned\s+.*Document Signing.* is issued under the pinned TSA root; valid as of \S+ \(RFC 3161 genTime\)/);
+    // Without --pq-root, --pq-key and --rpc the receipt is not established (exit 3), but nothing fails.
+    assert.equal(ok.code, 3, ok.out);
+
+    const bytes = await readFile(pdfFile);
+    const changed = Buffer.from(bytes);
+    const at = bytes.toString('latin1').indexOf('Evidence certificate ');
+    changed[at] = 'e'.charCodeAt(0);
+    const changedFile = path.join(dir, 'changed.pdf');
+    await writeFile(changedFile, changed);
+    const tampered = await verifyPdf(changedFile);
+    assert.equal(tampered.code, 1, tampered.out);
+    assert.match(tampered.out, /fails\s+PDF signature \(PAdES\) over the whole file\s+the SHA-256 digest of the signed bytes is not the one the signature states/);
+
+    const appendedFile = path.join(dir, 'appended.pdf');
+    const revision = Buffer.from('\n% a revision added after signing\n');
+    await writeFile(appendedFile, Buffer.concat([bytes, revision]));
+    const appended = await verifyPdf(appendedFile);
+    assert.equal(appended.code, 1, appended.out);
+    assert.match(appended.out, new RegExp(`fails\\s+PDF signature \\(PAdES\\) over the whole file\\s+.*the file has ${revision.length} bytes after the signed ranges`));
+  });
+
   it('fails the CLI check for another photo', async () => {
     const other = path.join(dir, 'other.jpg');
     await writeFile(other, 'another photo');
@@ -218,7 +250,8 @@ describe('the certificate of a hash a Starter account only time-stamped or signe
 
   async function cli(args: string[]): Promise<{ code: number; report: string }> {
     const lines: string[] = [];
-    const code = await evidenceCli(args, { out: (l) => lines.push(l), err: () => {} });
+    // No trust file but the flags' (a trust file in the user's home must not decide the outcome).
+    const code = await evidenceCli(args, { out: (l) => lines.push(l), err: () => {} }, { ...process.env, EVIDENCE_TRUST_FILE: path.join(dir, 'no-trust.json') });
     return { code, report: lines.join('\n') };
   }
 

@@ -209,8 +209,9 @@ describe('generated least-privilege roles', () => {
     assert.deepEqual(actionsOn('v1Timestamp'), { tsa: sign });
     // The post-quantum TSA key signs where ML-DSA-65 tokens are issued, and nowhere else.
     assert.deepEqual(actionsOn('v2Tsa'), { tsa: sign, tsaPq: sign });
+    assert.deepEqual(actionsOn('v2EvidenceTimestamp'), { tsa: sign, tsaPq: sign });
     const withPq = registry.allFunctions().filter((fn) => 'tsaPq' in actionsOn(fn.name)).map((fn) => fn.name).sort();
-    assert.deepEqual(withPq, ['v1ChainAnchor', 'v2EvidenceAnchor', 'v2EvidenceFull', 'v2Tsa']);
+    assert.deepEqual(withPq, ['v1ChainAnchor', 'v2EvidenceAnchor', 'v2EvidenceFull', 'v2EvidenceTimestamp', 'v2Tsa']);
     assert.deepEqual(actionsOn('v2AccountInfo'), { jwtSecret: ['kms:Decrypt'] });
     assert.deepEqual(actionsOn('v2EvidenceVerify'), {});
     for (const fn of registry.allFunctions().filter((f) => registry.isPublicRead(f))) {

@@ -210,6 +210,20 @@ export function decodeDer(buf: Uint8Array, what = 'value'): DerElement {
   return el;
 }
 
+/**
+ * Decodes the one element at the start of `buf` and returns it with what follows it, for a value
+ * in a fixed-size slot padded after its end (the /Contents of a PDF signature, PAdES).
+ */
+export function decodeDerPrefix(buf: Uint8Array, what = 'value'): { element: DerElement; rest: Uint8Array } {
+  let el: DerElement;
+  try {
+    el = readElement(buf, 0, buf.byteLength, 0);
+  } catch (err) {
+    throw new DerError(`${what}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return { element: el, rest: buf.subarray(el.der.byteLength) };
+}
+
 /** The elements inside a constructed element, in order. */
 export function children(el: DerElement): DerElement[] {
   if (!el.constructed) throw new DerError('expected a constructed element');

@@ -810,7 +810,7 @@ function checkEssCertId(signerInfo: SignerInfo, signer: Certificate): CheckOutco
  * The hash algorithm when the first one names the signer, else the problem.
  * @throws DerError when the attribute is malformed.
  */
-function matchEssCertId(value: DerElement, isV2: boolean, signer: Certificate): { hash: HashName } | { problem: string } {
+export function matchEssCertId(value: DerElement, isV2: boolean, signer: Certificate): { hash: HashName } | { problem: string } {
   const certs = sequence(value, 'SigningCertificate')[0];
   const first = sequence(certs, 'certs')[0];
   const c = new DerCursor(sequence(first, 'ESSCertID'), 'ESSCertID');

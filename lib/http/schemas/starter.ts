@@ -4,21 +4,41 @@
  * trust-anchor document. The same schemas validate and document (OpenAPI).
  */
 import { z } from '@hono/zod-openapi';
+import { DEFAULT_TSA_POLICY_OID, DEFAULT_TSA_PQ_POLICY_OID } from '../../config.js';
 import { IsoTime, Sha256Hex } from './common.js';
 
-export const TimestampHashRequest = z.strictObject({ sha256_hash: Sha256Hex }).openapi('TimestampHashRequest');
+export const TimestampHashRequest = z
+  .strictObject({
+    sha256_hash: Sha256Hex,
+    policy: z
+      .string()
+      .max(200)
+      .regex(/^[0-2](\.\d+)+$/, 'must be a dotted OID, e.g. 2.25.240188381855450738062415899808185980756')
+      .optional()
+      .openapi({
+        description:
+          'The TSA policy OID, as the reqPolicy of an RFC 3161 request: it chooses the time-stamping authority. Absent, or the classic policy (TSA_POLICY_OID, default ' +
+          `${DEFAULT_TSA_POLICY_OID}): an ECDSA P-256 token. The post-quantum policy (TSA_PQ_POLICY_OID, default ${DEFAULT_TSA_PQ_POLICY_OID}; \`tsa.pq.policy_oid\` of /.well-known/evidence-trust-anchors.json): ` +
+          'an ML-DSA-65 token (RFC 9882 CMS, digest SHA-512). Any other policy, or the post-quantum one while this service\'s post-quantum TSA is off: 400 `unaccepted_policy`.',
+        example: DEFAULT_TSA_PQ_POLICY_OID,
+      }),
+  })
+  .openapi('TimestampHashRequest');
 
 export const TimestampHashResponse = z
   .object({
     sha256_hash: z.string(),
     timestamp_token: z.string().openapi({
       description:
-        'The RFC 3161 TimeStampResp (§2.4.2), DER, base64. Its message imprint is SHA-256 = sha256_hash, so `openssl ts -verify -data <file> -in token.tsr -CAfile root.pem` checks it against the file itself.',
+        'The RFC 3161 TimeStampResp (§2.4.2), DER, base64, with the TSA certificates in the token. Its message imprint is SHA-256 = sha256_hash, so `openssl ts -verify -data <file> -in token.tsr -CAfile root.pem` checks it against the file itself (an ML-DSA-65 token: OpenSSL 3.5 or later).',
     }),
     gen_time: IsoTime.describe('genTime of the token.'),
     serial_number: z.string().openapi({ description: 'serialNumber of the token (decimal).' }),
-    policy: z.string().openapi({ description: 'The TSA policy OID of the token.' }),
-    tsa_certificates: z.array(z.string()).openapi({ description: 'The TSA chain as PEM, leaf first, root last (also at GET /api/v2/tsa/certificates). Pin the root you got from us once, not this copy.' }),
+    policy: z.string().openapi({ description: 'The TSA policy OID of the token: the classic one (ECDSA P-256) or the post-quantum one (ML-DSA-65), as the request chose.' }),
+    tsa_certificates: z.array(z.string()).openapi({
+      description:
+        'The chain of the TSA that signed, as PEM, leaf first, root last (also at GET /api/v2/tsa/certificates, with `?policy=<oid>` for the post-quantum one). Pin the root you got from us once, not this copy.',
+    }),
   })
   .openapi('TimestampHashResponse');
 
