@@ -23,7 +23,9 @@ try {
   code = await new Promise<number>((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? '2'}`, ...files], {
       cwd: root,
-      env: { ...process.env, ...stack.env },
+      // The CLI's default trust file ($XDG_CONFIG_HOME/evidence/trust.json) is the run's own, never
+      // the user's: a trust file left by trying the README must not change what a test sees.
+      env: { ...process.env, XDG_CONFIG_HOME: path.join(stack.env.DATA_DIR ?? root, 'config'), ...stack.env },
       stdio: 'inherit',
     });
     const forward = (signal: NodeJS.Signals) => child.kill(signal);
