@@ -92,6 +92,7 @@ export function getCertificateDeps(): CertificateDeps {
   const issuer = { name: 'Evidence Anchoring Service', url: config.publicBaseUrl };
   return {
     getItem: (hash) => getEvidenceRepo().get(hash),
+    getStandalone: (hash, accountId) => getEvidenceRepo().getStandalone(hash, accountId),
     verify: (hash) => verifyEvidence(getVerifyDeps(), hash),
     receiptOf: (item) => buildReceipt(item, config.ledger.explorerTxUrl, config.publicBaseUrl),
     tsaNameOf: (receipt) => tsaNameOf(receipt.timestamp.tsa_certificates),

@@ -9,7 +9,7 @@
 import { notFoundError } from '../errors.js';
 import type { EvidenceReceipt } from './receipt.js';
 import type { AnchoredEvidence, EvidenceItem } from './records.js';
-import { isAnchored, standaloneAnswers } from './records.js';
+import { isAnchored, type StandaloneAnswers, standaloneAnswers } from './records.js';
 import type { SignatureResponse } from './signature.js';
 import type { HashTimestamp } from './timestamp.js';
 import { describeSigningTime, type ProofResult } from './verdict.js';
@@ -17,13 +17,11 @@ import type { CertificateModel as PdfCertificateModel, CertificateProof as PdfCe
 import type { EvidenceVerification } from './verify.js';
 
 /**
- * Whether the caller's account holds evidence for the item: it registered or anchored the hash, or
- * time-stamped or signed it on its own (`ts#<account>` / `sig#<account>` on the item).
+ * Whether the caller's account holds evidence for the hash: it registered or anchored it, or
+ * time-stamped or signed it on its own (`own`: its stand-alone answers, records.ts).
  */
-export function accountHoldsEvidence(item: EvidenceItem | undefined, accountId: string): item is EvidenceItem {
-  if (!item) return false;
-  if (item.registered_by === accountId || (isAnchored(item) && item.account_id === accountId)) return true;
-  const own = standaloneAnswers(item, accountId);
+export function accountHoldsEvidence(item: EvidenceItem | undefined, accountId: string, own: StandaloneAnswers): boolean {
+  if (item && (item.registered_by === accountId || (isAnchored(item) && item.account_id === accountId))) return true;
   return own.timestamp !== undefined || own.signature !== undefined;
 }
 
@@ -33,12 +31,11 @@ export interface StandaloneEvidence {
   signature?: { answer: SignatureResponse; ok: boolean };
 }
 
-/** The item when the account holds evidence for it; else 404, the same for another account's hash and an unknown one. */
-export function requireHeldEvidence(item: EvidenceItem | undefined, accountId: string, imageHash: string): EvidenceItem {
-  if (!accountHoldsEvidence(item, accountId)) {
+/** Nothing when the account holds evidence for the hash; else 404, the same for another account's hash and an unknown one. */
+export function requireHeldEvidence(item: EvidenceItem | undefined, accountId: string, imageHash: string, own: StandaloneAnswers): void {
+  if (!accountHoldsEvidence(item, accountId, own)) {
     throw notFoundError('evidence_not_found', `Your account holds no evidence for ${imageHash}: register, time-stamp, sign or anchor it first.`);
   }
-  return item;
 }
 
 /** One proof as the certificate presents it (the PDF's model, lib/pdf/certificate-model.ts), named by what it proves. */
@@ -385,6 +382,8 @@ function wordsOf(status: ProofStatus, holds: string, ...results: ProofResult[]):
 /** What {@link issueCertificate} needs; lib/deps/certificate.ts wires it. */
 export interface CertificateDeps {
   getItem(imageHash: string): Promise<EvidenceItem | undefined>;
+  /** The account's stand-alone answers on the hash, from their own items. */
+  getStandalone(imageHash: string, accountId: string): Promise<StandaloneAnswers>;
   /** The one checker's verification of the hash (verify.ts verifyEvidence). */
   verify(imageHash: string): Promise<EvidenceVerification>;
   receiptOf(item: AnchoredEvidence): EvidenceReceipt;
@@ -404,12 +403,15 @@ export interface CertificateDeps {
  * another account's hash and an unknown one).
  */
 export async function issueCertificate(deps: CertificateDeps, imageHash: string, accountId: string): Promise<{ pdf: Uint8Array; model: CertificateModel }> {
-  const item = requireHeldEvidence(await deps.getItem(imageHash), accountId, imageHash);
+  const [item, stored] = await Promise.all([deps.getItem(imageHash), deps.getStandalone(imageHash, accountId)]);
+  const own = standaloneAnswers(item, accountId, stored);
+  requireHeldEvidence(item, accountId, imageHash, own);
   const verification = await deps.verify(imageHash);
-  const receipt = isAnchored(item) ? deps.receiptOf(item) : null;
-  const standalone = await deps.checkStandalone(imageHash, standaloneAnswers(item, accountId));
+  const receipt = item && isAnchored(item) ? deps.receiptOf(item) : null;
+  const standalone = await deps.checkStandalone(imageHash, own);
   const model = buildCertificateModel({
-    item,
+    // A hash only time-stamped or signed on its own has no evidence item: the certificate shows those proofs alone.
+    item: item ?? ({ image_hash: imageHash } as EvidenceItem),
     verification,
     receipt,
     issuedAt: deps.clock(),

@@ -218,28 +218,38 @@ export interface ChainLink {
 }
 
 /**
- * The stand-alone proofs an account asked for (POST /api/v2/evidence/timestamp and /sign), kept
- * on the evidence item of the hash as one top-level attribute per account and kind:
- * `ts#<account_id>` holds the timestamp answer, `sig#<account_id>` the signature answer, each
- * exactly as the endpoint returned it; the latest one wins.
+ * The stand-alone proofs an account asked for (POST /api/v2/evidence/timestamp and /sign), each
+ * exactly as the endpoint returned it; the latest one wins. Each lives in an item of its own
+ * (lib/store/evidence-table.ts), never on the hash's evidence item: answers of any number of
+ * accounts (a post-quantum timestamp answer is about 36 KB) must not grow the item the anchor's
+ * state machine writes, nor what every verify reads (DynamoDB items stop at 400 KB). Items of
+ * data directories from before kept them on the evidence item as `ts#<account_id>` and
+ * `sig#<account_id>`; those are still read.
  */
 export type StandaloneKind = 'ts' | 'sig';
 
-/** The attribute that holds an account's stand-alone proof of one kind. */
-export function standaloneAttribute(kind: StandaloneKind, accountId: string): string {
+/** An account's stand-alone answers on a hash (as stored, not checked). */
+export interface StandaloneAnswers {
+  timestamp?: unknown;
+  signature?: unknown;
+}
+
+/** The attribute of the evidence item where data directories from before kept an account's stand-alone proof. */
+export function legacyStandaloneAttribute(kind: StandaloneKind, accountId: string): string {
   return `${kind}#${accountId}`;
 }
 
-/** The account's stand-alone answers on an item (as stored, not checked). */
-export function standaloneAnswers(item: EvidenceItem | undefined, accountId: string): { timestamp?: unknown; signature?: unknown } {
-  if (!item) return {};
-  const fields = item as unknown as Record<string, unknown>;
-  const timestamp = fields[standaloneAttribute('ts', accountId)];
-  const signature = fields[standaloneAttribute('sig', accountId)];
+/** The account's stand-alone answers: its own items' (`stored`), else what an older item kept on itself. */
+export function standaloneAnswers(item: EvidenceItem | undefined, accountId: string, stored: StandaloneAnswers = {}): StandaloneAnswers {
+  const fields = (item ?? {}) as unknown as Record<string, unknown>;
+  const timestamp = stored.timestamp ?? fields[legacyStandaloneAttribute('ts', accountId)];
+  const signature = stored.signature ?? fields[legacyStandaloneAttribute('sig', accountId)];
   return { ...(timestamp !== undefined ? { timestamp } : {}), ...(signature !== undefined ? { signature } : {}) };
 }
 
-/** Where the stand-alone endpoints record their answers (EvidenceRepository.recordStandalone). */
+/** Where the stand-alone endpoints record their answers (EvidenceRepository.recordStandalone) and the certificate reads them. */
 export interface StandaloneProofStore {
   recordStandalone(imageHash: string, accountId: string, kind: StandaloneKind, answer: object): Promise<void>;
+  /** The account's own stand-alone items of the hash (not what an older evidence item kept). */
+  getStandalone(imageHash: string, accountId: string): Promise<StandaloneAnswers>;
 }

@@ -9,6 +9,7 @@ import {
   isAnchored,
   type MerkleInclusion,
   type SignedProofs,
+  type StandaloneAnswers,
   type StandaloneKind,
   type StandaloneProofStore,
   type StoredTx,
@@ -89,9 +90,14 @@ export class EvidenceRepository implements StandaloneProofStore {
     return r;
   }
 
-  /** Records an account's stand-alone timestamp or signature answer on the hash's item (the latest wins). */
+  /** Records an account's stand-alone timestamp or signature answer (an item of its own; the latest wins). */
   recordStandalone(imageHash: string, accountId: string, kind: StandaloneKind, answer: object): Promise<void> {
     return this.items.recordStandalone(imageHash, accountId, kind, answer);
+  }
+
+  /** The account's stand-alone answers on the hash (records.ts standaloneAnswers adds what an older item kept). */
+  getStandalone(imageHash: string, accountId: string): Promise<StandaloneAnswers> {
+    return this.items.getStandalone(imageHash, accountId);
   }
 
   // ------------------------------------------------------------------ the anchor's states (EvidenceItemStore says each)

@@ -52,7 +52,7 @@ export interface SignHashDeps {
   signer: Ed25519Signer;
   issuer: string;
   clock?: () => Date;
-  /** Where the answer is recorded for the caller's account (`sig#<account>`) before it is given out. */
+  /** Where the answer is recorded for the caller's account (an item of its own, records.ts StandaloneKind) before it is given out. */
   recorder?: StandaloneRecorder;
 }
 

@@ -3,8 +3,8 @@
  * and the same checks as anchoring ({@link TimestampAuthority.timestamp} verifies every reply
  * before it returns it). The request chooses the TSA by its policy OID, as an RFC 3161 reqPolicy
  * does (decisions.md "Post-quantum time"): the classic one (ECDSA) by default, the post-quantum
- * one (ML-DSA-65, RFC 9882) by its policy. The answer is recorded for the caller's account on the
- * hash's evidence item (`ts#<account>`, for its PDF certificate) before it is given out.
+ * one (ML-DSA-65, RFC 9882) by its policy. The answer is recorded for the caller's account in an
+ * item of its own for the hash (records.ts StandaloneKind; for its PDF certificate) before it is given out.
  */
 import type { TimestampAuthority } from '../crypto/ports.js';
 import { DomainError, invalid, unavailable } from '../errors.js';

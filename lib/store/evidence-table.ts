@@ -8,7 +8,7 @@ import {
   type MerkleInclusion,
   type SignedProofs,
   type StandaloneKind,
-  standaloneAttribute,
+  type StandaloneAnswers,
   type StoredTx,
   type TxStatus,
 } from '../evidence/records.js';
@@ -78,6 +78,11 @@ interface MoveOptions {
  * (no transactions: dynalite has none, and the state machine needs none); each condition is
  * explained where it is written.
  */
+/** The key of an account's stand-alone answer of one kind on a hash (an item of its own). */
+function standaloneKey(kind: StandaloneKind, accountId: string, imageHash: string): string {
+  return `standalone#${kind}#${accountId}#${imageHash}`;
+}
+
 export class EvidenceTable implements EvidenceItemStore {
   constructor(
     private readonly db: DynamoDBDocumentClient,
@@ -210,21 +215,21 @@ export class EvidenceTable implements EvidenceItemStore {
   // ------------------------------------------------------------------ stand-alone proofs
 
   /**
-   * Records an account's stand-alone timestamp or signature answer on the hash's item: one
-   * unconditional SET of `ts#<account>` / `sig#<account>` (the latest answer wins; the item is
-   * created when the hash had none). It touches no other attribute: a registration or an anchor
-   * on the same item stays as it is, and every anchor write is an UpdateItem of its own fields.
+   * Records an account's stand-alone timestamp or signature answer in an item of its own,
+   * `standalone#<kind>#<account>#<hash>` (one unconditional put: the latest answer wins). The
+   * hash's evidence item is not touched, so answers of many accounts cannot grow it (records.ts).
+   * Like the blobs, these items have no anchor state: the sweeps of this table pass them by.
    */
   async recordStandalone(imageHash: string, accountId: string, kind: StandaloneKind, answer: object): Promise<void> {
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { image_hash: imageHash },
-        UpdateExpression: 'SET #proof = :answer',
-        ExpressionAttributeNames: { '#proof': standaloneAttribute(kind, accountId) },
-        ExpressionAttributeValues: { ':answer': answer },
-      }),
-    );
+    await this.db.send(new PutCommand({ TableName: this.table, Item: { image_hash: standaloneKey(kind, accountId, imageHash), answer } }));
+  }
+
+  /** The account's stand-alone items of the hash (two strongly consistent reads side by side). */
+  async getStandalone(imageHash: string, accountId: string): Promise<StandaloneAnswers> {
+    const read = (kind: StandaloneKind) =>
+      this.db.send(new GetCommand({ TableName: this.table, Key: { image_hash: standaloneKey(kind, accountId, imageHash) }, ConsistentRead: true })).then((r) => r.Item?.answer);
+    const [timestamp, signature] = await Promise.all([read('ts'), read('sig')]);
+    return { ...(timestamp !== undefined ? { timestamp } : {}), ...(signature !== undefined ? { signature } : {}) };
   }
 
   // ------------------------------------------------------------------ the anchor's states

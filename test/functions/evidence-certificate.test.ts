@@ -330,6 +330,31 @@ describe('the certificate of a hash a Starter account only time-stamped or signe
     await writeFile(path.join(RESULTS, 'certificate-standalone.pdf'), await readFile(file));
   });
 
+  it('answers of other accounts live in items of their own: the hash\'s evidence item stays exactly as it was, and each certificate shows its own account\'s answer only', async () => {
+    const owner = await createAccount('starter');
+    const bytes = Buffer.from(`a photo many accounts time-stamp ${randomHash()}`);
+    const hash = sha256Hex(bytes);
+    assert.equal((await hashApp.request('/api/v2/evidence/hash', json({ sha256_hash: hash }, { 'x-api-key': owner.apiKey }))).status, 200);
+    const { getConfig, getDb } = await import('../../lib/deps/core.js');
+    const { GetCommand } = await import('@aws-sdk/lib-dynamodb');
+    const raw = async () => (await getDb().send(new GetCommand({ TableName: getConfig().tables.evidence, Key: { image_hash: hash }, ConsistentRead: true }))).Item;
+    const itemBefore = await raw();
+    const others = await Promise.all([createAccount('starter'), createAccount('starter'), createAccount('starter')]);
+    for (const other of others) {
+      for (const kind of ['timestamp', 'sign'] as const) {
+        const fn = kind === 'timestamp' ? timestampApp : signApp;
+        assert.equal((await fn.request(`/api/v2/evidence/${kind}`, json({ sha256_hash: hash }, { 'x-api-key': other.apiKey }))).status, 200);
+      }
+    }
+    assert.deepEqual(await raw(), itemBefore);
+    const ownerPdf = path.join(dir, 'many-owner.pdf');
+    await writeFile(ownerPdf, Buffer.from(await (await getCertificate(hash, owner.apiKey)).arrayBuffer()));
+    assert.match((await run('pdftotext', ['-layout', ownerPdf, '-'])).stdout, /No RFC 3161 timestamp/);
+    const otherPdf = path.join(dir, 'many-other.pdf');
+    await writeFile(otherPdf, Buffer.from(await (await getCertificate(hash, others[0]?.apiKey ?? '')).arrayBuffer()));
+    assert.match((await run('pdftotext', ['-layout', otherPdf, '-'])).stdout, /TIME-STAMPED AND SIGNED/);
+  });
+
   it('another account that time-stamped nothing for that hash gets 404, and pays nothing', async () => {
     const starter = await createAccount('starter');
     const { hash } = await standalone('timestamp', starter);

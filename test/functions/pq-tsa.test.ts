@@ -197,8 +197,7 @@ describe('POST /api/v2/evidence/timestamp with a policy', () => {
     console.log(`POST /api/v2/evidence/timestamp, post-quantum: token ${response.length} bytes, answer ${JSON.stringify(body).length} characters`);
 
     // Recorded for the account exactly as answered; one unit of the quota.
-    const item = (await getEvidenceRepo().get(hash)) as unknown as Record<string, unknown> | undefined;
-    assert.deepEqual(item?.[`ts#${account.accountId}`], body);
+    assert.deepEqual((await getEvidenceRepo().getStandalone(hash, account.accountId)).timestamp, body);
     assert.equal(await used(account), 1);
 
     // Its PDF certificate checks it against the post-quantum root, and so does `evidence verify`.

@@ -124,10 +124,10 @@ describe('POST /api/v2/evidence/timestamp', () => {
     const r = openssl(['ts', '-verify', '-data', photo, '-in', tsr, '-CAfile', rootPath]);
     assert.ok(r.ok && /Verification: OK/.test(r.output), r.output);
     assert.ok(!openssl(['ts', '-verify', '-data', file('other.jpg', 'other'), '-in', tsr, '-CAfile', rootPath]).ok);
-    // Recorded for this account on the hash's item, exactly as answered (for the PDF certificate).
-    const item = (await getEvidenceRepo().get(hash)) as unknown as Record<string, unknown> | undefined;
-    assert.deepEqual(item?.[`ts#${starter.accountId}`], body);
-    assert.equal(item?.registered_at, undefined, 'a timestamp is not a registration');
+    // Recorded for this account in an item of its own, exactly as answered (for the PDF certificate);
+    // the hash's evidence item is not made or grown by it (a timestamp is not a registration).
+    assert.deepEqual((await getEvidenceRepo().getStandalone(hash, starter.accountId)).timestamp, body);
+    assert.equal(await getEvidenceRepo().get(hash), undefined);
   });
 
   it('answers 503 database_unavailable and counts nothing when the answer cannot be recorded', async () => {
@@ -283,8 +283,8 @@ describe('POST /api/v2/evidence/sign', () => {
     const set = await jwks();
     assert.equal(verifiesWithJwks(signed, set), true);
     assert.equal(verifiesWithJwks({ ...signed, statement: { ...signed.statement, sha256_hash: randomHash() } }, set), false);
-    const item = (await getEvidenceRepo().get(hash)) as unknown as Record<string, unknown> | undefined;
-    assert.deepEqual(item?.[`sig#${starter.accountId}`], signed, 'recorded for this account, exactly as answered');
+    assert.deepEqual((await getEvidenceRepo().getStandalone(hash, starter.accountId)).signature, signed, 'recorded for this account, exactly as answered');
+    assert.equal(await getEvidenceRepo().get(hash), undefined, 'not on the hash\'s evidence item');
   });
 
   it('answers 503 database_unavailable and counts nothing when the answer cannot be recorded', async () => {
