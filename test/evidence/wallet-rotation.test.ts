@@ -23,11 +23,10 @@ import { main as evidenceCli } from '../../lib/cli/evidence.js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
 import { readKeyRegistry } from '../../lib/crypto/key-windows.js';
 import { finishWalletRotation } from '../../lib/local/wallet-rotation.js';
-import { Service } from '../support/crash-harness.js';
+import { Service, setUpAccount } from '../support/crash-harness.js';
 import { Device } from '../support/client.js';
 
 const exec = promisify(execFile);
-const root = path.resolve(import.meta.dirname, '..', '..');
 
 let dir: string;
 let service: Service;
@@ -44,20 +43,6 @@ async function rpc(method: string, params: unknown[], url = service.rpcUrl): Pro
   const body = (await res.json()) as { result?: unknown; error?: { message: string } };
   if (body.error) throw new Error(body.error.message);
   return body.result;
-}
-
-function envOf(s: Service, dataDir: string): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, PORT: String(s.ports.api), DYNAMODB_PORT: String(s.ports.dynamo), LEDGER_RPC_PORT: String(s.ports.rpc) };
-}
-
-async function admin(s: Service, dataDir: string, ...args: string[]): Promise<{ code: number; out: string }> {
-  try {
-    const { stdout } = await exec(process.execPath, ['--import', 'tsx', 'lib/cli/admin.ts', ...args], { cwd: root, env: envOf(s, dataDir) });
-    return { code: 0, out: stdout };
-  } catch (error) {
-    const e = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: e.code ?? 1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-  }
 }
 
 async function anchorPhoto(label: 'old' | 'new'): Promise<void> {
@@ -92,27 +77,15 @@ before(async () => {
   const dataDir = path.join(dir, 'data');
   service = await Service.create({ dataDir, logFile: path.join(dir, 'stack.log') });
   await service.start();
-  const reg = await fetch(`${service.base}/api/v2/account/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: `wallet-${Date.now()}@example.test`, password: 'correct horse battery staple' }),
-  });
-  const account = (await reg.json()) as { account_id: string; api_key: string };
-  apiKey = account.api_key;
-  const tier = await fetch(`${service.base}/api/v2/admin/accounts/${account.account_id}/tier`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${service.adminToken}` },
-    body: JSON.stringify({ tier: 'pro' }),
-  });
-  assert.equal(tier.status, 200);
+  apiKey = (await setUpAccount(service)).apiKey;
   await anchorPhoto('old');
   await service.kill();
 
-  const first = await admin(service, dataDir, 'rotate-key', 'ledger-wallet');
-  assert.equal(first.code, 0, first.out);
+  const first = await service.admin('rotate-key', 'ledger-wallet');
+  assert.equal(first.code, 0, `${first.out}${first.err}`);
   prepared = JSON.parse(first.out) as typeof prepared;
-  const again = await admin(service, dataDir, 'rotate-key', 'ledger-wallet');
-  assert.equal(again.code, 0, again.out);
+  const again = await service.admin('rotate-key', 'ledger-wallet');
+  assert.equal(again.code, 0, `${again.out}${again.err}`);
   preparedAgain = JSON.parse(again.out) as typeof prepared;
   pendingCopy = path.join(dir, 'pending');
   await cp(dataDir, pendingCopy, { recursive: true });

@@ -13,7 +13,7 @@
  * Nothing here imports the service's anchoring code: the device side is node:crypto, the ledger
  * read is ethers over JSON-RPC, the transaction data is decoded here (image_hash || server_hash).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -177,12 +177,11 @@ export class Service {
     return this.child?.pid;
   }
 
-  /** Starts the service and resolves when GET /api/v1/health answers 200. */
-  async start(extraEnv: Record<string, string> = {}): Promise<void> {
-    if (this.child) throw new Error('service already running');
+  /** The environment of `npm start` (and of `npm run admin` next to it, as from the same shell). */
+  private environment(extraEnv: Record<string, string> = {}): Record<string, string> {
     const env: Record<string, string> = {};
     for (const key of PASS_THROUGH) if (process.env[key] !== undefined) env[key] = process.env[key] as string;
-    Object.assign(env, {
+    return Object.assign(env, {
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       DATA_DIR: this.options.dataDir,
       PORT: String(this.ports.api),
@@ -198,6 +197,12 @@ export class Service {
       ...this.options.env,
       ...extraEnv,
     });
+  }
+
+  /** Starts the service and resolves when GET /api/v1/health answers 200. */
+  async start(extraEnv: Record<string, string> = {}): Promise<void> {
+    if (this.child) throw new Error('service already running');
+    const env = this.environment(extraEnv);
     const fd = openSync(this.options.logFile, 'a');
     let child: ChildProcess;
     try {
@@ -230,6 +235,19 @@ export class Service {
       } catch {
         return undefined;
       }
+    });
+  }
+
+  /**
+   * `npm run admin -- <args>` as a child process with the service's environment (its DATA_DIR and
+   * ports): its exit code, its standard output and its standard error.
+   */
+  admin(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+    return new Promise((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', 'lib/cli/admin.ts', ...args], { cwd: repoRoot, env: this.environment() }, (error, out, err) => {
+        if (error && typeof error.code !== 'number') reject(error);
+        else resolve({ code: typeof error?.code === 'number' ? error.code : 0, out, err });
+      });
     });
   }
 
@@ -1211,7 +1229,8 @@ async function verifyHash(service: Service, h: string): Promise<VerifyResult> {
   return { ...body, status: res.status, verified: res.status === 200 && body.verified === true };
 }
 
-async function setUpAccount(service: Service): Promise<{ accountId: string; apiKey: string; email: string; password: string; token: string }> {
+/** A fresh account through the public register endpoint, upgraded to Pro with the admin token. */
+export async function setUpAccount(service: Service): Promise<{ accountId: string; apiKey: string; email: string; password: string; token: string }> {
   const email = `crash-${randomBytes(6).toString('hex')}@example.test`;
   const password = 'correct horse battery staple';
   const reg = await fetchRetry(`${service.base}/api/v2/account/register`, {
