@@ -160,7 +160,9 @@ describe('osls package --stage prod', () => {
         .sort();
     assert.deepEqual(pqSign('V2TsaIamRole'), ['kms:GetPublicKey', 'kms:Sign']);
     assert.deepEqual(pqSign('V2EvidenceAnchorIamRole'), ['kms:GetPublicKey', 'kms:Sign']);
-    assert.deepEqual(pqSign('V2EvidenceTimestampIamRole'), []);
+    // POST /api/v2/evidence/timestamp issues a post-quantum token when its request names that policy.
+    assert.deepEqual(pqSign('V2EvidenceTimestampIamRole'), ['kms:GetPublicKey', 'kms:Sign']);
+    assert.deepEqual(pqSign('V2EvidenceVerifyIamRole'), []);
     assert.deepEqual(pqSign('ArchiveIamRole'), []);
   });
 
