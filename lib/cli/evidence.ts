@@ -365,13 +365,13 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   if (attached?.signature !== undefined) signatures.push({ file: `${values.certificate ?? ''} (signature.json)`, response: attached.signature });
   for (const { file, response } of timestamps) {
     // A stand-alone answer holds a classic token or, when its request chose the post-quantum policy, an ML-DSA-65 one.
-    const report = await verifyTimestampFile({ response, subject, rootsPem: [...roots, ...pqRoots], ...(rootSource ? { rootSource } : {}) });
+    const report = await verifyTimestampFile({ response, subject, rootsPem: [...roots, ...pqRoots], ...(rootSource ? { rootSource } : {}), ...(trusted ? { tsaRetirements: trusted.tsaRetirements } : {}) });
     reports.push({ status: report.status, kind: 'timestamp', file, report, lines: formatStandalone(report) });
   }
   if (values['evidence-record'] !== undefined) {
     const file = values['evidence-record'];
     progress(`Verifying the evidence record ${file}…`);
-    const report = await verifyEvidenceRecordFile({ file, subject, ...(isFile ? { dataPath: target } : {}), rootsPem: roots, ...(rootSource ? { rootSource } : {}) });
+    const report = await verifyEvidenceRecordFile({ file, subject, ...(isFile ? { dataPath: target } : {}), rootsPem: roots, ...(rootSource ? { rootSource } : {}), ...(trusted ? { tsaRetirements: trusted.tsaRetirements } : {}) });
     const { lines, ...json } = report;
     reports.push({ status: report.status, kind: 'evidence record', file, report: json, lines });
   }

@@ -32,6 +32,8 @@ export async function verifyEvidenceRecordFile(options: {
   dataPath?: string;
   rootsPem: string[];
   rootSource?: string;
+  /** The trust file's TSA retirements: an archive timestamp dated after its certificate's retirement fails. */
+  tsaRetirements?: readonly { sha256: string; retiredAt: Date }[];
 }): Promise<EvidenceRecordReport> {
   let der: Uint8Array;
   try {
@@ -63,7 +65,7 @@ export async function verifyEvidenceRecordFile(options: {
       ],
     };
   }
-  const v = await verifyEvidenceRecord(der, { dataDigest: (alg) => digests.get(alg), rootsPem: options.rootsPem });
+  const v = await verifyEvidenceRecord(der, { dataDigest: (alg) => digests.get(alg), rootsPem: options.rootsPem, ...(options.tsaRetirements ? { retired: options.tsaRetirements } : {}) });
   return toReport(v, options.rootSource, der.length);
 }
 

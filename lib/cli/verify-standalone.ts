@@ -59,6 +59,8 @@ export interface VerifyTimestampFileOptions {
   /** Pinned TSA roots (PEM). Without any, the root inside the answer is used (not pinned: at most unchecked). */
   rootsPem: string[];
   rootSource?: string;
+  /** The trust file's TSA retirements: a token dated after its certificate's retirement fails. */
+  tsaRetirements?: readonly { sha256: string; retiredAt: Date }[];
 }
 
 /** Checks a stand-alone RFC 3161 timestamp answer against the file and the TSA root. Never throws. */
@@ -73,7 +75,7 @@ export async function verifyTimestampFile(options: VerifyTimestampFileOptions): 
         ? 'root: from the answer (not pinned): proves internal consistency only; pin the TSA root with --root or evidence trust add <url>'
         : 'root: none: pass --root or evidence trust add <url>',
   ];
-  const v = await verifyStandaloneTimestamp(options.response, hashOf(options.subject), pinned ? options.rootsPem : own ? [own] : [], pinned);
+  const v = await verifyStandaloneTimestamp(options.response, hashOf(options.subject), pinned ? options.rootsPem : own ? [own] : [], pinned, options.tsaRetirements ?? []);
   const proofs = [fileProof(options.subject, fieldOf(options.response, 'sha256_hash')), { id: 'timestamp', label: 'RFC 3161 timestamp', state: v.state, reason: v.reason }];
   if (v.state !== 'holds') {
     for (const id of TIMESTAMP_CHECKS) {

@@ -26,6 +26,8 @@ export interface VerifyEvidenceRecordOptions {
   dataDigest: (alg: ErsHash) => Uint8Array | undefined;
   /** Trusted TSA roots (PEM). */
   rootsPem: string[];
+  /** TSA certificates retired from signing (lib/crypto/tsa/history.ts): an archive timestamp dated after its certificate's retirement fails. */
+  retired?: readonly { sha256: string; retiredAt: Date }[];
 }
 
 /** One archive timestamp as checked. */
@@ -102,7 +104,7 @@ export async function verifyEvidenceRecord(der: Uint8Array, options: VerifyEvide
         }
       }
       if (root && alg) {
-        const v = await verifyTimestampToken(ats.timeStamp, { imprint: root, roots: options.rootsPem, ...(isTsaHash(alg) ? { hashAlgorithm: alg } : {}) });
+        const v = await verifyTimestampToken(ats.timeStamp, { imprint: root, roots: options.rootsPem, ...(isTsaHash(alg) ? { hashAlgorithm: alg } : {}), ...(options.retired ? { retired: options.retired } : {}) });
         check.genTime = v.genTime;
         if (v.tsaCertificatePem) {
           const cert = parseCertificate(v.tsaCertificatePem);

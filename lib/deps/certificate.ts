@@ -75,7 +75,7 @@ async function checkStandalone(imageHash: string, answers: { timestamp?: unknown
     // The answer's token is the classic TSA's or, when the request chose its policy, the post-quantum one's.
     const deps = getVerifyDeps();
     const roots = [...(await deps.tsaRoots()), ...((await deps.tsaPqRoots?.()) ?? [])];
-    const verdict = await verifyStandaloneTimestamp(answers.timestamp, imageHash, roots, true);
+    const verdict = await verifyStandaloneTimestamp(answers.timestamp, imageHash, roots, true, (await deps.tsaRetirements?.()) ?? []);
     out.timestamp = { answer: answers.timestamp as HashTimestamp, ok: verdict.state === 'holds', tsaName: verdict.tsa_name };
   }
   if (answers.signature !== undefined) {

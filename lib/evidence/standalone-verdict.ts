@@ -34,7 +34,14 @@ const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every(isS
  * cover and TSA roots. `rootsTrusted` false: the roots are the answer's own (nothing pinned), so a
  * token that verifies is only consistent with itself: `unchecked`. Never throws.
  */
-export async function verifyStandaloneTimestamp(answer: unknown, imageHash: string, roots: string[], rootsTrusted: boolean): Promise<StandaloneTimestampVerdict> {
+export async function verifyStandaloneTimestamp(
+  answer: unknown,
+  imageHash: string,
+  roots: string[],
+  rootsTrusted: boolean,
+  /** TSA certificates retired from signing (lib/crypto/tsa/history.ts): a token dated after its certificate's retirement fails. */
+  retired: readonly { sha256: string; retiredAt: Date }[] = [],
+): Promise<StandaloneTimestampVerdict> {
   const stated = field(answer, 'sha256_hash', isString);
   const hash: Verdict =
     stated === undefined
@@ -57,6 +64,7 @@ export async function verifyStandaloneTimestamp(answer: unknown, imageHash: stri
           untrusted: certificates,
           hashAlgorithm: 'SHA-256',
           ...(policy ? { policy } : {}),
+          retired,
         }),
       );
     } catch (error) {

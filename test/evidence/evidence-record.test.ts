@@ -20,6 +20,8 @@ import { getConfig, resetCoreDeps } from '../../lib/deps/core.js';
 import { type ArchiveDeps, runArchivePass } from '../../lib/evidence/archive.js';
 import type { ArchiveStore } from '../../lib/evidence/archive-store.js';
 import { main as evidenceCli } from '../../lib/cli/evidence.js';
+import { addTrustedService } from '../../lib/cli/trust.js';
+import { startHttpService } from '../support/http-server.js';
 
 /**
  * RFC 4998 evidence records end to end on the real parts (dynalite, Hardhat, the embedded TSA):
@@ -177,6 +179,62 @@ describe('RFC 4998 evidence records', () => {
     const unpinned = await cli(photoFile, '--evidence-record', recordFile);
     assert.equal(unpinned.code, 3, unpinned.out);
     assert.match(unpinned.out, /no TSA root is pinned/);
+  });
+
+  it('with a trust file, an archive timestamp dated after its TSA certificate\'s retirement fails, and one dated before it holds', async () => {
+    const der = await recordOf(hashes[0] ?? '');
+    const genTime = (await ours(der, photos[0] as Buffer)).checks[0]?.genTime;
+    assert.ok(genTime);
+    const recordFile = path.join(dir, 'retired.ers');
+    const photoFile = path.join(dir, 'retired-photo.jpg');
+    await Promise.all([writeFile(recordFile, der), writeFile(photoFile, photos[0] as Buffer)]);
+    const trustFile = path.join(dir, 'trust-retired.json');
+    await writeFile(trustFile, JSON.stringify({ version: 1, services: [] }));
+    const service = await startHttpService();
+    try {
+      await addTrustedService(trustFile, service.url);
+    } finally {
+      await service.close();
+    }
+    const retireLeavesAt = async (at: Date) => {
+      const trust = JSON.parse(await readFile(trustFile, 'utf8')) as { services: { tsa_certificates: { kind: string; role: string; status: string; retired_at: string | null }[] }[] };
+      for (const c of trust.services[0]?.tsa_certificates ?? []) if (c.kind === 'classic' && c.role === 'leaf' && c.status === 'active') c.retired_at = at.toISOString();
+      await writeFile(trustFile, JSON.stringify(trust));
+    };
+    const cli = async () => {
+      const out: string[] = [];
+      const code = await evidenceCli(['verify', photoFile, '--evidence-record', recordFile], { out: (l) => out.push(l), err: () => {} }, { EVIDENCE_TRUST_FILE: trustFile });
+      return { code, out: out.join('\n') };
+    };
+    await retireLeavesAt(new Date(genTime.getTime() - 60_000));
+    const after = await cli();
+    assert.equal(after.code, 1, after.out);
+    assert.match(after.out, /retired/);
+    await retireLeavesAt(new Date(genTime.getTime() + 60_000));
+    const before = await cli();
+    assert.equal(before.code, 0, before.out);
+
+    // The same for a stand-alone timestamp answer (POST /api/v2/evidence/timestamp, --timestamp).
+    const { app: timestampApp } = await import('../../functions/v2/evidence-timestamp.js');
+    const starter = await createAccount('starter');
+    const res = await timestampApp.request('/api/v2/evidence/timestamp', json({ sha256_hash: hashes[0] }, { 'x-api-key': starter.apiKey }));
+    assert.equal(res.status, 200);
+    const answerFile = path.join(dir, 'retired-timestamp.json');
+    const answer = (await res.json()) as Record<string, unknown>;
+    await writeFile(answerFile, JSON.stringify(answer));
+    const stamped = async () => {
+      const out: string[] = [];
+      const code = await evidenceCli(['verify', photoFile, '--timestamp', answerFile], { out: (l) => out.push(l), err: () => {} }, { EVIDENCE_TRUST_FILE: trustFile });
+      return { code, out: out.join('\n') };
+    };
+    const now = new Date();
+    await retireLeavesAt(new Date(now.getTime() - 3_600_000));
+    const late = await stamped();
+    assert.equal(late.code, 1, late.out);
+    assert.match(late.out, /retired/);
+    await retireLeavesAt(new Date(now.getTime() + 3_600_000));
+    const inTime = await stamped();
+    assert.equal(inTime.code, 0, inTime.out);
   });
 
   it('BouncyCastle accepts the record with the photo, and rejects it when one byte of the record or of the photo changes', async () => {

@@ -1,5 +1,5 @@
 // An independent check of our RFC 4998 evidence records with BouncyCastle's org.bouncycastle.tsp.ers
-// (Debian's libbcpkix-java, BouncyCastle 1.72), run as one file by Java 11+ (test/interop/ers-bouncycastle.test.ts):
+// (Debian's libbcpkix-java, BouncyCastle 1.72), run as one file by Java 11+ (test/evidence/evidence-record.test.ts):
 //
 //   java -cp /usr/share/java/bcprov.jar:/usr/share/java/bcpkix.jar:/usr/share/java/bcutil.jar \
 //        test/interop/ErsCheck.java <record.ers> <photo file> <tsa-root.pem> [<at, ISO 8601>]
