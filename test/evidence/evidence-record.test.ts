@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { before, describe, it } from 'node:test';
 import { useStack } from '../support/stack.js';
 import { onlyMine } from '../support/archive.js';
 import { createAccount, Device, json } from '../support/client.js';
+import { bouncyCastleChecker, counting, total } from '../support/ers-checks.js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
 import { type ErsHash, ersDigest, parseEvidenceRecord } from '../../lib/crypto/ers.js';
 import { createArchiveStamper } from '../../lib/crypto/ers-stamper.js';
@@ -20,7 +18,6 @@ import { getArchiveStore } from '../../lib/deps/archive.js';
 import { getArchiveDeps } from '../../lib/deps/archive-job.js';
 import { getConfig, resetCoreDeps } from '../../lib/deps/core.js';
 import { type ArchiveDeps, runArchivePass } from '../../lib/evidence/archive.js';
-import type { ArchiveStore } from '../../lib/evidence/archive-store.js';
 import { main as evidenceCli } from '../../lib/cli/evidence.js';
 
 /**
@@ -31,10 +28,6 @@ import { main as evidenceCli } from '../../lib/cli/evidence.js';
  * timestamp renewal as the TSA certificate nears its notAfter (signed by a new TSA leaf under the
  * same root), and a hash-tree renewal to SHA-512.
  */
-
-const run = promisify(execFile);
-const BC_CLASSPATH = ['/usr/share/java/bcprov.jar', '/usr/share/java/bcpkix.jar', '/usr/share/java/bcutil.jar'];
-const CHECK = path.resolve(import.meta.dirname, '..', 'interop', 'ErsCheck.java');
 
 let dir: string;
 let rootPem: string;
@@ -61,63 +54,16 @@ async function recordOf(imageHash: string): Promise<Uint8Array> {
   return new Uint8Array(await res.arrayBuffer());
 }
 
-let compiled: Promise<string> | undefined;
-/** ErsCheck.java compiled once (javac, as `java ErsCheck.java` would on every run: less CPU on a shared machine). */
-function compiledCheck(): Promise<string> {
-  compiled ??= (async () => {
-    const out = path.join(dir, 'classes');
-    try {
-      await run('javac', ['-cp', BC_CLASSPATH.join(':'), '-d', out, CHECK], { timeout: 120_000 });
-    } catch (error) {
-      // Never skipped: without a JDK the check cannot run, and that is a failure (.ci/run installs it).
-      if ((error as { code?: unknown }).code === 'ENOENT') assert.fail('javac is missing: install default-jdk-headless (.ci/run does)');
-      throw error;
-    }
-    return out;
-  })();
-  return compiled;
-}
-
-/** Runs the BouncyCastle check; its output and whether it accepted. */
-async function bouncyCastle(record: Uint8Array, photo: Uint8Array, at?: Date): Promise<{ accepted: boolean; out: string }> {
-  for (const jar of BC_CLASSPATH) assert.ok(existsSync(jar), `${jar} is missing: install libbcpkix-java (.ci/run does)`);
-  const recordFile = path.join(dir, `r-${Math.random().toString(36).slice(2)}.ers`);
-  const photoFile = `${recordFile}.photo`;
-  await Promise.all([writeFile(recordFile, record), writeFile(photoFile, photo)]);
-  const args = ['-cp', [await compiledCheck(), ...BC_CLASSPATH].join(':'), 'ErsCheck', recordFile, photoFile, path.join(dir, 'root.pem'), ...(at ? [at.toISOString()] : [])];
-  try {
-    const { stdout } = await run('java', args, { timeout: 120_000 });
-    return { accepted: stdout.trim().endsWith('ACCEPTED'), out: stdout };
-  } catch (error) {
-    const e = error as { stdout?: string; stderr?: string; code?: number | string };
-    // Never skipped: without java the check cannot run, and that is a failure (.ci/run installs it).
-    if (e.code === 'ENOENT') assert.fail('java is missing: install default-jdk-headless (.ci/run does)');
-    assert.equal(e.code, 1, `the BouncyCastle check did not run: ${e.stderr ?? String(error)}`);
-    return { accepted: false, out: e.stdout ?? '' };
-  }
+let checkWithBouncyCastle: ReturnType<typeof bouncyCastleChecker> | undefined;
+/** Runs the BouncyCastle check against the stack's TSA root; its output and whether it accepted. */
+function bouncyCastle(record: Uint8Array, photo: Uint8Array, at?: Date): Promise<{ accepted: boolean; out: string }> {
+  checkWithBouncyCastle ??= bouncyCastleChecker(dir);
+  return checkWithBouncyCastle(record, photo, path.join(dir, 'root.pem'), at);
 }
 
 function ours(record: Uint8Array, photo: Uint8Array) {
   return verifyEvidenceRecord(record, { dataDigest: (alg: ErsHash) => ersDigest(alg, photo), rootsPem: [rootPem] });
 }
-
-/** Counts the store's calls (each one DynamoDB request). */
-function counting(store: ArchiveStore): { store: ArchiveStore; calls: Record<string, number> } {
-  const calls: Record<string, number> = {};
-  const proxy = new Proxy(store, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        calls[String(prop)] = (calls[String(prop)] ?? 0) + 1;
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-  return { store: proxy, calls };
-}
-
-const total = (calls: Record<string, number>) => Object.values(calls).reduce((a, b) => a + b, 0);
 
 let deps: ArchiveDeps;
 const hashes: string[] = [];
