@@ -236,7 +236,7 @@ export const ARCHIVE_GROUP = {
       from: 'stamped',
       to: 'stamped',
       by: 'the archive job',
-      when: 'renew_at has passed (the last token\'s TSA certificate nears its notAfter): a new archive timestamp over the chain\'s timestamps is appended, renew_at moves on',
+      when: 'renew_at has passed (the last token\'s TSA certificate nears its notAfter), or that certificate is retired (the TSA history lists it): a new archive timestamp over the chain\'s timestamps is appended, renew_at moves on',
     },
     postpone: {
       from: 'stamped',
@@ -290,7 +290,7 @@ export const OWN_RECORD = {
       from: 'own',
       to: 'own',
       by: 'the archive job',
-      when: 'a timestamp renewal (renew_at passed) or another hash-tree renewal, from the version read',
+      when: 'a timestamp renewal (renew_at passed, or the last token\'s TSA certificate is retired) or another hash-tree renewal, from the version read',
     },
     postpone: {
       from: 'own',
@@ -325,4 +325,30 @@ export const DIGEST_OFFER = {
   },
 } as const satisfies StateMachine;
 
-export const STATE_MACHINES: readonly StateMachine[] = [EVIDENCE_ITEM, BATCH_SEAL, LEDGER_SLOT, ARCHIVE_GROUP, ARCHIVE_MEMBER, OWN_RECORD, DIGEST_OFFER];
+/**
+ * The archive job's look through the renewal_due index for the records whose last archive
+ * timestamp a retired TSA certificate signed (archive table; lib/evidence/archive-retirement.ts):
+ * one page per pass, its records renewed under the current TSA key before the page is recorded.
+ * Not on any index; once swept, never looked at again.
+ */
+export const TSA_RETIREMENT_SWEEP = {
+  record: 'TSA retirement sweep',
+  stored: 'archive table, key ret#<certificate sha256>; state, v, sweep_cursor (on no index)',
+  states: ['none', 'sweeping', 'swept'],
+  transitions: {
+    advance: {
+      from: 'none|sweeping',
+      to: 'sweeping',
+      by: 'the archive job',
+      when: 'a full page of the renewal_due index up to the certificate\'s renewal time was looked through and its records under a retired certificate were renewed: the cursor moves past it, from the version read',
+    },
+    finish: {
+      from: 'none|sweeping',
+      to: 'swept',
+      by: 'the archive job',
+      when: 'the last page was looked through and its records under a retired certificate were renewed, from the version read',
+    },
+  },
+} as const satisfies StateMachine;
+
+export const STATE_MACHINES: readonly StateMachine[] = [EVIDENCE_ITEM, BATCH_SEAL, LEDGER_SLOT, ARCHIVE_GROUP, ARCHIVE_MEMBER, OWN_RECORD, DIGEST_OFFER, TSA_RETIREMENT_SWEEP];

@@ -5,8 +5,10 @@ import { type ArchivePassReport, runArchivePass } from '../../lib/evidence/archi
  * Scheduled every minute (infra/functions.json): the RFC 4998 archive job (lib/evidence/archive.ts).
  * It groups the anchored hashes that wait for an evidence record (the evidence table's sparse
  * archive_due index: only those) under one archive timestamp, and renews the chains whose
- * renewal is due (the archive table's renewal_due index, read up to now: only those), so a run
- * costs what is due, not what the tables hold. Two runs at once are safe (every write is
+ * renewal is due (the archive table's renewal_due index, read up to now: only those) or whose
+ * last timestamp a TSA leaf signed that the TSA history lists as retired (one page of that index
+ * per run, as far as that leaf's records reach, until looked through), so a run costs what is
+ * due, not what the tables hold. Two runs at once are safe (every write is
  * conditional; a group is found again by its root); `npm start` runs the same pass on a timer.
  * `{ "backfill": true }` (an operator's invocation) first reads the evidence table itself and puts
  * every anchored item in no group on the index: the anchors made before the archive existed.

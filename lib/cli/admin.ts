@@ -58,14 +58,17 @@ Commands:
   retire-key <kind> <kid|material>     Production, step 2: the key's window ends now. A wallet is
                                        retired only once its transactions are all final.
   rotate-tsa-leaf [--pq]               New TSA certificate and key under the same root; the old
-                                       certificate is retired (its tokens keep verifying). --pq:
-                                       the post-quantum (ML-DSA-65) TSA. Local TSA only; stop
-                                       npm start first (docs/runbook.md for KMS).
+                                       certificate is retired (its tokens keep verifying), and
+                                       the next npm start renews the evidence records under it.
+                                       --pq: the post-quantum (ML-DSA-65) TSA. Local TSA only;
+                                       stop npm start first (docs/runbook.md for KMS).
   rotate-tsa-root [--pq]               New TSA root, certificate and key; the old root and
                                        certificate are retired (tokens made before still verify).
   record-tsa-retirement <cert.pem> --kind classic|pq --role leaf|root [--history F] [--at ISO]
                                        Production: record that a TSA certificate stopped signing
-                                       (its KMS key disabled) in the TSA history (TSA_HISTORY_FILE).
+                                       (its KMS key disabled) in the TSA history (TSA_HISTORY_FILE);
+                                       deployed, the archive job renews the evidence records
+                                       under a retired classic leaf.
   issue-pq-tsa-cert --root-cert F --root-key F --public-key pub.der --out F
                                        Production: the ML-DSA-65 TSA leaf for a KMS key's public
                                        key (DER SubjectPublicKeyInfo), signed by the PQ root's seed.
@@ -73,6 +76,18 @@ Commands:
 Reads the configuration npm start reads (the same variables and defaults): run it with the
 variables the stack was started with (DYNAMODB_PORT or DYNAMODB_ENDPOINT, LEDGER_RPC_PORT,
 DATA_DIR), or DEPLOYMENT=aws for AWS. Exit codes: 0 done, 1 failed, 2 usage error.`;
+
+/**
+ * What becomes of the RFC 4998 evidence records after a classic TSA retirement (their archive
+ * timestamps are the classic TSA's; docs/decisions.md "Evidence records"): the archive job reads
+ * the TSA history when it starts and renews the records under a retired leaf with the key it
+ * signs with then. The commands write only the history; the database is the job's.
+ */
+const EVIDENCE_RECORDS_AFTER_ROTATION =
+  'the archive job renews the evidence records whose last archive timestamp the retired leaf signed, under the new leaf, from its first pass after the next npm start';
+const EVIDENCE_RECORDS_AFTER_RECORDING =
+  'after the next deployment (it ships this history), the archive job renews the evidence records whose last archive timestamp this leaf signed, under the TSA key deployed then (deploy the new key first), from its first run: before the retirement when --at is later';
+const EVIDENCE_RECORDS_ROOT = 'the archive job acts on the retirement of a leaf, not of a root: record the retired root\'s leaf too (--role leaf)';
 
 /** Where the CLI writes (tests capture it). */
 export interface CliIo {
@@ -189,7 +204,9 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
         // signed after the root's retirement under a certificate the retired root issued.
         const config = getConfig();
         const reissue = command === 'rotate-tsa-root' && !pq && !config.pdfSigner.kmsKeyId;
-        io.out(JSON.stringify(reissue ? { ...rotated, pdf_signing: await rotateLocalKey(config, 'pdf-signing') } : rotated, null, 2));
+        // The archive job reads the history at its start: the retirement reaches it with the next npm start.
+        const records = pq ? {} : { evidence_records: EVIDENCE_RECORDS_AFTER_ROTATION };
+        io.out(JSON.stringify({ ...rotated, ...records, ...(reissue ? { pdf_signing: await rotateLocalKey(config, 'pdf-signing') } : {}) }, null, 2));
         return 0;
       }
       case 'record-tsa-retirement': {
@@ -200,7 +217,8 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
         if (values.role !== 'leaf' && values.role !== 'root') return usageError('--role is leaf or root.');
         const { recordTsaRetirement } = await import('./tsa-rotate.js');
         const history = await recordTsaRetirement({ certFile, kind: values.kind, role: values.role, ...(values.history ? { historyFile: values.history } : {}), ...(values.at ? { at: new Date(values.at) } : {}) });
-        io.out(JSON.stringify({ retired: history.retired.map(({ pem: _pem, ...rest }) => rest) }, null, 2));
+        const records = values.kind === 'classic' ? { evidence_records: values.role === 'leaf' ? EVIDENCE_RECORDS_AFTER_RECORDING : EVIDENCE_RECORDS_ROOT } : {};
+        io.out(JSON.stringify({ retired: history.retired.map(({ pem: _pem, ...rest }) => rest), ...records }, null, 2));
         return 0;
       }
       case 'issue-pq-tsa-cert': {

@@ -3,13 +3,16 @@
  * service's TSA through its public API only: SHA-256 imprints through TimestampAuthority.timestamp;
  * SHA-384 and SHA-512 (a hash-tree renewal to a longer hash) through the embedded TSA's RFC 3161
  * request handling (EmbeddedTsa.respond, the same code as POST /api/v2/tsa). Every token is checked
- * against the TSA's root before it is used, and every call has a deadline.
+ * against the TSA's root before it is used, and every call has a deadline. It also names the
+ * certificate the TSA signs with now and the one that signed a token (for the renewal of the
+ * records under a retired certificate).
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import { ERS_HASH_OIDS, type ErsHash } from './ers.js';
 import type { TimestampAuthority } from './ports.js';
-import { EmbeddedTsa, extractTimestampToken, parseCertificate, verifyTimestampToken } from './tsa/index.js';
+import { EmbeddedTsa, extractTimestampToken, parseCertificate, timestampSigner, verifyTimestampToken } from './tsa/index.js';
+import { certificatesFromPem } from './tsa/x509-verify.js';
 
 export interface StampedToken {
   token: Uint8Array;
@@ -22,14 +25,28 @@ export class ArchiveStampError extends Error {}
 export function createArchiveStamper(
   tsa: TimestampAuthority,
   timeoutMs: number,
-): { stamp(alg: ErsHash, digest: Uint8Array): Promise<StampedToken>; currentNotAfter(): Promise<Date> } {
+): {
+  stamp(alg: ErsHash, digest: Uint8Array): Promise<StampedToken>;
+  current(): Promise<{ notAfter: Date; sha256: string }>;
+  signerOf(token: Uint8Array): string | undefined;
+} {
   return {
     stamp: (alg, digest) => withDeadline(stamp(tsa, alg, digest), timeoutMs),
     // The TSA's certificate chain, leaf first (a remote TSA's is fetched: the same deadline).
-    currentNotAfter: async () => {
+    current: async () => {
       const [leaf] = await withDeadline(tsa.certificates(), timeoutMs);
-      if (!leaf) throw new ArchiveStampError('the TSA names no certificate');
-      return parseCertificate(leaf).notAfter.value;
+      const cert = leaf ? certificatesFromPem(leaf)[0] : undefined;
+      if (!cert) throw new ArchiveStampError('the TSA names no certificate');
+      // The SHA-256 of its DER: how the TSA history (lib/crypto/tsa/history.ts) names a certificate.
+      return { notAfter: cert.notAfter, sha256: createHash('sha256').update(cert.der).digest('hex') };
+    },
+    // The token's signer among the certificates it carries (every archive token asks for them).
+    signerOf: (token) => {
+      try {
+        return timestampSigner(token)?.sha256;
+      } catch {
+        return undefined;
+      }
     },
   };
 }

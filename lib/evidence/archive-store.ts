@@ -4,7 +4,8 @@ import type { ErsHash } from '../crypto/ers.js';
 /**
  * What the RFC 4998 evidence records (lib/evidence/archive.ts) keep, behind this port (the store
  * implements it: lib/store/archive-table.ts, the `archive` table and two attributes of the
- * evidence item). Its state machines are ARCHIVE_GROUP and ARCHIVE_MEMBER (lib/state-machines.ts).
+ * evidence item). Its state machines are ARCHIVE_GROUP, ARCHIVE_MEMBER, OWN_RECORD, DIGEST_OFFER
+ * and TSA_RETIREMENT_SWEEP (lib/state-machines.ts).
  */
 
 /** An anchored hash that is in no archive group yet (the evidence table's sparse archive_due index). */
@@ -82,6 +83,27 @@ export interface OwnRecord {
 /** Something whose last chain is due for timestamp renewal. */
 export type RenewalDue = { kind: 'group'; id: string } | { kind: 'record'; image_hash: string } | { kind: 'digest'; image_hash: string; algorithm: ErsHash };
 
+/** One page of the renewal_due index, and where the next one starts (none: this page was the last). */
+export interface RenewalPage {
+  due: RenewalDue[];
+  /** Opaque: give it back to read on. */
+  next?: string;
+}
+
+/**
+ * How far the archive job has looked through the renewal_due index for the records under one
+ * retired TSA certificate (TSA_RETIREMENT_SWEEP, lib/evidence/archive-retirement.ts): on no
+ * index itself, moved from the version read.
+ */
+export interface RetirementSweep {
+  /** SHA-256 of the retired certificate's DER, hex (as the TSA history names it). */
+  sha256: string;
+  v: number;
+  state: 'sweeping' | 'swept';
+  /** Where the next page starts (sweeping). */
+  cursor?: string;
+}
+
 export interface ArchiveStore {
   /** Anchored hashes in no group yet, oldest first (the evidence table's sparse index archive_due). */
   listUngrouped(limit: number): Promise<UngroupedHash[]>;
@@ -107,6 +129,19 @@ export interface ArchiveStore {
   membership(imageHash: string): Promise<ArchiveMembership>;
   /** Groups and own records whose renewal is due at `nowIso`, oldest due first. */
   listRenewalsDue(nowIso: string, limit: number): Promise<RenewalDue[]>;
+  /**
+   * One page of the renewal_due index up to `untilIso` (renew_at ≤ it), in its order, from where
+   * `after` (a page's `next`) left off: the index read as far as a retired TSA certificate's
+   * records reach, and no further.
+   */
+  listRenewalsUpTo(untilIso: string, limit: number, after?: string): Promise<RenewalPage>;
+  /** The sweep of a retired TSA certificate's records, read strongly consistent; undefined before its first page. */
+  getRetirementSweep(sha256: string): Promise<RetirementSweep | undefined>;
+  /**
+   * advance (none|sweeping → sweeping, with the next page's cursor) or finish (none|sweeping →
+   * swept): conditional on the sweep as read (undefined: none yet); false when it had moved on.
+   */
+  moveRetirementSweep(sha256: string, read: RetirementSweep | undefined, to: { state: 'sweeping'; cursor: string } | { state: 'swept' }): Promise<boolean>;
   /** renew (stamped → stamped): appends a renewal to the group as read (its version); false when it had moved on. */
   appendGroupRenewal(group: ArchiveGroup, ats: Uint8Array, renewAt: string, tsaNotAfter: string): Promise<boolean>;
   /**

@@ -11,8 +11,9 @@
  *   by the TSA once, stores the group, then gives each member its reduced hash tree. A member's
  *   record is its reduced hash tree plus the group's token and renewals.
  * - Timestamp renewal (§5.2): before the TSA certificate of a chain's last token reaches its
- *   notAfter (less a margin), a new archive timestamp covers the hashes of the chain's tokens; all
- *   groups due in a pass share one TSA call (one tree, one leaf group per chain).
+ *   notAfter (less a margin), or once the TSA history lists that certificate as retired (a key
+ *   rotation: archive-retirement.ts), a new archive timestamp covers the hashes of the chain's
+ *   tokens; all chains due in a pass share one TSA call (one tree, one leaf group per chain).
  * - Hash-tree renewal (§5.2): when the hash algorithm is to be replaced, a new chain starts whose
  *   first tree covers H'(H'(photo) ‖ H'(earlier chains)). H'(photo) needs the photo, which the
  *   service never sees: its holder gives that digest ({@link renewHashTrees}). The result is a
@@ -39,7 +40,8 @@ import {
 import { DomainError, invalid } from '../errors.js';
 import { describeError, log } from '../log.js';
 import type { SweepStep } from '../accounts/counter-repository.js';
-import type { ArchiveGroup, ArchiveStore, DigestOffer, OwnRecord } from './archive-store.js';
+import type { ArchiveGroup, ArchiveStore, DigestOffer, OwnRecord, RenewalDue } from './archive-store.js';
+import { type CurrentTsaCertificate, type RetiredTsaCertificate, nextRetirementPage, signsFreshly } from './archive-retirement.js';
 
 /** A time-stamping authority as the archive uses it: any imprint algorithm it accepts, the token checked. */
 export interface ArchiveStamper {
@@ -48,8 +50,10 @@ export interface ArchiveStamper {
    * root, with its genTime and its TSA certificate's notAfter. Has a deadline.
    */
   stamp(alg: ErsHash, digest: Uint8Array): Promise<{ token: Uint8Array; genTime: Date; tsaNotAfter: Date }>;
-  /** notAfter of the certificate the TSA signs with now (before any request). */
-  currentNotAfter(): Promise<Date>;
+  /** The certificate the TSA signs with now (before any request): its SHA-256 (hex, of the DER) and notAfter. */
+  current(): Promise<CurrentTsaCertificate>;
+  /** SHA-256 (hex, of the DER) of the certificate that signed a token (from the token itself); undefined when it cannot be told. */
+  signerOf(token: Uint8Array): string | undefined;
 }
 
 export interface ArchiveSettings {
@@ -79,6 +83,12 @@ export interface ArchiveDeps {
   store: ArchiveStore;
   stamper: ArchiveStamper;
   settings: ArchiveSettings;
+  /**
+   * The TSA certificates retired so far, planned retirements included (the TSA history's classic
+   * leaves): the records whose last archive timestamp one of them signed are renewed under the
+   * current key (archive-retirement.ts). None: renewal follows the certificates' expiry alone.
+   */
+  retiredTsa?: readonly RetiredTsaCertificate[];
   clock?: () => Date;
 }
 
@@ -97,6 +107,12 @@ export interface ArchivePassReport {
   waiting: number;
   /** With a sweep step: the anchored items it put back on the index, and whether it reached the table's end. */
   swept?: { enqueued: number; complete: boolean };
+  /**
+   * A page of a retired TSA certificate's sweep: the certificate (SHA-256), the groups and own
+   * records the page named, those of them under a retired certificate (renewed in this pass,
+   * counted in `renewed`), and whether the sweep is done.
+   */
+  retirement?: { certificate: string; looked_at: number; under_retired: number; swept: boolean };
 }
 
 /** One pass of the archive job: the group of what waits, then the renewals that are due. */
@@ -110,7 +126,7 @@ export async function runArchivePass(deps: ArchiveDeps, options: { sweep?: Sweep
   }
   await groupWaiting(deps, report);
   await renewDue(deps, report);
-  if (report.grouped + report.renewed + report.rehashed > 0) log.info('archive', { ...report });
+  if (report.grouped + report.renewed + report.rehashed > 0 || report.retirement) log.info('archive', { ...report });
   return report;
 }
 
@@ -173,46 +189,97 @@ interface DueChain {
   algorithm: ErsHash;
   tokens: Uint8Array[];
   tsaNotAfter: string;
+  /** SHA-256 of the certificate that signed its last token (from the token), if the token carries it. */
+  signer: string | undefined;
+  /** Its renew_at has passed (otherwise it is here because its last token's certificate is retired). */
+  dueByTime: boolean;
   store(ats: ArchiveTimeStamp, renewAt: string, tsaNotAfter: string): Promise<boolean>;
   postpone(renewAt: string): Promise<boolean>;
 }
 
+const keyOf = (d: RenewalDue) => (d.kind === 'group' ? `g ${d.id}` : d.kind === 'record' ? `r ${d.image_hash}` : `d ${d.image_hash} ${d.algorithm}`);
+
 async function renewDue(deps: ArchiveDeps, report: ArchivePassReport): Promise<void> {
   const now = (deps.clock ?? (() => new Date()))();
-  const due = await deps.store.listRenewalsDue(now.toISOString(), deps.settings.renewalsPerPass);
-  if (due.length === 0) return;
-  const chains: DueChain[] = [];
+  const nowIso = now.toISOString();
+  const due = await deps.store.listRenewalsDue(nowIso, deps.settings.renewalsPerPass);
+  // The TSA's current certificate, asked once per pass and only when needed.
+  let current: Promise<CurrentTsaCertificate> | undefined;
+  const currentTsa = () => (current ??= deps.stamper.current());
+  const retired = deps.retiredTsa ?? [];
+  const page = await nextRetirementPage({
+    store: deps.store,
+    retired,
+    current: currentTsa,
+    renewBeforeMs: deps.settings.renewBeforeMs,
+    retryMs: RENEW_RETRY_MS,
+    now,
+    limit: deps.settings.renewalsPerPass,
+  });
+  if (due.length === 0 && !page) return;
+  const listed = new Set(due.map(keyOf));
+  const candidates = (page?.candidates ?? []).filter((d) => !listed.has(keyOf(d)));
+  const retiredSigners = new Set(retired.map((r) => r.sha256));
+  let chains: DueChain[] = [];
   const offers: DigestOffer[] = [];
+  // A chain is renewed when its renew_at has passed, or when its last token's certificate is retired.
+  const wanted = (chain: DueChain) => chain.dueByTime || (chain.signer !== undefined && retiredSigners.has(chain.signer));
   await Promise.all(
-    due.map(async (d) => {
+    [...due, ...candidates].map(async (d) => {
+      let chain: DueChain | undefined;
       if (d.kind === 'digest') {
         const offer = await deps.store.getDigestOffer(d.image_hash, d.algorithm);
         if (offer?.state === 'offered') offers.push(offer);
       } else if (d.kind === 'group') {
         const group = await deps.store.getGroup(d.id);
-        if (group && group.renew_at <= now.toISOString()) chains.push(groupChain(deps.store, group));
+        if (group) chain = groupChain(deps, group, nowIso);
       } else {
         const own = await deps.store.getOwnRecord(d.image_hash);
-        if (own && own.renew_at <= now.toISOString()) chains.push(ownChain(deps.store, own));
+        if (own) chain = ownChain(deps, own, nowIso);
       }
+      if (chain && wanted(chain)) chains.push(chain);
     }),
   );
-  if (chains.length > 0) await renewChains(deps, chains, now, report);
+  if (chains.some((c) => !c.dueByTime)) {
+    // Not the current certificate's own records (its retirement is planned: they move once the next key signs).
+    const signing = (await currentTsa()).sha256;
+    chains = chains.filter((c) => c.dueByTime || c.signer !== signing);
+  }
+  const underRetired = chains.filter((c) => !c.dueByTime).length;
+  if (chains.length > 0) await renewChains(deps, chains, now, report, currentTsa, retired);
   if (offers.length > 0) await rehashOffered(deps, offers, now, report);
+  if (page) {
+    // Recorded only now, the page's renewals stored: a pass that dies before this looks at the page again.
+    await page.commit();
+    report.retirement = { certificate: page.certificate.sha256, looked_at: page.candidates.length, under_retired: underRetired, swept: page.last };
+  }
 }
 
-async function renewChains(deps: ArchiveDeps, chains: DueChain[], now: Date, report: ArchivePassReport): Promise<void> {
+async function renewChains(
+  deps: ArchiveDeps,
+  chains: DueChain[],
+  now: Date,
+  report: ArchivePassReport,
+  currentTsa: () => Promise<CurrentTsaCertificate>,
+  retired: readonly RetiredTsaCertificate[],
+): Promise<void> {
   // A renewal is worth a timestamp only when the TSA's certificate reaches past the chain's last
-  // one: otherwise (the TSA key was not rotated in time) nothing is stamped and the chain waits a
-  // day, instead of growing by a useless archive timestamp every pass.
-  const reach = (await deps.stamper.currentNotAfter()).toISOString();
-  const stale = chains.filter((c) => reach <= c.tsaNotAfter);
+  // one, or when the chain's last certificate is retired and the TSA signs with another one not
+  // retired already: otherwise (the TSA key was not rotated in time) nothing is stamped and the
+  // chain waits a day, instead of growing by a useless archive timestamp every pass.
+  const tsa = await currentTsa();
+  const reach = tsa.notAfter.toISOString();
+  const fresh = signsFreshly(retired, tsa, now);
+  const isRetired = (sha256: string | undefined) => sha256 !== undefined && sha256 !== tsa.sha256 && retired.some((r) => r.sha256 === sha256);
+  const isUseful = (c: DueChain) => reach > c.tsaNotAfter || (fresh && isRetired(c.signer));
+  // A chain here only for its certificate's retirement, that cannot be renewed now, is left as it is.
+  const stale = chains.filter((c) => !isUseful(c) && c.dueByTime);
   if (stale.length > 0) {
     log.warn('archive: renewals are due but the TSA certificate reaches no further than theirs; rotate the TSA key (retried in a day)', { due: stale.length, tsa_not_after: reach });
     const later = new Date(now.getTime() + RENEW_RETRY_MS).toISOString();
     for (const c of stale) await c.postpone(later);
   }
-  const useful = chains.filter((c) => reach > c.tsaNotAfter);
+  const useful = chains.filter(isUseful);
   for (const algorithm of new Set(useful.map((c) => c.algorithm))) {
     const mine = useful.filter((c) => c.algorithm === algorithm);
     // §5.2: the new archive timestamp covers the hashes of the chain's timestamps (all of them,
@@ -296,23 +363,31 @@ export async function offerDigest(
   return { image_hash: imageHash, algorithm: target, state: 'offered', offered_at: offeredAt };
 }
 
-function groupChain(store: ArchiveStore, group: ArchiveGroup): DueChain {
+function groupChain(deps: Pick<ArchiveDeps, 'store' | 'stamper'>, group: ArchiveGroup, nowIso: string): DueChain {
+  const store = deps.store;
+  const tokens = [group.timeStamp, ...group.renewals.map((r) => parseArchiveTimeStamp(r).timeStamp)];
   return {
     algorithm: group.algorithm,
-    tokens: [group.timeStamp, ...group.renewals.map((r) => parseArchiveTimeStamp(r).timeStamp)],
+    tokens,
     tsaNotAfter: group.tsa_not_after,
+    signer: lastSigner(deps.stamper, tokens),
+    dueByTime: group.renew_at <= nowIso,
     store: (ats, at, notAfter) => store.appendGroupRenewal(group, encodeArchiveTimeStamp(ats), at, notAfter),
     postpone: (at) => store.postponeRenewal({ kind: 'group', id: group.id }, group.v, at),
   };
 }
 
-function ownChain(store: ArchiveStore, own: OwnRecord): DueChain {
+function ownChain(deps: Pick<ArchiveDeps, 'store' | 'stamper'>, own: OwnRecord, nowIso: string): DueChain {
+  const store = deps.store;
   const record = parseEvidenceRecord(own.record);
   const last = record.chains[record.chains.length - 1] as ArchiveTimeStampChain;
+  const tokens = last.map((a) => a.timeStamp);
   return {
     algorithm: own.algorithm,
-    tokens: last.map((a) => a.timeStamp),
+    tokens,
     tsaNotAfter: own.tsa_not_after,
+    signer: lastSigner(deps.stamper, tokens),
+    dueByTime: own.renew_at <= nowIso,
     store: (ats, at, notAfter) => {
       const chains = [...record.chains.slice(0, -1), [...last, ats]];
       const der = encodeEvidenceRecord({ digestAlgorithms: algorithmsOf(chains), chains });
@@ -320,6 +395,12 @@ function ownChain(store: ArchiveStore, own: OwnRecord): DueChain {
     },
     postpone: (at) => store.postponeRenewal({ kind: 'record', image_hash: own.image_hash }, own.v, at),
   };
+}
+
+/** The certificate that signed a chain's last token, as the stamper tells it from the token. */
+function lastSigner(stamper: ArchiveStamper, tokens: readonly Uint8Array[]): string | undefined {
+  const last = tokens[tokens.length - 1];
+  return last ? stamper.signerOf(last) : undefined;
 }
 
 /**

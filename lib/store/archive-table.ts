@@ -1,8 +1,8 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type ErsHash, isErsHash } from '../crypto/ers.js';
 import type { SweepStep } from '../accounts/counter-repository.js';
-import type { ArchiveGroup, ArchiveMembership, ArchiveStore, DigestOffer, OwnRecord, RenewalDue, UngroupedHash } from '../evidence/archive-store.js';
-import { ARCHIVE_GROUP, DIGEST_OFFER, OWN_RECORD } from '../state-machines.js';
+import type { ArchiveGroup, ArchiveMembership, ArchiveStore, DigestOffer, OwnRecord, RenewalDue, RenewalPage, RetirementSweep, UngroupedHash } from '../evidence/archive-store.js';
+import { ARCHIVE_GROUP, DIGEST_OFFER, OWN_RECORD, TSA_RETIREMENT_SWEEP } from '../state-machines.js';
 import { tryWrite } from './conditional.js';
 import { ARCHIVE_SHARD } from './evidence-table.js';
 import { SegmentScan } from './segment-scan.js';
@@ -13,12 +13,16 @@ const RENEW_SHARD = 'due';
 const GROUP = 'grp#';
 const RECORD = 'rec#';
 const DIGEST = 'dig#';
+/** A retired TSA certificate's sweep (never on the renewal_due index: it has no renew_shard). */
+const RETIREMENT = 'ret#';
 
 /**
  * The RFC 4998 evidence records behind the domain's ArchiveStore port (lib/evidence/archive-store.ts):
  * - the `archive` table (infra/tables.json): one item per archive group (`grp#<root>`) and per
  *   record of its own (`rec#<image_hash>`, after a hash-tree renewal), each on the sparse index
- *   renewal_due (renew_shard, renew_at) so that a renewal pass reads only what is due;
+ *   renewal_due (renew_shard, renew_at) so that a renewal pass reads only what is due; digest
+ *   offers (`dig#…`) on it while offered; and the sweeps of retired TSA certificates
+ *   (`ret#<sha256>`), on no index;
  * - on the evidence item: `archive_shard` (set by the anchor's own write, lib/store/evidence-table.ts
  *   markAnchored: no extra request) puts an anchored hash on the archive_due index until it joins a
  *   group; the join sets `ers_group` and `ers_path` and removes it, in one conditional write.
@@ -154,24 +158,45 @@ export class ArchiveTable implements ArchiveStore {
   }
 
   async listRenewalsDue(nowIso: string, limit: number): Promise<RenewalDue[]> {
+    return (await this.listRenewalsUpTo(nowIso, limit)).due;
+  }
+
+  async listRenewalsUpTo(untilIso: string, limit: number, after?: string): Promise<RenewalPage> {
     const r = await this.db.send(
       new QueryCommand({
         TableName: this.tables.archive,
         IndexName: 'renewal_due',
-        KeyConditionExpression: 'renew_shard = :s AND renew_at <= :now',
-        ExpressionAttributeValues: { ':s': RENEW_SHARD, ':now': nowIso },
+        KeyConditionExpression: 'renew_shard = :s AND renew_at <= :until',
+        ExpressionAttributeValues: { ':s': RENEW_SHARD, ':until': untilIso },
         Limit: limit,
+        // The index's key of the last item of the previous page: where this one starts, even if that item has moved since.
+        ...(after ? { ExclusiveStartKey: JSON.parse(after) as Record<string, unknown> } : {}),
       }),
     );
-    return (r.Items ?? []).map((i) => {
-      const pk = String(i.pk);
-      if (pk.startsWith(GROUP)) return { kind: 'group' as const, id: pk.slice(GROUP.length) };
-      if (pk.startsWith(DIGEST)) {
-        const [imageHash = '', algorithm = ''] = pk.slice(DIGEST.length).split('#');
-        return { kind: 'digest' as const, image_hash: imageHash, algorithm: hashOf(algorithm) };
-      }
-      return { kind: 'record' as const, image_hash: pk.slice(RECORD.length) };
+    return { due: (r.Items ?? []).map((i) => dueOf(String(i.pk))), ...(r.LastEvaluatedKey ? { next: JSON.stringify(r.LastEvaluatedKey) } : {}) };
+  }
+
+  async getRetirementSweep(sha256: string): Promise<RetirementSweep | undefined> {
+    const r = await this.db.send(new GetCommand({ TableName: this.tables.archive, Key: { pk: RETIREMENT + sha256 }, ConsistentRead: true }));
+    const i = r.Item;
+    if (!i) return undefined;
+    return { sha256, v: Number(i.v), state: i.state === 'swept' ? 'swept' : 'sweeping', ...(typeof i.sweep_cursor === 'string' ? { cursor: i.sweep_cursor } : {}) };
+  }
+
+  /** advance (none|sweeping → sweeping) or finish (none|sweeping → swept), conditional on the sweep as read. */
+  async moveRetirementSweep(sha256: string, read: RetirementSweep | undefined, to: { state: 'sweeping'; cursor: string } | { state: 'swept' }): Promise<boolean> {
+    const t = to.state === 'swept' ? TSA_RETIREMENT_SWEEP.transitions.finish : TSA_RETIREMENT_SWEEP.transitions.advance;
+    const r = await moveState(this.db, {
+      table: this.tables.archive,
+      key: { pk: RETIREMENT + sha256 },
+      stateAttribute: 'state',
+      versionAttribute: 'v',
+      from: read?.state ?? null,
+      version: read?.v,
+      to: t.to,
+      ...(to.state === 'sweeping' ? { set: { sweep_cursor: to.cursor } } : { remove: ['sweep_cursor'] }),
     });
+    return r.ok;
   }
 
   /** renew (stamped → stamped): conditional on the version read. */
@@ -295,6 +320,16 @@ export class ArchiveTable implements ArchiveStore {
 
 /** The anchor_state of an anchored evidence item (EVIDENCE_ITEM's anchored sub-states share it). */
 const ARCHIVE_MEMBER_ANCHORED = 'anchored';
+
+/** What an item on the renewal_due index is, from its key. */
+function dueOf(pk: string): RenewalDue {
+  if (pk.startsWith(GROUP)) return { kind: 'group', id: pk.slice(GROUP.length) };
+  if (pk.startsWith(DIGEST)) {
+    const [imageHash = '', algorithm = ''] = pk.slice(DIGEST.length).split('#');
+    return { kind: 'digest', image_hash: imageHash, algorithm: hashOf(algorithm) };
+  }
+  return { kind: 'record', image_hash: pk.slice(RECORD.length) };
+}
 
 function toGroup(i: Record<string, unknown>): ArchiveGroup {
   return {

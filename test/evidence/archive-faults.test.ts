@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { X509Certificate, createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
@@ -6,9 +7,11 @@ import { useStack } from '../support/stack.js';
 import { onlyMine } from '../support/archive.js';
 import { createAccount, Device, json } from '../support/client.js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
-import { ersDigest } from '../../lib/crypto/ers.js';
+import { ersDigest, parseEvidenceRecord } from '../../lib/crypto/ers.js';
+import { createArchiveStamper } from '../../lib/crypto/ers-stamper.js';
 import { verifyEvidenceRecord } from '../../lib/crypto/ers-verify.js';
 import { tsaFiles } from '../../lib/crypto/tsa/files.js';
+import { EmbeddedTsa, issueTsaCertificate, pemToDer, timestampSigner } from '../../lib/crypto/tsa/index.js';
 import { getArchiveDeps } from '../../lib/deps/archive-job.js';
 import { type ArchiveDeps, evidenceRecordOf, runArchivePass } from '../../lib/evidence/archive.js';
 import type { ArchiveStore } from '../../lib/evidence/archive-store.js';
@@ -20,7 +23,8 @@ import { getConfig, getDb } from '../../lib/deps/core.js';
  * right after it landed (every k of a grouping pass), leaves nothing that blocks the next pass:
  * the next clean pass gives every waiting hash a record that verifies against its photo, no
  * member names a group that is not stored, and a group found again by its root is not stamped
- * a second time.
+ * a second time. The same for every k of a pass that renews the records under a retired TSA
+ * leaf: the clean passes after it renew each such record exactly once, and the sweep ends.
  */
 
 class Crash extends Error {}
@@ -72,7 +76,7 @@ before(async () => {
   deps = { ...built, store: onlyMine(built.store, mine), settings: { ...built.settings, groupAfterMs: 0 } };
 });
 
-describe('the archive job after a crash at each store call of a grouping pass', () => {
+describe('the archive job after a crash at each store call of a grouping or a retirement pass', () => {
   it('a clean pass first: how many calls a grouping pass of 3 hashes makes', async () => {
     await anchorPhotos(3);
     const counted = dyingAt(deps.store, Number.MAX_SAFE_INTEGER, 'before');
@@ -105,6 +109,74 @@ describe('the archive job after a crash at each store call of a grouping pass', 
       }
     });
   }
+
+  it('a retirement pass dying before or after each store call, then clean passes: every record under the retired leaf is renewed once, under the new leaf, and verifies', async () => {
+    const rootKeyPkcs8Pem = await readFile(tsaFiles(getConfig().tsa.dir).rootKey, 'utf8');
+    const policyOid = getConfig().tsa.policyOid;
+    const stamperOf = async (leaf: { tsaCertPem: string; tsaKeyPkcs8Pem: string }) =>
+      createArchiveStamper(await EmbeddedTsa.create({ rootCertPem: rootPem, ...leaf, policyOid }), 5000);
+    let round = 0;
+    /**
+     * Two hashes grouped under a leaf of their own, which is then retired: a leaf issued `round`
+     * days back, so that its records come first on the renewal_due index, before every earlier
+     * round's (renewed under leaves issued now) and every other file's.
+     */
+    const retiredRound = async () => {
+      round++;
+      const old = await issueTsaCertificate({ rootCertPem: rootPem, rootKeyPkcs8Pem, now: new Date(Date.now() - round * 24 * 3600_000) });
+      const photos = await anchorPhotos(2);
+      const grouped = await runArchivePass({ ...deps, stamper: await stamperOf(old), retiredTsa: [] });
+      assert.equal(grouped.groups, 1);
+      const oldSha = createHash('sha256').update(pemToDer(old.tsaCertPem)).digest('hex');
+      const renewing: ArchiveDeps = {
+        ...deps,
+        stamper: await stamperOf(await issueTsaCertificate({ rootCertPem: rootPem, rootKeyPkcs8Pem })),
+        retiredTsa: [{ sha256: oldSha, notAfter: new X509Certificate(old.tsaCertPem).validToDate, retiredAt: new Date() }],
+      };
+      return { photos, oldSha, renewing };
+    };
+    const settle = async (renewing: ArchiveDeps) => {
+      for (let i = 0; i < 20; i++) {
+        const r = await runArchivePass(renewing);
+        if (!r.retirement || r.retirement.swept) return;
+      }
+      assert.fail('the sweep did not end');
+    };
+    const check = async (label: string, photos: { hash: string; photo: Buffer }[], oldSha: string) => {
+      for (const { hash, photo } of photos) {
+        const { der } = await evidenceRecordOf(deps.store, hash);
+        const chain = parseEvidenceRecord(der).chains[0] ?? [];
+        const signers = chain.map((a) => timestampSigner(a.timeStamp)?.sha256);
+        assert.equal(signers.length, 2, `${label}: ${hash} renewed once, not ${signers.length - 1} times`);
+        assert.equal(signers[0], oldSha);
+        assert.notEqual(signers[1], oldSha, `${label}: renewed under the new leaf`);
+        const v = await verifyEvidenceRecord(der, { dataDigest: (alg) => ersDigest(alg, photo), rootsPem: [rootPem] });
+        assert.ok(v.ok, `${label}: ${hash}: ${JSON.stringify(v.checks.map((c) => c.detail))}`);
+      }
+    };
+
+    // A clean retirement pass first: how many store calls it makes.
+    const first = await retiredRound();
+    const counted = dyingAt(first.renewing.store, Number.MAX_SAFE_INTEGER, 'before');
+    const clean = await runArchivePass({ ...first.renewing, store: counted.store });
+    assert.equal(clean.renewed, 1);
+    assert.equal(clean.retirement?.swept, true);
+    const calls = counted.calls();
+    // listUngrouped, listRenewalsDue, getRetirementSweep, listRenewalsUpTo, getGroup, appendGroupRenewal, moveRetirementSweep.
+    assert.equal(calls, 7);
+    await check('clean', first.photos, first.oldSha);
+
+    for (const when of ['before', 'after'] as const) {
+      for (let k = 1; k <= calls; k++) {
+        const { photos, oldSha, renewing } = await retiredRound();
+        const dying = dyingAt(renewing.store, k, when);
+        await assert.rejects(runArchivePass({ ...renewing, store: dying.store }), Crash, `k=${k} ${when}`);
+        await settle(renewing);
+        await check(`k=${k} ${when}`, photos, oldSha);
+        assert.equal((await renewing.store.getRetirementSweep(oldSha))?.state, 'swept', `k=${k} ${when}: the sweep ends`);
+      }
+    }
+  });
 
   it('an anchor on no index (made before the archive, or its entry lost to a kill) is put back by the sweep and grouped in the same pass', async () => {
     const [old] = await anchorPhotos(1);

@@ -8,6 +8,7 @@ import { useStack } from '../support/stack.js';
 import { onlyMine } from '../support/archive.js';
 import { bouncyCastleErsCheck } from '../support/ers-check.js';
 import { createAccount, Device, json } from '../support/client.js';
+import { counting, total } from '../support/ers-checks.js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
 import { type ErsHash, ersDigest, parseEvidenceRecord } from '../../lib/crypto/ers.js';
 import { createArchiveStamper } from '../../lib/crypto/ers-stamper.js';
@@ -18,7 +19,6 @@ import { getArchiveStore } from '../../lib/deps/archive.js';
 import { getArchiveDeps } from '../../lib/deps/archive-job.js';
 import { getConfig, resetCoreDeps } from '../../lib/deps/core.js';
 import { type ArchiveDeps, runArchivePass } from '../../lib/evidence/archive.js';
-import type { ArchiveStore } from '../../lib/evidence/archive-store.js';
 import { main as evidenceCli } from '../../lib/cli/evidence.js';
 import { addTrustedService } from '../../lib/cli/trust.js';
 import { startHttpService } from '../support/http-server.js';
@@ -65,24 +65,6 @@ function bouncyCastle(record: Uint8Array, photo: Uint8Array, at?: Date): Promise
 function ours(record: Uint8Array, photo: Uint8Array) {
   return verifyEvidenceRecord(record, { dataDigest: (alg: ErsHash) => ersDigest(alg, photo), rootsPem: [rootPem] });
 }
-
-/** Counts the store's calls (each one DynamoDB request). */
-function counting(store: ArchiveStore): { store: ArchiveStore; calls: Record<string, number> } {
-  const calls: Record<string, number> = {};
-  const proxy = new Proxy(store, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        calls[String(prop)] = (calls[String(prop)] ?? 0) + 1;
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-  return { store: proxy, calls };
-}
-
-const total = (calls: Record<string, number>) => Object.values(calls).reduce((a, b) => a + b, 0);
 
 let deps: ArchiveDeps;
 const hashes: string[] = [];

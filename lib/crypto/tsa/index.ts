@@ -44,6 +44,7 @@ export {
   extractTimestampToken,
   parseTimestampResponse,
   parseTimestampToken,
+  timestampSigner,
   verifyTimestampResponse,
   verifyTimestampToken,
 } from './verify.js';

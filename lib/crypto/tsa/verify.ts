@@ -512,6 +512,20 @@ export function extractTimestampToken(responseDer: Uint8Array): Uint8Array {
   return decoded.token.tokenDer;
 }
 
+/**
+ * The certificate that signed a DER TimeStampToken, found as the verifier finds it (the
+ * SignerInfo's sid among the certificates the token carries, RFC 5652 §5.3): its SHA-256 (hex, of
+ * the DER) and notAfter. Decodes only, verifies nothing (the token was checked when it was made);
+ * undefined when the token does not carry its signer's certificate (RFC 3161 certReq false).
+ * @throws Error when the token is malformed.
+ */
+export function timestampSigner(tokenDer: Uint8Array): { sha256: string; notAfter: Date } | undefined {
+  const token = decodeToken(tokenDer);
+  const signerInfo = token.signerInfos[0];
+  const signer = signerInfo ? findSigner(signerInfo, token.certificates) : undefined;
+  return signer ? { sha256: toHex(digest('SHA-256', signer.der)), notAfter: signer.notAfter } : undefined;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Verification
 
