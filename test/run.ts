@@ -5,7 +5,7 @@
  * (`node --import tsx --test test/x.test.ts`): it then starts a private stack.
  */
 import { spawn } from 'node:child_process';
-import { readdir } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { startTestStack } from './support/stack.js';
 
@@ -14,7 +14,8 @@ import { startTestStack } from './support/stack.js';
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const root = path.resolve(import.meta.dirname, '..');
 const args = process.argv.slice(2);
-const files = args.length > 0 ? args : await findTests(path.join(root, 'test'));
+// A directory argument stands for the test files under it (`npm test -- test/evidence`).
+const files = args.length > 0 ? (await Promise.all(args.map(async (a) => ((await stat(a).catch(() => null))?.isDirectory() ? findTests(path.resolve(a)) : [a])))).flat() : await findTests(path.join(root, 'test'));
 if (files.length === 0) throw new Error('no test files found under test/');
 
 const stack = await startTestStack();
