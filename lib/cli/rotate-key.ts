@@ -18,13 +18,12 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { ed25519KeyId, ed25519PublicKeyFingerprint, ed25519PublicKeyFromSpki, LocalEd25519Signer } from '../crypto/ed25519-signer.js';
-import { describeCertificate, findEntry, type KeyRegistry, readKeyRegistry, type RegistryEntry, rotateRegistry, withEntry, writeKeyRegistry } from '../crypto/key-windows.js';
+import { describeCertificate, findEntry, type KeyRegistry, readKeyRegistry, type RegistryEntry, rotateRegistry, walletEntry, withEntry, writeKeyRegistry } from '../crypto/key-windows.js';
 import { LocalMlDsaSigner, mlDsaKeyId, mlDsaPublicKeyFingerprint } from '../crypto/ml-dsa.js';
 import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { issueDocumentSigningCertificate } from '../crypto/tsa/certificates.js';
 import { tsaFiles } from '../crypto/tsa/files.js';
 import { pemToDer } from '../crypto/tsa/pem.js';
-import { sha256Hex } from '../crypto/hash.js';
 import { keepKeyAs, loadOrCreateLocalWallet, localWalletFiles, readLocalWalletKey } from '../ledger/local-wallet.js';
 
 /** The kinds `rotate-key` handles (the TSA leaf and root are the TSA's: lib/crypto/tsa/). */
@@ -205,7 +204,7 @@ export async function entryFromMaterial(kind: RegistryKind, material: string): P
     if (!/^0x[0-9a-fA-F]{40}$/.test(material)) throw new RotationRefused(`a wallet is named by its address (0x and 40 hex characters), not "${material}"`);
     const { getAddress } = await import('ethers');
     const address = getAddress(material.toLowerCase());
-    return { kind, kid: address, sha256: sha256Hex(Buffer.from(address.slice(2), 'hex')), address, not_before: null, not_after: null };
+    return { ...walletEntry(address), not_before: null };
   }
   let bytes: Buffer;
   try {

@@ -165,6 +165,14 @@ export function rotateRegistry(registry: KeyRegistry, next: Omit<RegistryEntry, 
 }
 
 
+/**
+ * The registry entry of a wallet (its EIP-55 address; its fingerprint is the SHA-256 of the
+ * address's 20 bytes). A wallet has no `not_after`; `not_before` is the caller's.
+ */
+export function walletEntry(address: string): Omit<RegistryEntry, 'not_before' | 'retired_at'> {
+  return { kind: 'ledger-wallet', kid: address, sha256: createHash('sha256').update(Buffer.from(address.slice(2), 'hex')).digest('hex'), address, not_after: null };
+}
+
 /** The registry entry of an X.509 key: its window is the certificate's notBefore/notAfter. */
 export function describeCertificate(kind: 'pdf-signing' | 'tsa-leaf' | 'tsa-root', certPem: string): Omit<RegistryEntry, 'retired_at'> {
   const der = pemToDer(certPem, 'CERTIFICATE');

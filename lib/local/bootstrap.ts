@@ -3,8 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { ed25519KeyId, ed25519PublicKeyFingerprint, LocalEd25519Signer } from '../crypto/ed25519-signer.js';
-import { sha256Hex } from '../crypto/hash.js';
-import { describeCertificate, readKeyRegistry, type RegistryEntry, withEntry, writeKeyRegistry } from '../crypto/key-windows.js';
+import { describeCertificate, readKeyRegistry, type RegistryEntry, walletEntry, withEntry, writeKeyRegistry } from '../crypto/key-windows.js';
 import { LocalMlDsaSigner, mlDsaKeyId, mlDsaPublicKeyFingerprint } from '../crypto/ml-dsa.js';
 import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { generateTsaCertificates, issueDocumentSigningCertificate } from '../crypto/tsa/certificates.js';
@@ -104,7 +103,7 @@ export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> 
       const w = await loadOrCreateLocalWallet(config.ledger.walletKeyFile);
       if (w.created) {
         created.push('ledger wallet key');
-        recorded.push({ kind: 'ledger-wallet', kid: w.address, sha256: sha256Hex(Buffer.from(w.address.slice(2), 'hex')), address: w.address, not_after: null });
+        recorded.push(walletEntry(w.address));
       }
       wallet = { address: w.address, privateKey: w.privateKey };
     }

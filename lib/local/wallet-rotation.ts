@@ -15,8 +15,7 @@
  */
 import { rename } from 'node:fs/promises';
 import { Wallet } from 'ethers';
-import { sha256Hex } from '../crypto/hash.js';
-import { findEntry, readKeyRegistry, type RegistryEntry, rotateRegistry, writeKeyRegistry } from '../crypto/key-windows.js';
+import { findEntry, readKeyRegistry, rotateRegistry, walletEntry, writeKeyRegistry } from '../crypto/key-windows.js';
 import { localWalletFiles, readLocalWalletKey } from '../ledger/local-wallet.js';
 import type { LedgerSender } from '../ledger/sender.js';
 import { LIVE } from '../ledger/types.js';
@@ -40,10 +39,6 @@ export type WalletRotationOutcome =
 
 /** The gas a value transfer to an account without code is given (lib/ledger/fees.ts gasLimitFor('0x')). */
 const TRANSFER_GAS = 23_100n;
-
-function entryOf(address: string): Omit<RegistryEntry, 'not_before' | 'retired_at'> {
-  return { kind: 'ledger-wallet', kid: address, sha256: sha256Hex(Buffer.from(address.slice(2), 'hex')), address, not_after: null };
-}
 
 /** Finishes a rotation `rotate-key ledger-wallet` began; null when none is pending. */
 export async function finishWalletRotation(deps: WalletRotationDeps): Promise<WalletRotationOutcome | null> {
@@ -88,7 +83,7 @@ export async function finishWalletRotation(deps: WalletRotationDeps): Promise<Wa
     // retired: the new wallet active from now, the old one retired at the same instant (one atomic write).
     const at = (deps.clock ?? (() => new Date()))();
     const known = findEntry(registry, 'ledger-wallet', from);
-    const updated = rotateRegistry(registry, entryOf(to), at, known ?? { ...entryOf(from), not_before: null, retired_at: null });
+    const updated = rotateRegistry(registry, walletEntry(to), at, known ?? { ...walletEntry(from), not_before: null, retired_at: null });
     if (updated !== registry) await writeKeyRegistry(deps.keyRegistryFile, updated);
   }
   // done: the stack loads the new key from here on.
