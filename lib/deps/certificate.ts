@@ -76,7 +76,8 @@ async function checkStandalone(imageHash: string, answers: { timestamp?: unknown
     const deps = getVerifyDeps();
     const roots = [...(await deps.tsaRoots()), ...((await deps.tsaPqRoots?.()) ?? [])];
     const verdict = await verifyStandaloneTimestamp(answers.timestamp, imageHash, roots, true, (await deps.tsaRetirements?.()) ?? []);
-    out.timestamp = { answer: answers.timestamp as HashTimestamp, ok: verdict.state === 'holds', tsaName: verdict.tsa_name };
+    const answer = answers.timestamp as HashTimestamp;
+    out.timestamp = { answer, ok: verdict.state === 'holds', tsaName: verdict.tsa_name, postQuantum: answer.policy === getConfig().tsa.pq?.policyOid };
   }
   if (answers.signature !== undefined) {
     const answer = answers.signature as SignatureResponse;

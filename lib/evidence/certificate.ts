@@ -27,7 +27,8 @@ export function accountHoldsEvidence(item: EvidenceItem | undefined, accountId: 
 
 /** The account's stand-alone answers on the hash, each with the checker's verdict at issue. */
 export interface StandaloneEvidence {
-  timestamp?: { answer: HashTimestamp; ok: boolean; tsaName: string | null };
+  /** `postQuantum`: the post-quantum TSA's token (ML-DSA-65, RFC 9882), which `openssl ts -verify` cannot check. */
+  timestamp?: { answer: HashTimestamp; ok: boolean; tsaName: string | null; postQuantum?: boolean };
   signature?: { answer: SignatureResponse; ok: boolean };
 }
 
@@ -231,15 +232,30 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
         ['Serial number', t.answer.serial_number],
         ['Policy', t.answer.policy],
       ],
-      check: {
-        intro: `With OpenSSL, from the attached ${TIMESTAMP_ATTACHMENT} and the original file (pin the published TSA root for a real check: GET /api/v2/tsa/certificates):`,
-        commands: [
-          timestampExtract,
-          `jq -r .timestamp_token ${TIMESTAMP_ATTACHMENT} | base64 -d > token.tsr`,
-          `jq -r '.tsa_certificates[-1]' ${TIMESTAMP_ATTACHMENT} > root.pem`,
-          'openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem',
-        ],
-      },
+      check: t.postQuantum
+        ? {
+            // README "Post-quantum time": `openssl ts -verify` has no ML-DSA yet; `openssl cms -verify` (3.5 or later) checks
+            // the signature and the chain, and the imprint is compared with the photo's SHA-256 by hand.
+            intro: `An ML-DSA-65 token: OpenSSL 3.5 or later checks it with cms -verify (ts -verify cannot yet), from the attached ${TIMESTAMP_ATTACHMENT} (pin the published post-quantum root for a real check: GET /api/v2/tsa/certificates?policy=${t.answer.policy}); the SHA-256 printed last must be the photo's:`,
+            commands: [
+              timestampExtract,
+              `jq -r .timestamp_token ${TIMESTAMP_ATTACHMENT} | base64 -d > token.tsr`,
+              `jq -r '.tsa_certificates[0]' ${TIMESTAMP_ATTACHMENT} > tsa.pem`,
+              `jq -r '.tsa_certificates[-1]' ${TIMESTAMP_ATTACHMENT} > root.pem`,
+              'openssl ts -reply -in token.tsr -token_out -out token.der',
+              'openssl cms -verify -inform DER -in token.der -binary -CAfile root.pem -certfile tsa.pem -purpose timestampsign -out tstinfo.der',
+              "openssl asn1parse -inform DER -in tstinfo.der | grep -m1 'OCTET STRING'; sha256sum photo.jpg",
+            ],
+          }
+        : {
+            intro: `With OpenSSL, from the attached ${TIMESTAMP_ATTACHMENT} and the original file (pin the published TSA root for a real check: GET /api/v2/tsa/certificates):`,
+            commands: [
+              timestampExtract,
+              `jq -r .timestamp_token ${TIMESTAMP_ATTACHMENT} | base64 -d > token.tsr`,
+              `jq -r '.tsa_certificates[-1]' ${TIMESTAMP_ATTACHMENT} > root.pem`,
+              'openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem',
+            ],
+          },
     });
   }
   if (own.signature && signatureExtract) {

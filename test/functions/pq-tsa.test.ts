@@ -208,6 +208,10 @@ describe('POST /api/v2/evidence/timestamp with a policy', () => {
     const text = spawnSync('pdftotext', ['-layout', pdf, '-'], { encoding: 'utf8' }).stdout.replace(/\s+/g, ' ');
     assert.match(text, /Checks out: the token is signed by the time-stamping authority/);
     assert.ok(text.includes(DEFAULT_TSA_PQ_POLICY_OID), 'the card names the post-quantum policy');
+    // Its commands are the ones OpenSSL can run on an ML-DSA-65 token (3.5+: cms -verify; ts -verify cannot yet).
+    assert.match(text, /OpenSSL 3\.5 or later checks it with cms -verify/);
+    assert.match(text, /openssl cms -verify -inform DER -in token\.der/);
+    assert.doesNotMatch(text, /openssl ts -verify -data photo\.jpg/);
     const photoFile = path.join(dir, `pq-${hash.slice(0, 8)}.jpg`);
     await writeFile(photoFile, photo);
     const tsaDir = path.join(process.env.DATA_DIR ?? '', 'tsa');
