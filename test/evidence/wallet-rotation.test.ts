@@ -236,6 +236,42 @@ async function oldWalletTransactions(url: string, from: string): Promise<{ to: s
   return out;
 }
 
+describe('finishWalletRotation while the old wallet is not drained', () => {
+  it('funds nothing, retires nothing and switches nothing: the old wallet keeps sending and the next start tries again', async () => {
+    const d = await mkdtemp(path.join(os.tmpdir(), 'wallet-undrained-'));
+    try {
+      await cp(pendingCopy, d, { recursive: true });
+      const live = path.join(d, 'keys', 'ledger-wallet.key');
+      const [liveBefore, registryBefore] = await Promise.all([readFile(live, 'utf8'), readFile(path.join(d, 'keys', 'key-registry.json'), 'utf8')]);
+      let submitted = 0;
+      // The old wallet's sender as the ledger would answer after its replay: one anchor still `sent`.
+      const sender = {
+        replay: async () => undefined,
+        listSlots: async () => [{ sk: 2, nonce: 2, kind: 'anchor', ref: 'x', status: 'sent', tx_hash: `0x${'ab'.repeat(32)}` }],
+        submit: async () => {
+          submitted++;
+          throw new Error('nothing may be sent');
+        },
+      };
+      const outcome = await finishWalletRotation({
+        walletKeyFile: live,
+        keyRegistryFile: path.join(d, 'keys', 'key-registry.json'),
+        senderFor: () => sender as never,
+        balanceOf: async () => 10n ** 24n,
+        maxFeePerGasWei: 1n,
+      });
+      assert.equal(outcome?.state, 'waiting');
+      assert.match(outcome?.state === 'waiting' ? outcome.reason : '', /1 transaction\(s\) of the old wallet are not final yet/);
+      assert.equal(submitted, 0);
+      assert.equal(await readFile(live, 'utf8'), liveBefore);
+      assert.equal(await readFile(path.join(d, 'keys', 'key-registry.json'), 'utf8'), registryBefore);
+      assert.ok((await readFile(`${live}.next`, 'utf8')).length > 0, 'the new key stays for the next start');
+    } finally {
+      await rm(d, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('finishWalletRotation after a kill between the registry write and the switch', () => {
   it('only renames: nothing is signed with the retired wallet', async () => {
     const d = await mkdtemp(path.join(os.tmpdir(), 'wallet-switch-'));
