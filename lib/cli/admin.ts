@@ -174,8 +174,8 @@ export async function runAdmin(argv: readonly string[], io: CliIo = consoleIo, r
         // A running stack keeps signing with the key it loaded: after the rotation that would be a
         // retired key. Its API port in use is taken as "running" (npm start binds it).
         const config = getConfig();
-        const { probePort } = await import('../local/net.js');
-        if ((await probePort(config.port, config.host)) === 'EADDRINUSE') {
+        const { stackHoldsPort } = await import('./stack-stopped.js');
+        if (await stackHoldsPort(config)) {
           return fail(io, `Not rotated: port ${config.port} (PORT) on ${config.host} is in use; stop npm start first (a running stack keeps signing with the key it loaded).`);
         }
         io.out(JSON.stringify(kind === 'ledger-wallet' ? await prepareLocalWalletRotation(config) : await rotateLocalKey(config, kind), null, 2));
