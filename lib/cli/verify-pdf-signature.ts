@@ -11,7 +11,7 @@
  * for the signer and the signature is not judged (pdfsig checks it against the reader's own trust).
  */
 import { createHash } from 'node:crypto';
-import { type ValidityWindow, checkWindow } from '../crypto/key-windows.js';
+import { type ValidityWindow, checkWindow, retiredSinceNote } from '../crypto/key-windows.js';
 import { verifyPadesSignature } from '../crypto/pdf-sign/verify.js';
 import type { TsaRetirement } from '../crypto/tsa/history.js';
 import { type Certificate, certificatesFromPem, describeCertificate, validatePath } from '../crypto/tsa/x509-verify.js';
@@ -129,6 +129,6 @@ function judgeSigner(signer: Certificate, carried: Certificate[], roots: Certifi
   }
   const w = checkWindow(window, new Date(at.at));
   return w.ok
-    ? result('holds', `${vouched}; ${w.reason.replace(/^valid as of \S+/, `valid ${asOf(at)}`)}`)
+    ? result('holds', `${vouched}; valid ${asOf(at)}${retiredSinceNote(w)}`)
     : result('fails', `${name} signed outside its validity window: ${w.reason} (${at.source === 'rfc3161' ? 'RFC 3161 genTime' : 'the /M the signature states'})`);
 }

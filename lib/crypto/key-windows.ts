@@ -71,6 +71,13 @@ export interface WindowVerdict {
   ok: boolean;
   /** In words: "valid as of …" or which bound the time crossed. */
   reason: string;
+  /** When it holds for a key retired since: the retirement (readers phrase "as of" their own way, then add it). */
+  retiredSince?: string;
+}
+
+/** " (retired since …)" after a verdict that holds for a key retired since, else nothing. */
+export function retiredSinceNote(v: WindowVerdict): string {
+  return v.retiredSince ? ` (retired since ${v.retiredSince})` : '';
 }
 
 /**
@@ -84,8 +91,8 @@ export function checkWindow(w: ValidityWindow, at: Date): WindowVerdict {
   if (w.not_before !== null && t < Date.parse(w.not_before)) return { ok: false, reason: `dated ${when}, before the key's validity began (${w.not_before})` };
   if (w.not_after !== null && t > Date.parse(w.not_after)) return { ok: false, reason: `dated ${when}, after the key's validity ended (${w.not_after})` };
   if (w.retired_at !== null && t >= Date.parse(w.retired_at)) return { ok: false, reason: `dated ${when}, after the key's retirement at ${w.retired_at}` };
-  const since = w.retired_at !== null ? ` (retired since ${w.retired_at})` : '';
-  return { ok: true, reason: `valid as of ${when}${since}` };
+  const verdict: WindowVerdict = { ok: true, reason: '', ...(w.retired_at !== null ? { retiredSince: w.retired_at } : {}) };
+  return { ...verdict, reason: `valid as of ${when}${retiredSinceNote(verdict)}` };
 }
 
 /** Validates a parsed registry; throws on a malformed one (a registry is written by us, so a bad one is an operator's error). */

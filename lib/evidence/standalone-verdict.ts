@@ -8,7 +8,7 @@ import { verifyTimestampResponse } from '../crypto/tsa/verify.js';
 import { describeSubject } from '../crypto/tsa/x509-verify.js';
 import { checkTimestamp, type TimestampVerdict, type Verdict } from './proof-check.js';
 import { checkSignatureResponse, type SignatureVerdict } from './signature.js';
-import { checkWindow, type ValidityWindow, type WindowVerdict } from '../crypto/key-windows.js';
+import { checkWindow, retiredSinceNote, type ValidityWindow, type WindowVerdict } from '../crypto/key-windows.js';
 import { describeSigningTime, type ProofState, type SigningTime } from './verdict.js';
 
 export interface StandaloneTimestampVerdict {
@@ -113,7 +113,7 @@ export function judgeStandaloneSignature(answer: unknown, imageHash: string, pub
   const window: WindowVerdict | null =
     keyWindow === undefined ? null : as_of ? checkWindow(keyWindow, new Date(as_of.at)) : { ok: false, reason: 'the statement states no signing time to judge the key at' };
   const windowVerdict: Verdict | undefined = window
-    ? { ok: window.ok, reason: window.ok ? `the Ed25519 key was ${window.reason.replace(/^valid as of \S+/, `valid ${describeSigningTime(as_of as SigningTime)}`)}` : `the Ed25519 key signed outside its validity window: ${window.reason}` }
+    ? { ok: window.ok, reason: window.ok ? `the Ed25519 key was valid ${describeSigningTime(as_of as SigningTime)}${retiredSinceNote(window)}` : `the Ed25519 key signed outside its validity window: ${window.reason}` }
     : undefined;
   const failing = [checks.statement, checks.signature, ...(checks.device ? [checks.device] : []), ...(windowVerdict ? [windowVerdict] : [])].find((v) => !v.ok);
   if (failing) return { state: 'fails', reason: failing.reason, checks, window, as_of };

@@ -39,7 +39,7 @@ import {
   checkServerHash,
   statementMismatches,
 } from './proof-check.js';
-import { checkWindow, type ValidityWindow } from '../crypto/key-windows.js';
+import { checkWindow, retiredSinceNote, type ValidityWindow } from '../crypto/key-windows.js';
 import type { AnchoredEvidence, FinalLedgerReceipt } from './records.js';
 import { STATEMENT_TYPE } from './statement.js';
 
@@ -308,7 +308,7 @@ function judgeKeyWindow(reason: string, fingerprint: string, trusted: readonly T
   if (windows.includes(null)) return holds(`${reason}; ${describeSigningTime(at)}`);
   const checks = windows.map((w) => checkWindow(w as ValidityWindow, new Date(at.at)));
   const ok = checks.find((c) => c.ok);
-  if (ok) return holds(`${reason}; ${ok.reason.replace(/^valid as of \S+/, `valid ${describeSigningTime(at)}`)}`);
+  if (ok) return holds(`${reason}; valid ${describeSigningTime(at)}${retiredSinceNote(ok)}`);
   return fails(`the ML-DSA-65 key ${fingerprint.slice(0, 16)}… signed outside its validity window: ${checks[0]?.reason ?? 'no window'} (${at.source === 'rfc3161' ? 'RFC 3161 genTime' : 'stated time'})`);
 }
 
@@ -324,7 +324,7 @@ function judgeWalletWindow(proof: ProofResult, from: string | null, windows: rea
   if (mine.length === 0) return proof;
   const checks = mine.map((w) => checkWindow(w.window, new Date(at.at)));
   const ok = checks.find((c) => c.ok);
-  if (ok) return ok.reason.includes('retired since') ? holds(`${proof.reason}; the wallet ${ok.reason.replace(/^valid as of \S+/, `was valid ${describeSigningTime(at)}`)}`) : proof;
+  if (ok) return ok.retiredSince ? holds(`${proof.reason}; the wallet was valid ${describeSigningTime(at)}${retiredSinceNote(ok)}`) : proof;
   return fails(`the transaction's sender ${from} was outside its validity window: ${checks[0]?.reason ?? ''}`);
 }
 

@@ -16,7 +16,8 @@ describe('checkWindow', () => {
   it('holds from not_before on, up to but not at retired_at, and says as of when', () => {
     assert.equal(checkWindow(W, at(W.not_before)).ok, true);
     const inside = checkWindow(W, at('2026-12-31T23:59:59.999Z'));
-    assert.deepEqual(inside, { ok: true, reason: 'valid as of 2026-12-31T23:59:59.999Z (retired since 2027-01-01T00:00:00.000Z)' });
+    assert.deepEqual(inside, { ok: true, reason: 'valid as of 2026-12-31T23:59:59.999Z (retired since 2027-01-01T00:00:00.000Z)', retiredSince: '2027-01-01T00:00:00.000Z' });
+    assert.deepEqual(checkWindow({ ...W, retired_at: null }, at('2026-06-01T00:00:00.000Z')), { ok: true, reason: 'valid as of 2026-06-01T00:00:00.000Z' });
     assert.match(checkWindow(W, at(W.retired_at)).reason, /^dated 2027-01-01T00:00:00.000Z, after the key's retirement at 2027-01-01T00:00:00.000Z$/);
     assert.equal(checkWindow(W, at(W.retired_at)).ok, false);
   });
