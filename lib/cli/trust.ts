@@ -15,7 +15,7 @@ import { rawPublicKeyOf, windowOfJwk } from '../crypto/jwk.js';
 import { type ValidityWindow, windowOf } from '../crypto/key-windows.js';
 import type { TrustedKey } from '../evidence/verdict.js';
 import { CliError } from './client.js';
-import { type TsaCertificateEntry, type TsaRetirement, retirementsOf } from '../crypto/tsa/history.js';
+import { type TsaCertificateEntry, type TsaRetirement, retiredRoots, retirementsOf } from '../crypto/tsa/history.js';
 import { certificatesFromPem } from '../crypto/tsa/x509-verify.js';
 
 /** One trusted service. */
@@ -110,10 +110,9 @@ export function pinnedAnchors(trust: TrustFile, file: string): PinnedAnchors | u
     }
   }
   const walletWindows = trust.services.flatMap((s) => (s.ledger.wallets ?? []).map((w) => ({ address: w.address, window: windowOf(w) })));
-  const retiredRoots = (s: TrustedService, kind: 'classic' | 'pq') => (s.tsa_certificates ?? []).filter((e) => e.kind === kind && e.role === 'root' && e.status === 'retired').map((e) => e.pem);
   return {
-    roots: trust.services.flatMap((s) => [s.tsa_root_pem, ...retiredRoots(s, 'classic')]),
-    pqRoots: trust.services.flatMap((s) => [...(s.tsa_pq_root_pem ? [s.tsa_pq_root_pem] : []), ...retiredRoots(s, 'pq')]),
+    roots: trust.services.flatMap((s) => [s.tsa_root_pem, ...retiredRoots(s.tsa_certificates ?? [], 'classic')]),
+    pqRoots: trust.services.flatMap((s) => [...(s.tsa_pq_root_pem ? [s.tsa_pq_root_pem] : []), ...retiredRoots(s.tsa_certificates ?? [], 'pq')]),
     tsaRetirements: trust.services.flatMap((s) => retirementsOf(s.tsa_certificates ?? [])),
     pqFingerprints: pq,
     pqKeys,

@@ -6,15 +6,13 @@
  */
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createHash } from 'node:crypto';
-import { type ErsHash, algorithmsOf, parseEvidenceRecord } from '../crypto/ers.js';
+import { type ErsHash, algorithmsOf, ersHasher, parseEvidenceRecord } from '../crypto/ers.js';
 import { type EvidenceRecordVerification, verifyEvidenceRecord } from '../crypto/ers-verify.js';
 import type { EvidenceStatus } from '../evidence/verdict.js';
 import { CliError } from './client.js';
 import { STATUS_WORD } from './receipt-report.js';
 import type { VerifySubject } from './verify-receipt.js';
 
-const NODE_NAMES: Readonly<Record<ErsHash, string>> = { 'SHA-256': 'sha256', 'SHA-384': 'sha384', 'SHA-512': 'sha512', 'SHA3-256': 'sha3-256', 'SHA3-512': 'sha3-512' };
 
 export interface EvidenceRecordReport {
   status: EvidenceStatus;
@@ -95,7 +93,7 @@ function toReport(v: EvidenceRecordVerification, rootSource: string | undefined,
 
 function digestFile(file: string, alg: ErsHash): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
-    const h = createHash(NODE_NAMES[alg]);
+    const h = ersHasher(alg);
     createReadStream(file)
       .on('data', (chunk) => h.update(chunk))
       .on('end', () => resolve(Uint8Array.from(h.digest())))

@@ -30,7 +30,7 @@
  * Encoding uses asn1js; the timestamp tokens are embedded byte for byte (asn1js RawData), since
  * later archive timestamps hash them.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import * as asn1js from 'asn1js';
 
 /** The hash algorithms a record may use (FIPS 180-4, FIPS 202). */
@@ -60,9 +60,14 @@ export function ersHashByOid(oid: string): ErsHash | undefined {
   return (Object.keys(ERS_HASH_OIDS) as ErsHash[]).find((k) => ERS_HASH_OIDS[k] === oid);
 }
 
+/** A node:crypto hash of the algorithm, to feed in parts (a file read in chunks). */
+export function ersHasher(alg: ErsHash): Hash {
+  return createHash(NODE_NAMES[alg]);
+}
+
 /** The digest of the concatenation of `parts`. */
 export function ersDigest(alg: ErsHash, ...parts: Uint8Array[]): Uint8Array {
-  const h = createHash(NODE_NAMES[alg]);
+  const h = ersHasher(alg);
   for (const p of parts) h.update(p);
   return Uint8Array.from(h.digest());
 }

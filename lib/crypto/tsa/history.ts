@@ -99,9 +99,13 @@ export function retire(history: TsaHistory, entries: { pem: string; kind: TsaKin
   return { version: 1, retired };
 }
 
-/** The retired roots of one kind, PEM: still trust anchors for the tokens dated before their retirement. */
-export function retiredRoots(history: TsaHistory, kind: TsaKind): string[] {
-  return history.retired.filter((e) => e.kind === kind && e.role === 'root').map((e) => e.pem);
+/**
+ * The retired roots of one kind, PEM: still trust anchors for the tokens dated before their
+ * retirement. From a history, or from the entries a trust-anchor document lists (current ones too).
+ */
+export function retiredRoots(from: TsaHistory | readonly TsaCertificateEntry[], kind: TsaKind): string[] {
+  const entries = 'retired' in from ? from.retired : from.filter((e) => e.status === 'retired');
+  return entries.filter((e) => e.kind === kind && e.role === 'root').map((e) => e.pem);
 }
 
 /** The retirements the verifier enforces (every kind and role). */
