@@ -12,7 +12,6 @@
  * says who signed, whether the signature covers the bytes, and when the token dates it.
  */
 import {
-  type AlgorithmIdentifier,
   type DerElement,
   DerCursor,
   OID,
@@ -22,19 +21,17 @@ import {
   children,
   decodeDer,
   digest,
-  expectTag,
   hashByOid,
   isContext,
   readAlgorithmIdentifier,
   readInteger,
-  readOctetString,
   readOid,
   sequence,
   toHex,
 } from '../tsa/der.js';
 import type { TsaRetirement } from '../tsa/history.js';
-import { type TimestampVerification, matchEssCertId, verifyTimestampToken } from '../tsa/verify.js';
-import { type Certificate, certificateFromDer, issuerNameMatcher, verifySignature } from '../tsa/x509-verify.js';
+import { type Attribute, type SignerInfo, type TimestampVerification, decodeSignerInfo, findSigner, matchEssCertId, singleAttributeValue, verifyTimestampToken } from '../tsa/verify.js';
+import { type Certificate, certificateFromDer, verifySignature } from '../tsa/x509-verify.js';
 import { OID_SIGNATURE_TIMESTAMP_TOKEN } from './cades.js';
 
 /** RFC 5652 §4: id-data, the type of the detached content. */
@@ -68,22 +65,8 @@ export interface VerifyPadesOptions {
   tsaRetirements?: readonly TsaRetirement[];
 }
 
-interface Attribute {
-  type: string;
-  values: DerElement[];
-}
-
-interface SignerInfo {
-  issuer: Uint8Array;
-  serial: bigint;
-  digestAlgorithm: AlgorithmIdentifier;
-  signedAttrs: Attribute[];
-  /** The DER of the signed attributes with the SET OF tag: what the signature covers (RFC 5652 §5.4). */
-  signedBytes: Uint8Array;
-  signatureAlgorithm: AlgorithmIdentifier;
-  signature: Uint8Array;
-  unsignedAttrs: Attribute[];
-}
+/** A SignerInfo as RFC 3161 tokens have it (tsa/verify.ts), its signed attributes required, with its unsigned attributes (the signature timestamp is one). */
+type PadesSignerInfo = SignerInfo & { signedAttrs: NonNullable<SignerInfo['signedAttrs']>; unsignedAttrs: Attribute[] };
 
 const no = (reason: string): CmsCheck => ({ ok: false, reason });
 
@@ -93,7 +76,7 @@ const no = (reason: string): CmsCheck => ({ ok: false, reason });
  */
 export async function verifyPadesSignature(cmsDer: Uint8Array, signedBytes: Uint8Array, options: VerifyPadesOptions): Promise<PadesVerification> {
   let certificates: Certificate[];
-  let signerInfos: SignerInfo[];
+  let signerInfos: PadesSignerInfo[];
   try {
     ({ certificates, signerInfos } = decodeSignedData(cmsDer));
   } catch (err) {
@@ -101,8 +84,7 @@ export async function verifyPadesSignature(cmsDer: Uint8Array, signedBytes: Uint
   }
   const [info] = signerInfos;
   if (!info || signerInfos.length !== 1) return { signature: no(`the CMS has ${signerInfos.length} signers, a PAdES signature has one`), certificates };
-  const issuedBy = issuerNameMatcher(info.issuer);
-  const signer = certificates.find((c) => c.serial === info.serial && issuedBy(c));
+  const signer = findSigner(info, certificates);
   if (!signer) return { signature: no("the signer's certificate is not in the CMS"), certificates };
   const token = single(info.unsignedAttrs, OID_SIGNATURE_TIMESTAMP_TOKEN);
   const result: PadesVerification = { signature: checkSignature(info, signer, signedBytes), signer, certificates };
@@ -120,7 +102,7 @@ export async function verifyPadesSignature(cmsDer: Uint8Array, signedBytes: Uint
 }
 
 /** ContentInfo { id-signedData, [0] SignedData } with detached id-data content (RFC 5652 §3, §5.1, §5.2). */
-function decodeSignedData(der: Uint8Array): { certificates: Certificate[]; signerInfos: SignerInfo[] } {
+function decodeSignedData(der: Uint8Array): { certificates: Certificate[]; signerInfos: PadesSignerInfo[] } {
   const top = decodeDer(der, 'ContentInfo');
   checkStructure(top);
   const ci = new DerCursor(sequence(top, 'ContentInfo'), 'ContentInfo');
@@ -142,32 +124,18 @@ function decodeSignedData(der: Uint8Array): { certificates: Certificate[]; signe
   const signerInfosEl = c.next('signerInfos');
   c.end();
   const certificates = (certsEl ? children(certsEl) : []).filter((el) => el.tag === TAG.SEQUENCE).map((el) => certificateFromDer(el.der));
-  const signerInfos = sequence(signerInfosEl, 'signerInfos', TAG.SET).map(decodeSignerInfo);
+  const signerInfos = sequence(signerInfosEl, 'signerInfos', TAG.SET).map((el): PadesSignerInfo => {
+    const info = decodeSignerInfo(el);
+    // ETSI EN 319 122-1 §5.2: signed attributes required.
+    if (!info.signedAttrs) throw new Error('no signed attributes (ETSI EN 319 122-1 §5.2 requires them)');
+    // unsignedAttrs [1] IMPLICIT, the SignerInfo's last field (RFC 5652 §5.3).
+    const last = children(el).at(-1);
+    return { ...info, signedAttrs: info.signedAttrs, unsignedAttrs: last && isContext(last, 1, true) ? attributes(last) : [] };
+  });
   for (const info of signerInfos) {
     if (!digestAlgorithms.includes(info.digestAlgorithm.oid)) throw new Error("the signer's digest algorithm is not among the SignedData digestAlgorithms (RFC 5652 §5.1)");
   }
   return { certificates, signerInfos };
-}
-
-/** SignerInfo (RFC 5652 §5.3) with issuerAndSerialNumber, signed attributes required. */
-function decodeSignerInfo(el: DerElement): SignerInfo {
-  const c = new DerCursor(sequence(el, 'SignerInfo'), 'SignerInfo');
-  if (readInteger(c.next('version'), 'SignerInfo version') !== 1n) throw new Error('SignerInfo version is not 1 (issuerAndSerialNumber)');
-  const sid = sequence(c.next('sid'), 'IssuerAndSerialNumber');
-  if (sid.length !== 2) throw new Error('IssuerAndSerialNumber: malformed');
-  const issuer = expectTag(sid[0], TAG.SEQUENCE, 'sid issuer').der;
-  const serial = readInteger(sid[1], 'sid serialNumber');
-  const digestAlgorithm = readAlgorithmIdentifier(c.next('digestAlgorithm'), 'digestAlgorithm');
-  const signedEl = c.next('signedAttrs');
-  if (!isContext(signedEl, 0, true)) throw new Error('no signed attributes (ETSI EN 319 122-1 §5.2 requires them)');
-  const signatureAlgorithm = readAlgorithmIdentifier(c.next('signatureAlgorithm'), 'signatureAlgorithm');
-  const signature = readOctetString(c.next('signature'), 'signature');
-  const unsignedEl = c.optional((e) => isContext(e, 1, true));
-  c.end();
-  // RFC 5652 §5.4: the signature covers the DER of the attributes with the EXPLICIT SET OF tag.
-  const signedBytes = Uint8Array.from(signedEl.der);
-  signedBytes[0] = TAG.SET;
-  return { issuer, serial, digestAlgorithm, signedAttrs: attributes(signedEl), signedBytes, signatureAlgorithm, signature, unsignedAttrs: unsignedEl ? attributes(unsignedEl) : [] };
 }
 
 function attributes(el: DerElement): Attribute[] {
@@ -186,17 +154,17 @@ function single(attrs: Attribute[], type: string): { value?: DerElement; problem
   return { value: found[0].values[0] };
 }
 
-function checkSignature(info: SignerInfo, signer: Certificate, content: Uint8Array): CmsCheck {
+function checkSignature(info: PadesSignerInfo, signer: Certificate, content: Uint8Array): CmsCheck {
   const hash = hashByOid(info.digestAlgorithm.oid);
   if (!hash || hash.name === 'SHA-1') return no(`digest algorithm ${info.digestAlgorithm.oid} is not accepted (SHA-256, SHA-384 or SHA-512)`);
-  const ct = single(info.signedAttrs, OID.contentType);
+  const ct = singleAttributeValue(info, OID.contentType);
   if (ct.problem || !ct.value || readOidOr(ct.value) !== OID_DATA) return no(ct.problem ?? 'the content-type attribute is missing or is not id-data');
-  const md = single(info.signedAttrs, OID.messageDigest);
+  const md = singleAttributeValue(info, OID.messageDigest);
   if (md.problem || md.value?.tag !== TAG.OCTET_STRING) return no(md.problem ?? 'the message-digest attribute is missing');
   // RFC 5652 §11.2: the digest of the content, here the PDF's signed byte ranges.
   if (!bytesEqual(md.value.value, digest(hash.name, content))) return no(`the ${hash.name} digest of the signed bytes is not the one the signature states: the document changed after it was signed`);
   // ETSI EN 319 122-1 §5.2.2.3: signing-certificate-v2 names the signer's certificate.
-  const ess = single(info.signedAttrs, OID.signingCertificateV2);
+  const ess = singleAttributeValue(info, OID.signingCertificateV2);
   if (ess.problem || !ess.value) return no(ess.problem ?? 'no signing-certificate-v2 attribute (ETSI EN 319 122-1 §5.2.2.3)');
   let named: { hash: string } | { problem: string };
   try {
@@ -206,7 +174,7 @@ function checkSignature(info: SignerInfo, signer: Certificate, content: Uint8Arr
   }
   if ('problem' in named) return no(`ESSCertIDv2: ${named.problem}`);
   try {
-    const { ok, description } = verifySignature(info.signatureAlgorithm, signer, info.signedBytes, info.signature, hash.name);
+    const { ok, description } = verifySignature(info.signatureAlgorithm, signer, info.signedAttrs.signedBytes, info.signature, hash.name);
     return ok
       ? { ok: true, reason: `signature verified (${description}) over the ${hash.name} digest ${toHex(md.value.value).slice(0, 16)}… of the signed bytes` }
       : no("the signature does not verify with the signer's certificate");

@@ -196,13 +196,13 @@ class MalformedError extends Error {}
 // Decoding
 
 /** Attribute ::= SEQUENCE { attrType OID, attrValues SET OF AttributeValue } (RFC 5652 §5.3). */
-interface Attribute {
+export interface Attribute {
   type: string;
   values: DerElement[];
 }
 
-/** SignerInfo (RFC 5652 §5.3), with the parts this verifier uses. */
-interface SignerInfo {
+/** SignerInfo (RFC 5652 §5.3), with the parts this verifier uses; the PAdES verifier (../pdf-sign/verify.ts) reads it too. */
+export interface SignerInfo {
   sid: { issuer: Uint8Array; serial: bigint } | { keyId: Uint8Array };
   digestAlgorithm: AlgorithmIdentifier;
   /** The signed attributes and the bytes the signature covers (their DER with the SET OF tag). */
@@ -350,7 +350,7 @@ function decodeToken(tokenDer: Uint8Array): DecodedToken {
   return { tokenDer, tstInfo, eContent, certificates: sd.certificates, signerInfos: sd.signerInfos };
 }
 
-function decodeSignerInfo(el: DerElement): SignerInfo {
+export function decodeSignerInfo(el: DerElement): SignerInfo {
   const c = new DerCursor(sequence(el, 'SignerInfo'), 'SignerInfo');
   const version = readInteger(c.next('version'), 'SignerInfo version');
   // SignerIdentifier ::= CHOICE { issuerAndSerialNumber, subjectKeyIdentifier [0] IMPLICIT OCTET STRING }
@@ -724,7 +724,7 @@ function checkNonce(tst: TstInfo, expected: bigint | undefined): CheckOutcome {
 }
 
 /** RFC 5652 §5.3 SignerIdentifier: issuerAndSerialNumber or [0] subjectKeyIdentifier. */
-function findSigner(signerInfo: SignerInfo, candidates: Certificate[]): Certificate | undefined {
+export function findSigner(signerInfo: SignerInfo, candidates: Certificate[]): Certificate | undefined {
   const sid = signerInfo.sid;
   if ('issuer' in sid) {
     // The name is decoded once: the token supplies it and the candidates (RFC 5652 §5.1: unsigned).
@@ -734,7 +734,7 @@ function findSigner(signerInfo: SignerInfo, candidates: Certificate[]): Certific
   return candidates.find((c) => hasKeyIdentifier(c, sid.keyId));
 }
 
-function singleAttributeValue(signerInfo: SignerInfo, type: string): { value?: DerElement; problem?: string } {
+export function singleAttributeValue(signerInfo: SignerInfo, type: string): { value?: DerElement; problem?: string } {
   const attrs = (signerInfo.signedAttrs?.attributes ?? []).filter((a) => a.type === type);
   if (attrs.length === 0) return {};
   // RFC 5652 §5.3 / §11: these attributes are single-valued and appear once.
