@@ -192,7 +192,10 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
       const chain = new Supervisor<LocalChain>(first, { healthName: 'ledger', label: 'ledger node (hardhat)', start: startChain, afterStart: replayAll }, say);
       stops.push(() => chain.stop());
       // A wallet rotation `npm run admin -- rotate-key ledger-wallet` began: finished here, before anything sends.
-      const liveKey = await readLocalWalletKey(config.ledger.walletKeyFile).catch(() => null);
+      // With a rotation pending, the wallets rotated away earlier go into the node first (the old
+      // wallet's funding came from them); otherwise replayAll below does it once.
+      const pendingRotation = await readLocalWalletKey(localWalletFiles(config.ledger.walletKeyFile).next).catch(() => null);
+      const liveKey = pendingRotation ? await readLocalWalletKey(config.ledger.walletKeyFile).catch(() => null) : null;
       const resentBefore = liveKey ? await resendRotatedAway(first, computeAddress(liveKey)) : 0;
       const rotate = () =>
         finishWalletRotation({
