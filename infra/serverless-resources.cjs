@@ -44,6 +44,7 @@ function buildTable(key, def) {
   };
   if (def.GlobalSecondaryIndexes) properties.GlobalSecondaryIndexes = def.GlobalSecondaryIndexes;
   if (def.TimeToLiveAttribute) properties.TimeToLiveSpecification = { AttributeName: def.TimeToLiveAttribute, Enabled: true };
+  if (def.StreamSpecification) properties.StreamSpecification = { StreamViewType: def.StreamSpecification.StreamViewType };
   return {
     Type: 'AWS::DynamoDB::Table',
     // Evidence must outlive the stack: neither `osls remove` nor a replacing update deletes data.

@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { TableKey, TableNames } from './store/table-definitions.js';
 import { DYNAMO_ATTEMPT_TIMEOUT_MS, DYNAMO_DEADLINE_MS, TABLE_DEFINITIONS, TABLE_KEYS } from './store/table-definitions.js';
 import type { JwtSecretSource } from './accounts/jwt-secret.js';
+import { MAX_KEY_CACHE_MS } from './accounts/key-auth.js';
 import { DEFAULT_TIERS, TIER_NAMES, type TierLimits, type TierName, type TierTable } from './accounts/tiers.js';
 
 /**
@@ -73,6 +74,19 @@ export interface Config {
   edgeOriginSecret: string | undefined;
   /** Requests per minute of one account to the JWT account endpoints (keys, usage, info). */
   accountRatePerMinute: number;
+  /**
+   * API_KEY_CACHE_MS: how long an instance answers requests from an API key it read before, without
+   * reading it again (lib/accounts/key-auth.ts): the bound on how late another instance sees a
+   * deactivation or a tier change. 0 to 5000; default 5000.
+   */
+  apiKeyCacheMs: number;
+  /**
+   * ANCHOR_CONCURRENCY: anchors one process works on at once (lib/http/bulkhead.ts); the others wait
+   * their turn up to ANCHOR_WAIT_MS, then 503 server_busy. 0: no bound. A Lambda instance serves one
+   * request at a time, so it matters where one process serves many: `npm start`.
+   */
+  anchorConcurrency: number;
+  anchorWaitMs: number;
   /** Failed login or admin-token attempts one client address may make per 15-minute window before 429. */
   authFailuresPerWindow: number;
   /** `npm start`: how often the reconciler passes over unfinished anchors (the Lambda runs every minute). */
@@ -327,6 +341,9 @@ export function loadConfig(env: Env = process.env): Config {
     publicRateLimit,
     edgeOriginSecret,
     accountRatePerMinute: r.integer('ACCOUNT_RATE_PER_MINUTE', 120, 1),
+    apiKeyCacheMs: r.integer('API_KEY_CACHE_MS', MAX_KEY_CACHE_MS, 0, MAX_KEY_CACHE_MS),
+    anchorConcurrency: r.integer('ANCHOR_CONCURRENCY', 16, 0),
+    anchorWaitMs: r.integer('ANCHOR_WAIT_MS', 20_000, 100),
     authFailuresPerWindow: r.integer('AUTH_FAILURES_PER_WINDOW', 10, 1),
     reconcileIntervalMs: r.integer('RECONCILE_INTERVAL_MS', 5000, 100),
     reconcileSafetyScanItems: r.integer('RECONCILE_SAFETY_SCAN_ITEMS', local ? 1000 : 0, 0),
@@ -482,11 +499,11 @@ class Reader {
     return fallback;
   }
 
-  integer(name: string, fallback: number, min: number): number {
+  integer(name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
     const v = this.optional(name);
     if (v === undefined) return fallback;
-    if (!/^\d+$/.test(v) || Number(v) < min || !Number.isSafeInteger(Number(v))) {
-      this.problems.push(`${name} must be an integer ≥ ${min}, got "${v}"`);
+    if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max || !Number.isSafeInteger(Number(v))) {
+      this.problems.push(`${name} must be an integer ≥ ${min}${max < Number.MAX_SAFE_INTEGER ? ` and ≤ ${max}` : ''}, got "${v}"`);
       return fallback;
     }
     return Number(v);

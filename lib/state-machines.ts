@@ -41,32 +41,19 @@ export interface StateMachine {
 export const EVIDENCE_ITEM = {
   record: 'evidence item',
   stored: 'evidence table, key image_hash; anchor_state, anchor_v (tx_status for the anchored sub-states)',
-  states: ['none', 'accepting', 'publishing', 'anchored:pending', 'anchored:confirmed', 'anchored:failed', 'anchored:final'],
+  states: ['none', 'publishing', 'anchored:pending', 'anchored:confirmed', 'anchored:failed', 'anchored:final'],
   transitions: {
-    claim: {
-      from: 'none',
-      to: 'accepting',
-      by: 'an anchor request (v1 or v2), beside its quota hold',
-      when: 'no anchor is under way or done on the hash (a registration or stand-alone proofs may be there); no read first',
-    },
-    resume: {
-      from: 'accepting',
-      to: 'accepting',
-      by: 'the identical request (same fingerprint), at once, whenever it arrives',
-      when: 'same fingerprint; takes a new claim id, statement time, lease and quota hold (the old hold is refunded)',
-    },
-    release: {
-      from: 'accepting',
-      to: 'none',
-      by: 'the claim holder when a step before publishing failed; any invocation (a request, the reconciler) once the lease lapsed',
-      when: 'the lease lapsed, or the holder gives its own claim back; then the chain link, then the quota hold',
-      back: 'nothing was published: no proof and no transaction is stored on an accepting item',
-    },
     publish: {
-      from: 'accepting',
+      from: 'none',
       to: 'publishing',
-      by: 'the claim holder (its claim id)',
-      when: 'every proof is made; direct mode: with the signed transaction, BEFORE its broadcast; batch mode: with the batch of the window open now, before its leaf',
+      by: 'the anchor request (v1 or v2) that holds the chain link (its claim id): this write claims the hash',
+      when: 'no anchor is on the hash and the claim is not barred; every proof is made; direct mode: with the signed transaction, BEFORE its broadcast; batch mode: with the batch of the window open now, before its leaf; no read first',
+    },
+    bar: {
+      from: 'none',
+      to: 'none',
+      by: 'whoever frees a chain link whose claim lapsed, and the reconciliation before it refunds the quota hold of such a claim',
+      when: 'no anchor is on the hash and the claim\'s lease lapsed: its id joins dead_claims, so that its publish can never land',
     },
     rebatch: {
       from: 'publishing',

@@ -47,7 +47,8 @@ const PORTS = [
   'lib/accounts/account-repository.ts',
   'lib/accounts/api-key-repository.ts',
   'lib/accounts/counter-repository.ts',
-  'lib/accounts/activity-repository.ts',
+  'lib/accounts/meter-repository.ts',
+  'lib/evidence/activity.ts',
   'lib/accounts/tiers.ts',
 ];
 

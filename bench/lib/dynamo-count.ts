@@ -25,6 +25,12 @@ export interface OpCount {
 export type Counts = Record<string, OpCount>;
 
 export const WRITE_OPS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
+/**
+ * The local change feed's own operations (lib/local/dynalite-store.mjs): the local stand-in for
+ * reading the evidence table's DynamoDB Stream, which in AWS is Lambda's poller (no charge for a
+ * Lambda trigger, no table request). Counted apart, never as DynamoDB requests.
+ */
+export const FEED_OPS = new Set(['ReadChanges', 'TrimChanges']);
 
 export interface CountingProxy {
   endpoint: string;
@@ -53,10 +59,16 @@ export function summarise(counts: Counts): {
   byOperation: Record<string, number>;
   writesByTable: Record<string, number>;
   writeUnitsByTable: Record<string, number>;
+  /** Reads and trims of the local change feed (FEED_OPS), not in `requests`. */
+  feedRequests: number;
 } {
-  const s = { requests: 0, writes: 0, writeUnits: 0, readUnits: 0, byOperation: {} as Record<string, number>, writesByTable: {} as Record<string, number>, writeUnitsByTable: {} as Record<string, number> };
+  const s = { requests: 0, writes: 0, writeUnits: 0, readUnits: 0, byOperation: {} as Record<string, number>, writesByTable: {} as Record<string, number>, writeUnitsByTable: {} as Record<string, number>, feedRequests: 0 };
   for (const [key, c] of Object.entries(counts)) {
     const [table = '?', op = '?'] = key.split(' ');
+    if (FEED_OPS.has(op)) {
+      s.feedRequests += c.requests;
+      continue;
+    }
     s.requests += c.requests;
     s.byOperation[op] = (s.byOperation[op] ?? 0) + c.requests;
     if (WRITE_OPS.has(op)) {

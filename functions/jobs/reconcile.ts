@@ -37,7 +37,6 @@ export async function handler(event?: { fullScan?: boolean }): Promise<Reconcile
     ]);
     metrics.addMetric('OldestPendingAnchorAgeSeconds', MetricUnit.Seconds, Math.round(report.oldestWaitingMs / 1000));
     metrics.addMetric('AnchorsWaiting', MetricUnit.Count, report.waiting);
-    metrics.addMetric('AnchorsReleased', MetricUnit.Count, report.released);
     metrics.addMetric('AnchorsFinished', MetricUnit.Count, report.finished);
     metrics.addMetric('ReconcileFailures', MetricUnit.Count, report.failed);
     if (wallet) metrics.addMetric('WalletBalanceBelowLow', MetricUnit.Count, wallet.lowBalance ? 1 : 0);

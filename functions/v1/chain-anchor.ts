@@ -1,12 +1,11 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { noteActivity } from '../../lib/accounts/activity.js';
-import { getActivityRepo } from '../../lib/deps/activity.js';
 import { getAnchorDeps } from '../../lib/deps/anchoring.js';
 import { anchorEvidence } from '../../lib/evidence/anchor.js';
 import { V1AnchorRequest, V1AnchorResponse } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
-import { apiKeyAuth, apiKeyCaller } from '../../lib/http/auth.js';
+import { apiKeyAuth, apiKeyCaller, requestQuotaPort } from '../../lib/http/auth.js';
+import { anchorBulkhead } from '../../lib/http/bulkhead.js';
 import { jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
 
 export const route = createRoute({
@@ -26,7 +25,7 @@ export const route = createRoute({
     'When a dependency fails the answer is 503 and the identical retry completes the anchor.\n\n' +
     'tx_status is pending when the transaction was sent but not mined within the receipt timeout; it completes later (GET /chain/verify shows it).',
   security: [{ ApiKey: [] }],
-  middleware: [apiKeyAuth({ feature: 'anchor' })] as const,
+  middleware: [apiKeyAuth({ feature: 'anchor', charge: 'handler' }), anchorBulkhead] as const,
   request: jsonBody(V1AnchorRequest),
   responses: {
     201: {
@@ -42,7 +41,8 @@ export const app = createApp();
 app.openapi(route, async (c) => {
   const body = c.req.valid('json');
   const caller = apiKeyCaller(c);
-  const result = await anchorEvidence(await getAnchorDeps(), {
+  const deps = await getAnchorDeps();
+  const result = await anchorEvidence({ ...deps, quota: requestQuotaPort(c, deps.quota) }, {
     imageHash: body.image_hash,
     chainIndex: body.chain_index,
     chainHash: body.chain_hash,
@@ -54,7 +54,6 @@ app.openapi(route, async (c) => {
     tier: caller.tier,
     apiVersion: 'v1',
   });
-  await noteActivity(getActivityRepo(), caller.accountId, result.image_hash, 'anchored');
   c.header('Location', `/api/v1/chain/verify/${result.image_hash}`);
   return c.json(
     {

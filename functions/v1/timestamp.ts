@@ -21,7 +21,7 @@ export const route = createRoute({
     'Nothing is stored: the token is the proof. An optional nonce is echoed in the token (RFC 3161 §2.4.1); the embedded TSA honours it, ' +
     'a remote TSA chooses its own (a nonce then gives 400 nonce_not_supported). 503 tsa_unavailable when the authority does not answer.',
   security: [{ ApiKey: [] }],
-  middleware: [apiKeyAuth({ feature: 'timestamp', quota: true })] as const,
+  middleware: [apiKeyAuth({ feature: 'timestamp', charge: 'quota' })] as const,
   request: jsonBody(TimestampRequest),
   responses: {
     200: { description: 'The token.', content: { 'application/json': { schema: TimestampResponse } } },

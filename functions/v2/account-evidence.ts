@@ -1,8 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { ACTIVITY_KINDS } from '../../lib/accounts/activity-repository.js';
+import { ACTIVITY_KINDS } from '../../lib/evidence/activity.js';
 import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
-import { getActivityRepo } from '../../lib/deps/activity.js';
+import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { jwtAuth } from '../../lib/http/account-auth.js';
 import { createApp } from '../../lib/http/app.js';
 import { IsoTime } from '../../lib/http/schemas/accounts.js';
@@ -38,8 +38,9 @@ export const route = createRoute({
   tags: ['v2 accounts'],
   summary: "The account's recent evidence: the hashes it registered, time-stamped, signed or anchored, newest first",
   description:
-    'The dashboard\'s "Recent evidence". A convenience list, noted after each successful evidence request: it links to the proofs (the public verify and receipt endpoints, ' +
-    'and the certificate), and is not a proof itself. A note that failed to be written leaves its hash out until the account uses the hash again.',
+    'The dashboard\'s "Recent evidence". A convenience list derived from the records of what the account obtained (its registrations, stand-alone timestamps and signatures, and anchors once anchored), ' +
+    'through an index of the evidence table: nothing is written for it. It links to the proofs (the public verify and receipt endpoints, and the certificate) and is not a proof itself. ' +
+    'In AWS the index is eventually consistent: an item of the last second may not show yet.',
   security: [{ Bearer: [] }],
   request: { query: EvidenceQuery },
   responses: {
@@ -54,7 +55,7 @@ export function createAccountEvidenceApp(deps: AccountDepsProvider = getAccountD
   app.use('*', jwtAuth({ deps }));
   app.openapi(route, async (c) => {
     const { limit } = c.req.valid('query');
-    const items = await getActivityRepo().recent(c.get('accountId') as string, limit ?? 20);
+    const items = await getEvidenceRepo().recentActivity(c.get('accountId') as string, limit ?? 20);
     c.header('Cache-Control', 'no-store');
     return c.json({ items }, 200);
   });

@@ -1,7 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { noteActivity } from '../../lib/accounts/activity.js';
-import { getActivityRepo } from '../../lib/deps/activity.js';
 import { getConfig } from '../../lib/deps/core.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { getEd25519Signer } from '../../lib/deps/signing.js';
@@ -26,7 +24,7 @@ export const route = createRoute({
     'The answer is recorded for your account on the hash (the latest one wins) so that GET /api/v2/evidence/certificate/{image_hash} shows and attaches it; ' +
     'it is only given out once recorded: if that write fails the request fails with 503 database_unavailable and the unit is refunded.',
   security: [{ ApiKey: [] }],
-  middleware: [apiKeyAuth({ feature: 'ed25519_signing', quota: true })] as const,
+  middleware: [apiKeyAuth({ feature: 'ed25519_signing', charge: 'quota' })] as const,
   request: jsonBody(SignRequest),
   responses: {
     200: { description: 'The signed statement.', content: { 'application/json': { schema: SignResponse } } },
@@ -47,7 +45,6 @@ app.openapi(route, async (c) => {
   }
   const recorder = { store: getEvidenceRepo(), accountId: apiKeyCaller(c).accountId };
   const answer = await signHash({ signer, issuer: getConfig().publicBaseUrl, recorder }, input);
-  await noteActivity(getActivityRepo(), recorder.accountId, input.sha256_hash, 'signed');
   return c.json(answer, 200);
 });
 

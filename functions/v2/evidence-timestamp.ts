@@ -1,7 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { noteActivity } from '../../lib/accounts/activity.js';
-import { getActivityRepo } from '../../lib/deps/activity.js';
 import { getTimestampAuthorities } from '../../lib/deps/anchoring.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { authorityForPolicy, timestampHash } from '../../lib/evidence/timestamp.js';
@@ -27,7 +25,7 @@ export const route = createRoute({
     'it is only given out once recorded: if that write fails the request fails with 503 database_unavailable and the unit is refunded. ' +
     '503 tsa_unavailable when the authority does not answer.',
   security: [{ ApiKey: [] }],
-  middleware: [apiKeyAuth({ feature: 'timestamp', quota: true })] as const,
+  middleware: [apiKeyAuth({ feature: 'timestamp', charge: 'quota' })] as const,
   request: jsonBody(TimestampHashRequest),
   responses: {
     200: { description: 'The token.', content: { 'application/json': { schema: TimestampHashResponse } } },
@@ -42,7 +40,6 @@ app.openapi(route, async (c) => {
   const authority = authorityForPolicy(getTimestampAuthorities(), policy);
   const recorder = { store: getEvidenceRepo(), accountId: apiKeyCaller(c).accountId };
   const answer = await timestampHash(authority, sha256_hash, recorder);
-  await noteActivity(getActivityRepo(), recorder.accountId, sha256_hash, 'timestamped');
   return c.json(answer, 200);
 });
 

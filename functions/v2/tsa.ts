@@ -31,7 +31,7 @@ export const route = createRoute({
     'Credentials: `X-API-Key`, or HTTP Basic with the API key as the password and any user name (a 401 carries `WWW-Authenticate: Basic`). Starter tier and above; each granted token counts one unit of the monthly quota. ' +
     'Only with the embedded TSA (TSA_SCHEME=embedded); with a remote TSA this endpoint answers 503 tsa_unavailable.',
   security: [{ ApiKey: [] }, { Basic: [] }],
-  middleware: [apiKeyAuth({ feature: 'timestamp', quota: true, basicRealm: 'evidence-tsa' })] as const,
+  middleware: [apiKeyAuth({ feature: 'timestamp', charge: 'quota', basicRealm: 'evidence-tsa' })] as const,
   request: { body: { required: true, description: 'A DER TimeStampReq.', content: { [QUERY_TYPE]: { schema: Binary } } } },
   responses: {
     200: { description: 'A DER TimeStampResp: granted, or a rejection with its PKIFailureInfo.', content: { [REPLY_TYPE]: { schema: Binary } } },

@@ -3,7 +3,7 @@ import type { AccountRepository, TierStamp } from './account-repository.js';
 import type { ApiKeyRecord, ApiKeyRepository } from './api-key-repository.js';
 import { apiKeyDisplayPrefix, generateApiKey, hashApiKey } from './api-key-format.js';
 import { type Clock, systemClock } from './clock.js';
-import { ApiKeyAuthenticator, type AuthenticatedKey, type KeyAuthenticator } from './key-auth.js';
+import { ApiKeyAuthenticator, type AuthenticatedKey, forgetAuthenticatedKeys, type KeyAuthenticator } from './key-auth.js';
 import { randomId } from './random.js';
 
 export { type AuthenticatedKey, LAST_USED_RESOLUTION_MS } from './key-auth.js';
@@ -118,6 +118,8 @@ export class ApiKeyService implements KeyAuthenticator {
     const found = await this.keys.findByKeyId(accountId, keyId);
     if (!found) throw keyNotFound(keyId);
     const result = await this.keys.deactivate(found.key_hash, accountId, this.clock().toISOString());
+    // This process answers no request from the key any more; the others within API_KEY_CACHE_MS.
+    forgetAuthenticatedKeys([found.key_hash]);
     if (result.outcome === 'not_found') throw keyNotFound(keyId);
     // The slot is released only by the one request that flipped `active` (the conditional update).
     if (result.outcome === 'deactivated') await this.accounts.releaseKeySlot(accountId, found.key_hash);

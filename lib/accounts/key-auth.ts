@@ -1,4 +1,5 @@
 import { describeError, log } from '../log.js';
+import { ProcessCache } from '../memo.js';
 import type { AccountRepository, TierStamp } from './account-repository.js';
 import { hashApiKey, isWellFormedApiKey } from './api-key-format.js';
 import type { ApiKeyRecord, ApiKeyRepository } from './api-key-repository.js';
@@ -38,6 +39,27 @@ import { isTierName, type TierName } from './tiers.js';
 /** `last_used_at` is written at most once per key and this interval (keeps the hot path at one read). */
 export const LAST_USED_RESOLUTION_MS = 60_000;
 
+/**
+ * The longest an instance may answer from a key it read before (API_KEY_CACHE_MS, default and
+ * maximum): a deactivation, or a tier change, reaches every instance within this bound. The
+ * instance that makes the change forgets the key at once ({@link forgetAuthenticatedKeys}), so
+ * with `npm start` (one process) it takes effect with the very next request.
+ */
+export const MAX_KEY_CACHE_MS = 5_000;
+
+/**
+ * Keys this process authenticated, by key hash, each with the time until which it may be answered
+ * from here (decisions.md "API keys"): the key's GetItem leaves the hot path, one read per key and
+ * instance every API_KEY_CACHE_MS at most. Only a key that authenticated is kept: an unknown or
+ * deactivated key is read every time (a refusal is never cached, so a new key works at once).
+ */
+const authenticated = new ProcessCache<string, { caller: AuthenticatedKey; until: number }>('authenticated API keys (≤ API_KEY_CACHE_MS)', 10_000);
+
+/** Forgets keys this process may answer from memory: their deactivation or tier change is seen by the next request here. */
+export function forgetAuthenticatedKeys(keyHashes: Iterable<string>): void {
+  for (const hash of keyHashes) authenticated.delete(hash);
+}
+
 /** The caller behind a valid, active API key. */
 export interface AuthenticatedKey {
   accountId: string;
@@ -57,6 +79,7 @@ export interface KeyAuthenticator {
  */
 export async function copyTierToKeys(keys: ApiKeyRepository, keyHashes: readonly string[], stamp: TierStamp): Promise<void> {
   await Promise.all(keyHashes.map((hash) => keys.setTier(hash, stamp.tier, stamp.version)));
+  forgetAuthenticatedKeys(keyHashes);
 }
 
 /** API-key authentication (the part of the key service that evidence functions load). */
@@ -65,18 +88,34 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
     private readonly keys: ApiKeyRepository,
     private readonly accounts: AccountRepository,
     private readonly clock: Clock = systemClock,
-  ) {}
+    /** API_KEY_CACHE_MS: how long a key read may answer later requests of this process (0: never; at most {@link MAX_KEY_CACHE_MS}). */
+    private readonly cacheMs = 0,
+  ) {
+    if (!(cacheMs >= 0 && cacheMs <= MAX_KEY_CACHE_MS)) throw new Error(`the API key cache holds a key at most ${MAX_KEY_CACHE_MS} ms`);
+  }
 
   /**
    * The caller behind `apiKey`, or undefined for a malformed key (no database access), an unknown
-   * or deactivated key, or a key whose account is gone. Round trips: one strongly consistent
-   * GetItem of the key, which carries the tier; about once a minute per key the `last_used_at`
-   * write. A key older than the tier copies takes one more (the account's enlisting write, in
-   * parallel with `last_used_at`) and one to store its copy, once.
+   * or deactivated key, or a key whose account is gone. Round trips: none while this process read
+   * the key less than `cacheMs` ago; otherwise one strongly consistent GetItem of the key, which
+   * carries the tier, and about once a minute per key the `last_used_at` write. A key older than
+   * the tier copies takes one more (the account's enlisting write, in parallel with `last_used_at`)
+   * and one to store its copy, once.
    */
   async authenticate(apiKey: string): Promise<AuthenticatedKey | undefined> {
     if (!isWellFormedApiKey(apiKey)) return undefined;
-    const key = await this.keys.getByHash(hashApiKey(apiKey));
+    const hash = hashApiKey(apiKey);
+    const now = this.clock().getTime();
+    const hit = this.cacheMs > 0 ? authenticated.get(hash) : undefined;
+    if (hit && now < hit.until && now >= hit.until - this.cacheMs) return hit.caller;
+    const caller = await this.read(hash);
+    if (caller && this.cacheMs > 0) authenticated.set(hash, { caller, until: now + this.cacheMs });
+    else authenticated.delete(hash);
+    return caller;
+  }
+
+  private async read(keyHash: string): Promise<AuthenticatedKey | undefined> {
+    const key = await this.keys.getByHash(keyHash);
     if (!key || key.active !== true) return undefined;
     if (isTierName(key.tier)) {
       await this.recordUse(key);

@@ -1,17 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import type { TierName, TierTable } from './tiers.js';
+import { DomainError } from '../errors.js';
+import { describeError, log } from '../log.js';
+import { tierLabel, type TierName, type TierTable } from './tiers.js';
 import { type Clock, systemClock } from './clock.js';
 import type { CounterRepository, SweepStep } from './counter-repository.js';
+import type { MeterRepository } from './meter-repository.js';
 
 /**
  * Per-minute rate limits and monthly quotas as DynamoDB counters (decisions.md "Limits").
  *
  * Counter items (counters table):
- * - `rate#<account_id>#<YYYY-MM-DDTHH:MM>`: requests of one account in one UTC minute;
- * - `quota#<account_id>#<YYYY-MM>`: successful evidence operations of one account in one UTC month;
- * - `ip#<ip>#<YYYY-MM-DDTHH:MM>`: no longer written (public reads are limited at the edge or in
- *   process, ip-rate-window.ts); the prefix stays in LIMIT_COUNTER_PREFIXES so that the counters
- *   of earlier versions are swept;
+ * - `meter#<account_id>#<YYYY-MM>`: the account meter (meter-repository.ts): the API-key requests
+ *   of the current UTC minute AND the evidence operations of the UTC month, with their holds, on
+ *   one item, so that one conditional write checks and charges both;
+ * - `rate#…` and `quota#…` (the rate and the quota on two items) and `ip#<ip>#<minute>` are no
+ *   longer written; their prefixes stay in LIMIT_COUNTER_PREFIXES so that counters of earlier
+ *   versions are swept;
  * - `ipauth#<ip>#<YYYY-MM-DDTHH:MM>`: register and login attempts from one client IP in one minute;
  * - `acct#<account_id>#<YYYY-MM-DDTHH:MM>`: requests of one account to the JWT account endpoints in one minute;
  * - `authfail#<scope>#<ip>#<YYYY-MM-DDTHH:MM>`: failed login (`login`) or admin-token (`admin`)
@@ -51,20 +55,19 @@ export function monthWindow(now: Date): Window {
 
 /** Counter keys (see the module comment). */
 export const counterKeys = {
-  rate: (accountId: string, w: Window) => `rate#${accountId}#${w.id}`,
-  quota: (accountId: string, w: Window) => `quota#${accountId}#${w.id}`,
+  meter: (accountId: string, w: Window) => `meter#${accountId}#${w.id}`,
   ipAuth: (ip: string, w: Window) => `ipauth#${ip.slice(0, 64)}#${w.id}`,
   account: (accountId: string, w: Window) => `acct#${accountId}#${w.id}`,
   authFailures: (scope: GuessScope, ip: string, w: Window) => `authfail#${scope}#${ip.slice(0, 64)}#${w.id}`,
 };
 
-/** The quota counter of an account for the month containing `at`. */
+/** The meter (rate and quota) of an account for the month containing `at`. */
 export function quotaCounterKey(accountId: string, at: Date): string {
-  return counterKeys.quota(accountId, monthWindow(at));
+  return counterKeys.meter(accountId, monthWindow(at));
 }
 
 /** Key prefixes of the counters this module owns (the quota reset touches only these). */
-export const LIMIT_COUNTER_PREFIXES = ['rate#', 'quota#', 'ip#', 'ipauth#', 'acct#', 'authfail#'] as const;
+export const LIMIT_COUNTER_PREFIXES = ['meter#', 'rate#', 'quota#', 'ip#', 'ipauth#', 'acct#', 'authfail#'] as const;
 
 /** Which per-IP bucket: public read endpoints, or register/login (brute-force protection). */
 export type IpScope = 'public' | 'auth';
@@ -132,19 +135,43 @@ export interface Usage {
 }
 
 /**
- * A hold id: `<kind>:<epoch ms>:<ref>`. Kind `r` is a request's own hold (random ref), kind `a` an
- * anchor's (ref = image hash and claim id), whose outcome the evidence item tells.
+ * The kinds of hold: `r` a request's own (random ref), ended by the request; `a` an anchor's (ref =
+ * image hash and claim id) and `g` a hash registration's (ref = image hash), whose outcomes the
+ * evidence item and the account's registration tell (quota-holds.ts).
  */
-export function newHoldId(kind: 'r' | 'a', now: Date, ref: string = randomUUID()): string {
+export type HoldKind = 'r' | 'a' | 'g';
+
+/** A hold id: `<kind>:<epoch ms>:<ref>`. */
+export function newHoldId(kind: HoldKind, now: Date, ref: string = randomUUID()): string {
   return `${kind}:${now.getTime()}:${ref}`;
 }
 
 /** The parts of a hold id (undefined for one that is not ours). */
-export function parseHoldId(id: string): { kind: 'r' | 'a'; createdAtMs: number; ref: string } | undefined {
-  const m = /^([ra]):(\d{1,15}):(.+)$/.exec(id);
+export function parseHoldId(id: string): { kind: HoldKind; createdAtMs: number; ref: string } | undefined {
+  const m = /^([rag]):(\d{1,15}):(.+)$/.exec(id);
   if (!m) return undefined;
-  return { kind: m[1] as 'r' | 'a', createdAtMs: Number(m[2]), ref: m[3] as string };
+  return { kind: m[1] as HoldKind, createdAtMs: Number(m[2]), ref: m[3] as string };
 }
+
+/** What one charge of the meter decided: the rate, and with a hold the quota. */
+export interface Charge {
+  rate: RateDecision;
+  quota?: QuotaReservation;
+}
+
+/** The 429 `rate_limit_exceeded` of a refused rate unit (Retry-After: until the minute ends). */
+export function rateLimitExceeded(rate: RateDecision, tier: TierName): DomainError {
+  return new DomainError(
+    'limited',
+    'rate_limit_exceeded',
+    `Rate limit exceeded: the per-minute limit of the ${tierLabel(tier)} tier is ${rate.limit} requests (all keys of the account together). Retry in ${rate.resetSeconds} s.`,
+    { limit: rate.limit, window: 'minute', tier },
+    rate.resetSeconds,
+  );
+}
+
+/** Settles that ride on the next charge of their meter, or go out by themselves after this long. */
+const SETTLE_FLUSH_MS = 1000;
 
 const toEpoch = (d: Date) => Math.floor(d.getTime() / 1000);
 const secondsUntil = (end: Date, now: Date) => Math.max(1, Math.ceil((end.getTime() - now.getTime()) / 1000));
@@ -152,10 +179,24 @@ const secondsUntil = (end: Date, now: Date) => Math.max(1, Math.ceil((end.getTim
 /**
  * The limits of the service, over the counters table. The per-IP limit of the public reads is not
  * here: it is counted in memory or at the edge (ip-rate-window.ts), so a public read writes nothing.
+ *
+ * API-key requests are charged on the account meter (meter-repository.ts) with one conditional
+ * write each: the rate unit, and for an evidence operation the quota unit under a hold. A hold
+ * whose operation completed is settled without a write of its own: the settle rides on the next
+ * charge of the same meter from this process, or goes out by itself within SETTLE_FLUSH_MS when
+ * no charge comes. A settle that never goes out (the process died or froze) is found by the
+ * reconciliation (quota-holds.ts), which ends the hold as its operation's record says.
  */
 export class LimitService {
+  /** Holds this process saw complete, per meter, waiting to ride on a charge. */
+  private readonly settles = new Map<string, Set<string>>();
+  /** The minute each meter counted at its last charge from here (which form of the write to try first). */
+  private readonly minutes = new Map<string, string>();
+  private flushTimer: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly counters: CounterRepository,
+    private readonly meters: MeterRepository,
     private readonly tiers: TierTable,
     private readonly rates: LimitRates,
     private readonly clock: Clock = systemClock,
@@ -163,6 +204,64 @@ export class LimitService {
 
   private get publicRatePerMinute(): number {
     return this.rates.publicPerMinute;
+  }
+
+  /**
+   * Charges one API-key request of the account: its rate unit, and with `holdId` one unit of the
+   * monthly quota held under that id, in one conditional write. A request the rate refuses is
+   * charged nothing (and its quota is not touched); one the quota refuses spends its rate unit.
+   * The hold's month is the one its id names (an anchor resumed across midnight pays in the month
+   * it began).
+   */
+  async charge(accountId: string, tier: TierName, holdId?: string, options: { rate?: boolean } = {}): Promise<Charge> {
+    const now = this.clock();
+    const minute = minuteWindow(now);
+    const at = holdId ? new Date(parseHoldId(holdId)?.createdAtMs ?? now.getTime()) : now;
+    const month = monthWindow(at);
+    const pk = counterKeys.meter(accountId, month);
+    const limits = this.tiers[tier];
+    const pending = [...(this.settles.get(pk) ?? [])];
+    const out = await this.meters.charge({
+      pk,
+      minute: minute.id,
+      rateLimit: options.rate === false && holdId ? null : limits.rate_per_minute,
+      ...(holdId ? { hold: { id: holdId, quotaLimit: limits.monthly_quota, atMs: now.getTime() } } : {}),
+      settle: pending,
+      expiresAt: toEpoch(month.end),
+      newMinute: this.minutes.get(pk) !== minute.id,
+    });
+    this.remember(pk, out.minute);
+    if (out.settled) this.settled(pk, pending);
+    const rate: RateDecision = {
+      allowed: out.rate.allowed,
+      limit: limits.rate_per_minute,
+      remaining: out.rate.allowed ? Math.max(0, limits.rate_per_minute - out.rate.count) : 0,
+      resetSeconds: secondsUntil(minute.end, now),
+    };
+    if (!holdId) return { rate };
+    const quota: QuotaReservation = {
+      allowed: out.rate.allowed && out.quota?.allowed === true,
+      limit: limits.monthly_quota,
+      used: out.quota?.used ?? 0,
+      resetsAt: month.end,
+      retryAfterSeconds: secondsUntil(month.end, now),
+      counterKey: pk,
+      holdId,
+    };
+    return { rate, quota };
+  }
+
+  private remember(pk: string, minute: string): void {
+    this.minutes.delete(pk);
+    this.minutes.set(pk, minute);
+    if (this.minutes.size > 10_000) this.minutes.delete(this.minutes.keys().next().value as string);
+  }
+
+  private settled(pk: string, ids: readonly string[]): void {
+    const set = this.settles.get(pk);
+    if (!set) return;
+    for (const id of ids) set.delete(id);
+    if (set.size === 0) this.settles.delete(pk);
   }
 
   /** Counts one request of an account to the JWT account endpoints (keys, usage, info). */
@@ -204,9 +303,18 @@ export class LimitService {
     if (admission.allowed) await this.counters.decrement(admission.counterKey);
   }
 
-  /** Counts one API-key request against the account's per-minute rate. */
+  /**
+   * One charge with a hold (see {@link charge}), as its quota reservation: not allowed when either
+   * limit refused it. For tests and tools that look at the quota alone.
+   */
+  async reserveQuota(accountId: string, tier: TierName, holdId: string = newHoldId('r', this.clock())): Promise<QuotaReservation> {
+    const { rate, quota } = await this.charge(accountId, tier, holdId);
+    return { ...(quota as QuotaReservation), allowed: rate.allowed && quota?.allowed === true };
+  }
+
+  /** Counts one API-key request against the account's per-minute rate (no quota unit). */
   async consumeRate(accountId: string, tier: TierName): Promise<RateDecision> {
-    return this.consumeMinute((w) => counterKeys.rate(accountId, w), this.tiers[tier].rate_per_minute);
+    return (await this.charge(accountId, tier)).rate;
   }
 
   /** Counts one register or login attempt from `ip` (its DynamoDB counter, shared by every instance). */
@@ -219,58 +327,56 @@ export class LimitService {
     return Math.max(1, Math.floor(this.publicRatePerMinute / AUTH_RATE_DIVISOR));
   }
 
-  /**
-   * Reserves one unit of the account's monthly quota before an evidence operation.
-   *
-   * Why reserve-then-settle rather than count-on-success: counting after success would let N
-   * concurrent requests at `quota - 1` all pass the check and all succeed (they would all see
-   * one unit left). Reserving first makes the conditional increment the gate, so exactly one of
-   * them proceeds. The unit is a hold (`holdId`, recorded on the counter in the same write): the
-   * request settles it when the operation completed and refunds it when it failed; a hold that a
-   * crash or an outage left open is ended by the reconciler (quota-holds.ts), so that an account
-   * pays exactly for the operations that completed.
-   */
-  async reserveQuota(accountId: string, tier: TierName, requestedHoldId?: string): Promise<QuotaReservation> {
-    const now = this.clock();
-    const holdId = requestedHoldId ?? newHoldId('r', now);
-    // An anchor's hold names its time (newHoldId): its month is the one the anchor recorded.
-    const at = new Date(parseHoldId(holdId)?.createdAtMs ?? now.getTime());
-    const month = monthWindow(at);
-    const limit = this.tiers[tier].monthly_quota;
-    const counterKey = quotaCounterKey(accountId, at);
-    const count = await this.counters.increment(counterKey, limit, toEpoch(month.end), holdId);
-    return {
-      allowed: count !== undefined,
-      limit,
-      used: count ?? limit,
-      resetsAt: month.end,
-      retryAfterSeconds: secondsUntil(month.end, now),
-      counterKey,
-      holdId,
-    };
-  }
-
   /** Gives back a reserved unit (the operation failed); at most once per reservation. */
-  async refundQuota(reservation: QuotaReservation): Promise<void> {
-    if (reservation.allowed) await this.counters.endHold(reservation.counterKey, reservation.holdId, true);
+  async refundQuota(reservation: Pick<QuotaReservation, 'allowed' | 'counterKey' | 'holdId'>): Promise<void> {
+    if (!reservation.allowed) return;
+    this.settled(reservation.counterKey, [reservation.holdId]);
+    await this.meters.endHold(reservation.counterKey, reservation.holdId, true);
   }
 
-  /** Keeps a reserved unit (the operation completed); at most once, and never after a refund. */
-  async settleQuota(reservation: QuotaReservation): Promise<void> {
-    if (reservation.allowed) await this.counters.endHold(reservation.counterKey, reservation.holdId, false);
+  /**
+   * Keeps a reserved unit (the operation completed); at most once, and never after a refund. No
+   * write of its own: the settle rides on this meter's next charge from this process, or goes out
+   * by itself within SETTLE_FLUSH_MS (see the class comment).
+   */
+  settleQuota(reservation: Pick<QuotaReservation, 'allowed' | 'counterKey' | 'holdId'>): void {
+    if (!reservation.allowed) return;
+    let set = this.settles.get(reservation.counterKey);
+    if (!set) this.settles.set(reservation.counterKey, (set = new Set()));
+    set.add(reservation.holdId);
+    this.flushTimer ??= setTimeout(() => void this.flushSettles(), SETTLE_FLUSH_MS).unref();
+  }
+
+  /** Sends every settle still waiting (the timer's, and a process about to stop). */
+  async flushSettles(): Promise<void> {
+    this.flushTimer = undefined;
+    const waiting = [...this.settles].map(([pk, ids]) => [pk, [...ids]] as const);
+    await Promise.all(
+      waiting.map(async ([pk, ids]) => {
+        try {
+          await this.meters.settle(pk, ids);
+          this.settled(pk, ids);
+        } catch (error) {
+          // Kept for the next charge or flush; the reconciliation ends them if this process goes.
+          log.warn('quota settle failed; tried again with the next charge', { counter: pk, ...describeError(error) });
+        }
+      }),
+    );
+    if (this.settles.size > 0) this.flushTimer ??= setTimeout(() => void this.flushSettles(), SETTLE_FLUSH_MS).unref();
   }
 
   /** Ends a hold found open by the reconciler: true when this call ended it. */
   async endHold(counterKey: string, holdId: string, outcome: 'settle' | 'refund'): Promise<boolean> {
-    return this.counters.endHold(counterKey, holdId, outcome === 'refund');
+    this.settled(counterKey, [holdId]);
+    return this.meters.endHold(counterKey, holdId, outcome === 'refund');
   }
 
   /**
-   * Quota counters with open holds (the reconciler's input), from the counters with holds only;
-   * with `sweep`, also one segment of the table (CounterRepository.listHolds).
+   * Quota holds not yet ended (the reconciler's input), from the meters with holds only; with
+   * `sweep`, also one segment of the table (MeterRepository.listHolds).
    */
   async openHolds(sweep?: SweepStep): Promise<{ holds: { counterKey: string; holdId: string }[]; swept?: boolean }> {
-    const r = await this.counters.listHolds('quota#', sweep);
+    const r = await this.meters.listHolds(sweep);
     return { holds: r.holds.flatMap((c) => c.holds.map((holdId) => ({ counterKey: c.pk, holdId }))), ...(r.swept !== undefined ? { swept: r.swept } : {}) };
   }
 
@@ -279,7 +385,7 @@ export class LimitService {
     const now = this.clock();
     const month = monthWindow(now);
     const limits = this.tiers[tier];
-    const used = await this.counters.read(counterKeys.quota(accountId, month), toEpoch(now));
+    const used = await this.meters.used(counterKeys.meter(accountId, month));
     return {
       tier,
       period_start: month.start.toISOString(),
@@ -293,7 +399,9 @@ export class LimitService {
 
   /** Resets the current month's quota of one account (operators: goodwill, support, tests). */
   async resetQuota(accountId: string): Promise<void> {
-    await this.counters.remove(counterKeys.quota(accountId, monthWindow(this.clock())));
+    const pk = counterKeys.meter(accountId, monthWindow(this.clock()));
+    this.settles.delete(pk);
+    await this.meters.remove(pk);
   }
 
   /** Deletes every limit counter whose window has ended; how many it deleted. */

@@ -8,9 +8,10 @@ import { tierLabel, type TierName } from './tiers.js';
  * hold on the counter item (limits.ts), ended exactly once — settled when its operation completed,
  * refunded when it did not. A request ends its own hold; one that died (a killed Lambda, a refund
  * lost to a database outage) leaves it open, and this reconciliation ends it:
- * - an anchor's hold (kind `a`) follows its evidence item, which records the hold it is paid by:
- *   the `judge` (lib/evidence/reconcile.ts) says keep, refund, or wait while the anchor is still
- *   being accepted;
+ * - an anchor's hold (kind `a`) follows its evidence item, which records the hold it is paid by,
+ *   and a hash registration's (kind `g`) follows the account's registration item, which records
+ *   the hold of the request that made it: the `judge` (lib/evidence/reconcile.ts) says keep,
+ *   refund, or wait while the operation may still name it;
  * - a request's own hold (kind `r`) still open after `requestMaxMs` belongs to a request that
  *   never answered: refunded. (A request that completed and then failed to settle is refunded
  *   too: the customer is never charged for an answer that may not have reached them.)
@@ -25,9 +26,18 @@ export interface HoldReport {
   swept?: boolean;
 }
 
+/** An open hold as the judge sees it: its meter, its id and the id's parts. */
+export interface OpenHold {
+  counterKey: string;
+  holdId: string;
+  kind: 'a' | 'g';
+  ref: string;
+  ageMs: number;
+}
+
 export async function reconcileQuotaHolds(
   limits: LimitService,
-  judgeAnchorHold: (ref: string, holdId: string, ageMs: number) => Promise<HoldVerdict>,
+  judge: (hold: OpenHold) => Promise<HoldVerdict>,
   options: { nowMs: number; requestMaxMs: number; sweep?: SweepStep | undefined },
 ): Promise<HoldReport> {
   const found = await limits.openHolds(options.sweep);
@@ -37,7 +47,7 @@ export async function reconcileQuotaHolds(
     const hold = parseHoldId(holdId);
     const age = hold ? options.nowMs - hold.createdAtMs : Number.POSITIVE_INFINITY;
     let verdict: HoldVerdict;
-    if (hold?.kind === 'a') verdict = await judgeAnchorHold(hold.ref, holdId, age);
+    if (hold && hold.kind !== 'r') verdict = await judge({ counterKey, holdId, kind: hold.kind, ref: hold.ref, ageMs: age });
     else verdict = age >= options.requestMaxMs ? 'refund' : 'wait';
     if (verdict === 'wait') continue;
     if (await limits.endHold(counterKey, holdId, verdict)) report[verdict === 'settle' ? 'settled' : 'refunded']++;

@@ -8,6 +8,7 @@ import { EmbeddedTsa } from '../crypto/tsa/embedded.js';
 import { KmsMlDsaTsaKeySigner, KmsTsaKeySigner } from '../crypto/tsa/key-signer.js';
 import { RemoteTsa } from '../crypto/tsa/remote.js';
 import { reconcileQuotaHolds } from '../accounts/quota-holds.js';
+import type { LimitService } from '../accounts/limits.js';
 import type { AnchorDeps } from '../evidence/anchor.js';
 import type { BatchStore } from '../evidence/batch-store.js';
 import type { PqRegistrationDeps } from '../evidence/pq-registration.js';
@@ -216,14 +217,22 @@ export async function getAnchorDeps(): Promise<AnchorDeps> {
       resume: (tx) => sender.resume({ ...tx, kind: 'anchor' }),
       waitForReceipt: (txHash, timeoutMs, nonce) => sender.waitForReceipt(txHash, timeoutMs, nonce),
     },
-    quota: {
-      reserve: (accountId, tier, holdId) => limits.reserveQuota(accountId, tier, holdId),
-      end: (hold, outcome) => limits.endHold(hold.counterKey, hold.holdId, outcome),
-    },
+    quota: quotaPort(limits),
     encodeAnchorData: (imageHash, serverHash) => Buffer.from(encodeAnchorData(imageHash, serverHash).slice(2), 'hex'),
     receiptTimeoutMs: config.ledger.receiptTimeoutMs,
-    stats: getStats(),
     batching: { store: getBatchStore(), windowMs: config.ledger.batchWindowMs },
+  };
+}
+
+/** The account meter as the anchor uses it (a settle rides on a later charge: LimitService). */
+export function quotaPort(limits: LimitService): AnchorDeps['quota'] {
+  return {
+    charge: (accountId, tier, holdId, rate) => limits.charge(accountId, tier, holdId, { rate }),
+    end: async (hold, outcome) => {
+      if (outcome === 'refund') return limits.endHold(hold.counterKey, hold.holdId, 'refund');
+      limits.settleQuota({ ...hold, allowed: true });
+      return true;
+    },
   };
 }
 

@@ -94,6 +94,7 @@ export function getCertificateDeps(): CertificateDeps {
   return {
     getItem: (hash) => getEvidenceRepo().get(hash),
     getStandalone: (hash, accountId) => getEvidenceRepo().getStandalone(hash, accountId),
+    getRegistration: (hash, accountId, item) => getEvidenceRepo().getRegistration(hash, accountId, item),
     verify: (hash) => verifyEvidence(getVerifyDeps(), hash),
     receiptOf: (item) => buildReceipt(item, config.ledger.explorerTxUrl, config.publicBaseUrl),
     tsaNameOf: (receipt) => tsaNameOf(receipt.timestamp.tsa_certificates),

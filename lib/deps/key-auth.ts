@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import { AccountTable } from '../store/account-table.js';
 import { ApiKeyTable } from '../store/api-key-table.js';
 import { CounterTable } from '../store/counter-table.js';
+import { MeterTable } from '../store/meter-table.js';
 import { getConfig, getDb } from './core.js';
 import { lazy } from './lazy.js';
 
@@ -29,6 +30,7 @@ export type KeyAuthDepsProvider = () => KeyAuthDeps;
 export function createLimitService(config: Config, db: DynamoDBDocumentClient, clock: Clock): LimitService {
   return new LimitService(
     new CounterTable(db, config.tables.counters),
+    new MeterTable(db, config.tables.counters),
     config.tiers,
     { publicPerMinute: config.publicRatePerMinute, accountPerMinute: config.accountRatePerMinute, authFailuresPerWindow: config.authFailuresPerWindow },
     clock,
@@ -42,7 +44,7 @@ export function createKeyAuthDeps(options: { config: Config; db: DynamoDBDocumen
   return {
     config,
     clock,
-    apiKeys: new ApiKeyAuthenticator(new ApiKeyTable(db, config.tables.apiKeys), new AccountTable(db, config.tables.accounts), clock),
+    apiKeys: new ApiKeyAuthenticator(new ApiKeyTable(db, config.tables.apiKeys), new AccountTable(db, config.tables.accounts), clock, config.apiKeyCacheMs),
     limits: createLimitService(config, db, clock),
   };
 }

@@ -7,7 +7,6 @@ import { isStoreUnavailable } from '../errors.js';
 import type { AnchorClaim, AnchoredEvidence, EvidenceItem, SignedProofs, StoredTx } from './records.js';
 import type { EvidenceRepository } from './repository.js';
 import { buildStatement, canonicalStatement, computeServerHash } from './statement.js';
-import type { StatsPort } from './stats.js';
 import { type BatchingDeps, currentBatchKey, finishBatched, joinBatch } from './batch-publish.js';
 
 /**
@@ -33,8 +32,6 @@ export interface AnchorDeps {
   clock?: () => Date;
   /** How long an `accepting` claim is protected before it may be released or taken over. */
   leaseMs?: number;
-  /** Public statistics (anchors, new devices, transactions); best-effort, never fails a request. */
-  stats?: StatsPort;
   /**
    * Ledger batching (decisions.md "Ledger batching", batch-publish.ts): with `windowMs` > 0 anchors
    * share one transaction per window. Present in direct mode too, so that anchors a batch-mode
@@ -45,13 +42,20 @@ export interface AnchorDeps {
 
 export const DEFAULT_LEASE_MS = 20_000;
 
-/** The claim of an `accepting` item is no longer the caller's (released or taken over meanwhile). */
-export class ClaimLostError extends Error {
+/**
+ * The publish of a claim was refused: the hash has an anchor already (another request's, or this
+ * very request's from an identical retry), or the claim was barred (it lapsed). Nothing went out.
+ */
+export class PublishRefusedError extends Error {
   /** The ledger sender's cue: this owner refused the transaction, so it never stores it (its nonce can go back). */
   readonly ownerRefused = true;
-  constructor(readonly imageHash: string) {
-    super(`the claim on ${imageHash} was released or taken over`);
-    this.name = 'ClaimLostError';
+  constructor(
+    readonly imageHash: string,
+    /** The item as it stands (undefined: none, or only barred claims). */
+    readonly current: EvidenceItem | undefined,
+  ) {
+    super(`the publish of ${imageHash} was refused`);
+    this.name = 'PublishRefusedError';
   }
 }
 
@@ -61,39 +65,35 @@ export interface PublishProgress {
 }
 
 /**
- * publish (accepting → publishing): builds the statement, signs it with ML-DSA-65 and time-stamps
- * the image hash (side by side), then stores every proof with the signed transaction (direct mode:
- * the ledger signs it and calls back BEFORE it can reach a node) or with the batch of the window
- * open now (batch mode). `progress.item` is set the moment the item is publishing: a failure after
- * that leaves it publishing, to be finished by any invocation; before it, the claim can be given back.
- * Throws ClaimLostError when the claim moved on before publishing (nothing went out), a 503
- * DomainError when a dependency failed.
+ * The proofs of a claim, made before anything of the anchor is written: the statement, its
+ * ML-DSA-65 signature and the RFC 3161 token(s) of the image hash, side by side. A dependency that
+ * fails is a 503 DomainError (nothing was stored).
  */
-export async function signAndPublish(deps: AnchorDeps, claimed: EvidenceItem & AnchorClaim, progress: PublishProgress): Promise<{ item: EvidenceItem; sent: boolean }> {
+export async function makeProofs(deps: AnchorDeps, claim: AnchorClaim): Promise<SignedProofs> {
   const statement = buildStatement({
-    image_hash: claimed.image_hash,
-    chain_index: claimed.chain_index,
-    chain_hash: claimed.chain_hash,
-    previous_hash: claimed.previous_hash,
-    device_public_key: claimed.public_key_hex,
-    device_signature: claimed.signature_hex,
-    anchored_at: claimed.anchored_at,
+    image_hash: claim.image_hash,
+    chain_index: claim.chain_index,
+    chain_hash: claim.chain_hash,
+    previous_hash: claim.previous_hash,
+    device_public_key: claim.public_key_hex,
+    device_signature: claim.signature_hex,
+    anchored_at: claim.anchored_at,
   });
   const serverHash = computeServerHash(statement);
   const pqTsa = deps.pqTsa;
   const [pqSignature, pqPublicKey, timestamp, tsaCertificates, pqTimestamp] = await Promise.all([
     dependency('signer_unavailable', 'The post-quantum signer', () => deps.signer.sign(hexToBytes(serverHash))),
     dependency('signer_unavailable', 'The post-quantum signer', () => deps.signer.publicKey()),
-    dependency<IssuedTimestamp>('tsa_unavailable', 'The time-stamping authority', () => deps.tsa.timestamp(hexToBytes(claimed.image_hash))),
+    dependency<IssuedTimestamp>('tsa_unavailable', 'The time-stamping authority', () => deps.tsa.timestamp(hexToBytes(claim.image_hash))),
     dependency('tsa_unavailable', 'The time-stamping authority', () => deps.tsa.certificates()),
     pqTsa
       ? dependency('tsa_unavailable', 'The post-quantum time-stamping authority', async () => {
-          const [issued, certificates] = await Promise.all([pqTsa.timestamp(hexToBytes(claimed.image_hash)), pqTsa.certificates()]);
+          const [issued, certificates] = await Promise.all([pqTsa.timestamp(hexToBytes(claim.image_hash)), pqTsa.certificates()]);
           return { issued, certificates };
         })
       : undefined,
   ]);
-  const proofs: SignedProofs = {
+  return {
     statement: canonicalStatement(statement),
     server_hash: serverHash,
     pq_algorithm: 'ML-DSA-65',
@@ -115,21 +115,37 @@ export async function signAndPublish(deps: AnchorDeps, claimed: EvidenceItem & A
         }
       : {}),
   };
-  if (deps.batching && deps.batching.windowMs > 0) return { item: await publishBatched({ ...deps, batching: deps.batching }, claimed, proofs, progress), sent: true };
+}
+
+/**
+ * publish (none → publishing): stores the claim with every proof and either the signed transaction
+ * (direct mode: the ledger signs it and calls back BEFORE it can reach a node) or the batch of the
+ * window open now (batch mode: the item first, then its leaf). This one write claims the hash.
+ * `progress.item` is set the moment the item is publishing: a failure after that leaves it
+ * publishing, to be finished by any invocation. Throws PublishRefusedError when the hash was taken
+ * or the claim barred (nothing went out; the ledger gives the nonce back), a 503 DomainError when a
+ * dependency failed.
+ */
+export async function publishClaim(deps: AnchorDeps, claim: AnchorClaim, proofs: SignedProofs, progress: PublishProgress): Promise<{ item: EvidenceItem; sent: boolean }> {
+  if (deps.batching && deps.batching.windowMs > 0) return { item: await publishBatched({ ...deps, batching: deps.batching }, claim, proofs, progress), sent: true };
   const sent = await dependency('ledger_unavailable', 'The ledger', () =>
-    deps.ledger.publish(deps.encodeAnchorData(claimed.image_hash, serverHash), claimed.image_hash, async (tx) => {
+    deps.ledger.publish(deps.encodeAnchorData(claim.image_hash, proofs.server_hash), claim.image_hash, async (tx) => {
       const stored = storedTx(tx, deps.ledger.chainId);
-      // The first signature moves the item to publishing; a later one (the sender gave the nonce
-      // of the previous one back before its slot was written, and signed again) replaces the
-      // transaction the item names, from the item as stored.
-      const next = await stored503(() =>
-        progress.item ? deps.repo.replaceTx(progress.item, stored) : deps.repo.markPublishing(claimed, proofs, stored),
-      );
-      if (!next) throw new ClaimLostError(claimed.image_hash);
-      progress.item = next;
+      // The first signature publishes; a later one (the sender gave the nonce of the previous one
+      // back before its slot was written, and signed again) replaces the transaction the item
+      // names, from the item as stored.
+      if (progress.item) {
+        const next = await stored503(() => deps.repo.replaceTx(progress.item as EvidenceItem, stored));
+        if (!next) throw new PublishRefusedError(claim.image_hash, await stored503(() => deps.repo.get(claim.image_hash)));
+        progress.item = next;
+        return;
+      }
+      const published = await stored503(() => deps.repo.publish(claim, proofs, stored));
+      if (!published.ok) throw new PublishRefusedError(claim.image_hash, published.current);
+      progress.item = published.item;
     }),
   );
-  if (!progress.item) throw new Error(`signAndPublish: ${claimed.image_hash} was published without being stored`);
+  if (!progress.item) throw new Error(`publishClaim: ${claim.image_hash} was published without being stored`);
   return { item: progress.item, sent: sent.broadcast === 'accepted' };
 }
 
@@ -138,20 +154,15 @@ export async function signAndPublish(deps: AnchorDeps, claimed: EvidenceItem & A
  * first, then its leaf: batch-publish.ts). Nothing reaches the ledger here; the batch's sealer
  * signs one transaction for the window.
  */
-async function publishBatched(
-  deps: AnchorDeps & { batching: BatchingDeps },
-  claimed: EvidenceItem,
-  proofs: SignedProofs,
-  progress: PublishProgress,
-): Promise<EvidenceItem> {
+async function publishBatched(deps: AnchorDeps & { batching: BatchingDeps }, claim: AnchorClaim, proofs: SignedProofs, progress: PublishProgress): Promise<EvidenceItem> {
   const clock = deps.clock ?? (() => new Date());
   const pk = await dependency('ledger_unavailable', 'The ledger', () => currentBatchKey({ ...deps, batching: deps.batching }, clock().getTime()));
   const batch = { batch_pk: pk, ledger_address: pk.split('#')[1] as string, ledger_chain_id: deps.ledger.chainId };
-  const next = await stored503(() => deps.repo.markPublishing(claimed, proofs, batch));
-  if (!next) throw new ClaimLostError(claimed.image_hash);
-  progress.item = next;
-  await stored503(() => joinBatch({ ...deps, batching: deps.batching }, pk, claimed.image_hash, proofs.server_hash));
-  return next;
+  const published = await stored503(() => deps.repo.publish(claim, proofs, batch));
+  if (!published.ok) throw new PublishRefusedError(claim.image_hash, published.current);
+  progress.item = published.item;
+  await stored503(() => joinBatch({ ...deps, batching: deps.batching }, pk, claim.image_hash, proofs.server_hash));
+  return published.item;
 }
 
 /**
@@ -183,6 +194,7 @@ export async function finishPublishing(
     }
     const named = current.tx_hash;
     const from = current;
+    const fresh = sent;
     const outcome: ResumeOutcome = sent
       ? { outcome: 'sent', txHash: named }
       : await dependency('ledger_unavailable', 'The ledger', () =>
@@ -197,7 +209,8 @@ export async function finishPublishing(
     const receipt =
       outcome.outcome === 'mined'
         ? outcome.receipt
-        : await deps.ledger.waitForReceipt(outcome.txHash, receiptWaitMs, current.tx_nonce).catch(() => null);
+        : // Just broadcast: no other version of its nonce yet, so its slot need not be read (lib/ledger/receipts.ts).
+          await deps.ledger.waitForReceipt(outcome.txHash, receiptWaitMs, fresh ? undefined : current.tx_nonce).catch(() => null);
     const anchored = await stored503(() =>
       deps.repo.markAnchored(
         from,
@@ -205,7 +218,6 @@ export async function finishPublishing(
       ),
     );
     if (anchored) {
-      await deps.stats?.record({ anchored: 1, transactions: 1, devices: anchored.chain_index === 0 ? 1 : 0 });
       return linked(deps, anchored);
     }
     // Another invocation moved it (anchored it, or replaced its transaction): go on from there.
@@ -226,13 +238,13 @@ async function republish(deps: AnchorDeps, item: EvidenceItem): Promise<boolean>
   await dependency('ledger_unavailable', 'The ledger', () =>
     deps.ledger.publish(deps.encodeAnchorData(item.image_hash, item.server_hash as string), item.image_hash, async (tx) => {
       const next = await stored503(() => deps.repo.replaceTx(current, storedTx(tx, deps.ledger.chainId)));
-      if (!next) throw new ClaimLostError(item.image_hash);
+      if (!next) throw new PublishRefusedError(item.image_hash, undefined);
       current = next;
       replaced = true;
     }),
   ).catch((error: unknown) => {
     // Another resumer replaced it first: it finishes that one.
-    if (!(error instanceof ClaimLostError)) throw error;
+    if (!(error instanceof PublishRefusedError)) throw error;
   });
   return replaced;
 }
@@ -244,28 +256,25 @@ async function reread(deps: Pick<AnchorDeps, 'repo'>, item: EvidenceItem): Promi
   return again;
 }
 
-/** The chain link follows its anchored evidence (the crash between the two writes changes nothing readers see). */
-async function linked(deps: AnchorDeps, item: AnchoredEvidence): Promise<AnchoredEvidence> {
-  await stored503(() => deps.repo.anchorLink(item.public_key_hex, item.chain_index, item.image_hash, item.anchored_at, item.tx_hash));
+/**
+ * The chain link of an anchored item is marked anchored from the evidence table's changes
+ * (derived.ts: the evidence-stream function, `npm start`'s change feed), not on the request path;
+ * until then readers derive its state from the item (proof-check.ts deriveLinkState).
+ */
+function linked(_deps: AnchorDeps, item: AnchoredEvidence): AnchoredEvidence {
   return item;
 }
 
 /**
- * release (accepting → none; nothing was published): the evidence item first, then the chain
- * link, then the quota hold, in that order, so that "evidence anchored, link free" is never
- * observable and a crash between the steps leaves only what the next pass finishes (an orphan
- * link is freed by the next claim of its index; an open hold by the quota reconciliation).
- * Conditional on the item as read (state and version). False when it was not released by this call.
+ * A request that did not publish gives its claim back: its chain link (only while it still names
+ * this claim: an identical retry may have moved it) and its quota hold. A failure is left to the
+ * next claim of the index (which frees a lapsed link) and to the quota reconciliation.
  */
-export async function releaseAnchor(deps: Pick<AnchorDeps, 'repo' | 'quota'>, item: EvidenceItem): Promise<boolean> {
-  if (item.anchor_state !== 'accepting' || !item.claim_id) return false;
-  const released = await deps.repo.release(item);
-  if (!released) return false;
-  if (item.public_key_hex !== undefined && item.chain_index !== undefined) {
-    await deps.repo.releaseLink(item.public_key_hex, item.chain_index, item.claim_id);
-  }
-  if (item.quota_counter && item.quota_hold) await deps.quota.end({ counterKey: item.quota_counter, holdId: item.quota_hold }, 'refund');
-  return true;
+export async function releaseClaim(deps: Pick<AnchorDeps, 'repo' | 'quota'>, claim: AnchorClaim, link: boolean, hold = true): Promise<void> {
+  await Promise.all([
+    link ? deps.repo.releaseLink(claim.public_key_hex, claim.chain_index, claim.claim_id).catch((error: unknown) => log.warn('chain link not given back; the next claim of its index frees it once its lease lapsed', { image_hash: claim.image_hash, ...describeError(error) })) : undefined,
+    hold && deps.quota.end({ counterKey: claim.quota_counter, holdId: claim.quota_hold }, 'refund').catch((error: unknown) => log.warn('quota refund failed; the reconciler ends the hold', { counter: claim.quota_counter, ...describeError(error) })),
+  ]);
 }
 
 function storedTx(tx: SignedTx, chainId: number): StoredTx {
@@ -292,7 +301,7 @@ export async function dependency<T>(code: string, what: string, step: () => Prom
   try {
     return await step();
   } catch (error) {
-    if (error instanceof DomainError || error instanceof ClaimLostError) throw error;
+    if (error instanceof DomainError || error instanceof PublishRefusedError) throw error;
     log.warn('dependency failed', { code, ...describeError(error) });
     throw unavailable(code, `${what} is unavailable. Retry the identical request: it resumes where this one stopped.`);
   }

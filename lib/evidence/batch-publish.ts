@@ -8,7 +8,6 @@ import { anchorLeafHash, MerkleTree } from './merkle.js';
 import type { LedgerPublisher, LedgerReceipt, ResumeOutcome } from './ports.js';
 import type { AnchoredEvidence, EvidenceItem, MerkleInclusion, StoredTx } from './records.js';
 import type { EvidenceRepository } from './repository.js';
-import type { StatsPort } from './stats.js';
 
 /**
  * Batch mode (decisions.md "Ledger batching", docs/state-machines.md): the anchors accepted
@@ -62,7 +61,6 @@ export interface BatchStepDeps {
   ledger: LedgerPublisher;
   batching: BatchingDeps;
   clock?: () => Date;
-  stats?: StatsPort;
 }
 
 /** A batch's identity, as its partition key says it. */
@@ -181,8 +179,6 @@ export async function finishBatched(deps: BatchStepDeps, item: EvidenceItem, rec
       { tx, merkle },
     );
     if (anchored) {
-      // The batch's transaction is counted once: by its first leaf.
-      await deps.stats?.record({ anchored: 1, transactions: index === 0 ? 1 : 0, devices: anchored.chain_index === 0 ? 1 : 0 });
       return anchored;
     }
     current = await reread(deps, current);
@@ -360,7 +356,8 @@ async function settleOnce(deps: BatchStepDeps, first: SealedBatch, receiptWaitMs
   let batch = first;
   for (let attempt = 0; attempt < 4; attempt++) {
     const { tx } = batch;
-    const outcome: ResumeOutcome = shared(deps).broadcast.has(tx.tx_hash)
+    const fresh = shared(deps).broadcast.has(tx.tx_hash);
+    const outcome: ResumeOutcome = fresh
       ? { outcome: 'sent', txHash: tx.tx_hash }
       : await ledgerStep(() => deps.ledger.resume({ txHash: tx.tx_hash, nonce: tx.tx_nonce, raw: tx.tx_raw, ref: batch.pk }));
     if (outcome.outcome === 'dead') {
@@ -370,8 +367,10 @@ async function settleOnce(deps: BatchStepDeps, first: SealedBatch, receiptWaitMs
       batch = readSealed(batch.pk, seal);
       continue;
     }
+    // Just broadcast by this process: no other version of its nonce can exist yet, so the slot
+    // need not be read for them (one DynamoDB read less; lib/ledger/receipts.ts).
     const receipt =
-      outcome.outcome === 'mined' ? outcome.receipt : await deps.ledger.waitForReceipt(outcome.txHash, receiptWaitMs, tx.tx_nonce).catch(() => null);
+      outcome.outcome === 'mined' ? outcome.receipt : await deps.ledger.waitForReceipt(outcome.txHash, receiptWaitMs, fresh ? undefined : tx.tx_nonce).catch(() => null);
     return { batch, receipt };
   }
   throw unavailable('ledger_unavailable', 'The ledger keeps refusing the batch transaction; the anchor will be finished later.');

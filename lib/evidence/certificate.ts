@@ -17,12 +17,18 @@ import type { CertificateModel as PdfCertificateModel, CertificateProof as PdfCe
 import type { EvidenceVerification } from './verify.js';
 
 /**
- * Whether the caller's account holds evidence for the hash: it registered or anchored it, or
- * time-stamped or signed it on its own (`own`: its stand-alone answers, records.ts).
+ * Whether the caller's account holds evidence for the hash: it registered it (`registeredAt`, its
+ * own registration) or anchored it, or time-stamped or signed it on its own (`own`: its
+ * stand-alone answers, records.ts). Another account's registration or anchor is not the caller's.
  */
-export function accountHoldsEvidence(item: EvidenceItem | undefined, accountId: string, own: StandaloneAnswers): boolean {
-  if (item && (item.registered_by === accountId || (isAnchored(item) && item.account_id === accountId))) return true;
+export function accountHoldsEvidence(item: EvidenceItem | undefined, accountId: string, own: StandaloneAnswers, registeredAt?: string): boolean {
+  if (registeredAt !== undefined || anchoredBy(item, accountId)) return true;
   return own.timestamp !== undefined || own.signature !== undefined;
+}
+
+/** The item is anchored, by this account. */
+export function anchoredBy(item: EvidenceItem | undefined, accountId: string): item is AnchoredEvidence {
+  return isAnchored(item) && item.account_id === accountId;
 }
 
 /** The account's stand-alone answers on the hash, each with the checker's verdict at issue. */
@@ -33,8 +39,8 @@ export interface StandaloneEvidence {
 }
 
 /** Nothing when the account holds evidence for the hash; else 404, the same for another account's hash and an unknown one. */
-export function requireHeldEvidence(item: EvidenceItem | undefined, accountId: string, imageHash: string, own: StandaloneAnswers): void {
-  if (!accountHoldsEvidence(item, accountId, own)) {
+export function requireHeldEvidence(item: EvidenceItem | undefined, accountId: string, imageHash: string, own: StandaloneAnswers, registeredAt?: string): void {
+  if (!accountHoldsEvidence(item, accountId, own, registeredAt)) {
     throw notFoundError('evidence_not_found', `Your account holds no evidence for ${imageHash}: register, time-stamp, sign or anchor it first.`);
   }
 }
@@ -50,7 +56,10 @@ export interface CertificateModel extends PdfCertificateModel {
 }
 
 export interface CertificateInputs {
+  /** The evidence item as the holder may see it: its anchor only when the holder's account made it. */
   item: EvidenceItem;
+  /** The holder's own registration of the hash, when it made one (never another account's). */
+  registeredAt?: string | undefined;
   /** The checker's verification of the hash (verify.ts verifyEvidence). */
   verification: EvidenceVerification;
   /** The receipt (receipt.ts buildReceipt), for an anchored hash. */
@@ -75,7 +84,7 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
   const judged = v.verdict;
   const hash = item.image_hash;
   const times: [string, string][] = [];
-  if (item.registered_at) times.push(['Registered', item.registered_at]);
+  if (input.registeredAt) times.push(['Registered by your account', input.registeredAt]);
   if (isAnchored(item)) times.push(['Anchored (all proofs made)', item.anchored_at]);
 
   const proofs: CertificateProof[] = [];
@@ -302,7 +311,7 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
     absent.push('No device signature and no place in a device chain.');
   }
 
-  const verdict = verdictOf(item, v, proofs);
+  const verdict = verdictOf(item, v, proofs, input.registeredAt);
   const attachmentJson = receipt
     ? JSON.stringify(receipt, null, 2)
     : JSON.stringify(
@@ -310,7 +319,7 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
           receipt_version: 1,
           image_hash: hash,
           hash_algorithm: 'SHA-256',
-          registered_at: item.registered_at ?? null,
+          registered_at: input.registeredAt ?? null,
           anchored: false,
           proofs: [],
         },
@@ -335,10 +344,10 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
   };
 }
 
-function verdictOf(item: EvidenceItem, v: EvidenceVerification, proofs: CertificateProof[]): CertificateModel['verdict'] {
+function verdictOf(item: EvidenceItem, v: EvidenceVerification, proofs: CertificateProof[], registeredAt: string | undefined): CertificateModel['verdict'] {
   if (!isAnchored(item) && proofs.length > 0) {
     const kinds = proofs.map((p) => (p.id === 'standalone_timestamp' ? 'TIME-STAMPED' : 'SIGNED'));
-    const when = item.registered_at ? ` It was also registered with us on ${item.registered_at}.` : '';
+    const when = registeredAt ? ` Your account also registered it with us on ${registeredAt}.` : '';
     if (proofs.every((p) => p.status === 'verified')) {
       return {
         tone: 'ok',
@@ -356,7 +365,7 @@ function verdictOf(item: EvidenceItem, v: EvidenceVerification, proofs: Certific
     return {
       tone: 'registered',
       headline: 'REGISTERED: the fingerprint was recorded by the service',
-      text: `This file's fingerprint was registered with us on ${item.registered_at ?? 'an unknown date'}. That is our record only: no independent proof (timestamp, signature or ledger) was made for it.`,
+      text: `Your account registered this file's fingerprint with us on ${registeredAt ?? 'an unknown date'}. That is our record only: no independent proof (timestamp, signature or ledger) was made for it by your account.`,
     };
   }
   // An anchored record: the one verdict (verdict.ts), in words.
@@ -398,6 +407,8 @@ function wordsOf(status: ProofStatus, holds: string, ...results: ProofResult[]):
 /** What {@link issueCertificate} needs; lib/deps/certificate.ts wires it. */
 export interface CertificateDeps {
   getItem(imageHash: string): Promise<EvidenceItem | undefined>;
+  /** The account's own registration of the hash (`item`: for data from before per-account registrations). */
+  getRegistration(imageHash: string, accountId: string, item?: EvidenceItem): Promise<{ registeredAt: string } | undefined>;
   /** The account's stand-alone answers on the hash, from their own items. */
   getStandalone(imageHash: string, accountId: string): Promise<StandaloneAnswers>;
   /** The one checker's verification of the hash (verify.ts verifyEvidence). */
@@ -420,14 +431,21 @@ export interface CertificateDeps {
  */
 export async function issueCertificate(deps: CertificateDeps, imageHash: string, accountId: string): Promise<{ pdf: Uint8Array; model: CertificateModel }> {
   const [item, stored] = await Promise.all([deps.getItem(imageHash), deps.getStandalone(imageHash, accountId)]);
+  const registeredAt = (await deps.getRegistration(imageHash, accountId, item))?.registeredAt;
   const own = standaloneAnswers(item, accountId, stored);
-  requireHeldEvidence(item, accountId, imageHash, own);
-  const verification = await deps.verify(imageHash);
-  const receipt = item && isAnchored(item) ? deps.receiptOf(item) : null;
+  requireHeldEvidence(item, accountId, imageHash, own, registeredAt);
+  // The holder's facts only (decisions.md "Starter features"): another account's anchor, its proofs
+  // and its device key never appear on this account's certificate, even when the hash is anchored.
+  const anchor = anchoredBy(item, accountId) ? item : undefined;
+  const verification: EvidenceVerification = anchor
+    ? await deps.verify(imageHash)
+    : { image_hash: imageHash, found: true, registered_at: null, anchored: false, record: null, verdict: null };
+  const receipt = anchor ? deps.receiptOf(anchor) : null;
   const standalone = await deps.checkStandalone(imageHash, own);
   const model = buildCertificateModel({
-    // A hash only time-stamped or signed on its own has no evidence item: the certificate shows those proofs alone.
-    item: item ?? ({ image_hash: imageHash } as EvidenceItem),
+    // A hash only registered, time-stamped or signed by this account: the certificate shows those proofs alone.
+    item: anchor ?? ({ image_hash: imageHash } as EvidenceItem),
+    registeredAt,
     verification,
     receipt,
     issuedAt: deps.clock(),

@@ -5,8 +5,9 @@
  * interfaces; the adapters implement them (lib/ledger, lib/store) and lib/deps plugs them in.
  */
 import type { TierName } from '../accounts/tiers.js';
-import type { QuotaReservation } from '../accounts/limits.js';
+import type { Charge } from '../accounts/limits.js';
 import type { SweepStep } from '../accounts/counter-repository.js';
+import type { ActivityEntry } from './activity.js';
 import type {
   AnchorClaim,
   AnchoredEvidence,
@@ -70,9 +71,13 @@ export interface LedgerPublisher {
   waitForReceipt(txHash: string, timeoutMs: number, nonce?: number): Promise<LedgerReceipt | null>;
 }
 
-/** The monthly quota as anchoring uses it: a hold named after the anchor (lib/accounts/quota-holds.ts). */
+/** The account's limits as anchoring uses them: a quota hold named after the anchor (lib/accounts/quota-holds.ts). */
 export interface QuotaPort {
-  reserve(accountId: string, tier: TierName, holdId: string): Promise<QuotaReservation>;
+  /**
+   * Charges the request: one quota unit held under `holdId` and, with `rate`, the request's rate
+   * unit, in one write (a request counts one rate unit however many holds it takes).
+   */
+  charge(accountId: string, tier: TierName, holdId: string, rate: boolean): Promise<Charge>;
   /** Ends a hold: settle keeps the unit, refund gives it back; each hold ends once (true for the call that ended it). */
   end(hold: { counterKey: string; holdId: string }, outcome: 'settle' | 'refund'): Promise<boolean>;
 }
@@ -84,7 +89,14 @@ export interface BatchRef {
   ledger_chain_id: number;
 }
 
-/** A claim: the item as claimed (with its version), or the item as it stands (undefined when it vanished meanwhile). */
+/** An account's registration of a hash: its time, whether this call made it, and the quota hold that paid for it. */
+export interface Registration {
+  registeredAt: string;
+  first: boolean;
+  hold: string;
+}
+
+/** A publish: the item as published (with its version), or the item as it stands (undefined when there is none). */
 export type HashClaimResult = { ok: true; item: EvidenceItem } | { ok: false; current: EvidenceItem | undefined };
 
 /**
@@ -104,28 +116,33 @@ export interface EvidenceItemStore extends StandaloneProofStore {
   scanUnfinished(): Promise<string[]>;
   /** One step of the local safety sweep: the unfinished anchors among the next `step.items` items, and whether it reached the end. */
   scanUnfinishedSegment(step: SweepStep): Promise<{ hashes: string[]; complete: boolean }>;
-  /** Registers a hash, idempotently; `first` for exactly one of any number of concurrent registrations. */
-  register(imageHash: string, accountId: string, now: string): Promise<{ registeredAt: string; first: boolean }>;
   /**
-   * claim (none → accepting) under the claim's lease: exactly one of any number of concurrent
-   * claims wins (a registration may be there). No read first; the item as it was comes back when the claim fails.
+   * Registers a hash for an account (its own item), paid by the quota hold `holdId`; idempotent per
+   * account: `first` for the request that made the registration, whose hold the item names.
    */
-  claimHash(claim: AnchorClaim): Promise<HashClaimResult>;
-  /** resume (accepting → accepting): the identical request (same fingerprint) takes the claim over at once, with a new lease and hold. */
-  resumeClaim(
-    current: EvidenceItem,
-    next: Pick<AnchorClaim, 'claim_id' | 'anchored_at' | 'lease_expires_at' | 'quota_counter' | 'quota_hold' | 'fingerprint'>,
-  ): Promise<EvidenceItem | null>;
+  register(imageHash: string, accountId: string, now: string, holdId: string): Promise<Registration | 'barred'>;
+  /** Bars a registration's hold that the reconciliation is about to refund ('registered': the account's registration exists already). */
+  barRegistration(imageHash: string, accountId: string, holdId: string): Promise<'barred' | 'registered'>;
+  /** The account's own registration of the hash (`item`: the evidence item, for data from before per-account registrations). */
+  getRegistration(imageHash: string, accountId: string, item?: EvidenceItem): Promise<Registration | undefined>;
+  /** When any account first registered the hash (eventually consistent in DynamoDB), if one did. */
+  firstRegistration(imageHash: string, item?: EvidenceItem): Promise<string | undefined>;
+  /** The account's recent evidence, newest first, at most `limit` hashes (activity.ts). */
+  recentActivity(accountId: string, limit: number): Promise<ActivityEntry[]>;
   /**
-   * release (accepting → none): the anchor's fields go, a registration stays, and so does the
-   * version. A release and a move to publishing of the same version are exclusive.
+   * publish (none → publishing): the first write of an anchor claims the hash and stores every proof
+   * with either the signed transaction (direct mode, BEFORE the ledger sender persists or broadcasts
+   * it) or the batch its leaf joins (batch mode). Exactly one of any number of concurrent publishes
+   * lands: the condition admits only an item with no anchor, whose dead_claims do not name this
+   * claim. No read first; the item as it was comes back when the write fails.
    */
-  release(current: EvidenceItem): Promise<boolean>;
+  publish(claim: AnchorClaim, proofs: SignedProofs, tx: StoredTx | BatchRef): Promise<HashClaimResult>;
   /**
-   * publish (accepting → publishing): every proof and either the signed transaction (direct mode,
-   * BEFORE the ledger sender persists or broadcasts it) or the batch its leaf joins (batch mode).
+   * bar (none → none): adds the claim to the item's dead_claims, so that its publish can never land,
+   * unless an anchor is on the hash already ('anchored': no bar needed, that claim can never publish
+   * either unless it is the anchor's own). 'barred' also when it was barred before.
    */
-  markPublishing(current: EvidenceItem, proofs: SignedProofs, tx: StoredTx | BatchRef): Promise<EvidenceItem | null>;
+  barClaim(imageHash: string, claimId: string): Promise<'barred' | 'anchored'>;
   /** rebatch (publishing → publishing): a leaf its batch was sealed without moves to a later window. */
   moveToBatch(current: EvidenceItem, toBatch: string): Promise<EvidenceItem | null>;
   /** replace (publishing → publishing): a transaction that can never be mined is replaced, by exactly one of the resumers that found it dead. */
@@ -170,7 +187,7 @@ export interface ChainLinkStore {
   /** Writes a new link if its position is free; false when it is taken. */
   putLink(link: ChainLink): Promise<boolean>;
   /** Moves a claimed link of `link.image_hash` from the claim `wasClaimId` to `claimId`; false when it moved on. */
-  moveLinkClaim(link: Pick<ChainLink, 'public_key_hex' | 'chain_index' | 'image_hash'>, claimId: string, wasClaimId: string): Promise<boolean>;
+  moveLinkClaim(link: Pick<ChainLink, 'public_key_hex' | 'chain_index' | 'image_hash'>, claimId: string, wasClaimId: string, leaseExpiresAt: number): Promise<boolean>;
   /** Frees a link still claimed by `claimId`; never an anchored one. */
   releaseLink(publicKeyHex: string, index: number, claimId: string): Promise<boolean>;
   /** Marks the link of `imageHash` anchored. Idempotent. */

@@ -121,7 +121,7 @@ export async function ensurePqKeyRegistered(d: PqRegistrationDeps): Promise<{ re
     );
     throw error;
   }
-  if (sentNow) await d.stats?.record({ transactions: 1 });
+  if (sentNow) await d.stats?.recordOnce(`pq-key#${fingerprint}`, { transactions: 1 });
 
   const from = await d.ledger.address();
   // Only our own claim: a run that outlived its claim must not overwrite its successor's record.

@@ -1,9 +1,9 @@
 import { parseHoldId } from '../accounts/limits.js';
-import { type HoldReport, type HoldVerdict } from '../accounts/quota-holds.js';
+import { type HoldReport, type HoldVerdict, type OpenHold } from '../accounts/quota-holds.js';
 import { DomainError } from '../errors.js';
 import { describeError, log } from '../log.js';
 import { isStoreUnavailable } from '../errors.js';
-import { type AnchorDeps, DEFAULT_LEASE_MS, finishPublishing, releaseAnchor } from './anchor-steps.js';
+import { type AnchorDeps, DEFAULT_LEASE_MS, finishPublishing } from './anchor-steps.js';
 import { type FinalityReader, recordLedgerFinality } from './ledger-finality.js';
 import type { SweepStep } from './ports.js';
 import { type AnchoredEvidence, isAnchored } from './records.js';
@@ -11,14 +11,16 @@ import { type AnchoredEvidence, isAnchored } from './records.js';
 /**
  * The reconciler (docs/state-machines.md): at start-up and on its schedule it settles every anchor
  * that an interrupted invocation left unfinished, so that nothing stays in limbo:
- * - `accepting` whose lease lapsed → released (evidence, then link, then the quota hold refunded);
  * - `publishing` → finished with the transaction already signed (re-sent byte for byte; a new one
  *   only when that one provably can never be mined);
  * - `anchored` with the transaction pending → its receipt recorded, and the chain link set anchored;
  * - `anchored` with the transaction confirmed → once final, its finalized receipt stored on the
  *   record (ledger-finality.ts), which verification then serves without asking the chain;
- * - quota holds left open → settled when their anchor is held, refunded otherwise
- *   (lib/accounts/quota-holds.ts).
+ * - quota holds left open → settled when their anchor or registration names them, refunded
+ *   otherwise (an anchor's claim that never published is barred first, so that it never can:
+ *   lib/accounts/quota-holds.ts).
+ * A request that died holding a chain link but before publishing leaves only that link: the next
+ * claim of its index frees it once its lease lapsed (EvidenceRepository.claimLink).
  * Every step is the same conditional write the requests use, so reconcilers, requests and
  * retries may run at once: each move happens once.
  */
@@ -29,7 +31,7 @@ export interface ReconcileDeps extends AnchorDeps {
    * Ends the quota holds left open (bound to lib/accounts/quota-holds.ts reconcileQuotaHolds);
    * `sweep` as in {@link ReconcileOptions}.
    */
-  reconcileHolds?: (judge: (ref: string, holdId: string, ageMs: number) => Promise<HoldVerdict>, sweep: SweepStep | undefined) => Promise<HoldReport>;
+  reconcileHolds?: (judge: (hold: OpenHold) => Promise<HoldVerdict>, sweep: SweepStep | undefined) => Promise<HoldReport>;
   /** Reads finality from the chain (ledger-finality.ts); without it confirmed anchors simply leave the index. */
   finality?: FinalityReader;
 }
@@ -37,8 +39,6 @@ export interface ReconcileDeps extends AnchorDeps {
 export interface ReconcileReport {
   /** Unfinished items examined. */
   checked: number;
-  /** accepting claims released (their hold refunded). */
-  released: number;
   /** publishing anchors finished. */
   finished: number;
   /** Receipts recorded for anchored items. */
@@ -84,7 +84,7 @@ export interface ReconcileOptions {
 
 export async function reconcileAnchors(deps: ReconcileDeps, options: ReconcileOptions = {}): Promise<ReconcileReport> {
   const clock = deps.clock ?? (() => new Date());
-  const report: ReconcileReport = { checked: 0, released: 0, finished: 0, confirmed: 0, finalized: 0, waiting: 0, failed: 0, resent: 0, oldestWaitingMs: 0 };
+  const report: ReconcileReport = { checked: 0, finished: 0, confirmed: 0, finalized: 0, waiting: 0, failed: 0, resent: 0, oldestWaitingMs: 0 };
   if (deps.rebroadcast) {
     try {
       report.resent = (await deps.rebroadcast()).resent;
@@ -122,7 +122,7 @@ export async function reconcileAnchors(deps: ReconcileDeps, options: ReconcileOp
   }
 
   if (deps.reconcileHolds) {
-    report.holds = await deps.reconcileHolds((ref, holdId, ageMs) => judgeAnchorHold(deps, ref, holdId, ageMs), sweep.holds);
+    report.holds = await deps.reconcileHolds((hold) => (hold.kind === 'a' ? judgeAnchorHold(deps, hold.ref, hold.holdId, hold.ageMs) : judgeRegistrationHold(deps, hold)), sweep.holds);
     if (report.holds.swept !== undefined) report.swept = { ...report.swept, holds: report.holds.swept };
   }
   if (report.checked > 0 || report.resent > 0 || (report.holds?.open ?? 0) > 0) log.info('reconcile', { ...report, holds: report.holds });
@@ -149,13 +149,6 @@ async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, re
     return;
   }
   switch (item.anchor_state) {
-    case 'accepting':
-      if ((item.lease_expires_at ?? 0) >= nowMs) {
-        report.waiting++;
-        return;
-      }
-      if (await releaseAnchor(deps, item)) report.released++;
-      return;
     case 'publishing': {
       const since = Date.parse(item.anchored_at ?? '') || 0;
       if (nowMs - since < PUBLISHING_GRACE_MS) {
@@ -177,10 +170,6 @@ async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, re
         return;
       }
       if (item.tx_status !== 'pending') return;
-      // The link follows (a crash between the item's write and the link's changes nothing).
-      if (item.public_key_hex !== undefined && item.chain_index !== undefined && item.anchored_at) {
-        await deps.repo.anchorLink(item.public_key_hex, item.chain_index, imageHash, item.anchored_at, item.tx_hash);
-      }
       const receipt = await deps.ledger.waitForReceipt(item.tx_hash, 0, item.tx_nonce);
       if (!receipt) {
         waited(report, nowMs, item.anchored_at);
@@ -211,18 +200,35 @@ async function finalize(deps: ReconcileDeps, finality: FinalityReader, item: Anc
 }
 
 /**
+ * What an open quota hold of a hash registration (`g:<ms>:<image hash>`, on the meter of its
+ * account) comes to: the account's registration item names the hold of the request that made it.
+ * Named → kept; not named (the request died before its write, or it was a repeat that gives its
+ * unit back) → refunded once the request is surely over.
+ */
+async function judgeRegistrationHold(deps: ReconcileDeps, hold: OpenHold): Promise<HoldVerdict> {
+  const accountId = hold.counterKey.split('#')[1] ?? '';
+  if (!/^[0-9a-f]{64}$/.test(hold.ref) || !accountId) return 'refund';
+  const registration = await deps.repo.getRegistration(hold.ref, accountId);
+  if (registration?.hold === hold.holdId) return 'settle';
+  if (registration) return 'refund'; // a repeat: the registration names its first request's hold
+  if (hold.ageMs < UNNAMED_HOLD_GRACE_MS) return 'wait';
+  // Barred, the hold can never pay for a registration: its unit goes back. Registered meanwhile: judged again next pass.
+  return (await deps.repo.barRegistration(hold.ref, accountId, hold.holdId)) === 'barred' ? 'refund' : 'wait';
+}
+
+/**
  * What an open quota hold of an anchor (`a:<ms>:<image hash>:<claim id>`) comes to: the evidence
- * item names the hold that pays for it. Publishing or anchored under this hold → kept; still
- * accepting under it → wait (its release refunds it); not named (released, taken over, or never
- * claimed) → refunded once the reservation is surely not about to be named.
+ * item names the hold that pays for it. Publishing or anchored under this hold → kept. An anchor
+ * under another hold → refunded (this claim can never publish over it). No anchor on the hash:
+ * while the request may still publish, wait; after the grace the claim is barred (it can never
+ * publish from then on) and the hold refunded.
  */
 async function judgeAnchorHold(deps: ReconcileDeps, ref: string, holdId: string, ageMs: number): Promise<HoldVerdict> {
-  const imageHash = ref.split(':')[0] ?? '';
-  if (!parseHoldId(holdId) || !/^[0-9a-f]{64}$/.test(imageHash)) return 'refund';
+  const [imageHash = '', claimId = ''] = ref.split(':');
+  if (!parseHoldId(holdId) || !/^[0-9a-f]{64}$/.test(imageHash) || !claimId) return 'refund';
   const item = await deps.repo.get(imageHash);
-  if (item?.quota_hold === holdId) {
-    if (item.anchor_state === 'publishing' || item.anchor_state === 'anchored') return 'settle';
-    if (item.anchor_state === 'accepting') return 'wait';
-  }
-  return ageMs >= UNNAMED_HOLD_GRACE_MS ? 'refund' : 'wait';
+  if (item?.anchor_state) return item.quota_hold === holdId ? 'settle' : 'refund';
+  if (ageMs < UNNAMED_HOLD_GRACE_MS) return 'wait';
+  // Barred, the claim can never publish: its unit goes back. An anchor published meanwhile: judged again next pass.
+  return (await deps.repo.barClaim(imageHash, claimId)) === 'barred' ? 'refund' : 'wait';
 }

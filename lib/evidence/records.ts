@@ -106,17 +106,16 @@ export interface MerkleInclusion {
  * where each transition, who may make it and when are listed). Each step is one conditional write
  * from the state and version read to the next; any invocation can resume it (the identical retry,
  * the start-up replay, the scheduled reconciler, lib/evidence/reconcile.ts).
- * - `accepting`: the hash and its chain position are claimed for one request (its fingerprint),
- *   under a lease; nothing is signed yet. The identical request resumes it at once; a lapsed one
- *   is released.
- * - `publishing`: every proof is stored (statement, ML-DSA-65 signature, RFC 3161 token) and so is
- *   the signed ledger transaction or the batch it joined, BEFORE anything can reach a node. From
- *   here the anchor is only ever finished, never undone.
+ * - no state: nothing is anchored on the hash (the item may not exist, or hold only barred claims).
+ *   A request holds the hash's chain position (its chain link, under a lease) while it makes the
+ *   proofs; nothing of it is on the item yet.
+ * - `publishing`: the first write of the anchor claims the hash and stores every proof (statement,
+ *   ML-DSA-65 signature, RFC 3161 tokens) with the signed ledger transaction or the batch it joined,
+ *   BEFORE anything can reach a node. From here the anchor is only ever finished, never undone.
  * - `anchored`: the transaction was handed to the ledger; the 200 can be sent. `tx_status` goes from
  *   pending to confirmed (or failed) when its receipt is recorded, then the final receipt is stored.
- * Released anchors have none of these fields but the version (the item keeps a registration, if any).
  */
-export type AnchorState = 'accepting' | 'publishing' | 'anchored';
+export type AnchorState = 'publishing' | 'anchored';
 
 /** A signed ledger transaction as the evidence item keeps it while publishing. */
 export interface StoredTx {
@@ -134,22 +133,21 @@ type AnchorRequestFields = Pick<
   'account_id' | 'api_version' | 'device_id' | 'public_key_hex' | 'signature_hex' | 'chain_index' | 'chain_hash' | 'previous_hash'
 >;
 
-/** What a request claims with the hash (state `accepting`). */
+/** What a request writes with the hash when it publishes (the first write of its anchor). */
 export interface AnchorClaim extends AnchorRequestFields {
   image_hash: string;
+  /** The request's claim: its chain link names it; a claim that lapsed may be barred (dead_claims). */
   claim_id: string;
   /** SHA-256 of the canonical request (anchor.ts requestFingerprint): an identical retry has the same. */
   fingerprint: string;
-  /** The time the statement will carry (reset by a take-over). */
+  /** The time the statement carries. */
   anchored_at: string;
-  /** Epoch ms after which the claim may be released or taken over. */
-  lease_expires_at: number;
   /** The quota hold that pays for this anchor (lib/accounts/quota-holds.ts). */
   quota_counter: string;
   quota_hold: string;
 }
 
-/** The proofs made while accepting, stored with the move to `publishing`. */
+/** The proofs the request made, stored with the move to `publishing`. */
 export interface SignedProofs {
   statement: string;
   server_hash: string;
@@ -183,13 +181,14 @@ export interface EvidenceItem extends Partial<AnchorProofs> {
   anchor_v?: number;
   claim_id?: string;
   fingerprint?: string;
-  lease_expires_at?: number;
+  /** Claims that lapsed before they published (EVIDENCE_ITEM bar): none of them can ever publish. */
+  dead_claims?: Set<string>;
   quota_counter?: string;
   quota_hold?: string;
   tx_raw?: string;
   /** Batch mode: the batch (window) the anchor's leaf joined (lib/evidence/batch-publish.ts); kept once anchored. */
   batch_pk?: string;
-  /** Set while the anchor is unfinished (accepting, publishing, or its transaction pending): the sparse index. */
+  /** Set while the anchor is unfinished (publishing, or its transaction pending or not yet final): the sparse index. */
   pending_shard?: string;
 }
 
@@ -204,15 +203,17 @@ export function isAnchored(item: EvidenceItem | undefined): item is AnchoredEvid
 export interface ChainLink {
   public_key_hex: string;
   chain_index: number;
-  /** The only hash that can ever complete this link: a claimed link is freed only after its evidence was released. */
+  /** The only hash that can complete this link while it stands: a claimed link is freed only once its claim can never publish. */
   image_hash: string;
   chain_hash: string;
   previous_hash: string | null;
   signature_hex: string;
   device_id?: string | undefined;
   state: 'claimed' | 'anchored';
-  /** The claim of the evidence item that holds the link (a take-over moves it). */
+  /** The claim of the request that holds the link (its identical retry moves it to its own). */
   claim_id: string;
+  /** While claimed: epoch ms until which the claim is protected; a link whose claim lapsed without publishing may be freed. */
+  lease_expires_at?: number;
   anchored_at?: string;
   tx_hash?: string;
 }

@@ -1,5 +1,6 @@
 import { describeError, log } from '../log.js';
-import type { BatchRef, ChainLinkStore, EvidenceItemStore, HashClaimResult, SweepStep } from './ports.js';
+import type { ActivityEntry } from './activity.js';
+import type { BatchRef, ChainLinkStore, EvidenceItemStore, HashClaimResult, Registration, SweepStep } from './ports.js';
 import {
   type AnchorClaim,
   type AnchoredEvidence,
@@ -15,15 +16,14 @@ import {
   type StoredTx,
   type TxStatus,
 } from './records.js';
-import type { StatsPort } from './stats.js';
 
 export * from './records.js';
-export type { BatchRef, HashClaimResult } from './ports.js';
+export type { BatchRef, HashClaimResult, Registration } from './ports.js';
 
-/** Why a chain slot could not be claimed. */
+/** Why a chain slot could not be claimed; `held`: the slot held this hash already (an identical retry, or a rival for the hash at the same place). */
 export type ChainClaimResult =
-  | { ok: true }
-  | { ok: false; reason: 'index_taken' | 'previous_missing'; nextIndex: number }
+  | { ok: true; held: boolean }
+  | { ok: false; reason: 'index_taken' | 'previous_missing'; nextIndex: number; retryAfterSeconds?: number }
   | { ok: false; reason: 'previous_mismatch'; expectedPrevious: string };
 
 /**
@@ -37,8 +37,6 @@ export class EvidenceRepository implements StandaloneProofStore {
   constructor(
     private readonly items: EvidenceItemStore,
     private readonly links: ChainLinkStore,
-    /** Counts first registrations (GET /api/v1/stats); best-effort. */
-    private readonly stats?: StatsPort,
   ) {}
 
   // ------------------------------------------------------------------ reads
@@ -79,15 +77,29 @@ export class EvidenceRepository implements StandaloneProofStore {
 
   // ------------------------------------------------------------------ registration and stand-alone proofs
 
-  /**
-   * Registers a hash, idempotently; the first registration of any number of concurrent ones is
-   * counted. `alongside` (the account's activity note) runs beside the count, both once the
-   * registration is stored: one round trip after the registration instead of two.
-   */
-  async register(imageHash: string, accountId: string, now: string, alongside?: () => Promise<void>): Promise<{ registeredAt: string; first: boolean }> {
-    const r = await this.items.register(imageHash, accountId, now);
-    await Promise.all([r.first ? this.stats?.record({ registered: 1 }) : undefined, alongside?.()]);
-    return r;
+  /** Registers a hash for an account, paid by `holdId` (EvidenceItemStore.register). */
+  register(imageHash: string, accountId: string, now: string, holdId: string): Promise<Registration | 'barred'> {
+    return this.items.register(imageHash, accountId, now, holdId);
+  }
+
+  /** Bars a registration's hold before it is refunded (EvidenceItemStore.barRegistration). */
+  barRegistration(imageHash: string, accountId: string, holdId: string): Promise<'barred' | 'registered'> {
+    return this.items.barRegistration(imageHash, accountId, holdId);
+  }
+
+  /** The account's own registration of the hash, if it made one. */
+  getRegistration(imageHash: string, accountId: string, item?: EvidenceItem): Promise<Registration | undefined> {
+    return this.items.getRegistration(imageHash, accountId, item);
+  }
+
+  /** When any account first registered the hash, if one did (public verify of a hash not anchored). */
+  firstRegistration(imageHash: string, item?: EvidenceItem): Promise<string | undefined> {
+    return this.items.firstRegistration(imageHash, item);
+  }
+
+  /** The account's recent evidence (the dashboard's list). */
+  recentActivity(accountId: string, limit: number): Promise<ActivityEntry[]> {
+    return this.items.recentActivity(accountId, limit);
   }
 
   /** Records an account's stand-alone timestamp or signature answer (an item of its own; the latest wins). */
@@ -102,23 +114,14 @@ export class EvidenceRepository implements StandaloneProofStore {
 
   // ------------------------------------------------------------------ the anchor's states (EvidenceItemStore says each)
 
-  claimHash(claim: AnchorClaim): Promise<HashClaimResult> {
-    return this.items.claimHash(claim);
+  /** publish (none → publishing): the anchor's first write, which claims the hash (EvidenceItemStore.publish). */
+  publish(claim: AnchorClaim, proofs: SignedProofs, tx: StoredTx | BatchRef): Promise<HashClaimResult> {
+    return this.items.publish(claim, proofs, tx);
   }
 
-  resumeClaim(
-    current: EvidenceItem,
-    next: Pick<AnchorClaim, 'claim_id' | 'anchored_at' | 'lease_expires_at' | 'quota_counter' | 'quota_hold' | 'fingerprint'>,
-  ): Promise<EvidenceItem | null> {
-    return this.items.resumeClaim(current, next);
-  }
-
-  release(current: EvidenceItem): Promise<boolean> {
-    return this.items.release(current);
-  }
-
-  markPublishing(current: EvidenceItem, proofs: SignedProofs, tx: StoredTx | BatchRef): Promise<EvidenceItem | null> {
-    return this.items.markPublishing(current, proofs, tx);
+  /** bar (none → none): a lapsed claim can never publish (EvidenceItemStore.barClaim). */
+  barClaim(imageHash: string, claimId: string): Promise<'barred' | 'anchored'> {
+    return this.items.barClaim(imageHash, claimId);
   }
 
   moveToBatch(current: EvidenceItem, toBatch: string): Promise<EvidenceItem | null> {
@@ -200,18 +203,20 @@ export class EvidenceRepository implements StandaloneProofStore {
   // ------------------------------------------------------------------ device-chain links
 
   /**
-   * Claims position `link.chain_index` of a device chain for `link.image_hash`, for good: a claimed
-   * link is freed only after its evidence item was released (releaseLink, in that order), so no
-   * other photo can ever complete it and a chain never forks. Rules, read from the three links
-   * around the index in one strongly consistent read:
+   * Claims position `link.chain_index` of a device chain for `link.image_hash` and the request's
+   * claim, under the claim's lease (`link.lease_expires_at`), BEFORE the anchor publishes: the link
+   * is what keeps a chain from forking, the publish what claims the hash. Rules, read from the three
+   * links around the index in one strongly consistent read:
    * - the previous link exists (claimed or anchored: a device may pipeline its uploads) and its
    *   chain_hash is this link's previous_hash;
    * - a next link, if one was claimed already, has this link's chain_hash as its previous_hash;
-   * - the slot is free, or held for this very hash (an identical retry that took the evidence
-   *   over: the claim moves to it), or held by an orphan (a link whose evidence item was released
-   *   and which a crash kept from being freed: freed now).
+   * - the slot is free; or it holds this very hash (an identical retry: a claimed link moves to
+   *   its claim, an anchored one is its own); or it is held by a claim that can never publish (its
+   *   lease lapsed and no anchor holds the slot: the claim is barred first, then the link freed).
+   * `held`: the slot holds this hash already (the caller's publish then decides between a retry
+   * and a rival; it never frees such a link).
    */
-  async claimLink(link: ChainLink): Promise<ChainClaimResult> {
+  async claimLink(link: ChainLink, nowMs: number): Promise<ChainClaimResult> {
     const i = link.chain_index;
     for (let attempt = 0; attempt < 4; attempt++) {
       const around = await this.links.linksAround(link.public_key_hex, i);
@@ -221,42 +226,47 @@ export class EvidenceRepository implements StandaloneProofStore {
       if (i > 0) {
         if (!prev) return { ok: false, reason: 'previous_missing', nextIndex: await this.nextIndex(link.public_key_hex) };
         if (prev.chain_hash !== link.previous_hash) return { ok: false, reason: 'previous_mismatch', expectedPrevious: prev.chain_hash };
-        // A previous link still claimed may lag behind its anchored evidence: set it right on the way.
-        if (attempt === 0 && prev.state === 'claimed') await this.settleStrayLink(prev);
       }
       if (next && next.previous_hash !== link.chain_hash) return { ok: false, reason: 'index_taken', nextIndex: await this.nextIndex(link.public_key_hex) };
       if (self) {
-        if (self.image_hash === link.image_hash && self.state === 'claimed') {
-          if (await this.links.moveLinkClaim(link, link.claim_id, self.claim_id)) return { ok: true };
+        if (self.image_hash === link.image_hash) {
+          if (self.state !== 'claimed') return { ok: true, held: true };
+          if (await this.links.moveLinkClaim(link, link.claim_id, self.claim_id, link.lease_expires_at ?? 0)) return { ok: true, held: true };
           continue;
         }
-        if (self.state === 'claimed' && (await this.settleStrayLink(self))) continue;
-        return { ok: false, reason: 'index_taken', nextIndex: await this.nextIndex(link.public_key_hex) };
+        if (self.state === 'claimed' && (await this.freeLapsed(self, nowMs))) continue;
+        const retryAfter = self.state === 'claimed' ? Math.max(1, Math.ceil(((self.lease_expires_at ?? 0) - nowMs) / 1000)) : undefined;
+        return { ok: false, reason: 'index_taken', nextIndex: await this.nextIndex(link.public_key_hex), ...(retryAfter ? { retryAfterSeconds: retryAfter } : {}) };
       }
-      if (await this.links.putLink(link)) return { ok: true };
+      if (await this.links.putLink(link)) return { ok: true, held: false };
     }
     return { ok: false, reason: 'index_taken', nextIndex: await this.nextIndex(link.public_key_hex) };
   }
 
   /**
-   * A claimed link held by another hash: what its evidence item says of it. Anchored → the link
-   * lagged behind (a crash between the two writes): it is set anchored now, and stays taken.
-   * Released (the item holds no anchor at this position) → an orphan: freed; true.
+   * A claimed link held by another hash: freed when its claim can never publish, true then. What
+   * the hash's evidence item says: an anchor that holds this slot → the link lags behind it (set
+   * anchored now; it stays taken). Otherwise, once the claim's lease lapsed, the claim is barred on
+   * the item (unless an anchor is on the hash, which then is not this claim's) and the link freed:
+   * barred first, so that the claim's request, if it still runs, can never publish into a slot it
+   * lost. While the lease runs the link stays taken.
    */
-  private async settleStrayLink(link: ChainLink): Promise<boolean> {
+  private async freeLapsed(link: ChainLink, nowMs: number): Promise<boolean> {
     const item = await this.items.get(link.image_hash);
     const holds = item?.anchor_state !== undefined && item.public_key_hex === link.public_key_hex && item.chain_index === link.chain_index;
-    if (holds && isAnchored(item)) {
-      await this.anchorLink(link.public_key_hex, link.chain_index, link.image_hash, item.anchored_at, item.tx_hash);
+    if (holds) {
+      if (isAnchored(item)) await this.anchorLink(link.public_key_hex, link.chain_index, link.image_hash, item.anchored_at, item.tx_hash);
       return false;
     }
-    if (holds) return false;
+    if ((link.lease_expires_at ?? 0) >= nowMs) return false;
+    if (item?.anchor_state === undefined && (await this.items.barClaim(link.image_hash, link.claim_id)) === 'anchored') return false; // published meanwhile: decide again
     return this.releaseLink(link.public_key_hex, link.chain_index, link.claim_id);
   }
 
   /**
-   * Frees a claimed link after its evidence item was released; only that claim (a take-over
-   * moved the claim to the retry, which keeps it), never an anchored link.
+   * Frees a link still claimed by `claimId` (its request gives it back: its publish was refused,
+   * or it failed before publishing; or its claim was barred). Never an anchored link, never a
+   * claim moved to an identical retry.
    */
   releaseLink(publicKeyHex: string, index: number, claimId: string): Promise<boolean> {
     return this.links.releaseLink(publicKeyHex, index, claimId);
@@ -264,7 +274,8 @@ export class EvidenceRepository implements StandaloneProofStore {
 
   /**
    * Marks a link anchored once its evidence is anchored: the link of that very hash (whatever
-   * claim holds it: only that hash can ever complete it). Idempotent.
+   * claim holds it: only that hash can ever complete it). Idempotent. The evidence table's changes
+   * do it for every anchor (derived.ts); readers meanwhile derive it from the item.
    */
   anchorLink(publicKeyHex: string, index: number, imageHash: string, anchoredAt: string, txHash: string): Promise<void> {
     return this.links.anchorLink(publicKeyHex, index, imageHash, anchoredAt, txHash);

@@ -1,7 +1,7 @@
 import { mlDsaKeyId } from '../crypto/ml-dsa.js';
 import { checkChainHash, checkPreviousHash, effectiveLink } from './proof-check.js';
 import { bundleOf, judgePq, type TrustedKey } from './verdict.js';
-import type { ChainLink, EvidenceItem } from './records.js';
+import type { ChainLink } from './records.js';
 import type { EvidenceRepository } from './repository.js';
 import { isAnchored } from './records.js';
 
@@ -212,7 +212,7 @@ export async function verifyPqRecord(
   imageHash: string,
 ): Promise<PqVerification | NotAnchored | undefined> {
   const item = await deps.repo.get(imageHash);
-  if (!isAnchored(item)) return notAnchored(item, imageHash);
+  if (!isAnchored(item)) return notAnchored(await deps.repo.firstRegistration(imageHash, item), imageHash);
   // The post-quantum part of the one verdict (verdict.ts judgePq): the same "pq verified" as v2 verify's pq_verified.
   const pq = judgePq(bundleOf(item), await deps.trustedPqKeys());
   const signatureValid = pq.pq_signature.state === 'holds';
@@ -241,10 +241,10 @@ export async function verifyPqRecord(
   };
 }
 
-/** undefined for an unknown hash, `found: false` with the registration for a registered one. */
-export function notAnchored(item: EvidenceItem | undefined, imageHash: string): NotAnchored | undefined {
-  if (item?.registered_at === undefined) return undefined;
-  return { found: false, image_hash: imageHash, registered: true, registered_at: item.registered_at };
+/** undefined for an unknown hash, `found: false` with the first registration by any account for a registered one. */
+export function notAnchored(firstRegisteredAt: string | undefined, imageHash: string): NotAnchored | undefined {
+  if (firstRegisteredAt === undefined) return undefined;
+  return { found: false, image_hash: imageHash, registered: true, registered_at: firstRegisteredAt };
 }
 
 /** Wei as a decimal amount of the native coin (18 decimals), without trailing zeros: 1500000000000000000n → "1.5". */

@@ -32,6 +32,11 @@ export interface VerifyDeps {
 export interface EvidenceVerification {
   image_hash: string;
   found: boolean;
+  /**
+   * For a hash not anchored: when any account first registered it (null: none did). Labelled as
+   * exactly that wherever it is shown; it is no account's own fact (issue 34 F1: a registration is
+   * the fact of the account that made it, and only that account's certificate shows it).
+   */
   registered_at: string | null;
   anchored: boolean;
   record: AnchoredEvidence | null;
@@ -83,7 +88,8 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string, option
   // One strongly consistent read, or none for a final record this instance already holds.
   const item: EvidenceItem | undefined = (options.recheck ? undefined : recallFinal(imageHash)) ?? (await deps.repo.get(imageHash));
   if (!isAnchored(item)) {
-    return { image_hash: imageHash, found: item?.registered_at !== undefined, registered_at: item?.registered_at ?? null, anchored: false, record: null, verdict: null };
+    const first = await deps.repo.firstRegistration(imageHash, item);
+    return { image_hash: imageHash, found: first !== undefined, registered_at: first ?? null, anchored: false, record: null, verdict: null };
   }
   const final = storedFinalReceipt(item);
   if (final) rememberFinal(item);
@@ -108,7 +114,8 @@ export async function verifyEvidence(deps: VerifyDeps, imageHash: string, option
           trustedPqKeys: keys,
           ledger: { kind: 'read', read: await readLedger(deps.rpc, item.tx_hash), expectedFrom: item.ledger_address, checkedAt: new Date(), ...(final ? { final } : {}) },
         });
-  return { image_hash: imageHash, found: true, registered_at: item.registered_at ?? null, anchored: true, record: item, verdict };
+  // An anchored hash is answered with its anchor's facts only: no account's registration.
+  return { image_hash: imageHash, found: true, registered_at: null, anchored: true, record: item, verdict };
 }
 
 /** The empty trust list of a reader that has none (one object, so that the memo below can hit). */

@@ -1,21 +1,30 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AuthenticatedKey } from '../accounts/key-auth.js';
 import { getKeyAuthDeps, type KeyAuthDepsProvider } from '../deps/key-auth.js';
-import type { QuotaReservation, RateDecision } from '../accounts/limits.js';
-import { assertFeature, type Feature, isTierName, tierAllows, tierLabel, type TierName } from '../accounts/tiers.js';
+import { type Charge, type LimitService, newHoldId, type QuotaReservation, rateLimitExceeded } from '../accounts/limits.js';
+import { quotaExceeded } from '../accounts/quota-holds.js';
+import type { QuotaPort } from '../evidence/ports.js';
+import { assertFeature, type Feature, isTierName, tierAllows, type TierName } from '../accounts/tiers.js';
+import { describeError, log } from '../log.js';
 import type { AppContext, AppEnv } from './app.js';
-import { HttpError, tooManyRequests, unauthorized } from './errors.js';
-import { refundQuota, runWithQuota, setRateLimitHeaders } from './limits.js';
+import { HttpError, unauthorized } from './errors.js';
+import { runWithQuota, setRateLimitHeaders } from './limits.js';
 
 /** Options of {@link apiKeyAuth}. */
 export interface ApiKeyAuthOptions {
   /** The feature the endpoint provides; the caller's tier must include it (else 403 `tier_insufficient`). */
   feature: Feature;
   /**
-   * A quota-counted endpoint (v2 hash, anchor, full; v1 anchor, timestamp): also reserve one unit
-   * of the monthly quota, and give it back when the request fails (decisions.md "Limits").
+   * How the request is charged on the account meter (lib/accounts/limits.ts, decisions.md "Limits"):
+   * - `rate` (default): its rate unit only;
+   * - `quota`: its rate unit and one unit of the monthly quota under a hold of the request's own,
+   *   in one write; the unit goes back when the handler answers ≥ 400 or throws;
+   * - `handler`: the handler charges rate and quota together with {@link chargeRequest}, under a
+   *   hold its operation's record names (an anchor's evidence item, a registration), once the body
+   *   is valid. A request that ends before the handler charged it (a 400) spends its rate unit.
+   * For a tier without the feature, only the rate unit, then 403.
    */
-  quota?: boolean;
+  charge?: 'rate' | 'quota' | 'handler';
   /**
    * Dependencies (tests inject a clock or a config); by default the process-wide key
    * authenticator and limits only (lib/deps/key-auth.ts), not the account service.
@@ -30,6 +39,9 @@ export interface ApiKeyAuthOptions {
 }
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
+/** Context variables of a charge made in the handler ({@link chargeRequest}). */
+const LIMITS = 'keyLimits';
+const CHARGED = 'charged';
 
 /**
  * Authenticates `X-API-Key` for evidence endpoints, in this order:
@@ -39,19 +51,19 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
  *    counts (decisions.md "Limits"), so the RateLimit-* headers are on every response from here on,
  *    and 429 `rate_limit_exceeded` with Retry-After once the minute's budget is spent;
  * 3. the tier gate: 403 `tier_insufficient` naming the tier needed;
- * 4. with `quota`, the monthly quota: 429 `quota_exceeded` with Retry-After until the month ends;
- *    the unit is given back when the handler answers ≥ 400 or throws (lib/http/limits.ts).
+ * 4. with a quota charge, the monthly quota: 429 `quota_exceeded` with Retry-After until the month ends.
  * Sets the context variables `accountId`, `tier` and `keyId` (read them with {@link apiKeyCaller}).
  *
- * Round trips: the key's GetItem (it carries the tier, lib/accounts/key-auth.ts), then the rate
- * counter's and (with `quota`) the quota counter's conditional updates together. The answers are
- * those of the checks made one after the other: a request the rate refuses gets its quota unit
- * back before the 429 (it never counts; a concurrent request may see the unit taken meanwhile, as
- * with any request that fails after its reservation); a request the tier gate refuses reserves no
- * quota; a request refused for quota has spent its rate unit, as every authenticated request does.
+ * Round trips: none for the key while this instance read it less than API_KEY_CACHE_MS ago
+ * (lib/accounts/key-auth.ts), then one conditional write on the account meter, which checks and
+ * charges the rate and the quota together. The answers are those of the checks made one after the
+ * other: a request the rate refuses is charged nothing; a request the tier gate refuses spends its
+ * rate unit and holds no quota; a request refused for quota has spent its rate unit, as every
+ * authenticated request does.
  */
 export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler<AppEnv> {
   const resolve = options.deps ?? getKeyAuthDeps;
+  const mode = options.charge ?? 'rate';
   const refuse = (detail: string) =>
     options.basicRealm === undefined
       ? unauthorized('invalid_api_key', detail)
@@ -79,33 +91,80 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler<AppEnv
     c.set('keyId', caller.keyId);
 
     const { limits } = deps;
-    const reserve = options.quota === true && tierAllows(caller.tier, options.feature);
-    const [rateResult, quotaResult] = await Promise.allSettled([
-      limits.consumeRate(caller.accountId, caller.tier),
-      reserve ? limits.reserveQuota(caller.accountId, caller.tier) : undefined,
-    ]);
-    const reservation: QuotaReservation | undefined = quotaResult.status === 'fulfilled' ? quotaResult.value : undefined;
-    if (rateResult.status === 'rejected') {
-      if (reservation) await refundQuota(limits, reservation, caller.accountId);
-      throw rateResult.reason;
+    if (mode === 'rate' || !tierAllows(caller.tier, options.feature)) {
+      await chargeRate(c, limits, caller);
+      assertFeature(caller.tier, options.feature);
+      return next();
     }
-    const rate: RateDecision = rateResult.value;
+    if (mode === 'handler') {
+      c.set(LIMITS, limits);
+      await next();
+      // Refused before the handler charged it (its body was invalid): the rate unit is still spent.
+      if (c.get(CHARGED) !== true) await chargeRate(c, limits, caller).catch((error: unknown) => log.warn('rate unit of a refused request not counted', describeError(error)));
+      return;
+    }
+    const { rate, quota } = await limits.charge(caller.accountId, caller.tier, newHoldId('r', deps.clock()));
     setRateLimitHeaders(c, rate, 'account');
-    if (!rate.allowed) {
-      if (reservation) await refundQuota(limits, reservation, caller.accountId);
-      throw tooManyRequests(
-        'rate_limit_exceeded',
-        `Rate limit exceeded: the per-minute limit of the ${tierLabel(caller.tier)} tier is ${rate.limit} requests (all keys of the account together). Retry in ${rate.resetSeconds} s.`,
-        rate.resetSeconds,
-        { limit: rate.limit, window: 'minute', tier: caller.tier },
-      );
-    }
-    assertFeature(caller.tier, options.feature);
-    if (!options.quota) return next();
-    if (quotaResult.status === 'rejected') throw quotaResult.reason;
-    if (!reservation) throw new Error('apiKeyAuth: no quota reservation');
-    await runWithQuota(c, next, limits, reservation, caller.accountId, caller.tier);
+    if (!rate.allowed) throw rateLimitExceeded(rate, caller.tier);
+    if (!quota) throw new Error('apiKeyAuth: no quota reservation');
+    await runWithQuota(c, next, limits, quota, caller.accountId, caller.tier);
   };
+}
+
+/** Charges the rate unit alone (RateLimit-* headers set; 429 when the minute's budget is spent). */
+async function chargeRate(c: AppContext, limits: LimitService, caller: AuthenticatedKey): Promise<void> {
+  c.set(CHARGED, true);
+  const { rate } = await limits.charge(caller.accountId, caller.tier);
+  setRateLimitHeaders(c, rate, 'account');
+  if (!rate.allowed) throw rateLimitExceeded(rate, caller.tier);
+}
+
+/**
+ * For a handler of an endpoint with `charge: 'handler'`: charges the request's rate unit and one
+ * quota unit under `holdId` in one write (RateLimit-* headers set), for the handler's operation
+ * to settle or refund (LimitService). Throws 429 `rate_limit_exceeded` when the rate refused it
+ * (nothing charged) and 429 `quota_exceeded` when the quota did (its rate unit spent).
+ */
+export async function chargeRequest(c: AppContext, holdId: string): Promise<QuotaReservation> {
+  const charge = await chargeQuota(c, holdId);
+  if (!charge.rate.allowed) throw rateLimitExceeded(charge.rate, apiKeyCaller(c).tier);
+  const quota = charge.quota as QuotaReservation;
+  if (!quota.allowed) throw quotaExceeded(quota, apiKeyCaller(c).tier);
+  return quota;
+}
+
+/** The charge of {@link chargeRequest} as it came (the caller decides what a refusal means). */
+export async function chargeQuota(c: AppContext, holdId: string): Promise<Charge> {
+  const limits = requestLimits(c);
+  const caller = apiKeyCaller(c);
+  c.set(CHARGED, true);
+  const charge = await limits.charge(caller.accountId, caller.tier, holdId);
+  setRateLimitHeaders(c, charge.rate, 'account');
+  return charge;
+}
+
+/**
+ * The anchor's quota port for this request (`charge: 'handler'`): its charges go to the meter the
+ * middleware used and set the RateLimit-* headers; holds end through `base`.
+ */
+export function requestQuotaPort(c: AppContext, base: QuotaPort): QuotaPort {
+  return {
+    charge: async (accountId, tier, holdId, rate) => {
+      const limits = requestLimits(c);
+      c.set(CHARGED, true);
+      const charge = await limits.charge(accountId, tier, holdId, { rate });
+      if (rate) setRateLimitHeaders(c, charge.rate, 'account');
+      return charge;
+    },
+    end: (hold, outcome) => base.end(hold, outcome),
+  };
+}
+
+/** The limits {@link apiKeyAuth} used (a handler's charge goes to the same meter). */
+export function requestLimits(c: AppContext): LimitService {
+  const limits = c.get(LIMITS) as LimitService | undefined;
+  if (!limits) throw new Error("chargeRequest() needs apiKeyAuth({ charge: 'handler' }) before the handler");
+  return limits;
 }
 
 /** The password of `Authorization: Basic base64(user:password)` (RFC 7617 §2), or undefined. */

@@ -63,11 +63,10 @@ export async function runWithQuota(
     if (!succeeded) await refundQuota(limits, reservation, accountId);
   }
   if (!succeeded) return;
-  // Completed: the unit stays counted. A settle lost to an outage leaves the hold open; the
-  // reconciler then refunds it (the customer is never charged twice; at worst not at all).
-  await limits.settleQuota(reservation).catch((error: unknown) =>
-    log.warn('quota settle failed; the reconciler ends the hold', { account_id: accountId, counter: reservation.counterKey, ...describeError(error) }),
-  );
+  // Completed: the unit stays counted. The settle rides on a later charge (LimitService); one that
+  // never goes out (the process died) leaves the hold open, and the reconciler then refunds it
+  // (the customer is never charged twice; at worst not at all).
+  limits.settleQuota(reservation);
 }
 
 const NOT_COMPLETED = 'quotaNotCompleted';

@@ -53,6 +53,7 @@ export const PROBLEM_TITLES: Record<string, string> = {
   ledger_unavailable: 'Ledger unavailable',
   tsa_unavailable: 'Time-stamping authority unavailable',
   signer_unavailable: 'Signing key unavailable',
+  server_busy: 'Server busy',
 };
 
 /** The path of a problem type's page; the `type` member is this path under PUBLIC_BASE_URL. */

@@ -68,4 +68,5 @@ export const PROBLEM_TYPES: Record<string, ProblemType> = {
   ledger_unavailable: t(503, 'The ledger node could not be reached; no verdict was given on a proof that was not checked.', 'Retry after Retry-After seconds.'),
   tsa_unavailable: t(503, 'The time-stamping authority did not answer; nothing was recorded and nothing was charged.', 'Retry after Retry-After seconds.'),
   signer_unavailable: t(503, 'A signing key (KMS) could not be used; nothing was recorded.', 'Retry after Retry-After seconds.'),
+  server_busy: t(503, 'This server instance had more anchors in hand than it takes at once, and this one waited its turn longer than it may; nothing was recorded and no quota was used.', 'Retry the identical request after Retry-After seconds.'),
 };

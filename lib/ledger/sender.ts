@@ -217,13 +217,11 @@ export class LedgerSender {
 
     const address = await this.ready();
     const fees = await this.feeOracle.fees(); // before taking a nonce: a node that is down costs no nonce here
-    const result = await this.lock.runShared(() => this.submitInOrder(address, hex, meta, fees, options.beforePersist, transfer));
-    if (result.broadcast === 'accepted') {
-      await this.markSent(result.nonce, result.txHash).catch((error: unknown) =>
-        this.log('warn', 'ledger: could not mark a slot as sent (the rebroadcast job will)', { nonce: result.nonce, detail: sanitizeDetail(error) }),
-      );
-    }
-    return result;
+    // A slot the node took stays `signed` until its receipt is recorded (signed → confirmed): no
+    // write of its own for `sent` on the request path (decisions.md "Cost"). The re-send job sends
+    // what is still unmined after gapGraceMs again (the node answers "already known") and marks it
+    // `sent` then, which is what a fee bump measures from.
+    return this.lock.runShared(() => this.submitInOrder(address, hex, meta, fees, options.beforePersist, transfer));
   }
 
   /**
@@ -532,8 +530,4 @@ export class LedgerSender {
     return true;
   }
 
-  private async markSent(nonce: number, txHash: string): Promise<void> {
-    const address = await this.address();
-    await this.records.setSlotStatus(address, nonce, txHash, 'sent', ['signed']);
-  }
 }

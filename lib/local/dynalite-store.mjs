@@ -12,17 +12,74 @@
  * every entry is read through a LevelDB iterator (which returns the newest version of each key,
  * even where LevelDB's Get would not) into SQLite, then the LevelDB files are set aside as
  * `<dir>.leveldb-<time>` (kept: nothing is deleted).
+ *
+ * In memory, the same store runs on an in-memory SQLite database (not dynalite's memory-level),
+ * so that both have the change feed below.
+ *
+ * The change feed (DynamoDB Streams' local stand-in; docs/decisions.md "Derived data"): a table
+ * created with `StreamSpecification: { StreamEnabled: true }` (infra/tables.json: the evidence
+ * table) gets one record per item change, with its keys and its old and new image, in the shape
+ * of a Lambda DynamoDB stream event record, stored in the SAME SQLite transaction as the item
+ * write: the feed holds a change if and only if the item changed, across a SIGKILL too. dynalite
+ * calls `db.updateIndexes(store, table, old, new)` under the item's lock just before it writes the
+ * item; the change is staged there and written with the item (sqlite-level.mjs). The server
+ * answers two operations of its own on the same endpoint, `X-Amz-Target:
+ * LocalChangeFeed.ReadChanges` `{TableName, After, Limit}` → `{Records, Last}` and
+ * `LocalChangeFeed.TrimChanges` `{TableName, UpTo}`: the consumer (lib/local/change-feed.ts) reads
+ * in order and trims what it applied. Nothing else of dynalite changes.
  */
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { SqliteLevel, SQLITE_FILE } from './sqlite-level.mjs';
+import { IN_MEMORY, SqliteLevel, SQLITE_FILE } from './sqlite-level.mjs';
 
 const require = createRequire(import.meta.url);
-const level = require(require.resolve('level', { paths: [path.dirname(require.resolve('dynalite'))] }));
+const dynaliteDir = path.dirname(require.resolve('dynalite'));
+const level = require(require.resolve('level', { paths: [dynaliteDir] }));
 const LevelDb = level.Level;
 level.Level = SqliteLevel;
+const memoryLevel = require(require.resolve('memory-level', { paths: [dynaliteDir] }));
+memoryLevel.MemoryLevel = class MemorySqliteLevel extends SqliteLevel {
+  /** @param {object} [options] */
+  constructor(options) {
+    super(IN_MEMORY, options);
+  }
+};
+
+// CreateTable keeps StreamSpecification (dynalite's validation drops what it does not know).
+require(path.join(dynaliteDir, 'validations', 'createTable.js')).types.StreamSpecification = {
+  type: 'FieldStruct<StreamSpecification>',
+  children: { StreamEnabled: { type: 'Boolean', notNull: true }, StreamViewType: { type: 'String', enum: ['NEW_IMAGE', 'OLD_IMAGE', 'NEW_AND_OLD_IMAGES', 'KEYS_ONLY'] } },
+};
+
+const dynaliteDb = require(path.join(dynaliteDir, 'db', 'index.js'));
+/** The store of the dynalite created last (createDynalite takes it right after). */
+let lastStore;
+const create = dynaliteDb.create;
+dynaliteDb.create = (/** @type {object} */ options) => (lastStore = create(options));
+const updateIndexes = dynaliteDb.updateIndexes;
+dynaliteDb.updateIndexes = function (/** @type {any} */ store, /** @type {any} */ table, /** @type {any} */ oldItem, /** @type {any} */ newItem, /** @type {Function} */ cb) {
+  if (table.StreamSpecification?.StreamEnabled && (oldItem || newItem)) {
+    const item = newItem ?? oldItem;
+    const keys = Object.fromEntries(table.KeySchema.map((/** @type {any} */ k) => [k.AttributeName, item[k.AttributeName]]));
+    const record = {
+      eventName: !oldItem ? 'INSERT' : newItem ? 'MODIFY' : 'REMOVE',
+      dynamodb: {
+        ApproximateCreationDateTime: Math.floor(Date.now() / 1000),
+        Keys: keys,
+        ...(newItem ? { NewImage: newItem } : {}),
+        ...(oldItem ? { OldImage: oldItem } : {}),
+        StreamViewType: 'NEW_AND_OLD_IMAGES',
+      },
+    };
+    store.db.stageChange(`item-${table.TableName}~${dynaliteDb.createKey(item, table)}`, { type: newItem ? 'put' : 'del', table: table.TableName, record: JSON.stringify(record) });
+  }
+  return updateIndexes.call(this, store, table, oldItem, newItem, cb);
+};
+
 const { default: dynalite } = await import('dynalite');
+
+const FEED_TARGET = 'LocalChangeFeed.';
 
 /**
  * A dynalite server (not listening yet): with `dir`, on disk in SQLite there (migrated from
@@ -31,7 +88,57 @@ const { default: dynalite } = await import('dynalite');
  */
 export async function createDynalite(options) {
   if (options.dir) await migrateFromLevelDb(options.dir);
-  return dynalite({ ...(options.dir ? { path: options.dir } : {}), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  const server = dynalite({ ...(options.dir ? { path: options.dir } : {}), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  const store = lastStore;
+  const handlers = server.listeners('request');
+  server.removeAllListeners('request');
+  server.on('request', (req, res) => {
+    const target = String(req.headers['x-amz-target'] ?? '');
+    if (target.startsWith(FEED_TARGET)) return feed(store.db, target.slice(FEED_TARGET.length), req, res);
+    for (const handler of handlers) handler.call(server, req, res);
+  });
+  return server;
+}
+
+/**
+ * The change feed's two operations (see the module comment).
+ * @param {SqliteLevel} db @param {string} operation @param {import('node:http').IncomingMessage} req @param {import('node:http').ServerResponse} res
+ */
+async function feed(db, operation, req, res) {
+  const send = (/** @type {number} */ status, /** @type {object} */ body) => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/x-amz-json-1.0', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  };
+  try {
+    const chunks = [];
+    for await (const chunk of req) chunks.push(chunk);
+    const input = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+    const table = String(input.TableName ?? '');
+    if (!table) return send(400, { __type: 'ValidationException', message: 'TableName is required' });
+    if (operation === 'ReadChanges') {
+      const rows = db.readChanges(table, Number(input.After ?? 0), Math.min(1000, Math.max(1, Number(input.Limit ?? 100))));
+      const Records = rows.map(({ seq, rec }) => {
+        const record = JSON.parse(rec);
+        record.eventID = String(seq);
+        record.eventVersion = '1.1';
+        record.eventSource = 'aws:dynamodb';
+        record.awsRegion = 'local';
+        record.eventSourceARN = `arn:aws:dynamodb:local:000000000000:table/${table}/stream/local`;
+        record.dynamodb.SequenceNumber = String(seq).padStart(21, '0');
+        record.dynamodb.SizeBytes = rec.length;
+        return record;
+      });
+      return send(200, { Records, Last: rows.at(-1)?.seq ?? Number(input.After ?? 0) });
+    }
+    if (operation === 'TrimChanges') {
+      db.trimChanges(table, Number(input.UpTo ?? 0));
+      return send(200, {});
+    }
+    return send(400, { __type: 'UnknownOperationException', message: operation });
+  } catch (error) {
+    return send(500, { __type: 'InternalFailure', message: String(/** @type {Error} */ (error).message) });
+  }
 }
 
 /** @param {string} dir */

@@ -37,12 +37,21 @@ const { AbstractLevel, AbstractIterator } = require(require.resolve('abstract-le
 export const SQLITE_FILE = 'items.sqlite';
 const PAGE = 256;
 
+/** The location of a database kept in memory (dynalite without a directory: tests, benchmarks). */
+export const IN_MEMORY = ':memory:';
+
 export class SqliteLevel extends AbstractLevel {
   /** @type {string} */ #location;
   /** @type {import('node:sqlite').DatabaseSync | undefined} */ #db;
   /** @type {Record<string, import('node:sqlite').StatementSync>} */ #stmt = {};
+  /**
+   * Changes staged for the next write of their key (stageChange): written in the same SQLite
+   * transaction as the item, so that the change feed holds a change if and only if it happened.
+   * @type {Map<string, { type: 'put' | 'del', table: string, record: string }>}
+   */
+  #staged = new Map();
 
-  /** @param {string} location a directory @param {object} [options] */
+  /** @param {string} location a directory, or IN_MEMORY @param {object} [options] */
   constructor(location, options) {
     super(
       {
@@ -65,20 +74,69 @@ export class SqliteLevel extends AbstractLevel {
   }
 
   async _open() {
-    mkdirSync(this.#location, { recursive: true });
-    // Loaded here, not at the top: a process that keeps dynalite in memory never loads node:sqlite
-    // (Node 22 prints an ExperimentalWarning when it does; Node 24.21 does not).
+    const memory = this.#location === IN_MEMORY;
+    if (!memory) mkdirSync(this.#location, { recursive: true });
+    // Loaded here, not at the top (Node 22 prints an ExperimentalWarning when it is loaded; Node 24.21 does not).
     const { DatabaseSync } = await import('node:sqlite');
-    const db = new DatabaseSync(path.join(this.#location, SQLITE_FILE));
-    db.exec('PRAGMA journal_mode = WAL');
-    db.exec('PRAGMA synchronous = NORMAL');
+    const db = new DatabaseSync(memory ? IN_MEMORY : path.join(this.#location, SQLITE_FILE));
+    if (!memory) {
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec('PRAGMA synchronous = NORMAL');
+    }
     db.exec('CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID');
+    // The change feed of the tables that have a stream (dynalite-store.mjs): one row per item
+    // change, in the order they happened.
+    db.exec('CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl TEXT NOT NULL, rec TEXT NOT NULL)');
     this.#db = db;
     this.#stmt = {
       get: db.prepare('SELECT v FROM kv WHERE k = ?'),
       put: db.prepare('INSERT INTO kv (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v'),
       del: db.prepare('DELETE FROM kv WHERE k = ?'),
+      change: db.prepare('INSERT INTO changes (tbl, rec) VALUES (?, ?)'),
+      read: db.prepare('SELECT seq, rec FROM changes WHERE tbl = ? AND seq > ? ORDER BY seq LIMIT ?'),
+      trim: db.prepare('DELETE FROM changes WHERE tbl = ? AND seq <= ?'),
     };
+  }
+
+  /**
+   * Stages a change of one item for the next write of its key (`type`: a put or a delete): that
+   * write stores the item and the change in one transaction. A staged change whose write never
+   * comes (the write failed before the store) is replaced by the next change of the key.
+   * @param {string} key @param {{ type: 'put' | 'del', table: string, record: string }} change
+   */
+  stageChange(key, change) {
+    this.#staged.set(key, change);
+  }
+
+  /**
+   * The changes of `table` after `after`, oldest first, at most `limit`.
+   * @param {string} table @param {number} after @param {number} limit
+   * @returns {{ seq: number, rec: string }[]}
+   */
+  readChanges(table, after, limit) {
+    return /** @type {{ seq: number, rec: string }[]} */ (this.#stmt.read?.all(table, after, limit));
+  }
+
+  /** Forgets the changes of `table` up to `upTo` (their consumer applied them). @param {string} table @param {number} upTo */
+  trimChanges(table, upTo) {
+    this.#stmt.trim?.run(table, upTo);
+  }
+
+  /** Runs `write` with the change staged for `key` (if its type matches), in one transaction. @param {string} key @param {'put' | 'del'} type @param {() => void} write */
+  #withChange(key, type, write) {
+    const staged = this.#staged.get(key);
+    if (!staged || staged.type !== type) return write();
+    this.#staged.delete(key);
+    const db = /** @type {import('node:sqlite').DatabaseSync} */ (this.#db);
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      write();
+      this.#stmt.change?.run(staged.table, staged.record);
+      db.exec('COMMIT');
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw error;
+    }
   }
 
   async _close() {
@@ -99,12 +157,12 @@ export class SqliteLevel extends AbstractLevel {
 
   /** @param {string} key @param {string} value */
   async _put(key, value) {
-    this.#stmt.put?.run(key, value);
+    this.#withChange(key, 'put', () => this.#stmt.put?.run(key, value));
   }
 
   /** @param {string} key */
   async _del(key) {
-    this.#stmt.del?.run(key);
+    this.#withChange(key, 'del', () => this.#stmt.del?.run(key));
   }
 
   /** @param {{ type: 'put' | 'del', key: string, value?: string }[]} operations */

@@ -23,6 +23,8 @@ import { getDb } from '../deps/core.js';
 import { runArchivePass } from '../evidence/archive.js';
 import { reconcileAnchors } from '../evidence/reconcile.js';
 import { ensurePqKeyRegistered } from '../evidence/pq-registration.js';
+import { getDerivedStores } from '../deps/derived.js';
+import { forgetLocalChanges, localChangeFeed } from './change-feed.js';
 import { ensureTables } from '../store/tables.js';
 import { describeError, log } from '../log.js';
 import { ensureLocalSecrets } from './bootstrap.js';
@@ -35,6 +37,9 @@ import { exitWithParent } from './parent-watch.js';
 import { portInUseLine, type LocalPlan } from './preflight.js';
 import { buildLocalApi, listenLocalApi } from './server.js';
 import { Supervisor } from './supervisor.js';
+
+/** How often `npm start` applies the evidence table's changes (the statistics' lag, stated in the API reference: at most about a second). */
+const CHANGE_FEED_INTERVAL_MS = 250;
 
 /** Starts every part of `plan`, prints one line per part and `ready in … ms` (from the process's start); exits on failure. */
 export async function runLocalStack(config: Config, plan: LocalPlan): Promise<void> {
@@ -112,7 +117,7 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
       startDynamoProcess({ port: config.aws.dynamoPort, dir: path.join(config.dataDir, 'dynamodb'), logFile: path.join(config.dataDir, 'dynamodb.log') });
     // Meanwhile: the tables as soon as dynalite answers, and the API's modules loaded.
     const dynamoP = embeddedDynamo ? startDynamo() : Promise.resolve(null);
-    const tablesP = dynamoP.then(() => ensureTables(getDb(), config.tables));
+    const tablesP = dynamoP.then(() => ensureTables(getDb(), config.tables, { afterRebuild: (table) => forgetLocalChanges(config, table) }));
     // Every wallet that ever sent (a rotation's pending new one included), the genesis one first.
     const everyWallet = async () => {
       if (config.ledger.walletScheme !== 'local' || config.ledger.walletPrivateKey) return secrets.walletAddress ? [secrets.walletAddress.toLowerCase()] : [];
@@ -159,7 +164,7 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
           afterStart: async () => {
             // dynalite may have lost an index entry when it died: the tables are swept once more.
             sweepFromStart();
-            return (await ensureTables(getDb(), config.tables)).length ? 'tables re-created' : undefined;
+            return (await ensureTables(getDb(), config.tables, { afterRebuild: (table) => forgetLocalChanges(config, table) })).length ? 'tables re-created' : undefined;
           },
         },
         say,
@@ -282,6 +287,12 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
     const archiveTimer = setInterval(() => void archive(), config.archive.intervalMs);
     archiveTimer.unref();
     stops.push(async () => clearInterval(archiveTimer));
+
+    // The evidence-stream Lambda's local twin (functions/jobs/evidence-stream.ts): the statistics
+    // and the links' anchored marks, derived from the evidence table's change feed (lib/local/change-feed.ts).
+    const feed = localChangeFeed(config, getDerivedStores());
+    feed.start(CHANGE_FEED_INTERVAL_MS);
+    stops.push(async () => feed.stop());
 
     say(`ready in ${since()}: Ctrl-C stops every part`);
   } catch (error) {

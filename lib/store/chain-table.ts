@@ -1,4 +1,4 @@
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ChainLinkStore } from '../evidence/ports.js';
 import type { ChainLink } from '../evidence/records.js';
 import { tryWrite } from './conditional.js';
@@ -71,19 +71,20 @@ export class ChainTable implements ChainLinkStore {
   }
 
   /**
-   * Moves the claim of a claimed link to `claimId` (the identical retry took its evidence over):
-   * only the link of that very hash, still claimed, by the claim read (`wasClaimId`). False when it moved on.
+   * Moves the claim of a claimed link to `claimId` with a new lease (the identical retry takes the
+   * request over): only the link of that very hash, still claimed, by the claim read
+   * (`wasClaimId`). False when it moved on.
    */
-  async moveLinkClaim(link: Pick<ChainLink, 'public_key_hex' | 'chain_index' | 'image_hash'>, claimId: string, wasClaimId: string): Promise<boolean> {
+  async moveLinkClaim(link: Pick<ChainLink, 'public_key_hex' | 'chain_index' | 'image_hash'>, claimId: string, wasClaimId: string, leaseExpiresAt: number): Promise<boolean> {
     const moved = await tryWrite(
       this.db,
       new UpdateCommand({
         TableName: this.table,
         Key: { public_key_hex: link.public_key_hex, chain_index: link.chain_index },
-        UpdateExpression: 'SET claim_id = :id',
+        UpdateExpression: 'SET claim_id = :id, lease_expires_at = :lease',
         ConditionExpression: 'image_hash = :img AND #state = :claimed AND claim_id = :was',
         ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':id': claimId, ':img': link.image_hash, ':claimed': 'claimed', ':was': wasClaimId },
+        ExpressionAttributeValues: { ':id': claimId, ':lease': leaseExpiresAt, ':img': link.image_hash, ':claimed': 'claimed', ':was': wasClaimId },
       }),
     );
     return moved.ok;
@@ -111,12 +112,30 @@ export class ChainTable implements ChainLinkStore {
       new UpdateCommand({
         TableName: this.table,
         Key: { public_key_hex: publicKeyHex, chain_index: index },
-        UpdateExpression: 'SET #state = :anchored, anchored_at = :at, tx_hash = :tx',
+        UpdateExpression: 'SET #state = :anchored, anchored_at = :at, tx_hash = :tx REMOVE lease_expires_at',
         ConditionExpression: 'image_hash = :img',
         ExpressionAttributeNames: { '#state': 'state' },
         ExpressionAttributeValues: { ':anchored': 'anchored', ':at': anchoredAt, ':tx': txHash, ':img': imageHash },
       }),
     );
+  }
+
+  /**
+   * Writes links as anchored, with their anchored items' values (lib/evidence/derived.ts): puts of
+   * whole links, 25 to a BatchWriteItem. Unconditional and idempotent: once its item is anchored a
+   * link belongs to that item for good, so a put of the item's values never takes a link from
+   * anyone, and a second put writes the same values.
+   */
+  async putAnchoredLinks(links: ChainLink[]): Promise<void> {
+    for (let i = 0; i < links.length; i += 25) {
+      let requests: Record<string, unknown>[] = links.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
+      for (let attempt = 0; requests.length > 0; attempt++) {
+        if (attempt >= 8) throw new Error('chains: the anchored links were not all written (throttled)');
+        const out = await this.db.send(new BatchWriteCommand({ RequestItems: { [this.table]: requests } }));
+        requests = (out.UnprocessedItems?.[this.table] ?? []) as Record<string, unknown>[];
+        if (requests.length) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+      }
+    }
   }
 
   /** Names `txHash` (a replacement of the link's transaction) on the link of `imageHash`. */

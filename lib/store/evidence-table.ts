@@ -12,11 +12,12 @@ import {
   type StoredTx,
   type TxStatus,
 } from '../evidence/records.js';
+import { ACTIVITY_KINDS, type ActivityEntry, type ActivityKind } from '../evidence/activity.js';
+import type { Registration } from '../evidence/ports.js';
 import { EVIDENCE_ITEM } from '../state-machines.js';
 import { isConditionalCheckFailed } from './dynamo.js';
 import { type Blob, decodeItem, encodeFields, encodeRemove, missingBlobs } from './evidence-codec.js';
 import { tryWrite, type WriteOutcome } from './conditional.js';
-import { type LeaseAttributes, leaseParts, type LeaseStep } from './lease.js';
 import { SegmentScan } from './segment-scan.js';
 import { moveState, type VersionedMove } from './versioned.js';
 
@@ -44,18 +45,6 @@ const ANCHORED_SUBSTATES: Record<string, { expression: string; values: Record<st
   'anchored:confirmed': { expression: 'tx_status = :sub_status AND attribute_not_exists(ledger_final)', values: { ':sub_status': 'confirmed' } },
 };
 
-/** The `accepting` claim's lease (lib/store/lease.ts): the request's claim id until lease_expires_at. */
-const ANCHOR_LEASE: LeaseAttributes = { owner: 'claim_id', expires: 'lease_expires_at' };
-
-/** Fields of an anchor that a release removes besides its state (a registration stays, and so does the version). */
-const ANCHOR_FIELDS = [
-  'claim_id', 'fingerprint', 'lease_expires_at', 'quota_counter', 'quota_hold', 'pending_shard', 'anchored_at',
-  'account_id', 'api_version', 'device_id', 'public_key_hex', 'signature_hex', 'chain_index', 'chain_hash', 'previous_hash',
-  'statement', 'server_hash', 'pq_algorithm', 'pq_key_id', 'pq_public_key', 'pq_signature',
-  'tsa_response', 'tsa_gen_time', 'tsa_serial', 'tsa_policy', 'tsa_certificates',
-  'tsa_pq_response', 'tsa_pq_gen_time', 'tsa_pq_serial', 'tsa_pq_policy', 'tsa_pq_certificates',
-  'tx_hash', 'tx_nonce', 'tx_raw', 'ledger_address', 'ledger_chain_id', 'batch_pk', 'merkle',
-] as const;
 
 /**
  * Blob values by key (lib/store/evidence-codec.ts): content-addressed and never changed, so one
@@ -69,7 +58,6 @@ interface MoveOptions {
   set?: Record<string, unknown>;
   remove?: readonly string[];
   also?: VersionedMove['also'];
-  lease?: LeaseStep;
 }
 
 /**
@@ -81,6 +69,20 @@ interface MoveOptions {
 /** The key of an account's stand-alone answer of one kind on a hash (an item of its own). */
 function standaloneKey(kind: StandaloneKind, accountId: string, imageHash: string): string {
   return `standalone#${kind}#${accountId}#${imageHash}`;
+}
+
+/** The key of an account's registration of a hash (an item of its own). */
+export function registrationKey(accountId: string, imageHash: string): string {
+  return `reg#${accountId}#${imageHash}`;
+}
+
+/** What an item on the by_account index is, by its key: which hash, and what the account obtained. */
+function activityOf(key: string): { hash: string; kind: ActivityKind } | undefined {
+  if (/^[0-9a-f]{64}$/.test(key)) return { hash: key, kind: 'anchored' };
+  const m = /^(reg|standalone#ts|standalone#sig)#[^#]+#([0-9a-f]{64})$/.exec(key);
+  if (!m) return undefined;
+  const kind: ActivityKind = m[1] === 'reg' ? 'registered' : m[1] === 'standalone#ts' ? 'timestamped' : 'signed';
+  return { hash: m[2] as string, kind };
 }
 
 export class EvidenceTable implements EvidenceItemStore {
@@ -191,25 +193,118 @@ export class EvidenceTable implements EvidenceItemStore {
     return { hashes: segment.items.map((i) => String(i.image_hash)), complete: segment.complete };
   }
 
-  // ------------------------------------------------------------------ registration
+  // ------------------------------------------------------------------ registrations (one per account and hash)
 
   /**
-   * Registers a hash; idempotent: `if_not_exists` keeps the first registration's time. The item
-   * as it was before (ALL_OLD) tells both that time and whether this call was the first (exactly
-   * one of N concurrent registrations sees no registered_at).
+   * registers a hash for one account: the item `reg#<account>#<hash>`, whose own time is kept by
+   * `if_not_exists` (the account's first registration), with the quota hold that paid for it
+   * (hold kind `g`: the reconciliation settles a hold the item names, quota-holds.ts). One
+   * UpdateItem; the item as it was (ALL_OLD) tells whether this call made it. A resend of this
+   * very write (its answer lost) finds its own hold there and counts as the first.
+   * The item is on two sparse indexes: by_account (the account's recent evidence) and by_hash
+   * (whether, and since when, any account registered the hash: public verify).
    */
-  async register(imageHash: string, accountId: string, now: string): Promise<{ registeredAt: string; first: boolean }> {
-    const r = await this.db.send(
+  async register(imageHash: string, accountId: string, now: string, holdId: string): Promise<Registration | 'barred'> {
+    const r = await tryWrite(
+      this.db,
       new UpdateCommand({
         TableName: this.table,
-        Key: { image_hash: imageHash },
-        UpdateExpression: 'SET registered_at = if_not_exists(registered_at, :now), registered_by = if_not_exists(registered_by, :acct)',
-        ExpressionAttributeValues: { ':now': now, ':acct': accountId },
+        Key: { image_hash: registrationKey(accountId, imageHash) },
+        UpdateExpression:
+          'SET registered_at = if_not_exists(registered_at, :now), activity_at = if_not_exists(activity_at, :now), account_id = :acct, reg_of = :hash, quota_hold = if_not_exists(quota_hold, :hold)',
+        // A hold the reconciliation refunded (its request outlived the grace) can never pay for a registration.
+        ConditionExpression: 'attribute_not_exists(barred_holds) OR NOT contains(barred_holds, :hold)',
+        ExpressionAttributeValues: { ':now': now, ':acct': accountId, ':hash': imageHash, ':hold': holdId },
         ReturnValues: 'ALL_OLD',
       }),
     );
-    const before = (r.Attributes as EvidenceItem | undefined)?.registered_at;
-    return { registeredAt: before ?? now, first: before === undefined };
+    if (!r.ok) return 'barred';
+    const before = r.attributes as { registered_at?: string; quota_hold?: string } | undefined;
+    return { registeredAt: before?.registered_at ?? now, first: before?.registered_at === undefined || before.quota_hold === holdId, hold: before?.quota_hold ?? holdId };
+  }
+
+  /**
+   * Bars a registration's hold before the reconciliation refunds it: a request that outlived the
+   * grace can then never register under it. 'registered' when the account's registration exists
+   * (under another hold: the hold can never be named any more, nothing to bar).
+   */
+  async barRegistration(imageHash: string, accountId: string, holdId: string): Promise<'barred' | 'registered'> {
+    const r = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { image_hash: registrationKey(accountId, imageHash) },
+        UpdateExpression: 'ADD barred_holds :hold',
+        ConditionExpression: 'attribute_not_exists(registered_at)',
+        ExpressionAttributeValues: { ':hold': new Set([holdId]) },
+      }),
+    );
+    return r.ok ? 'barred' : 'registered';
+  }
+
+  /**
+   * The account's own registration of the hash (strongly consistent); for data from before the
+   * per-account registrations, the evidence item's first registration when this account made it.
+   */
+  async getRegistration(imageHash: string, accountId: string, item?: EvidenceItem): Promise<Registration | undefined> {
+    const r = await this.db.send(new GetCommand({ TableName: this.table, Key: { image_hash: registrationKey(accountId, imageHash) }, ConsistentRead: true }));
+    const own = r.Item as { registered_at?: string; quota_hold?: string } | undefined;
+    if (own?.registered_at) return { registeredAt: own.registered_at, first: true, hold: own.quota_hold ?? '' };
+    if (item?.registered_by === accountId && item.registered_at) return { registeredAt: item.registered_at, first: true, hold: '' };
+    return undefined;
+  }
+
+  /**
+   * When any account first registered the hash (the by_hash index, earliest first; eventually
+   * consistent in DynamoDB, so a registration of the last second may not show yet), or what an
+   * evidence item from before the per-account registrations kept.
+   */
+  async firstRegistration(imageHash: string, item?: EvidenceItem): Promise<string | undefined> {
+    const r = await this.db.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: 'by_hash',
+        KeyConditionExpression: 'reg_of = :h',
+        ExpressionAttributeValues: { ':h': imageHash },
+        ScanIndexForward: true,
+        Limit: 1,
+      }),
+    );
+    const first = r.Items?.[0]?.registered_at as string | undefined;
+    const legacy = item?.registered_at;
+    return first !== undefined && legacy !== undefined ? (first < legacy ? first : legacy) : (first ?? legacy);
+  }
+
+  /**
+   * The account's recent evidence, newest first: its registrations, stand-alone timestamps and
+   * signatures and its anchors (each item carries account_id and activity_at: the sparse index
+   * by_account), merged per hash. Reads index pages until `limit` hashes are found or it ends.
+   */
+  async recentActivity(accountId: string, limit: number): Promise<ActivityEntry[]> {
+    const byHash = new Map<string, { proofs: Set<ActivityKind>; at: string }>();
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: 'by_account',
+          KeyConditionExpression: 'account_id = :a',
+          ExpressionAttributeValues: { ':a': accountId },
+          ScanIndexForward: false,
+          Limit: limit * 4,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const what = activityOf(String(item.image_hash));
+        if (!what) continue;
+        const entry = byHash.get(what.hash);
+        if (entry) entry.proofs.add(what.kind);
+        else if (byHash.size < limit) byHash.set(what.hash, { proofs: new Set([what.kind]), at: String(item.activity_at) });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start && byHash.size < limit);
+    return [...byHash].map(([image_hash, e]) => ({ image_hash, proofs: ACTIVITY_KINDS.filter((k) => e.proofs.has(k)), at: e.at }));
   }
 
   // ------------------------------------------------------------------ stand-alone proofs
@@ -218,10 +313,16 @@ export class EvidenceTable implements EvidenceItemStore {
    * Records an account's stand-alone timestamp or signature answer in an item of its own,
    * `standalone#<kind>#<account>#<hash>` (one unconditional put: the latest answer wins). The
    * hash's evidence item is not touched, so answers of many accounts cannot grow it (records.ts).
-   * Like the blobs, these items have no anchor state: the sweeps of this table pass them by.
+   * Like the blobs, these items have no anchor state: the sweeps of this table pass them by. The
+   * account and the time put it on the by_account index (the account's recent evidence).
    */
   async recordStandalone(imageHash: string, accountId: string, kind: StandaloneKind, answer: object): Promise<void> {
-    await this.db.send(new PutCommand({ TableName: this.table, Item: { image_hash: standaloneKey(kind, accountId, imageHash), answer } }));
+    await this.db.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: { image_hash: standaloneKey(kind, accountId, imageHash), answer, account_id: accountId, activity_at: new Date().toISOString() },
+      }),
+    );
   }
 
   /** The account's stand-alone items of the hash (two strongly consistent reads side by side). */
@@ -243,61 +344,45 @@ export class EvidenceTable implements EvidenceItemStore {
    */
 
   /**
-   * claim (none → accepting): claims the hash for one request. Exactly one of any number of
-   * concurrent claims wins: the condition admits only an item where no anchor is under way or done
-   * (a registration may be there). No read first; the item as it was comes back when the claim fails.
+   * publish (none → publishing): the anchor's first write claims the hash and stores the request's
+   * fields, every proof and the transaction or batch, in one conditional write. Exactly one of any
+   * number of concurrent publishes lands: the condition admits only an item with no anchor (a
+   * hash's item may hold barred claims, from earlier anchors that lapsed) whose dead_claims do not
+   * name this claim. No read first; the item as it was comes back when the publish fails.
    */
-  async claimHash(claim: AnchorClaim): Promise<HashClaimResult> {
-    const { image_hash, claim_id, lease_expires_at, ...fields } = claim;
-    const r = await this.move({ image_hash, anchor_state: undefined, anchor_v: undefined }, 'claim', {
-      set: { ...fields, pending_shard: PENDING_SHARD },
-      lease: { take: { token: claim_id, expiresAt: lease_expires_at } },
+  async publish(claim: AnchorClaim, proofs: SignedProofs, tx: StoredTx | BatchRef): Promise<HashClaimResult> {
+    const { image_hash, ...fields } = claim;
+    const r = await this.move({ image_hash, anchor_state: undefined, anchor_v: undefined }, 'publish', {
+      set: { ...fields, ...proofs, ...tx, pending_shard: PENDING_SHARD },
+      also: { expression: 'attribute_not_exists(dead_claims) OR NOT contains(dead_claims, :claim)', values: { ':claim': claim.claim_id } },
       version: 'unread',
       returnUpdated: true,
     });
     if (r.ok) {
       const version = Number((r.attributes as { anchor_v?: unknown } | undefined)?.anchor_v);
-      return { ok: true, item: { ...claim, anchor_state: 'accepting', anchor_v: version, pending_shard: PENDING_SHARD } };
+      return { ok: true, item: { ...claim, ...proofs, ...tx, anchor_state: 'publishing', anchor_v: version, pending_shard: PENDING_SHARD } };
     }
     return { ok: false, current: r.old ? await this.decode(r.old as Record<string, unknown>) : await this.get(claim.image_hash) };
   }
 
   /**
-   * resume (accepting → accepting): the identical request (same fingerprint) continues an
-   * `accepting` claim at once, whoever held it: a new claim id, statement time, lease and quota
-   * hold. The previous holder, if it still runs, loses its next conditional write and follows.
+   * bar (none → none): a claim that lapsed before it published is barred for good (its id joins
+   * dead_claims), so that its publish, if its request still runs, can never land. Conditional on
+   * no anchor being on the hash: an anchor that is there was published by some claim, and no other
+   * claim can publish over it.
    */
-  async resumeClaim(
-    current: EvidenceItem,
-    next: Pick<AnchorClaim, 'claim_id' | 'anchored_at' | 'lease_expires_at' | 'quota_counter' | 'quota_hold' | 'fingerprint'>,
-  ): Promise<EvidenceItem | null> {
-    const { claim_id, anchored_at, lease_expires_at, quota_counter, quota_hold } = next;
-    return this.moved(current, 'resume', {
-      set: { anchored_at, quota_counter, quota_hold },
-      lease: { take: { token: claim_id, expiresAt: lease_expires_at } },
-      also: { expression: 'fingerprint = :fp', values: { ':fp': next.fingerprint } },
-    });
-  }
-
-  /**
-   * release (accepting → none): the anchor's fields go, a registration stays. Only an `accepting`
-   * item: nothing of it was published. A release and a move to publishing of the same version
-   * are exclusive, so exactly one of them happens. The version stays, and counts on at the next claim.
-   */
-  async release(current: EvidenceItem): Promise<boolean> {
-    return (await this.moved(current, 'release', { remove: ANCHOR_FIELDS })) !== null;
-  }
-
-  /**
-   * publish (accepting → publishing): stores every proof and either the signed transaction
-   * (direct mode: BEFORE it is persisted by the ledger sender or broadcast; the sender calls this
-   * from its beforePersist hook) or the batch its leaf joins (batch mode: the leaf is written
-   * after this, lib/evidence/batch-publish.ts). Null when the claim moved on (released, or
-   * resumed by the identical request): the sender then gives the nonce back and nothing goes out.
-   */
-  async markPublishing(current: EvidenceItem, proofs: SignedProofs, tx: StoredTx | BatchRef): Promise<EvidenceItem | null> {
-    // The lease ends; the claim id stays (the chain link names it).
-    return this.moved(current, 'publish', { set: { ...proofs, ...tx }, remove: ['lease_expires_at'] });
+  async barClaim(imageHash: string, claimId: string): Promise<'barred' | 'anchored'> {
+    const r = await tryWrite(
+      this.db,
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { image_hash: imageHash },
+        UpdateExpression: 'ADD dead_claims :claim',
+        ConditionExpression: 'attribute_not_exists(anchor_state)',
+        ExpressionAttributeValues: { ':claim': new Set([claimId]) },
+      }),
+    );
+    return r.ok ? 'barred' : 'anchored';
   }
 
   /**
@@ -334,7 +419,8 @@ export class EvidenceTable implements EvidenceItemStore {
     // now; it gets the batch's transaction and its inclusion proof in this same write.
     // archive_shard: the hash waits on the archive_due index for its RFC 4998 archive group
     // (lib/store/archive-table.ts; ARCHIVE_MEMBER.enqueue), set by this same write.
-    const set: Record<string, unknown> = { ...batch?.tx, merkle: batch?.merkle, tx_status: receipt?.status ?? 'pending', archive_shard: ARCHIVE_SHARD };
+    // activity_at: the anchor joins the account's recent evidence (the by_account index) now it is anchored.
+    const set: Record<string, unknown> = { ...batch?.tx, merkle: batch?.merkle, tx_status: receipt?.status ?? 'pending', archive_shard: ARCHIVE_SHARD, activity_at: current.anchored_at };
     if (receipt) {
       set.block_number = receipt.blockNumber;
       set.confirmed_at = receipt.at;
@@ -409,10 +495,9 @@ export class EvidenceTable implements EvidenceItemStore {
   private async moved(current: EvidenceItem, transition: EvidenceTransition, options: MoveOptions): Promise<EvidenceItem | null> {
     const r = await this.move(current, transition, options);
     if (!r.ok) return null;
-    const lease = options.lease ? leaseParts(ANCHOR_LEASE, options.lease) : { set: {}, remove: [] };
-    const set = { ...options.set, ...lease.set };
+    const set = { ...options.set };
     const next: Record<string, unknown> = { ...current, ...Object.fromEntries(Object.entries(set).filter(([, v]) => v !== undefined)) };
-    for (const k of [...(options.remove ?? []), ...lease.remove]) delete next[k];
+    for (const k of options.remove ?? []) delete next[k];
     const to = EVIDENCE_ITEM.transitions[transition].to;
     if (to === 'none') delete next.anchor_state;
     else next.anchor_state = to.split(':')[0];
@@ -450,7 +535,6 @@ export class EvidenceTable implements EvidenceItemStore {
       ...(encoded ? { set: encoded.fields } : {}),
       ...(remove ? { remove } : {}),
       ...(also ? { also } : {}),
-      ...(options.lease ? { lease: { attributes: ANCHOR_LEASE, step: options.lease } } : {}),
       ...(options.returnUpdated ? { returnValues: 'UPDATED_NEW' as const } : {}),
     });
   }

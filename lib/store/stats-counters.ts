@@ -1,11 +1,12 @@
 import { BatchGetCommand, GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { STAT_FIELDS, type StatsDelta, type StatsPort, type StatsSnapshot, type StatTotals } from '../evidence/stats.js';
+import { STAT_FIELDS, type StatsDelta, type StatsEvent, type StatsPort, type StatsSnapshot, type StatTotals } from '../evidence/stats.js';
 import { describeError, log } from '../log.js';
+import { isConditionalCheckFailed } from './dynamo.js';
 
 /**
  * Public statistics (GET /api/v1/stats) in the counters table, served from counters, never from scans.
  *
- * Each event adds to two items of the counters table in one atomic `ADD` each:
+ * Two kinds of items:
  * - `stats#total`: the all-time totals (no `expires_at`: it never expires);
  * - `stats#hour#<YYYY-MM-DDTHH>`: the totals of one UTC hour, with `expires_at` (the table's TTL
  *   attribute) 25 hours after the hour started, so DynamoDB removes old buckets by itself.
@@ -13,7 +14,11 @@ import { describeError, log } from '../log.js';
  * coarse than a sliding window, and 24 single-item reads. Readers ignore a bucket whose
  * `expires_at` has passed (DynamoDB deletes late; dynalite never does).
  *
- * The counters hold numbers only: no account, key, device or hash is ever written here.
+ * Written only from the evidence table's changes (lib/evidence/derived.ts): one ADD per item per
+ * batch of changes, whatever the number of events in it, conditional on the item's checkpoint of
+ * the batch's shard (`cp#<shard>`, the sequence number of the last change it counted), so that a
+ * batch delivered again is counted once. The counters hold numbers only: no account, key, device
+ * or hash is ever written here.
  */
 
 /** Prefix of every statistics counter (the quota reset never touches these keys). */
@@ -22,6 +27,8 @@ const HOUR_MS = 3_600_000;
 const BUCKET_HOURS = 24;
 /** A bucket outlives the window that reads it by one hour. */
 const BUCKET_TTL_HOURS = BUCKET_HOURS + 1;
+/** A shard's checkpoint on the totals is dropped once its shard has been quiet this long (a stream keeps records 24 h). */
+const CHECKPOINT_KEEP_MS = 48 * HOUR_MS;
 
 /** Key of the hourly bucket that contains `at`: `stats#hour#2026-11-22T10`. */
 export function hourBucketKey(at: Date, prefix = STATS_PREFIX): string {
@@ -30,23 +37,12 @@ export function hourBucketKey(at: Date, prefix = STATS_PREFIX): string {
 
 const zero = (): StatTotals => ({ registered: 0, anchored: 0, devices: 0, transactions: 0 });
 
-/** Events summed per hour bucket, and the promise their callers wait on. */
-interface StatsBatch {
-  byHour: Map<number, StatTotals>;
-  written: Promise<void>;
-  resolve: () => void;
-}
-
-function newBatch(): StatsBatch {
-  let resolve!: () => void;
-  const written = new Promise<void>((r) => (resolve = r));
-  return { byHour: new Map(), written, resolve };
-}
-
 /** Counter-backed statistics over the counters table. */
 export class StatsRecorder implements StatsPort {
   private readonly clock: () => Date;
   private readonly prefix: string;
+  /** Checkpoints of quiet shards seen on an item, to remove with its next write. */
+  private readonly stale = new Map<string, string[]>();
 
   /** `prefix` keeps separate sets of counters apart (tests); the service uses the default. */
   constructor(
@@ -59,82 +55,97 @@ export class StatsRecorder implements StatsPort {
   }
 
   /**
-   * Adds `delta` to the totals and to the current hour's bucket. Best-effort by design: the event
-   * it counts (an anchor, a registration, a transaction) has already happened and must not fail
-   * because of a statistic, so a failed write is logged and swallowed.
-   *
-   * Group commit: while a write is in flight, the events recorded meanwhile are summed and go out
-   * together in the next write (one ADD on the totals and one per hour bucket, whatever their
-   * number). Each caller still waits for the write that carries its own event, so a Lambda that
-   * is frozen after its response has lost nothing; alone, an event is written at once as before.
+   * Adds the events of one batch of one shard (in sequence order) to the totals and to their
+   * hours' buckets, exactly once: each item is written once, with the events it has not counted
+   * yet. Throws when a write fails (the batch is then delivered again).
    */
-  record(delta: StatsDelta): Promise<void> {
-    const fields = STAT_FIELDS.filter((f) => (delta[f] ?? 0) > 0);
-    if (fields.length === 0) return Promise.resolve();
-    const batch = (this.next ??= newBatch());
-    const hourStart = Math.floor(this.clock().getTime() / HOUR_MS) * HOUR_MS;
-    const sums = batch.byHour.get(hourStart) ?? zero();
-    for (const f of fields) sums[f] += delta[f] ?? 0;
-    batch.byHour.set(hourStart, sums);
-    if (!this.flushing) void this.flush();
-    return batch.written;
+  async applyStats(shard: string, events: StatsEvent[]): Promise<void> {
+    const byHour = new Map<number, StatsEvent[]>();
+    for (const e of events) byHour.set(e.hourStartMs, [...(byHour.get(e.hourStartMs) ?? []), e]);
+    await Promise.all([
+      this.applyTo(`${this.prefix}total`, shard, events),
+      ...[...byHour].map(([hourStart, evs]) => this.applyTo(hourBucketKey(new Date(hourStart), this.prefix), shard, evs, Math.floor(hourStart / 1000) + BUCKET_TTL_HOURS * 3600)),
+    ]);
   }
 
-  private next: StatsBatch | null = null;
-  private flushing = false;
-
-  /** Writes the waiting batches one after another until none is left. */
-  private async flush(): Promise<void> {
-    this.flushing = true;
-    try {
-      while (this.next) {
-        const batch = this.next;
-        this.next = null;
-        await this.write(batch.byHour);
-        batch.resolve();
+  /** One item: ADD the sums of the events after its checkpoint, conditional on that checkpoint. */
+  private async applyTo(pk: string, shard: string, events: StatsEvent[], expiresAt?: number): Promise<void> {
+    const cp = `cp#${shard}`;
+    let after: string | null = null; // the checkpoint as read; null: not read yet
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const todo = after === null ? events : events.filter((e) => e.seq > (after as string));
+      if (todo.length === 0) return; // counted already
+      const sums = zero();
+      for (const e of todo) for (const f of STAT_FIELDS) sums[f] += e.delta[f] ?? 0;
+      const fields = STAT_FIELDS.filter((f) => sums[f] > 0);
+      const names: Record<string, string> = { '#cp': cp, '#cpat': `cpat#${shard}` };
+      const values: Record<string, unknown> = { ':last': (todo.at(-1) as StatsEvent).seq, ':now': this.clock().getTime() };
+      const adds = fields.map((f, i) => {
+        names[`#f${i}`] = f;
+        values[`:v${i}`] = sums[f];
+        return `#f${i} :v${i}`;
+      });
+      const set = ['#cp = :last', '#cpat = :now'];
+      if (expiresAt !== undefined) {
+        values[':exp'] = expiresAt;
+        set.push('expires_at = :exp');
       }
-    } finally {
-      this.flushing = false;
+      const stale = (this.stale.get(pk) ?? []).filter((s) => s !== shard);
+      stale.forEach((s, i) => {
+        names[`#o${i}`] = `cp#${s}`;
+        names[`#oa${i}`] = `cpat#${s}`;
+      });
+      let condition: string;
+      if (after === null || after === '') {
+        values[':first'] = (todo[0] as StatsEvent).seq;
+        condition = 'attribute_not_exists(#cp) OR #cp < :first';
+      } else {
+        values[':read'] = after;
+        condition = '#cp = :read';
+      }
+      try {
+        const out = await this.db.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: { pk },
+            UpdateExpression: `SET ${set.join(', ')}${adds.length ? ` ADD ${adds.join(', ')}` : ''}${stale.length ? ` REMOVE ${stale.map((_, i) => `#o${i}, #oa${i}`).join(', ')}` : ''}`,
+            ConditionExpression: condition,
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
+            ReturnValues: 'ALL_NEW',
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        );
+        this.noteStale(pk, out.Attributes ?? {});
+        return;
+      } catch (error) {
+        if (!isConditionalCheckFailed(error)) throw error;
+        // Some of these events were counted (a redelivery): read where this shard's count stands.
+        const old = (error as { Item?: Record<string, unknown> }).Item ?? (await this.db.send(new GetCommand({ TableName: this.table, Key: { pk }, ConsistentRead: true }))).Item;
+        after = typeof old?.[cp] === 'string' ? (old[cp] as string) : '';
+      }
     }
+    throw new Error(`statistics ${pk}: the count did not settle after 5 attempts`);
   }
 
-  /** One ADD on the totals and one per hour bucket; never throws. */
-  private async write(byHour: Map<number, StatTotals>): Promise<void> {
-    const total = zero();
-    for (const sums of byHour.values()) for (const f of STAT_FIELDS) total[f] += sums[f];
+  /** Counts an event of its own once per `id` (StatsPort): a shard of its own, with one change. */
+  async recordOnce(id: string, delta: StatsDelta): Promise<void> {
+    const now = this.clock().getTime();
     try {
-      await Promise.all([
-        this.add(`${this.prefix}total`, total),
-        ...[...byHour].map(([hourStart, sums]) =>
-          this.add(hourBucketKey(new Date(hourStart), this.prefix), sums, Math.floor(hourStart / 1000) + BUCKET_TTL_HOURS * 3600),
-        ),
-      ]);
+      await this.applyStats(`once#${id}`, [{ seq: '1', hourStartMs: Math.floor(now / HOUR_MS) * HOUR_MS, delta }]);
     } catch (error) {
-      log.warn('statistics not recorded', { fields: STAT_FIELDS.filter((f) => total[f] > 0), ...describeError(error) });
+      log.warn('statistics not recorded', { id, ...describeError(error) });
     }
   }
 
-  /** `ADD` of the positive fields of `sums` to one counter item (with its expiry, for a bucket). */
-  private async add(pk: string, sums: StatTotals, expiresAt?: number): Promise<void> {
-    const fields = STAT_FIELDS.filter((f) => sums[f] > 0);
-    if (fields.length === 0) return;
-    const names: Record<string, string> = {};
-    const values: Record<string, unknown> = {};
-    const adds = fields.map((f, i) => {
-      names[`#f${i}`] = f;
-      values[`:v${i}`] = sums[f];
-      return `#f${i} :v${i}`;
-    });
-    if (expiresAt !== undefined) values[':exp'] = expiresAt;
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk },
-        UpdateExpression: `ADD ${adds.join(', ')}${expiresAt !== undefined ? ' SET expires_at = :exp' : ''}`,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-      }),
-    );
+  /** Remembers the checkpoints of shards quiet for CHECKPOINT_KEEP_MS, for the item's next write to remove. */
+  private noteStale(pk: string, item: Record<string, unknown>): void {
+    const now = this.clock().getTime();
+    const stale = Object.keys(item)
+      .filter((k) => k.startsWith('cpat#') && now - Number(item[k]) > CHECKPOINT_KEEP_MS)
+      .map((k) => k.slice('cpat#'.length));
+    if (stale.length) this.stale.set(pk, stale);
+    else this.stale.delete(pk);
   }
 
   /** The totals and the last 24 hours: one GetItem and one BatchGetItem of 24 keys. */

@@ -6,8 +6,8 @@
 import tableSpec from '../../infra/tables.json' with { type: 'json' };
 
 /** Logical names of the service's tables, as in infra/tables.json. */
-export type TableKey = 'accounts' | 'apiKeys' | 'evidence' | 'chains' | 'counters' | 'ledger' | 'batches' | 'activity' | 'archive';
-export const TABLE_KEYS: readonly TableKey[] = ['accounts', 'apiKeys', 'evidence', 'chains', 'counters', 'ledger', 'batches', 'activity', 'archive'];
+export type TableKey = 'accounts' | 'apiKeys' | 'evidence' | 'chains' | 'counters' | 'ledger' | 'batches' | 'archive';
+export const TABLE_KEYS: readonly TableKey[] = ['accounts', 'apiKeys', 'evidence', 'chains', 'counters', 'ledger', 'batches', 'archive'];
 
 /** Physical table name for each logical table. */
 export type TableNames = Readonly<Record<TableKey, string>>;
@@ -24,6 +24,8 @@ export interface TableDefinition {
     Projection: { ProjectionType: 'ALL' | 'KEYS_ONLY' };
   }[];
   TimeToLiveAttribute?: string;
+  /** The table's stream (the evidence table's feeds the derived data: functions/jobs/evidence-stream.ts). */
+  StreamSpecification?: { StreamEnabled: boolean; StreamViewType: 'NEW_AND_OLD_IMAGES' };
 }
 
 export const TABLE_DEFINITIONS = tableSpec as unknown as Record<TableKey, TableDefinition>;

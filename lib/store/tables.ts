@@ -13,7 +13,14 @@ import { TABLE_DEFINITIONS, TABLE_KEYS, type TableDefinition, type TableNames } 
  * In AWS the same definitions are deployed by CloudFormation, so this never runs there.
  * dynalite has no TTL API: the expiry attribute is written anyway and readers filter on it.
  */
-export async function ensureTables(client: DynamoDBDocumentClient, names: TableNames): Promise<string[]> {
+export async function ensureTables(
+  client: DynamoDBDocumentClient,
+  names: TableNames,
+  options: {
+    /** After a table with a stream was rebuilt: its items were copied in, which its stream must not take for changes. */
+    afterRebuild?: (table: string) => Promise<void>;
+  } = {},
+): Promise<string[]> {
   const created: string[] = [];
   for (const key of TABLE_KEYS) {
     const def = TABLE_DEFINITIONS[key];
@@ -22,6 +29,7 @@ export async function ensureTables(client: DynamoDBDocumentClient, names: TableN
     if (table && !moving && !missingIndexes(table, def).length) continue;
     if (table || moving) {
       await migrateTable(client, name, def, { table, moving: moving !== undefined });
+      if (def.StreamSpecification?.StreamEnabled) await options.afterRebuild?.(name);
       continue;
     }
     await createTable(client, name, def);
@@ -62,9 +70,12 @@ async function migrateTable(
 
 const migratingName = (name: string) => `${name}-migrating`;
 
+/** What a table made by an earlier version lacks of its definition: indexes, and its stream (both need a rebuild locally). */
 function missingIndexes(table: NonNullable<DescribeTableCommandOutput['Table']>, def: TableDefinition): string[] {
   const have = new Set((table.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName));
-  return (def.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName).filter((n) => !have.has(n));
+  const missing = (def.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName).filter((n) => !have.has(n));
+  if (def.StreamSpecification?.StreamEnabled && !table.StreamSpecification?.StreamEnabled) missing.push('(stream)');
+  return missing;
 }
 
 async function describe(client: DynamoDBDocumentClient, name: string): Promise<DescribeTableCommandOutput['Table'] | undefined> {
@@ -84,6 +95,7 @@ async function createTable(client: DynamoDBDocumentClient, name: string, def: Ta
       AttributeDefinitions: def.AttributeDefinitions,
       KeySchema: def.KeySchema,
       ...(def.GlobalSecondaryIndexes ? { GlobalSecondaryIndexes: def.GlobalSecondaryIndexes } : {}),
+      ...(def.StreamSpecification ? { StreamSpecification: def.StreamSpecification } : {}),
     }),
   );
   await waitFor(client, name, (t) => t?.TableStatus === 'ACTIVE');

@@ -161,8 +161,9 @@ export const VerifyPage: FC<{ model: VerifyPageModel }> = ({ model }) => {
       <Page title="Not anchored — Evidence verification" script>
         <Verdict tone="warn" title="Not anchored">
           <p>
-            This hash was registered{model.registeredAt ? <> <Time iso={model.registeredAt} /></> : null}, but nothing is anchored for it: there is
-            no post-quantum signature, no timestamp and no ledger transaction.
+            This hash was registered with the service{model.registeredAt ? <> (first by any account: <Time iso={model.registeredAt} />)</> : null}, but
+            nothing is anchored for it: there is no post-quantum signature, no timestamp and no ledger transaction. A registration is the note of
+            the account that made it, not a proof.
           </p>
           <HashLine hash={model.imageHash} />
         </Verdict>

@@ -60,7 +60,7 @@ describe('limit counters on the embedded DynamoDB', () => {
     clock.advance(1);
     const december = await deps.limits.reserveQuota(account, 'free');
     assert.equal(december.used, 1);
-    assert.equal(december.counterKey, `quota#${account}#2030-12`);
+    assert.equal(december.counterKey, `meter#${account}#2030-12`);
     clock.set('2030-11-30T23:59:59.999Z');
     assert.equal((await deps.limits.usage(account, 'free')).used, 1);
   });
@@ -88,13 +88,13 @@ describe('limit counters on the embedded DynamoDB', () => {
     const deps = testDeps({ clock });
     const account = `acc_ttl_${Date.now()}`;
     await deps.limits.reserveQuota(account, 'free');
-    const item = await getDb().send(new GetCommand({ TableName: getConfig().tables.counters, Key: { pk: `quota#${account}#2030-11` } }));
+    const item = await getDb().send(new GetCommand({ TableName: getConfig().tables.counters, Key: { pk: `meter#${account}#2030-11` } }));
     assert.equal(item.Item?.expires_at, Date.parse('2030-12-01T00:00:00Z') / 1000);
   });
 
   it('do not trust a counter whose expires_at has passed, as DynamoDB deletes it late', async () => {
     const counters = new CounterTable(getDb(), getConfig().tables.counters);
-    const pk = counterKeys.quota(`acc_stale_${Date.now()}`, monthWindow(new Date('2026-11-22T10:00:00Z')));
+    const pk = counterKeys.account(`acc_stale_${Date.now()}`, monthWindow(new Date('2026-11-22T10:00:00Z')));
     await getDb().send(new PutCommand({ TableName: getConfig().tables.counters, Item: { pk, count: 7, expires_at: 1000 } }));
     assert.equal(await counters.read(pk, 2000), 0);
     assert.equal(await counters.read(pk, 999), 7);

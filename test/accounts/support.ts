@@ -100,7 +100,7 @@ export function fromRandomIp(): { incoming: { socket: { remoteAddress: string } 
  */
 export function evidenceTestApp(deps: AccountDeps, feature: Feature = 'hash') {
   const app = createApp();
-  app.use('*', apiKeyAuth({ feature, quota: true, deps: provider(deps) }));
+  app.use('*', apiKeyAuth({ feature, charge: 'quota', deps: provider(deps) }));
   app.post('/op', (c) => c.json({ ok: true, account_id: c.get('accountId'), tier: c.get('tier'), key_id: c.get('keyId') }));
   app.post('/fail', () => {
     throw badRequest('invalid_request', 'The downstream handler refused the request.');

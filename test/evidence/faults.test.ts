@@ -15,6 +15,7 @@ import { RemoteTsa } from '../../lib/crypto/tsa/remote.js';
 import { DomainError } from '../../lib/errors.js';
 import { createLedgerProvider, LedgerSender } from '../../lib/ledger/sender.js';
 import { startLocalChain, type LocalChain } from '../../lib/local/chain.js';
+import { ChainTable } from '../../lib/store/chain-table.js';
 import { useStack, freePort } from '../support/stack.js';
 import { anchorInputFor, Device } from '../support/client.js';
 
@@ -154,44 +155,45 @@ describe('a chain node that is stopped mid-request', () => {
   });
 });
 
-describe('a request that died without undoing its claim', () => {
-  /** The claim a request of another client left when it died (its lease ends at `leaseEnd`). */
-  async function deadClaim(input: AnchorInput, leaseEnd: number) {
+describe('a request that died holding its chain link, before it published', () => {
+  /** The link a request of the same device left when it died, for another photo at the same index (its lease ends at `leaseEnd`). */
+  async function deadLink(input: AnchorInput, leaseEnd: number): Promise<{ imageHash: string; claimId: string }> {
     const claimId = `dead-${randomBytes(4).toString('hex')}`;
-    const claimed = await getEvidenceRepo().claimHash({
-      image_hash: input.imageHash,
-      claim_id: claimId,
-      fingerprint: 'f'.repeat(64), // another request than the one the test sends
-      account_id: 'acc_other',
-      api_version: 'v2',
+    const imageHash = randomBytes(32).toString('hex');
+    const put = await new ChainTable(getDb(), getConfig().tables.chains).putLink({
       public_key_hex: input.publicKeyHex,
-      signature_hex: input.signatureHex,
       chain_index: input.chainIndex,
-      chain_hash: input.chainHash,
+      image_hash: imageHash,
+      chain_hash: randomBytes(32).toString('hex'),
       previous_hash: input.previousHash,
-      anchored_at: new Date(leaseEnd - 20_000).toISOString(),
+      signature_hex: input.signatureHex,
+      state: 'claimed',
+      claim_id: claimId,
       lease_expires_at: leaseEnd,
-      quota_counter: 'quota#acc_other#2026-11',
-      quota_hold: `a:${leaseEnd}:${input.imageHash}:${claimId}`,
     });
-    assert.equal(claimed.ok, true);
+    assert.equal(put, true);
+    return { imageHash, claimId };
   }
 
-  it('does not block the hash once the claim has lapsed: it is released and the hash anchored', async () => {
+  it('does not block the index once its lease lapsed: its claim is barred, the link freed and this photo anchored there', async () => {
     const input = inputFor(new Device());
-    await deadClaim(input, Date.now() - 60_000);
+    const dead = await deadLink(input, Date.now() - 60_000);
     const result = await anchorEvidence(baseDeps, input);
     assert.equal(result.image_hash, input.imageHash);
-    assert.equal(result.account_id, input.accountId);
+    assert.equal(result.chain_index, input.chainIndex);
+    // The dead request, were it to wake up, can never publish its photo into the index it lost.
+    const item = await getEvidenceRepo().get(dead.imageHash);
+    assert.ok(item?.dead_claims?.has(dead.claimId), 'the lapsed claim is barred');
+    assert.equal(item?.anchor_state, undefined);
   });
 
-  it('still refuses the hash to another request while a live claim stands, saying when to retry', async () => {
+  it('still refuses the index to another photo while its lease stands, saying when to retry', async () => {
     const input = inputFor(new Device());
-    await deadClaim(input, Date.now() + 60_000);
+    await deadLink(input, Date.now() + 60_000);
     await assert.rejects(anchorEvidence(baseDeps, input), (error: unknown) => {
       assert.ok(error instanceof DomainError);
       assert.equal(error.kind, 'conflict');
-      assert.equal(error.code, 'hash_already_anchored');
+      assert.equal(error.code, 'chain_index_conflict');
       assert.ok((error.retryAfterSeconds ?? 0) >= 1 && (error.retryAfterSeconds ?? 0) <= 60, `Retry-After ${error.retryAfterSeconds}`);
       return true;
     });
@@ -214,7 +216,7 @@ describe('a database that applies the move to publishing but whose answer is los
           if (down) throw new StoreUnavailableError('TimeoutError frozen');
           const result = await (real as (...a: unknown[]) => Promise<unknown>).apply(target, args);
           // The write landed; its answer is lost, and the database stops answering.
-          if (prop === 'markPublishing') {
+          if (prop === 'publish') {
             down = true;
             throw new StoreUnavailableError('TimeoutError frozen');
           }
@@ -223,7 +225,7 @@ describe('a database that applies the move to publishing but whose answer is los
       },
     });
     const ended: string[] = [];
-    const quota = { reserve: baseDeps.quota.reserve.bind(baseDeps.quota), end: (hold: { counterKey: string; holdId: string }, outcome: 'settle' | 'refund') => (ended.push(outcome), baseDeps.quota.end(hold, outcome)) };
+    const quota = { charge: baseDeps.quota.charge.bind(baseDeps.quota), end: (hold: { counterKey: string; holdId: string }, outcome: 'settle' | 'refund') => (ended.push(outcome), baseDeps.quota.end(hold, outcome)) };
     await assert.rejects(anchorEvidence({ ...baseDeps, repo, quota }, input), (error: unknown) => (error as { status?: number }).status === 503 || (error as DomainError).kind === 'unavailable');
     const item = await getEvidenceRepo().get(input.imageHash);
     assert.equal(item?.anchor_state, 'publishing', 'the move to publishing landed');
@@ -236,8 +238,8 @@ describe('a database that applies the move to publishing but whose answer is los
     const done = await getEvidenceRepo().get(input.imageHash);
     assert.equal(done?.anchor_state, 'anchored');
     await reconcileAnchors(await getReconcileDeps(), { fullScan: true });
-    const counter = (await getDb().send(new GetCommand({ TableName: getConfig().tables.counters, Key: { pk: done?.quota_counter }, ConsistentRead: true }))).Item;
-    assert.ok(!(counter?.inflight as Set<string> | undefined)?.has(done?.quota_hold ?? ''), 'the hold is ended');
-    assert.equal(counter?.count, 1, 'one unit for one anchor');
+    const meter = (await getDb().send(new GetCommand({ TableName: getConfig().tables.counters, Key: { pk: done?.quota_counter }, ConsistentRead: true }))).Item;
+    assert.equal(meter?.[`h#${done?.quota_hold ?? ''}`], undefined, 'the hold is ended');
+    assert.equal(meter?.used, 1, 'one unit for one anchor');
   });
 });

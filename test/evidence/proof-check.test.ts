@@ -292,7 +292,7 @@ describe('deriveLinkState (a link lags its anchored evidence item)', () => {
   it('keeps a claimed link claimed when the item is not anchored or is another link’s', () => {
     const link = linkOf(record, 'claimed');
     assert.equal(deriveLinkState(link, undefined), 'claimed');
-    assert.equal(deriveLinkState(link, { image_hash: record.image_hash, anchor_state: 'accepting' }), 'claimed');
+    assert.equal(deriveLinkState(link, { image_hash: record.image_hash, dead_claims: new Set([link.claim_id]) }), 'claimed');
     assert.equal(deriveLinkState(link, { ...record, anchor_state: 'publishing' }), 'claimed');
     assert.equal(deriveLinkState(link, { ...record, chain_index: 2 }), 'claimed');
     assert.equal(deriveLinkState(link, { ...record, public_key_hex: flipHex(record.public_key_hex) }), 'claimed');

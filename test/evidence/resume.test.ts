@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { before, describe, it } from 'node:test';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { Wallet } from 'ethers';
-import { reconcileQuotaHolds } from '../../lib/accounts/quota-holds.js';
+import { type HoldVerdict, type OpenHold, reconcileQuotaHolds } from '../../lib/accounts/quota-holds.js';
 import { getKeyAuthDeps } from '../../lib/deps/key-auth.js';
 import { getAnchorDeps } from '../../lib/deps/anchoring.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
@@ -16,6 +15,8 @@ import { decodeLedgerData } from '../../lib/ledger/anchor-data.js';
 import { createLedgerProvider, LedgerSender } from '../../lib/ledger/sender.js';
 import { anchorInputFor, anchorInputOf, Device } from '../support/client.js';
 import { useStack } from '../support/stack.js';
+import { drainChangeFeed } from '../support/change-feed.js';
+import { readChainPage } from '../../lib/evidence/v1-read.js';
 
 /**
  * The anchor's state machine when the invocation running it dies at each step (simulated in
@@ -132,15 +133,20 @@ async function transactionsFor(imageHash: string): Promise<string[]> {
   }
 }
 
+/** The reconciliation's judgement of an anchor's hold, as it would judge it a few minutes later (lib/evidence/reconcile.ts). */
+async function judgeLater(hold: OpenHold): Promise<HoldVerdict> {
+  const [imageHash = '', claimId = ''] = hold.ref.split(':');
+  const item = await getEvidenceRepo().get(imageHash);
+  if (item?.anchor_state) return item.quota_hold === hold.holdId ? 'settle' : 'refund';
+  return (await getEvidenceRepo().barClaim(imageHash, claimId)) === 'barred' ? 'refund' : 'wait';
+}
+
 /** Ends the quota holds left open, as the reconciler would a few minutes later. */
 async function settleHoldsLater(): Promise<void> {
   const deps = live();
   await reconcileAnchors({ ...deps, clock: () => new Date(Date.now() + 5 * 60_000) });
-  await reconcileQuotaHolds(getKeyAuthDeps().limits, async (ref, holdId, age) => {
-    const item = await getEvidenceRepo().get(ref.split(':')[0] ?? '');
-    if (item?.quota_hold === holdId && (item.anchor_state === 'publishing' || item.anchor_state === 'anchored')) return 'settle';
-    return age >= 0 ? 'refund' : 'wait';
-  }, { nowMs: Date.now() + 5 * 60_000, requestMaxMs: 120_000 });
+  await getKeyAuthDeps().limits.flushSettles();
+  await reconcileQuotaHolds(getKeyAuthDeps().limits, judgeLater, { nowMs: Date.now() + 5 * 60_000, requestMaxMs: 120_000 });
 }
 
 describe('an invocation that dies after storing the proofs and the signed transaction, before the broadcast', () => {
@@ -171,11 +177,13 @@ describe('an invocation that dies after storing the proofs and the signed transa
     const item = await getEvidenceRepo().get(input.imageHash);
     assert.equal(item?.anchor_state, 'anchored');
     assert.equal(item?.tx_hash, publishing.tx_hash);
+    await drainChangeFeed();
     const link = await getEvidenceRepo().getLink(input.publicKeyHex, input.chainIndex);
     assert.equal(link?.state, 'anchored');
     assert.deepEqual(await transactionsFor(input.imageHash), [publishing.tx_hash]);
 
-    await assert.rejects(anchorEvidence(live(), input), { code: 'hash_already_anchored' }, 'once finished, the retry answers as for any anchored hash');
+    const again = await anchorEvidence(live(), input);
+    assert.equal(again.tx_hash, publishing.tx_hash, 'once finished, the identical retry answers the anchor as the first request would have');
     await settleHoldsLater();
     assert.equal(await used(account), 1);
   });
@@ -201,20 +209,27 @@ describe('an invocation that dies after the broadcast, before the anchor was rec
   });
 });
 
-describe('an invocation that dies while accepting (claimed, nothing signed)', () => {
+describe('an invocation that dies before it publishes (its chain link claimed, nothing stored)', () => {
   const hangingSigner = () => ({ ...baseDeps.signer, keyId: baseDeps.signer.keyId, algorithm: 'ML-DSA-65' as const, publicKey: () => baseDeps.signer.publicKey(), sign: never });
+
+  /** The link the hanging invocation claimed. */
+  async function waitForLink(input: AnchorInput) {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const link = await getEvidenceRepo().getLink(input.publicKeyHex, input.chainIndex);
+      if (link) return link;
+      assert.ok(Date.now() < deadline, 'the link is claimed');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
 
   it('keeps its chain position for that hash only: another photo at the index gets 409', async () => {
     const account = `acc_${randomUUID()}`;
     const device = new Device();
     const input = inputFor(device, account);
-    void anchorEvidence(live({ signer: hangingSigner() }), input);
-    await waitFor(input.imageHash, 'accepting');
-    const deadline = Date.now() + 5000;
-    while (!(await getEvidenceRepo().getLink(input.publicKeyHex, 0))) {
-      assert.ok(Date.now() < deadline, 'the link is claimed');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    void anchorEvidence(live({ signer: hangingSigner(), leaseMs: 60_000 }), input);
+    await waitForLink(input);
+    assert.equal((await getEvidenceRepo().get(input.imageHash))?.anchor_state, undefined, 'nothing of the anchor is on the item');
     // Another photo of the same device, at the same index.
     const rival = inputFor(device, account);
     assert.notEqual(rival.imageHash, input.imageHash);
@@ -226,67 +241,65 @@ describe('an invocation that dies while accepting (claimed, nothing signed)', ()
     const input = inputFor(new Device(), account);
     // The interrupted invocation holds a long lease and hangs forever while signing.
     void anchorEvidence(live({ signer: hangingSigner(), leaseMs: 60_000 }), input);
-    const accepting = await waitFor(input.imageHash, 'accepting');
-    assert.ok((accepting.lease_expires_at ?? 0) > Date.now() + 30_000, 'the lease still stands');
+    const link = await waitForLink(input);
+    assert.ok((link.lease_expires_at ?? 0) > Date.now() + 30_000, 'the lease still stands');
 
     const result = await anchorEvidence(live(), input);
     assert.equal(result.tx_status, 'confirmed');
-    assert.notEqual(result.claim_id, accepting.claim_id, 'the retry holds the claim now');
+    assert.notEqual(result.claim_id, link.claim_id, 'the retry published under its own claim');
+    assert.equal((await getEvidenceRepo().getLink(input.publicKeyHex, input.chainIndex))?.claim_id, result.claim_id, 'and holds the link');
     assert.equal((await transactionsFor(input.imageHash)).length, 1);
     await settleHoldsLater();
     assert.equal(await used(account), 1, 'the interrupted invocation\'s unit is refunded, the retry\'s kept');
   });
 
-  it('another request for the hash is refused while the claim stands', async () => {
+  it('does not keep the hash from another request: the first to publish anchors it', async () => {
     const account = `acc_${randomUUID()}`;
     const device = new Device();
     const input = inputFor(device, account);
     void anchorEvidence(live({ signer: hangingSigner(), leaseMs: 60_000 }), input);
-    await waitFor(input.imageHash, 'accepting');
-    // The same photo from another device: a different request (another fingerprint).
+    await waitForLink(input);
+    // The same photo from another device: a different request (another fingerprint, another chain).
     const other = anchorInputOf(new Device().next(input.imageHash), account);
-    await assert.rejects(anchorEvidence(live(), other), { code: 'hash_already_anchored' });
+    const result = await anchorEvidence(live(), other);
+    assert.equal(result.public_key_hex, other.publicKeyHex);
   });
 
-  it('is released by the reconciler once its lease lapsed: evidence, link and unit, and the retry starts afresh', async () => {
+  it('has its unit refunded by the reconciliation once the grace passed, its claim barred so that it can never publish, and the retry starts afresh', async () => {
     const account = `acc_${randomUUID()}`;
     const input = inputFor(new Device(), account);
     void anchorEvidence(live({ signer: hangingSigner(), leaseMs: 200 }), input);
-    await waitFor(input.imageHash, 'accepting');
-    assert.equal(await used(account), 1, 'the unit is held while accepting');
-
-    const report = await reconcileAnchors({ ...live(), clock: () => new Date(Date.now() + 1000) });
-    assert.equal(report.released, 1);
-    assert.equal((await getEvidenceRepo().get(input.imageHash))?.anchor_state, undefined);
-    assert.equal(await getEvidenceRepo().getLink(input.publicKeyHex, input.chainIndex), undefined, 'the index is free again');
+    const link = await waitForLink(input);
+    // The hold is taken beside the link: wait until it shows.
+    for (let deadline = Date.now() + 5000; (await used(account)) !== 1; ) {
+      assert.ok(Date.now() < deadline, 'the unit is held');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await reconcileQuotaHolds(getKeyAuthDeps().limits, (hold) => judgeLater(hold), { nowMs: Date.now() + 5 * 60_000, requestMaxMs: 120_000 });
     assert.equal(await used(account), 0, 'the unit is refunded');
+    assert.ok((await getEvidenceRepo().get(input.imageHash))?.dead_claims?.has(link.claim_id), 'the claim is barred: it can never publish');
 
     const result = await anchorEvidence(live(), input);
     assert.equal(result.tx_status, 'confirmed');
+    await settleHoldsLater();
     assert.equal(await used(account), 1);
   });
 });
 
-describe('a crash between the anchored evidence and its link', () => {
-  it('changes nothing: the next anchor of the device sets the link anchored', async () => {
+describe('the chain link of an anchored item', () => {
+  it('is marked anchored from the evidence table’s changes, not on the request path; readers meanwhile derive it from the item', async () => {
     const account = `acc_${randomUUID()}`;
     const device = new Device();
     const first = inputFor(device, account);
     const anchored = await anchorEvidence(live(), first);
-    // As if the link's write had not landed before the crash.
-    await getDb().send(
-      new UpdateCommand({
-        TableName: getConfig().tables.chains,
-        Key: { public_key_hex: first.publicKeyHex, chain_index: 0 },
-        UpdateExpression: 'SET #s = :claimed REMOVE anchored_at, tx_hash',
-        ExpressionAttributeNames: { '#s': 'state' },
-        ExpressionAttributeValues: { ':claimed': 'claimed' },
-      }),
-    );
-    device.advance({ chain_hash: first.chainHash });
-    await anchorEvidence(live(), inputFor(device, account));
+    // The request wrote the claimed link and the anchored item; the link's mark comes from the feed.
+    const page = await readChainPage(getEvidenceRepo(), first.publicKeyHex, 0, 10);
+    assert.equal(page?.entries[0]?.state, 'anchored', 'readers show it anchored at once');
+    assert.equal(page?.entries[0]?.tx_hash, anchored.tx_hash);
+    await drainChangeFeed();
     const link = await getEvidenceRepo().getLink(first.publicKeyHex, 0);
     assert.equal(link?.state, 'anchored');
     assert.equal(link?.tx_hash, anchored.tx_hash);
+    assert.equal(link?.lease_expires_at, undefined);
   });
 });

@@ -32,18 +32,15 @@ function recordingDb() {
   return { db, calls };
 }
 
-/** Key-auth dependencies of `deps`' configuration and clock whose limits misbehave as told. */
-function withLimits(deps: KeyAuthDeps, patch: { failRate?: boolean }) {
-  const counts = { rate: 0, quota: 0, refunds: 0 };
+/** Key-auth dependencies of `deps`' configuration and clock whose limits count their calls (and fail as told). */
+function withLimits(deps: KeyAuthDeps, patch: { failCharge?: boolean }) {
+  const counts = { charges: 0, holds: 0, refunds: 0 };
   const limits = Object.create(deps.limits) as KeyAuthDeps['limits'];
-  limits.consumeRate = async (accountId: string, tier: TierName) => {
-    counts.rate++;
-    if (patch.failRate) throw new Error('rate counter unavailable');
-    return deps.limits.consumeRate(accountId, tier);
-  };
-  limits.reserveQuota = async (accountId: string, tier: TierName) => {
-    counts.quota++;
-    return deps.limits.reserveQuota(accountId, tier);
+  limits.charge = async (accountId: string, tier: TierName, holdId?: string, options?: { rate?: boolean }) => {
+    counts.charges++;
+    if (holdId) counts.holds++;
+    if (patch.failCharge) throw new Error('meter unavailable');
+    return deps.limits.charge(accountId, tier, holdId, options);
   };
   limits.refundQuota = async (reservation) => {
     counts.refunds++;
@@ -54,7 +51,7 @@ function withLimits(deps: KeyAuthDeps, patch: { failRate?: boolean }) {
 
 function quotaApp(deps: KeyAuthDeps, feature: 'hash' | 'anchor' = 'hash') {
   const app = createApp();
-  app.use('*', apiKeyAuth({ feature, quota: true, deps: () => deps }));
+  app.use('*', apiKeyAuth({ feature, charge: 'quota', deps: () => deps }));
   app.post('/op', (c) => c.json({ ok: true }));
   return app;
 }
@@ -64,27 +61,26 @@ async function used(deps: KeyAuthDeps, accountId: string): Promise<number> {
 }
 
 describe('API key, rate and quota on a quota-counted endpoint', () => {
-  it('reads the key, updates the rate and quota counters together, and settles the quota hold after success: four DynamoDB calls, none for the account', async () => {
+  it('reads the key once per API_KEY_CACHE_MS, charges rate and quota in one conditional write, and settles on the next charge: one DynamoDB call per request', async () => {
     const deps = testDeps({ clock: frozenClock(MID_MINUTE) });
     const account = await registerDirect(deps);
     const { db, calls } = recordingDb();
-    const app = quotaApp(createKeyAuthDeps({ config: deps.config, db, clock: deps.clock }));
-    assert.equal((await app.request('/op', withKey(account.api_key))).status, 200); // records last_used_at
+    const keyAuth = createKeyAuthDeps({ config: { ...deps.config, apiKeyCacheMs: 5000 }, db, clock: deps.clock });
+    const app = quotaApp(keyAuth);
+    assert.equal((await app.request('/op', withKey(account.api_key))).status, 200); // reads the key, records last_used_at
     calls.length = 0;
-    assert.equal((await app.request('/op', withKey(account.api_key))).status, 200);
+    for (let i = 0; i < 3; i++) assert.equal((await app.request('/op', withKey(account.api_key))).status, 200);
     assert.deepEqual(
       calls.map((c) => [c.command, c.table]),
-      [
-        ['GetCommand', deps.config.tables.apiKeys],
-        ['UpdateCommand', deps.config.tables.counters],
-        ['UpdateCommand', deps.config.tables.counters],
-        ['UpdateCommand', deps.config.tables.counters], // the settle: the hold ends, the unit stays
-      ],
+      Array.from({ length: 3 }, () => ['UpdateCommand', deps.config.tables.counters]),
+      'one meter write per request: no key read, no settle of its own',
     );
-    assert.equal(calls[2]?.concurrent, 1, 'the quota update is sent while the rate update is in flight');
-    assert.equal(await used(deps, account.account_id), 2);
+    // The last request's settle waits for a charge that does not come: it goes out by itself.
+    await keyAuth.limits.flushSettles();
+    assert.deepEqual(calls.slice(3).map((c) => [c.command, c.table]), [['UpdateCommand', deps.config.tables.counters]]);
+    assert.equal(await used(deps, account.account_id), 4);
     const open = (await deps.limits.openHolds()).holds.filter((h) => h.counterKey.includes(account.account_id));
-    assert.deepEqual(open, [], 'no hold stays open after a completed request');
+    assert.deepEqual(open, [], 'no hold stays open after completed requests');
   });
 
   it('spends the rate unit of a request the quota refuses, as every authenticated request does', async () => {
@@ -123,7 +119,7 @@ describe('API key, rate and quota on a quota-counted endpoint', () => {
     assert.equal(await used(deps, account.account_id), 1);
   });
 
-  it('gives the quota unit of a request the rate refuses back before answering', async () => {
+  it('charges nothing for a request the rate refuses: its quota is not touched', async () => {
     const deps = testDeps({ clock: frozenClock(MID_MINUTE), tiers: { free: { monthly_quota: 100, rate_per_minute: 1 } } });
     const account = await registerDirect(deps);
     const { deps: patched, counts } = withLimits(deps, {});
@@ -132,11 +128,11 @@ describe('API key, rate and quota on a quota-counted endpoint', () => {
     const res = await app.request('/op', withKey(account.api_key));
     assert.equal(res.status, 429);
     assert.equal((await body(res)).code, 'rate_limit_exceeded');
-    assert.deepEqual(counts, { rate: 2, quota: 2, refunds: 1 });
+    assert.deepEqual(counts, { charges: 2, holds: 2, refunds: 0 });
     assert.equal(await used(deps, account.account_id), 1);
   });
 
-  it('reserves no quota for a request the tier gate refuses', async () => {
+  it('holds no quota for a request the tier gate refuses, and spends its rate unit', async () => {
     const deps = testDeps({ clock: frozenClock(MID_MINUTE) });
     const account = await registerDirect(deps);
     const { deps: patched, counts } = withLimits(deps, {});
@@ -144,17 +140,18 @@ describe('API key, rate and quota on a quota-counted endpoint', () => {
     assert.equal(res.status, 403);
     assert.equal(res.headers.get('ratelimit-remaining'), '9');
     assert.equal((await body(res)).code, 'tier_insufficient');
-    assert.deepEqual(counts, { rate: 1, quota: 0, refunds: 0 });
+    assert.deepEqual(counts, { charges: 1, holds: 0, refunds: 0 });
+    assert.equal(await used(deps, account.account_id), 0);
   });
 
-  it('gives the quota unit back when the rate counter fails, and answers 500 without details', async () => {
+  it('answers 500 without details when the meter fails, and charges nothing', async () => {
     const deps = testDeps({ clock: frozenClock(MID_MINUTE) });
     const account = await registerDirect(deps);
-    const { deps: patched, counts } = withLimits(deps, { failRate: true });
+    const { deps: patched, counts } = withLimits(deps, { failCharge: true });
     const res = await quotaApp(patched).request('/op', withKey(account.api_key));
     assert.equal(res.status, 500);
-    assert.doesNotMatch(JSON.stringify(await body(res)), /rate counter unavailable/);
-    assert.deepEqual(counts, { rate: 1, quota: 1, refunds: 1 });
+    assert.doesNotMatch(JSON.stringify(await body(res)), /meter unavailable/);
+    assert.deepEqual(counts, { charges: 1, holds: 1, refunds: 0 });
     assert.equal(await used(deps, account.account_id), 0);
   });
 });

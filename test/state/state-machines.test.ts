@@ -48,8 +48,9 @@ describe('the state machines, written once', () => {
         } else assert.equal(t.back, undefined, `${m.record}.${name} is marked back but goes forward`);
       }
     }
-    // The three moves back, and no more: an accepting claim given back, a seal claim given back, a dead slot refilled.
-    assert.deepEqual(backs.sort(), ['batch seal.abandon', 'evidence item.release', 'ledger slot.fill']);
+    // The two moves back, and no more: a seal claim given back, a dead slot refilled. (The evidence
+    // item has none: nothing of an anchor is on it before it publishes, and a publish is never undone.)
+    assert.deepEqual(backs.sort(), ['batch seal.abandon', 'ledger slot.fill']);
   });
 
   it('anchored evidence has no way out but forward: a published anchor is never undone', () => {
@@ -89,8 +90,7 @@ function claimOf(imageHash: string, fingerprint = hex()): AnchorClaim {
     chain_hash: hex(),
     previous_hash: null,
     anchored_at: new Date(now).toISOString(),
-    lease_expires_at: now + 60_000,
-    quota_counter: 'quota#acc_state_machines#2026-11',
+    quota_counter: 'meter#acc_state_machines#2026-11',
     quota_hold: `a:${now}:${imageHash}:${claimId}`,
   };
 }
@@ -111,8 +111,9 @@ const PROOFS: SignedProofs = {
 
 const txOf = (nonce: number, hash = `0x${hex()}`): StoredTx => ({ tx_hash: hash, tx_nonce: nonce, tx_raw: '0x02', ledger_address: `0x${hex(20)}`, ledger_chain_id: 31337 });
 
-async function claimed(): Promise<EvidenceItem> {
-  const r = await repo.claimHash(claimOf(hex()));
+/** A hash published with a direct-mode transaction (or `tx`): the item as published. */
+async function published(tx: StoredTx | { batch_pk: string; ledger_address: string; ledger_chain_id: number } = txOf(7)): Promise<EvidenceItem> {
+  const r = await repo.publish(claimOf(hex()), PROOFS, tx);
   assert.ok(r.ok);
   return r.item;
 }
@@ -122,54 +123,34 @@ async function stored(imageHash: string): Promise<EvidenceItem> {
 }
 
 describe('evidence item: each transition lands from the state and version read, and never twice from one read', () => {
-  it('claim: exactly one claim of a hash lands; the loser gets the item as it stands', async () => {
+  it('publish: exactly one publish of a hash lands, with every proof; the loser gets the item as it stands', async () => {
     const h = hex();
-    const [a, b] = await Promise.all([repo.claimHash(claimOf(h)), repo.claimHash(claimOf(h))]);
+    const [a, b] = await Promise.all([repo.publish(claimOf(h), PROOFS, txOf(1)), repo.publish(claimOf(h), PROOFS, txOf(2))]);
     assert.equal([a, b].filter((r) => r.ok).length, 1);
     const lost = [a, b].find((r) => !r.ok);
-    assert.equal(lost && !lost.ok ? lost.current?.anchor_state : undefined, 'accepting');
-    assert.equal((await stored(h)).anchor_v, 1);
-  });
-
-  it('resume: the identical request takes the claim over once; a second resume from the same read, or another fingerprint, does not land', async () => {
-    const item = await claimed();
-    const next = { ...claimOf(item.image_hash, item.fingerprint) };
-    const resumed = await repo.resumeClaim(item, next);
-    assert.equal(resumed?.claim_id, next.claim_id);
-    assert.equal(resumed?.anchor_v, (item.anchor_v ?? 0) + 1);
-    assert.equal(await repo.resumeClaim(item, claimOf(item.image_hash, item.fingerprint)), null, 'from the same read');
-    assert.equal(await repo.resumeClaim(resumed as EvidenceItem, claimOf(item.image_hash)), null, 'another request (fingerprint)');
-    assert.equal((await stored(item.image_hash)).claim_id, next.claim_id);
-  });
-
-  it('release: gives an accepting claim back once; the version stays and counts on at the next claim', async () => {
-    const item = await claimed();
-    assert.equal(await repo.release(item), true);
-    assert.equal(await repo.release(item), false, 'from the same read');
-    const after = await stored(item.image_hash);
-    assert.equal(after.anchor_state, undefined);
-    assert.equal(after.claim_id, undefined);
-    assert.equal(after.anchor_v, 2);
-    const again = await repo.claimHash(claimOf(item.image_hash));
-    assert.ok(again.ok);
-    assert.equal(again.item.anchor_v, 3, 'a released and re-claimed hash never repeats a version');
-  });
-
-  it('publish: a claim moves to publishing once; a release or a second publish from the same read does not land', async () => {
-    const item = await claimed();
-    const tx = txOf(7);
-    const publishing = await repo.markPublishing(item, PROOFS, tx);
-    assert.equal(publishing?.anchor_state, 'publishing');
-    assert.equal(await repo.markPublishing(item, PROOFS, txOf(8)), null);
-    assert.equal(await repo.release(item), false, 'a published anchor is never given back');
-    const now = await stored(item.image_hash);
+    assert.equal(lost && !lost.ok ? lost.current?.anchor_state : undefined, 'publishing');
+    const now = await stored(h);
     assert.equal(now.anchor_state, 'publishing');
-    assert.equal(now.tx_hash, tx.tx_hash);
-    assert.equal(now.lease_expires_at, undefined);
+    assert.equal(now.anchor_v, 1);
+    assert.equal(now.server_hash, PROOFS.server_hash);
+    assert.equal(now.tx_hash, (a.ok ? a.item : (b as { item: EvidenceItem }).item).tx_hash);
+  });
+
+  it('bar: a barred claim can never publish; another claim of the hash still can; an anchored hash is not barred', async () => {
+    const h = hex();
+    const lapsed = claimOf(h);
+    assert.equal(await repo.barClaim(h, lapsed.claim_id), 'barred');
+    assert.equal(await repo.barClaim(h, lapsed.claim_id), 'barred', 'twice: the same');
+    const refused = await repo.publish(lapsed, PROOFS, txOf(3));
+    assert.equal(refused.ok, false, 'the barred claim');
+    const retry = await repo.publish(claimOf(h, lapsed.fingerprint), PROOFS, txOf(4));
+    assert.ok(retry.ok, 'the identical retry, a new claim');
+    assert.equal(await repo.barClaim(h, randomUUID()), 'anchored');
+    assert.equal((await stored(h)).anchor_state, 'publishing');
   });
 
   it('replace: of two resumers that found the transaction dead, one stores its replacement, even when both signed the same transaction', async () => {
-    const publishing = (await repo.markPublishing(await claimed(), PROOFS, txOf(7))) as EvidenceItem;
+    const publishing = await published(txOf(7));
     // Both re-signed nonce 9 with the same data and fees: the same hash (the root-twice defect).
     const same = txOf(9);
     const [a, b] = await Promise.all([repo.replaceTx(publishing, same), repo.replaceTx(publishing, { ...same })]);
@@ -181,9 +162,9 @@ describe('evidence item: each transition lands from the state and version read, 
   });
 
   it('rebatch: a left-out leaf moves to the next window once per read', async () => {
-    const item = await claimed();
     const batch = { batch_pk: `31337#0x${hex(20)}#250#1000`, ledger_address: `0x${hex(20)}`, ledger_chain_id: 31337 };
-    const publishing = (await repo.markPublishing(item, PROOFS, batch)) as EvidenceItem;
+    const publishing = await published(batch);
+    const item = publishing;
     const moved = await repo.moveToBatch(publishing, `${batch.batch_pk}0`);
     assert.equal(moved?.batch_pk, `${batch.batch_pk}0`);
     assert.equal(await repo.moveToBatch(publishing, `${batch.batch_pk}1`), null);
@@ -191,7 +172,7 @@ describe('evidence item: each transition lands from the state and version read, 
   });
 
   it('anchor, confirm, finalize: each once from its read; an anchored item never goes back to publishing', async () => {
-    const publishing = (await repo.markPublishing(await claimed(), PROOFS, txOf(11))) as EvidenceItem;
+    const publishing = await published(txOf(11));
     const anchored = await repo.markAnchored(publishing, null);
     assert.equal(anchored?.anchor_state, 'anchored');
     assert.equal(anchored?.tx_status, 'pending');
@@ -214,7 +195,7 @@ describe('evidence item: each transition lands from the state and version read, 
   });
 
   it('follow: an anchored, pending item names a fee-bumped version of its transaction; a confirmed one does not move', async () => {
-    const publishing = (await repo.markPublishing(await claimed(), PROOFS, txOf(13))) as EvidenceItem;
+    const publishing = await published(txOf(13));
     const anchored = (await repo.markAnchored(publishing, null)) as EvidenceItem;
     const bumped = `0x${hex()}`;
     assert.equal(await repo.replaceTxHash(anchored.image_hash, anchored.tx_hash as string, bumped, [anchored.tx_hash as string, bumped]), true);
@@ -225,8 +206,9 @@ describe('evidence item: each transition lands from the state and version read, 
   });
 
   it('refuses to attempt a transition from a state it does not start from (a programming error, not a race)', async () => {
-    const item = await claimed();
-    await assert.rejects(repo.markAnchored(item, null), /starts from publishing/);
+    const item = await stored((await published(txOf(14))).image_hash);
+    const anchored = (await repo.markAnchored(item, null)) as EvidenceItem;
+    await assert.rejects(repo.markAnchored(anchored, null), /starts from publishing/);
   });
 });
 
@@ -275,4 +257,4 @@ describe('batch seal: each transition lands from the state and version read, and
 
 // Keep the batch-seal machine's table and these tests in step: a transition added to it needs a test here.
 assert.deepEqual(Object.keys(BATCH_SEAL.transitions).sort(), ['abandon', 'claim', 'replace', 'seal', 'takeOver']);
-assert.deepEqual(Object.keys(EVIDENCE_ITEM.transitions).sort(), ['anchor', 'claim', 'confirm', 'fail', 'finalize', 'follow', 'publish', 'rebatch', 'release', 'replace', 'resume']);
+assert.deepEqual(Object.keys(EVIDENCE_ITEM.transitions).sort(), ['anchor', 'bar', 'confirm', 'fail', 'finalize', 'follow', 'publish', 'rebatch', 'replace']);

@@ -7,6 +7,7 @@ import { sha256Hex } from '../../lib/crypto/hash.js';
 import { getConfig, getDb, resetCoreDeps } from '../../lib/deps/core.js';
 import { RpcReader } from '../../lib/ledger/rpc-reader.js';
 import { loadV1Apps, v1Body, type V1Apps } from './support.js';
+import { drainChangeFeed } from '../support/change-feed.js';
 
 let v1: V1Apps;
 let hashApp: typeof import('../../functions/v2/evidence-hash.js').app;
@@ -168,10 +169,11 @@ describe('GET /api/v1/ledger/verify/{image_hash}', () => {
 });
 
 describe('GET /api/v1/stats', () => {
-  it('counts a new device, an anchor, its transaction and a first registration, with no account data', async () => {
+  it('counts a new device, an anchor, its transaction and a registration once their changes are applied, with no account data', async () => {
     const before = (await get<{ totals: Record<string, number>; last_24h: Record<string, number> }>(v1.stats, '/api/v1/stats')).body;
     await anchorNew();
     await registerOnly();
+    await drainChangeFeed(); // the statistics are derived from the evidence table's changes
     const { status, body: after } = await get<{ totals: Record<string, number>; last_24h: Record<string, number> }>(v1.stats, '/api/v1/stats');
     assert.equal(status, 200);
     for (const field of ['anchored', 'devices', 'transactions', 'registered']) {

@@ -3,6 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { before, describe, it } from 'node:test';
 import { useStack } from '../support/stack.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
+import type { StatsEvent } from '../../lib/evidence/stats.js';
+import { sequenceKey } from '../../lib/evidence/derived.js';
 import { StatsRecorder } from '../../lib/store/stats-counters.js';
 import { setLogLevel } from '../../lib/log.js';
 
@@ -13,6 +15,12 @@ function recorderAt(start: string) {
   return { recorder, setNow: (iso: string) => (now = new Date(iso)) };
 }
 
+const hourOf = (iso: string) => Math.floor(Date.parse(iso) / 3_600_000) * 3_600_000;
+/** The events of one stream batch: sequence numbers `from`, `from + 1`, …, each of the given delta, in the given hour. */
+function events(from: number, deltas: StatsEvent['delta'][], hourIso: string): StatsEvent[] {
+  return deltas.map((delta, i) => ({ seq: sequenceKey(String(from + i)), hourStartMs: hourOf(hourIso), delta }));
+}
+
 before(async () => {
   await useStack();
 });
@@ -20,9 +28,7 @@ before(async () => {
 describe('statistics counters', () => {
   it('adds every event to the totals and to the last 24 hours', async () => {
     const { recorder } = recorderAt('2026-11-22T10:15:00.000Z');
-    await recorder.record({ anchored: 1, devices: 1, transactions: 1 });
-    await recorder.record({ registered: 1 });
-    await recorder.record({ anchored: 1, transactions: 1, devices: 0 });
+    await recorder.applyStats('shard-a', events(1, [{ anchored: 1, devices: 1, transactions: 1 }, { registered: 1 }, { anchored: 1, transactions: 1, devices: 0 }], '2026-11-22T10:15:00.000Z'));
     const s = await recorder.read();
     const expected = { registered: 1, anchored: 2, devices: 1, transactions: 2 };
     assert.deepEqual(s.totals, expected);
@@ -32,7 +38,7 @@ describe('statistics counters', () => {
 
   it('drops an hour from the last 24 hours once it is 24 hours old, and keeps it in the totals', async () => {
     const { recorder, setNow } = recorderAt('2026-11-22T10:59:00.000Z');
-    await recorder.record({ anchored: 1 });
+    await recorder.applyStats('shard-a', events(1, [{ anchored: 1 }], '2026-11-22T10:59:00.000Z'));
     setNow('2026-11-23T09:30:00.000Z');
     assert.equal((await recorder.read()).last_24h.anchored, 1);
     setNow('2026-11-23T10:00:00.000Z');
@@ -41,46 +47,66 @@ describe('statistics counters', () => {
     assert.equal(s.totals.anchored, 1);
   });
 
-  it('counts every one of many concurrent events (atomic ADD)', async () => {
+  it('counts a batch delivered again once, and of an overlapping batch only what it had not counted', async () => {
     const { recorder } = recorderAt('2026-11-22T10:00:00.000Z');
-    await Promise.all(Array.from({ length: 40 }, () => recorder.record({ transactions: 1 })));
+    const first = events(1, [{ anchored: 1 }, { anchored: 1 }, { anchored: 1 }], '2026-11-22T10:00:00.000Z');
+    await recorder.applyStats('shard-a', first);
+    await recorder.applyStats('shard-a', first); // redelivered
+    assert.equal((await recorder.read()).totals.anchored, 3);
+    // Sequence numbers 2..5: 2 and 3 are counted, 4 and 5 are new (a bisected or partly failed batch).
+    await recorder.applyStats('shard-a', events(2, [{ anchored: 1 }, { anchored: 1 }, { anchored: 1 }, { anchored: 1 }], '2026-11-22T10:00:00.000Z'));
+    const s = await recorder.read();
+    assert.equal(s.totals.anchored, 5);
+    assert.equal(s.last_24h.anchored, 5);
+  });
+
+  it('keeps shards apart: the same sequence number of another shard is another event', async () => {
+    const { recorder } = recorderAt('2026-11-22T10:00:00.000Z');
+    await recorder.applyStats('shard-a', events(7, [{ registered: 1 }], '2026-11-22T10:00:00.000Z'));
+    await recorder.applyStats('shard-b', events(7, [{ registered: 1 }], '2026-11-22T10:00:00.000Z'));
+    assert.equal((await recorder.read()).totals.registered, 2);
+  });
+
+  it('counts each event once when the same batches are applied by two consumers at once', async () => {
+    const { recorder } = recorderAt('2026-11-22T10:00:00.000Z');
+    const other = new StatsRecorder(getDb(), getConfig().tables.counters, { clock: () => new Date('2026-11-22T10:00:00.000Z'), prefix: (recorder as unknown as { prefix: string }).prefix });
+    const batches = Array.from({ length: 10 }, (_, b) => events(1 + b * 4, [{ transactions: 1 }, { transactions: 1 }, { transactions: 1 }, { transactions: 1 }], '2026-11-22T10:00:00.000Z'));
+    await Promise.all([
+      (async () => {
+        for (const b of batches) await recorder.applyStats('shard-a', b);
+      })(),
+      (async () => {
+        for (const b of batches) await other.applyStats('shard-a', b);
+      })(),
+    ]);
     assert.equal((await recorder.read()).totals.transactions, 40);
   });
 
-  it('writes concurrent events together: 40 of them in two rounds of writes, every one counted', async () => {
-    const db = getDb();
-    let writes = 0;
-    const counting = { send: (command: Parameters<typeof db.send>[0]) => (writes++, db.send(command)) } as unknown as typeof db;
-    const recorder = new StatsRecorder(counting, getConfig().tables.counters, {
-      clock: () => new Date('2026-11-22T10:00:00.000Z'),
-      prefix: `test-stats-${randomBytes(4).toString('hex')}#`,
-    });
-    await Promise.all(Array.from({ length: 40 }, () => recorder.record({ transactions: 1 })));
-    // The first event goes out alone (totals + its hour), the 39 recorded meanwhile in one more round.
-    assert.equal(writes, 4);
-    assert.equal((await recorder.read()).totals.transactions, 40);
-  });
-
-  it('keeps each event of a combined write in the hour it happened', async () => {
-    const { recorder, setNow } = recorderAt('2026-11-22T10:59:59.000Z');
-    const first = recorder.record({ anchored: 1 }); // in flight: the next two wait for it
-    const second = recorder.record({ anchored: 1 });
-    setNow('2026-11-22T11:00:01.000Z');
-    const third = recorder.record({ anchored: 1 });
-    await Promise.all([first, second, third]);
+  it('keeps each event in the hour it happened', async () => {
+    const { recorder, setNow } = recorderAt('2026-11-22T11:00:01.000Z');
+    await recorder.applyStats('shard-a', [...events(1, [{ anchored: 1 }, { anchored: 1 }], '2026-11-22T10:59:59.000Z'), ...events(3, [{ anchored: 1 }], '2026-11-22T11:00:01.000Z')]);
     setNow('2026-11-23T10:30:00.000Z'); // the 10:00 bucket has left the window, the 11:00 one has not
     const s = await recorder.read();
     assert.equal(s.totals.anchored, 3);
     assert.equal(s.last_24h.anchored, 1);
   });
 
-  it('never throws when the counters cannot be written', async () => {
+  it('counts an event of its own once per id (the key registration), and never throws', async () => {
+    const { recorder } = recorderAt('2026-11-22T10:00:00.000Z');
+    await recorder.recordOnce('pq-key#abc', { transactions: 1 });
+    await recorder.recordOnce('pq-key#abc', { transactions: 1 });
+    assert.equal((await recorder.read()).totals.transactions, 1);
     const broken = new StatsRecorder(getDb(), 'no-such-table');
     setLogLevel('error'); // the swallowed failure is logged as a warning
     try {
-      await broken.record({ anchored: 1 });
+      await broken.recordOnce('x', { anchored: 1 });
     } finally {
       setLogLevel('warn');
     }
+  });
+
+  it('throws when a batch cannot be written, so that it is delivered again', async () => {
+    const broken = new StatsRecorder(getDb(), 'no-such-table');
+    await assert.rejects(broken.applyStats('shard-a', events(1, [{ anchored: 1 }], '2026-11-22T10:00:00.000Z')));
   });
 });

@@ -1,10 +1,9 @@
 import { createRoute } from '@hono/zod-openapi';
 import { getAnchorDeps } from '../../deps/anchoring.js';
-import { noteActivity } from '../../accounts/activity.js';
-import { getActivityRepo } from '../../deps/activity.js';
 import { getConfig } from '../../deps/core.js';
 import { createApp } from '../app.js';
-import { apiKeyAuth, apiKeyCaller } from '../auth.js';
+import { apiKeyAuth, apiKeyCaller, requestQuotaPort } from '../auth.js';
+import { anchorBulkhead } from '../bulkhead.js';
 import { jsonBody, problemResponses } from '../schemas/common.js';
 import { explorerUrl } from '../../ledger/anchor-data.js';
 import { anchorEvidence } from '../../evidence/anchor.js';
@@ -33,8 +32,8 @@ export function createAnchorApp(path: '/api/v2/evidence/anchor' | '/api/v2/evide
       'When a dependency fails, the answer is 503 and the identical retry completes the anchor. ' +
       'blockchain_anchored is false when the transaction was sent but not yet mined within the receipt timeout; it completes later.',
     security: [{ ApiKey: [] }],
-    // The quota unit is held by the anchor itself (lib/evidence/anchor.ts), named after the hash.
-    middleware: [apiKeyAuth({ feature: path === '/api/v2/evidence/full' ? 'full' : 'anchor' })] as const,
+    // The anchor charges the rate and its quota hold, named after the hash, in one write (lib/evidence/anchor.ts).
+    middleware: [apiKeyAuth({ feature: path === '/api/v2/evidence/full' ? 'full' : 'anchor', charge: 'handler' }), anchorBulkhead] as const,
     request: jsonBody(AnchorRequest),
     responses: {
       200: { description: 'Anchored.', content: { 'application/json': { schema: AnchorResult } } },
@@ -47,7 +46,7 @@ export function createAnchorApp(path: '/api/v2/evidence/anchor' | '/api/v2/evide
     const body = c.req.valid('json');
     const caller = apiKeyCaller(c);
     const deps = await getAnchorDeps();
-    const result = await anchorEvidence(deps, {
+    const result = await anchorEvidence({ ...deps, quota: requestQuotaPort(c, deps.quota) }, {
       imageHash: body.sha256_hash,
       chainIndex: body.chain_index,
       chainHash: body.chain_hash,
@@ -58,7 +57,6 @@ export function createAnchorApp(path: '/api/v2/evidence/anchor' | '/api/v2/evide
       tier: caller.tier,
       apiVersion: 'v2',
     });
-    await noteActivity(getActivityRepo(), caller.accountId, result.image_hash, 'anchored');
     return c.json(
       {
         status: 'anchored' as const,

@@ -15,7 +15,7 @@ export const certificateRoute = createRoute({
     '(signature.json, timestamp.json; another account’s are never shown). The PDF is signed (PAdES, ETSI.CAdES.detached, with a signature timestamp from the service TSA). ' +
     'Another account’s hash and an unknown one both answer 404.',
   security: [{ ApiKey: [] }],
-  middleware: [apiKeyAuth({ feature: 'pdf_certificate', quota: true })] as const,
+  middleware: [apiKeyAuth({ feature: 'pdf_certificate', charge: 'quota' })] as const,
   request: { params: HashParam('image_hash') },
   responses: {
     200: { description: 'The signed certificate.', content: { 'application/pdf': { schema: z.string().openapi({ format: 'binary' }) } } },

@@ -68,3 +68,12 @@ export function jsonBody<T extends z.ZodType>(schema: T, description?: string) {
     },
   };
 }
+
+/**
+ * On a hash that is not anchored: when any account first registered it. It is nobody's own fact
+ * (issue 34 F1): a registration belongs to the account that made it, whose certificate alone
+ * shows it; an anchored hash is answered with its anchor's facts and never with this.
+ */
+export const FirstRegisteredAt = IsoTime.optional().describe(
+  'Only for a hash that is not anchored: when it was first registered by any account (not necessarily yours; registrations are not public proofs). Absent on anchored hashes.',
+);

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { ProofsSchema, VerdictStatus } from './verdict.js';
-import { IsoTime, NullableSha256Hex, Sha256Hex } from './common.js';
+import { FirstRegisteredAt, IsoTime, NullableSha256Hex, Sha256Hex } from './common.js';
 
 const Hex = (bytes: number, what: string) =>
   z
@@ -56,7 +56,7 @@ export const VerificationResult = z
     has_timestamp: z.boolean().describe('The timestamp proof holds.'),
     ledger_tx: z.string().optional(),
     ledgerscan_url: z.string().optional(),
-    registered_at: IsoTime.optional(),
+    registered_at: FirstRegisteredAt,
     timestamp_time: IsoTime.optional(),
     confirmations: z
       .number()

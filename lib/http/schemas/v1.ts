@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { ProofResultSchema, ProofsSchema, VerdictStatus } from './verdict.js';
-import { IsoTime, NullableSha256Hex, Sha256Hex } from './common.js';
+import { FirstRegisteredAt, IsoTime, NullableSha256Hex, Sha256Hex } from './common.js';
 
 /**
  * Request and response schemas of API v1 (api-v1.md). The same objects validate requests and
@@ -86,8 +86,8 @@ export const V1VerifyResponse = z
     anchored_at: IsoTime.optional(),
     public_key_hex: z.string().optional().describe('The device key.'),
     device_id: z.string().optional(),
-    registered: z.boolean().optional(),
-    registered_at: IsoTime.optional(),
+    registered: z.boolean().optional().describe('The hash is not anchored, and some account registered it (POST /api/v2/evidence/hash).'),
+    registered_at: FirstRegisteredAt,
   })
   .openapi('V1VerifyResponse');
 
@@ -211,8 +211,8 @@ export const PqVerifyResponse = z
     pq_signature: z.string().optional(),
     statement: z.string().optional().describe('The RFC 8785 canonical statement (UTF-8) whose SHA-256 is server_hash.'),
     anchored_at: IsoTime.optional(),
-    registered: z.boolean().optional(),
-    registered_at: IsoTime.optional(),
+    registered: z.boolean().optional().describe('The hash is not anchored, and some account registered it (POST /api/v2/evidence/hash).'),
+    registered_at: FirstRegisteredAt,
   })
   .openapi('V1PqVerify');
 
@@ -272,8 +272,8 @@ export const LedgerVerifyResponse = z
     network: z.string().optional(),
     explorer_url: z.string().optional(),
     anchored_at: IsoTime.optional(),
-    registered: z.boolean().optional(),
-    registered_at: IsoTime.optional(),
+    registered: z.boolean().optional().describe('The hash is not anchored, and some account registered it (POST /api/v2/evidence/hash).'),
+    registered_at: FirstRegisteredAt,
   })
   .openapi('V1LedgerVerify');
 

@@ -1,0 +1,337 @@
+/**
+ * The request path's cost, every goal of issue 33 in one run (`npx tsx bench/request-path.ts`, also
+ * the `request-path` section of `npm run bench`). Absolute figures of these machines differ about
+ * 4× from one machine to the next, so the goals are counts and ratios measured here, side by side:
+ *
+ * 1. Counts (`npm start` with its defaults, batched anchors, behind the counting proxy of
+ *    bench/lib/dynamo-count.ts): DynamoDB requests per hash registration and per anchor (1 client,
+ *    16 clients each on its own device chain), everything the service sends in the window, the
+ *    background (reconciler, change feed's derived writes) included; the local change feed's own
+ *    reads are counted apart (in AWS they are Lambda's stream poller's, no table request).
+ * 2. Latency, 10 clients each: hash registration p50 against the p50 of a public verify that reads
+ *    one record once (an anchored hash verified for the first time), in the same stack.
+ * 3. 128 clients, each on its own device chain with bodies signed as a device signs them, closed
+ *    loop for REQUEST_PATH_SECONDS: batched against direct (`LEDGER_BATCH_WINDOW_MS=0`) anchors/s,
+ *    p50, p99, errors, and the API process's CPU per anchor; each mode its own fresh `npm start`
+ *    straight on dynalite (no proxy: it would cost the direct mode more, having more requests).
+ * 4. The proofs' CPU per anchor (ML-DSA-65 signature, the classic and the post-quantum RFC 3161
+ *    tokens, the device's Ed25519 signature, the statement), measured in this process with the
+ *    service's own keys, beside the API CPU per anchor; a hash registration makes no proof.
+ * Writes its JSON result as the last line of stdout.
+ *
+ * Environment: REQUEST_PATH_SECONDS=20, REQUEST_PATH_CLIENTS=128, REQUEST_PATH_HASH_N=200,
+ * REQUEST_PATH_ANCHOR_N=64, REQUEST_PATH_TRACE=1 (print the requests of one registration and one anchor).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startEmbeddedDynamo, type EmbeddedDynamo } from '../lib/local/dynamo-server.js';
+import { freePort } from '../lib/local/net.js';
+import { cpuMs } from './lib/cpu.js';
+import { BenchDevice, type AnchorBody } from './lib/device.js';
+import { type Counts, diffCounts, startCountingProxy, summarise } from './lib/dynamo-count.js';
+import { BENCH_TIER_LIMITS } from './lib/stack.js';
+import { REPO_ROOT } from './lib/proc.js';
+import { createAccount } from './lib/accounts.js';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+const num = (name: string, fallback: number) => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+};
+const seconds = num('REQUEST_PATH_SECONDS', 20);
+const manyClients = num('REQUEST_PATH_CLIENTS', 128);
+const hashN = num('REQUEST_PATH_HASH_N', 200);
+const anchorN = num('REQUEST_PATH_ANCHOR_N', 64);
+const log = (line: string) => process.stderr.write(`request-path: ${line}\n`);
+const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number) : NaN;
+};
+
+// ------------------------------------------------------------------ a stack
+
+interface Stack {
+  base: string;
+  apiPid: number;
+  dataDir: string;
+  adminToken: string;
+  dynamo: EmbeddedDynamo;
+  stop(): Promise<void>;
+}
+
+/** `npm start` (lib/local/start.ts) on a dynalite of this process, with `endpoint` in front of it (a proxy) or not. */
+async function startStack(extraEnv: Record<string, string>, front?: (dynamoEndpoint: string) => Promise<string>): Promise<Stack> {
+  const dynamo = await startEmbeddedDynamo();
+  const endpoint = front ? await front(dynamo.endpoint) : dynamo.endpoint;
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'evidence-request-path-'));
+  const port = await freePort();
+  const adminToken = randomBytes(24).toString('base64url');
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    LEDGER_RPC_PORT: String(await freePort()),
+    DYNAMODB_ENDPOINT: endpoint,
+    TABLE_PREFIX: `bench-${randomBytes(3).toString('hex')}-`,
+    ADMIN_TOKEN: adminToken,
+    LOG_LEVEL: 'warn',
+    PUBLIC_RATE_PER_MINUTE: '100000000',
+    ACCOUNT_RATE_PER_MINUTE: '100000000',
+    TIER_LIMITS: BENCH_TIER_LIMITS,
+    ...extraEnv,
+  };
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'lib/local/start.ts')], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const kill = () => child.kill('SIGKILL');
+  process.once('exit', kill);
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`npm start did not become ready:\n${out}`)), 120_000);
+    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (/^ready in /m.test(out)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`npm start exited (${code}):\n${out}`)));
+  });
+  return {
+    base: `http://127.0.0.1:${port}`,
+    apiPid: child.pid ?? 0,
+    dataDir,
+    adminToken,
+    dynamo,
+    async stop() {
+      process.off('exit', kill);
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      await dynamo.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function json<T>(res: Response): Promise<T> {
+  if (!res.ok) throw new Error(`${res.url}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+const post = (base: string, apiKey: string, p: string, body: unknown) =>
+  fetch(`${base}${p}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body: JSON.stringify(body) });
+
+/** `clients` concurrent clients, each running `perClient` operations in order; the latencies. */
+async function run(clients: number, perClient: number, op: (client: number, k: number) => Promise<void>): Promise<number[]> {
+  const latencies: number[] = [];
+  await Promise.all(
+    Array.from({ length: clients }, async (_, c) => {
+      for (let k = 0; k < perClient; k++) {
+        const t0 = performance.now();
+        await op(c, k);
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  return latencies;
+}
+
+// ------------------------------------------------------------------ 1 and 2: counts and latency
+
+const proxies: { stop(): Promise<void> }[] = [];
+let counter: Awaited<ReturnType<typeof startCountingProxy>> | undefined;
+const tracing = { on: false };
+const counted = await startStack({}, async (endpoint) => {
+  counter = await startCountingProxy(endpoint, process.env.REQUEST_PATH_TRACE ? (line) => tracing.on && log(`  ${line}`) : undefined);
+  proxies.push(counter);
+  return counter.endpoint;
+});
+const proxy = counter as NonNullable<typeof counter>;
+const account = await createAccount(counted.base, counted.adminToken, 'enterprise');
+
+interface CountRow {
+  operation: string;
+  clients: number;
+  count: number;
+  requestsEach: number;
+  writesEach: number;
+  byOperationEach: Record<string, number>;
+  writesByTableEach: Record<string, number>;
+  feedRequestsEach: number;
+  p50Ms: number;
+  apiCpuMsEach: number;
+}
+const counts: CountRow[] = [];
+async function countOps(operation: string, clients: number, perClient: number, op: (client: number, k: number) => Promise<void>): Promise<number[]> {
+  const n = clients * perClient;
+  const before: Counts = proxy.snapshot();
+  const cpu0 = cpuMs(counted.apiPid);
+  const latencies = await run(clients, perClient, op);
+  // The settles and the derived data of the window's last operations go out within a second: wait for them.
+  await new Promise((r) => setTimeout(r, 1500));
+  const cpu = cpuMs(counted.apiPid) - cpu0;
+  const s = summarise(diffCounts(before, proxy.snapshot()));
+  const each = (r: Record<string, number>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, round(v / n)]));
+  const row: CountRow = {
+    operation,
+    clients,
+    count: n,
+    requestsEach: round(s.requests / n),
+    writesEach: round(s.writes / n),
+    byOperationEach: each(s.byOperation),
+    writesByTableEach: each(s.writesByTable),
+    feedRequestsEach: round(s.feedRequests / n),
+    p50Ms: round(pct(latencies, 50)),
+    apiCpuMsEach: round(cpu / n),
+  };
+  counts.push(row);
+  log(`${operation} ×${n} at ${clients}: ${row.requestsEach} DynamoDB requests each (${row.writesEach} writes), p50 ${row.p50Ms} ms, API CPU ${row.apiCpuMsEach} ms`);
+  return latencies;
+}
+
+const hashOnce = async () => {
+  await json(await post(counted.base, account.apiKey, '/api/v2/evidence/hash', { sha256_hash: randomBytes(32).toString('hex') }));
+};
+const anchored: string[] = [];
+const anchorOnce = async (body: AnchorBody) => {
+  await json(await post(counted.base, account.apiKey, '/api/v2/evidence/anchor', body));
+  anchored.push(body.sha256_hash);
+};
+
+// Warm-up: every module loaded and every path taken once.
+for (let i = 0; i < 5; i++) await hashOnce();
+for (const b of new BenchDevice().chain(3)) await anchorOnce(b);
+if (process.env.REQUEST_PATH_TRACE) {
+  tracing.on = true;
+  log('trace: one hash registration');
+  await hashOnce();
+  log('trace: one anchor');
+  await anchorOnce(new BenchDevice().next());
+  await new Promise((r) => setTimeout(r, 1500));
+  tracing.on = false;
+}
+
+await countOps('hash registration', 1, hashN, hashOnce);
+const registration10 = await countOps('hash registration', 10, Math.ceil(hashN / 10), hashOnce);
+{
+  const bodies = new BenchDevice().chain(Math.ceil(anchorN / 4));
+  await countOps('anchor (batched)', 1, bodies.length, (_c, k) => anchorOnce(bodies[k] as AnchorBody));
+}
+{
+  const per = Math.ceil(anchorN / 16);
+  const chains = Array.from({ length: 16 }, () => new BenchDevice().chain(per));
+  await countOps('anchor (batched)', 16, per, (c, k) => anchorOnce(chains[c]?.[k] as AnchorBody));
+}
+// A public verify that reads one record once: each anchored hash verified for the first time.
+const fresh = anchored.slice(3);
+const per = Math.floor(fresh.length / 10);
+const verify10 = await countOps('verify, first read of an anchored record', 10, per, async (c, k) => {
+  await json(await fetch(`${counted.base}/api/v2/evidence/verify/${fresh[c * per + k] as string}`));
+});
+// The same registrations and verifies once more, back to back, for the latency ratio (10 clients each).
+const regAgain = await run(10, Math.ceil(hashN / 10), hashOnce);
+const latency = {
+  registrationP50Ms: round(pct([...registration10, ...regAgain], 50)),
+  verifyP50Ms: round(pct(verify10, 50)),
+  ratio: 0,
+};
+latency.ratio = round(latency.registrationP50Ms / latency.verifyP50Ms);
+log(`10 clients: hash registration p50 ${latency.registrationP50Ms} ms against verify p50 ${latency.verifyP50Ms} ms (${latency.ratio}×)`);
+
+// 4. The proofs' CPU per anchor, with the service's own keys (this stack's DATA_DIR).
+process.env.DATA_DIR = counted.dataDir;
+const { resetCoreDeps } = await import('../lib/deps/core.js');
+resetCoreDeps();
+const { getSigner, getTsa, getPqTsa } = await import('../lib/deps/anchoring.js');
+const { checkDeviceProof } = await import('../lib/evidence/device-proof.js');
+const { buildStatement, computeServerHash } = await import('../lib/evidence/statement.js');
+const [signer, tsa, pqTsa] = await Promise.all([getSigner(), getTsa(), getPqTsa()]);
+const proofBodies = new BenchDevice().chain(200);
+const t0 = process.cpuUsage();
+for (const b of proofBodies) {
+  checkDeviceProof({ imageHash: b.sha256_hash, chainIndex: b.chain_index, chainHash: b.chain_hash, previousHash: b.previous_hash, signatureHex: b.signature_hex, publicKeyHex: b.public_key_hex });
+  const statement = buildStatement({ image_hash: b.sha256_hash, chain_index: b.chain_index, chain_hash: b.chain_hash, previous_hash: b.previous_hash, device_public_key: b.public_key_hex, device_signature: b.signature_hex, anchored_at: new Date().toISOString() });
+  const hash = Buffer.from(computeServerHash(statement), 'hex');
+  await Promise.all([signer.sign(hash), tsa.timestamp(Buffer.from(b.sha256_hash, 'hex')), pqTsa?.timestamp(Buffer.from(b.sha256_hash, 'hex'))]);
+}
+const used = process.cpuUsage(t0);
+const proofsCpuMsPerAnchor = round((used.user + used.system) / 1000 / proofBodies.length);
+log(`the proofs of one anchor (device signature, statement, ML-DSA-65, classic and post-quantum tokens): ${proofsCpuMsPerAnchor} ms CPU`);
+
+await counted.stop();
+for (const p of proxies) await p.stop();
+
+// ------------------------------------------------------------------ 3. many clients: batched against direct
+
+interface ThroughputRow {
+  mode: 'batched' | 'direct';
+  clients: number;
+  seconds: number;
+  anchors: number;
+  anchorsPerSecond: number;
+  errors: number;
+  errorSample: string[];
+  p50Ms: number;
+  p99Ms: number;
+  apiCpuMsPerAnchor: number;
+}
+
+async function throughput(mode: 'batched' | 'direct'): Promise<ThroughputRow> {
+  const stack = await startStack(mode === 'direct' ? { LEDGER_BATCH_WINDOW_MS: '0' } : {});
+  try {
+    const acct = await createAccount(stack.base, stack.adminToken, 'enterprise');
+    const devices = Array.from({ length: manyClients }, () => new BenchDevice());
+    const once = async (d: BenchDevice) => {
+      const res = await post(stack.base, acct.apiKey, '/api/v2/evidence/anchor', d.next());
+      const text = await res.text();
+      return res.ok ? null : `${res.status} ${text.slice(0, 120)}`;
+    };
+    // Warm-up: every client's first anchor (its device chain's genesis), not measured.
+    await Promise.all(devices.map((d) => once(d)));
+    const latencies: number[] = [];
+    const errors: string[] = [];
+    const cpu0 = cpuMs(stack.apiPid);
+    const start = performance.now();
+    const end = start + seconds * 1000;
+    await Promise.all(
+      devices.map(async (d) => {
+        while (performance.now() < end) {
+          const t = performance.now();
+          const error = await once(d);
+          if (error) errors.push(error);
+          else latencies.push(performance.now() - t);
+        }
+      }),
+    );
+    const elapsed = (performance.now() - start) / 1000;
+    const cpu = cpuMs(stack.apiPid) - cpu0;
+    const row: ThroughputRow = {
+      mode,
+      clients: manyClients,
+      seconds: round(elapsed, 1),
+      anchors: latencies.length,
+      anchorsPerSecond: round(latencies.length / elapsed, 1),
+      errors: errors.length,
+      errorSample: [...new Set(errors)].slice(0, 3),
+      p50Ms: round(pct(latencies, 50), 0),
+      p99Ms: round(pct(latencies, 99), 0),
+      apiCpuMsPerAnchor: round(cpu / Math.max(1, latencies.length)),
+    };
+    log(`${mode}, ${manyClients} clients: ${row.anchorsPerSecond} anchors/s, p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms, ${row.errors} errors, API CPU ${row.apiCpuMsPerAnchor} ms per anchor`);
+    return row;
+  } finally {
+    await stack.stop();
+  }
+}
+
+const batched = await throughput('batched');
+const direct = await throughput('direct');
+const ratio = round(batched.anchorsPerSecond / direct.anchorsPerSecond);
+log(`${manyClients} clients: batched ${batched.anchorsPerSecond}/s against direct ${direct.anchorsPerSecond}/s: ${ratio}×`);
+
+const result = { counts, latency, throughput: { batched, direct, ratio }, proofsCpuMsPerAnchor, machine: { nproc: os.cpus().length, loadavg: os.loadavg().map((l) => round(l)) } };
+process.stdout.write(`${JSON.stringify(result)}\n`);
+process.exit(0);
