@@ -261,6 +261,9 @@ export const ARCHIVE_MEMBER = {
 /**
  * The evidence record of its own of one image hash (archive table), made by a hash-tree renewal
  * (RFC 4998 §5.2), whose first hash list depends on the member's earlier chains; renewed alone.
+ * Its last chain was made from a digest the account gave, which the service cannot check: it is
+ * served to whoever gives a digest that chain holds (GET …/evidence-record/{image_hash}?sha512=),
+ * never in place of the group's record, and a corrected digest makes it again (redo).
  */
 export const OWN_RECORD = {
   record: 'own evidence record',
@@ -271,13 +274,19 @@ export const OWN_RECORD = {
       from: 'none',
       to: 'own',
       by: 'the archive job\'s hash-tree renewal',
-      when: 'the data\'s digest with the new algorithm was given; no own record yet',
+      when: 'the data\'s digest with the new algorithm was given (DIGEST_OFFER); no own record yet: the group\'s chain as it stands, then a chain made from the digest',
     },
     renew: {
       from: 'own',
       to: 'own',
       by: 'the archive job',
-      when: 'a timestamp renewal (renew_at passed, or the last token\'s TSA certificate is retired) or another hash-tree renewal, from the version read',
+      when: 'a timestamp renewal (renew_at passed, or the last token\'s TSA certificate is retired) or another hash-tree renewal (a digest of a newer algorithm) on top of the record, from the version read',
+    },
+    redo: {
+      from: 'own',
+      to: 'own',
+      by: 'the archive job\'s hash-tree renewal',
+      when: 'the account corrected the digest its last chain was made from (DIGEST_OFFER.correct): that chain is made again from the corrected digest over the chains it was built on (the group\'s chain as it stands now when that is all of them; otherwise as stored, while their last certificate is valid), replacing it, from the version read. Only a chain the service cannot check is replaced; the record served without a digest is the group\'s, which no offer touches',
     },
     postpone: {
       from: 'own',
@@ -290,24 +299,51 @@ export const OWN_RECORD = {
 
 /**
  * The photo's digest with a new hash algorithm (archive table), offered by the account that
- * anchored it for a hash-tree renewal; used once, by the archive job.
+ * anchored it for a hash-tree renewal; used by the archive job. A digest waits while the offer is
+ * `offered`, or `used` with a digest other than the one the record was renewed from (a correction).
+ * `used` never goes back: a renewal was made from the offer, and a correction is a move of its own.
  */
 export const DIGEST_OFFER = {
   record: 'digest offer',
-  stored: 'archive table, key dig#<image_hash>#<algorithm>; state (renew_shard, renew_at on the renewal_due index while offered)',
+  stored:
+    'archive table, key dig#<image_hash>#<algorithm>; state, v, digest (the latest given), used_digest (the one the record was renewed from) (renew_shard, renew_at on the renewal_due index while a digest waits)',
   states: ['none', 'offered', 'used'],
   transitions: {
     offer: {
       from: 'none|offered',
       to: 'offered',
       by: 'the account that anchored the hash (POST /api/v2/evidence/evidence-record/{image_hash}/digest)',
-      when: 'the algorithm is the one the service renews to (ARCHIVE_HASH_ALGORITHM); the latest offer wins until it is used',
+      when: 'the algorithm is the one the service renews to (ARCHIVE_HASH_ALGORITHM); the latest offer wins until it is used; from the version read',
     },
     use: {
       from: 'offered',
       to: 'used',
       by: 'the archive job',
-      when: 'the hash-tree renewal it asked for is stored (the own record); conditional on the offer as read',
+      when: 'the hash-tree renewal made from its digest is stored (OWN_RECORD.rehash, renew, or redo when the record was made from an earlier digest whose use lost to this offer), or the own record holds that digest already (a pass died before this write); from the version read, so an offer corrected meanwhile waits for the next pass',
+    },
+    postpone: {
+      from: 'offered',
+      to: 'offered',
+      by: 'the archive job',
+      when: 'it cannot be used yet: the hash\'s group is not made, the chains it would be built on are no longer valid, or the service renews to another algorithm now; due again later, from the version read',
+    },
+    correct: {
+      from: 'used',
+      to: 'used',
+      by: 'the account that anchored the hash',
+      when: 'a digest other than the one the record was renewed from (a slip corrected): it waits, due at once, for the archive job to redo the renewal; that one again while another waits: the correction is withdrawn. That one with none waiting: 409. From the version read',
+    },
+    redo: {
+      from: 'used',
+      to: 'used',
+      by: 'the archive job',
+      when: 'the renewal redone from the waiting digest is stored (OWN_RECORD.redo), or the own record holds that digest (a correction withdrawn, a pass died before this write): nothing waits any more; from the version read',
+    },
+    hold: {
+      from: 'used',
+      to: 'used',
+      by: 'the archive job',
+      when: 'a waiting correction cannot be used now: the chains it would be redone from are no longer valid, or the service renews to another algorithm now; due again later, from the version read',
     },
   },
 } as const satisfies StateMachine;

@@ -64,7 +64,8 @@ Commands:
       --evidence-record checks an RFC 4998 evidence record (GET /api/v2/evidence/evidence-record/
       <sha256>) against the file: each archive timestamp's hash tree and RFC 3161 token as of its
       genTime, against the TSA root, and each renewal; a chain of another hash than SHA-256 (a
-      hash-tree renewal) needs the file itself, not only its hash.
+      hash-tree renewal) needs the file itself, not only its hash (fetch that record with
+      ?sha512=<the file's SHA-512>; without it the service serves the SHA-256 chain).
       Trust anchors: the TSA root (--root), the ML-DSA-65 key (--pq-key), the ledger wallet
       (--wallet) and the Ed25519 keys (--jwks) are pinned by those flags or, without them, by the
       trust file (evidence trust add). A proof checked against an anchor that is not pinned is

@@ -28,7 +28,7 @@ export function createArchiveStamper(
 ): {
   stamp(alg: ErsHash, digest: Uint8Array): Promise<StampedToken>;
   current(): Promise<{ notAfter: Date; sha256: string }>;
-  signerOf(token: Uint8Array): string | undefined;
+  signerOf(token: Uint8Array): { sha256: string; notAfter: Date } | undefined;
 } {
   return {
     stamp: (alg, digest) => withDeadline(stamp(tsa, alg, digest), timeoutMs),
@@ -43,7 +43,7 @@ export function createArchiveStamper(
     // The token's signer among the certificates it carries (every archive token asks for them).
     signerOf: (token) => {
       try {
-        return timestampSigner(token)?.sha256;
+        return timestampSigner(token);
       } catch {
         return undefined;
       }

@@ -246,6 +246,26 @@ export function encodeEvidenceRecord(record: EvidenceRecord): Uint8Array {
   ]);
 }
 
+/**
+ * The hash of the data that the first hash list of chain `c` > 0 must hold after a hash-tree
+ * renewal (§5.2, §5.3): H'(H'(data) ‖ H'(DER of the chains before it)), with H' = `alg` and
+ * `dataDigest` = H'(data).
+ */
+export function hashTreeRenewalInput(alg: ErsHash, dataDigest: Uint8Array, earlier: readonly ArchiveTimeStampChain[]): Uint8Array {
+  return ersDigest(alg, dataDigest, ersDigest(alg, encodeArchiveTimeStampSequence(earlier)));
+}
+
+/**
+ * Whether the last chain of `chains` is a hash-tree renewal to `alg` whose first hash list holds
+ * the data of digest `dataDigest` (H'(data)): what a verifier holding that data checks of it.
+ */
+export function lastChainHolds(chains: readonly ArchiveTimeStampChain[], alg: ErsHash, dataDigest: Uint8Array): boolean {
+  const first = chains.length > 1 ? chains[chains.length - 1]?.[0] : undefined;
+  if (!first || first.digestAlgorithm !== alg || !first.reducedHashtree) return false;
+  const h = hashTreeRenewalInput(alg, dataDigest, chains.slice(0, -1));
+  return first.reducedHashtree[0]?.some((v) => bytesEqual(v, h)) ?? false;
+}
+
 /** Every hash algorithm the chains use, in order of first use (the record's digestAlgorithms). */
 export function algorithmsOf(chains: readonly ArchiveTimeStampChain[]): ErsHash[] {
   const out: ErsHash[] = [];

@@ -54,14 +54,28 @@ export interface ArchiveMembership {
 
 /**
  * The photo's digest with a new hash algorithm, offered by the account that anchored it, for a
- * hash-tree renewal (DIGEST_OFFER: offered, then used once the renewal is stored).
+ * hash-tree renewal (DIGEST_OFFER). `offered`: no renewal was made from the offer yet; `used`: the
+ * record was renewed from `used_digest`, and a `digest` other than that one is a correction that
+ * waits for the renewal to be redone ({@link waitingDigest}).
  */
 export interface DigestOffer {
   image_hash: string;
   algorithm: ErsHash;
+  /** The latest digest the account gave. */
   digest: Uint8Array;
   state: 'offered' | 'used';
+  /** Version (DIGEST_OFFER): every move is conditional on it; undefined on an offer stored before offers had one. */
+  v?: number;
+  /** The digest the record was renewed from (used); absent on an offer used before it was kept: then `digest`. */
+  used_digest?: Uint8Array;
   offered_at: string;
+}
+
+/** The digest an offer waits to have a renewal made (or redone) from; undefined when none waits. */
+export function waitingDigest(offer: DigestOffer): Uint8Array | undefined {
+  if (offer.state === 'offered') return offer.digest;
+  const used = offer.used_digest ?? offer.digest;
+  return Buffer.compare(Buffer.from(used), Buffer.from(offer.digest)) === 0 ? undefined : offer.digest;
 }
 
 /**
@@ -152,18 +166,25 @@ export interface ArchiveStore {
   /** The own record of a hash, if it has one. */
   getOwnRecord(imageHash: string): Promise<OwnRecord | undefined>;
   /**
-   * rehash (none|own → own): stores a record of its own (after a hash-tree renewal), or replaces
-   * it, conditional on the version read (undefined: none yet); false when it had moved on.
+   * rehash (none → own: `readVersion` undefined), renew or redo (own → own, `how`): stores a
+   * record of its own (after a hash-tree renewal), or replaces it, conditional on the version
+   * read; false when it had moved on.
    */
-  putOwnRecord(record: OwnRecord, readVersion: number | undefined): Promise<boolean>;
+  putOwnRecord(record: OwnRecord, readVersion: number | undefined, how?: 'renew' | 'redo'): Promise<boolean>;
   /**
-   * offer (none|offered → offered): stores the digest, due for renewal at once; false when an
-   * offer of that algorithm was used already (the record was renewed to it).
+   * offer (none|offered → offered) or correct (used → used), as `read` was (undefined: none yet):
+   * stores the latest digest, due for renewal at once, conditional on the state and version read;
+   * false when the offer had moved on (read it again).
    */
-  offerDigest(offer: Omit<DigestOffer, 'state'>): Promise<boolean>;
+  offerDigest(offer: Pick<DigestOffer, 'image_hash' | 'algorithm' | 'digest' | 'offered_at'>, read: DigestOffer | undefined): Promise<boolean>;
+  /** The offer, read strongly consistent. */
   getDigestOffer(imageHash: string, algorithm: ErsHash): Promise<DigestOffer | undefined>;
-  /** use (offered → used): the renewal it asked for is stored; conditional on the offer read (its offered_at). */
+  /**
+   * use (offered → used) or redo (used → used): the record holds the renewal made from the
+   * offer's digest as read; it is the record's `used_digest` from now on and nothing waits.
+   * Conditional on the state and version read; false when it had moved on (a correction came).
+   */
   markDigestUsed(offer: DigestOffer): Promise<boolean>;
-  /** Moves an offer that cannot be used yet (its record is not made) to be due again at `renewAt`. */
+  /** postpone (offered → offered) or hold (used → used): a digest that cannot be used yet is due again at `renewAt`, from the version read. */
   postponeDigest(offer: DigestOffer, renewAt: string): Promise<void>;
 }

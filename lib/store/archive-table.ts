@@ -239,9 +239,9 @@ export class ArchiveTable implements ArchiveStore {
     return { image_hash: imageHash, v: Number(i.v), record: i.record as Uint8Array, renew_at: String(i.renew_at), algorithm: hashOf(i.algorithm), tsa_not_after: String(i.tsa_not_after) };
   }
 
-  /** rehash (none → own) or renew (own → own), conditional on the version read. */
-  async putOwnRecord(record: OwnRecord, readVersion: number | undefined): Promise<boolean> {
-    const t = readVersion === undefined ? OWN_RECORD.transitions.rehash : OWN_RECORD.transitions.renew;
+  /** rehash (none → own), renew or redo (own → own), conditional on the version read. */
+  async putOwnRecord(record: OwnRecord, readVersion: number | undefined, how: 'renew' | 'redo' = 'renew'): Promise<boolean> {
+    const t = readVersion === undefined ? OWN_RECORD.transitions.rehash : OWN_RECORD.transitions[how];
     const r = await moveState(this.db, {
       table: this.tables.archive,
       key: { pk: RECORD + record.image_hash },
@@ -255,27 +255,30 @@ export class ArchiveTable implements ArchiveStore {
     return r.ok;
   }
 
-  /** offer (none|offered → offered): a put unless the offer of that algorithm was used. */
-  async offerDigest(offer: Omit<DigestOffer, 'state'>): Promise<boolean> {
-    const t = DIGEST_OFFER.transitions.offer;
-    const r = await tryWrite(
-      this.db,
-      new PutCommand({
-        TableName: this.tables.archive,
-        Item: {
-          pk: `${DIGEST}${offer.image_hash}#${offer.algorithm}`,
-          state: t.to,
-          algorithm: offer.algorithm,
-          digest: offer.digest,
-          offered_at: offer.offered_at,
-          renew_shard: RENEW_SHARD,
-          renew_at: offer.offered_at,
-        },
-        ConditionExpression: 'attribute_not_exists(pk) OR #s = :offered',
-        ExpressionAttributeNames: { '#s': 'state' },
-        ExpressionAttributeValues: { ':offered': t.to },
-      }),
-    );
+  /**
+   * offer (none|offered → offered) or correct (used → used), conditional on the offer as read:
+   * the latest digest, due at once. An offer used before `used_digest` was kept names it now (its
+   * `digest` was the one used).
+   */
+  async offerDigest(offer: Pick<DigestOffer, 'image_hash' | 'algorithm' | 'digest' | 'offered_at'>, read: DigestOffer | undefined): Promise<boolean> {
+    const t = read?.state === 'used' ? DIGEST_OFFER.transitions.correct : DIGEST_OFFER.transitions.offer;
+    const r = await moveState(this.db, {
+      table: this.tables.archive,
+      key: { pk: `${DIGEST}${offer.image_hash}#${offer.algorithm}` },
+      stateAttribute: 'state',
+      versionAttribute: 'v',
+      from: read?.state ?? null,
+      version: read?.v,
+      to: t.to,
+      set: {
+        algorithm: offer.algorithm,
+        digest: offer.digest,
+        offered_at: offer.offered_at,
+        renew_shard: RENEW_SHARD,
+        renew_at: offer.offered_at,
+        ...(read?.state === 'used' && !read.used_digest ? { used_digest: read.digest } : {}),
+      },
+    });
     return r.ok;
   }
 
@@ -283,38 +286,47 @@ export class ArchiveTable implements ArchiveStore {
     const r = await this.db.send(new GetCommand({ TableName: this.tables.archive, Key: { pk: `${DIGEST}${imageHash}#${algorithm}` }, ConsistentRead: true }));
     const i = r.Item;
     if (!i) return undefined;
-    return { image_hash: imageHash, algorithm, digest: i.digest as Uint8Array, state: i.state === 'used' ? 'used' : 'offered', offered_at: String(i.offered_at) };
+    return {
+      image_hash: imageHash,
+      algorithm,
+      digest: i.digest as Uint8Array,
+      state: i.state === 'used' ? 'used' : 'offered',
+      ...(typeof i.v === 'number' ? { v: i.v } : {}),
+      ...(i.used_digest instanceof Uint8Array ? { used_digest: i.used_digest } : {}),
+      offered_at: String(i.offered_at),
+    };
   }
 
-  /** use (offered → used): off the renewal index, conditional on the offer as read. */
+  /** use (offered → used) or redo (used → used): the digest as read is the one used; off the renewal index; conditional on the offer as read. */
   async markDigestUsed(offer: DigestOffer): Promise<boolean> {
-    const t = DIGEST_OFFER.transitions.use;
-    const r = await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.archive,
-        Key: { pk: `${DIGEST}${offer.image_hash}#${offer.algorithm}` },
-        UpdateExpression: 'SET #s = :to REMOVE renew_shard, renew_at',
-        ConditionExpression: '#s = :from AND offered_at = :at',
-        ExpressionAttributeNames: { '#s': 'state' },
-        ExpressionAttributeValues: { ':to': t.to, ':from': t.from, ':at': offer.offered_at },
-      }),
-    );
+    const t = offer.state === 'used' ? DIGEST_OFFER.transitions.redo : DIGEST_OFFER.transitions.use;
+    const r = await moveState(this.db, {
+      table: this.tables.archive,
+      key: { pk: `${DIGEST}${offer.image_hash}#${offer.algorithm}` },
+      stateAttribute: 'state',
+      versionAttribute: 'v',
+      from: offer.state,
+      version: offer.v,
+      to: t.to,
+      set: { used_digest: offer.digest },
+      remove: ['renew_shard', 'renew_at'],
+    });
     return r.ok;
   }
 
+  /** postpone (offered → offered) or hold (used → used): due again at `renewAt`, conditional on the offer as read. */
   async postponeDigest(offer: DigestOffer, renewAt: string): Promise<void> {
-    await tryWrite(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.archive,
-        Key: { pk: `${DIGEST}${offer.image_hash}#${offer.algorithm}` },
-        UpdateExpression: 'SET renew_at = :r',
-        ConditionExpression: '#s = :offered AND offered_at = :at',
-        ExpressionAttributeNames: { '#s': 'state' },
-        ExpressionAttributeValues: { ':r': renewAt, ':offered': 'offered', ':at': offer.offered_at },
-      }),
-    );
+    const t = offer.state === 'used' ? DIGEST_OFFER.transitions.hold : DIGEST_OFFER.transitions.postpone;
+    await moveState(this.db, {
+      table: this.tables.archive,
+      key: { pk: `${DIGEST}${offer.image_hash}#${offer.algorithm}` },
+      stateAttribute: 'state',
+      versionAttribute: 'v',
+      from: offer.state,
+      version: offer.v,
+      to: t.to,
+      set: { renew_at: renewAt },
+    });
   }
 }
 

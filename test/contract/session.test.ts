@@ -9,6 +9,8 @@ import { ContractValidator, type Exchange } from './validator.js';
 
 // A Free account may register two hashes a month here, so the session meets the quota's 429.
 process.env.TIER_LIMITS = JSON.stringify({ free: { monthly_quota: 2 } });
+// Hash trees are renewed to SHA-512 here, so the session offers a digest (202) and meets its errors.
+process.env.ARCHIVE_HASH_ALGORITHM = 'SHA-512';
 await useStack();
 
 let service: HttpService;
@@ -142,6 +144,18 @@ describe('a realistic session, every exchange checked against the served OpenAPI
     assert.equal((await call('POST', '/api/v2/evidence/timestamp', { json: { sha256_hash: h, policy: '2.25.1' }, headers: keyed })).status, 400);
     assert.equal((await call('POST', '/api/v2/evidence/sign', { json: { sha256_hash: h }, headers: keyed })).status, 200);
     assert.equal((await call('GET', `/api/v2/evidence/verify/abc`)).status, 400);
+
+    // The digest offer of the evidence record (RFC 4998 hash-tree renewal) and the record's reads.
+    const sha512 = 'ab'.repeat(64);
+    const digestPath = `/api/v2/evidence/evidence-record/${h}/digest`;
+    assert.equal((await call('POST', digestPath, { json: { algorithm: 'SHA-512', digest: sha512 }, headers: keyed })).status, 202);
+    assert.equal((await call('POST', digestPath, { json: { algorithm: 'SHA-512', digest: sha512, extra: 'x' }, headers: keyed })).status, 400);
+    assert.equal((await call('POST', digestPath, { json: { algorithm: 'SHA-512', digest: 'zz' }, headers: keyed })).status, 400);
+    assert.equal((await call('POST', digestPath, { json: { algorithm: 'SHA-384', digest: sha512.slice(0, 96) }, headers: keyed })).status, 400);
+    assert.equal((await call('POST', `/api/v2/evidence/evidence-record/${randomHash()}/digest`, { json: { algorithm: 'SHA-512', digest: sha512 }, headers: keyed })).status, 404);
+    assert.equal((await call('POST', digestPath, { json: { algorithm: 'SHA-512', digest: sha512 } })).status, 401);
+    for (const query of ['', `?sha512=${sha512}`]) assert.equal((await call('GET', `/api/v2/evidence/evidence-record/${h}${query}`)).status, 404);
+    assert.equal((await call('GET', `/api/v2/evidence/evidence-record/${h}?sha512=zz`)).status, 400);
 
     const violations = exchanges.flatMap((x) => validator.check(x));
     assert.deepEqual(violations, [], `${violations.length} violations in ${exchanges.length} exchanges`);

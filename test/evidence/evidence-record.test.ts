@@ -46,13 +46,14 @@ async function anchor(bytes: Buffer): Promise<string> {
   return body.sha256_hash;
 }
 
-async function fetchRecord(imageHash: string): Promise<Response> {
+async function fetchRecord(imageHash: string, query = ''): Promise<Response> {
   const { app } = await import('../../functions/v2/evidence-record.js');
-  return app.request(`/api/v2/evidence/evidence-record/${imageHash}`);
+  return app.request(`/api/v2/evidence/evidence-record/${imageHash}${query}`);
 }
 
-async function recordOf(imageHash: string): Promise<Uint8Array> {
-  const res = await fetchRecord(imageHash);
+/** The record as served: without a digest (the SHA-256 chain), or for the photo's SHA-512 (after a hash-tree renewal made from it). */
+async function recordOf(imageHash: string, sha512?: string): Promise<Uint8Array> {
+  const res = await fetchRecord(imageHash, sha512 ? `?sha512=${sha512}` : '');
   assert.equal(res.status, 200, await res.clone().text());
   return new Uint8Array(await res.arrayBuffer());
 }
@@ -312,7 +313,9 @@ describe('RFC 4998 evidence records', () => {
     console.log(`# hash-tree renewal pass: ${rehashReport.rehashed} record, ${rehashReport.stamps} TSA call, ${total(rehash.calls)} store requests ${JSON.stringify(rehash.calls)}`);
     const again = await offer(apiKey, { algorithm: 'SHA-512', digest: sha512 });
     assert.equal(again.status, 409, 'used: the record was renewed to SHA-512 already');
-    const rehashed = await recordOf(hashes[0] ?? '');
+    // Without a digest the record stays the SHA-256 chain (nothing an account offers changes it); with the photo's SHA-512, the renewed one.
+    assert.deepEqual(Buffer.from(await recordOf(hashes[0] ?? '')), Buffer.from(renewed));
+    const rehashed = await recordOf(hashes[0] ?? '', sha512);
     const parsed = parseEvidenceRecord(rehashed);
     assert.equal(parsed.chains.length, 2);
     assert.deepEqual(parsed.digestAlgorithms, ['SHA-256', 'SHA-512']);
@@ -346,7 +349,7 @@ describe('RFC 4998 evidence records', () => {
     const tsa3 = await EmbeddedTsa.create({ rootCertPem: rootPem, ...leaf3, policyOid: getConfig().tsa.policyOid, clock: () => evenLater });
     const third = await runArchivePass({ ...deps, stamper: createArchiveStamper(tsa3, 5000), clock: () => evenLater });
     assert.ok(third.renewed >= 2, `the group and the own record: ${JSON.stringify(third)}`);
-    const twice = await recordOf(hashes[0] ?? '');
+    const twice = await recordOf(hashes[0] ?? '', sha512);
     assert.deepEqual(parseEvidenceRecord(twice).chains.map((c) => c.length), [2, 2]);
     assert.ok((await ours(twice, photo)).ok);
     const bc4 = await bouncyCastle(twice, photo, evenLater);

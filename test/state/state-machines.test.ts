@@ -1,9 +1,10 @@
 /**
  * The state machines of lib/state-machines.ts, docs/state-machines.md and the repositories agree:
  * the document carries exactly the code's tables; no transition goes back unless it says why that
- * is safe; and, against the real embedded DynamoDB, each transition of the evidence item and of the
- * batch seal lands from the state and version it was computed from, and never a second time from
- * the same read (two invocations deciding from one read: exactly one write lands).
+ * is safe; and, against the real embedded DynamoDB, each transition of the evidence item, the
+ * batch seal, the digest offer and the own evidence record lands from the state and version it was
+ * computed from, and never a second time from the same read (two invocations deciding from one
+ * read: exactly one write lands).
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -11,11 +12,14 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { getConfig, getDb } from '../../lib/deps/core.js';
+import { getArchiveStore } from '../../lib/deps/archive.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
+import type { ArchiveStore, DigestOffer, OwnRecord } from '../../lib/evidence/archive-store.js';
+import { waitingDigest } from '../../lib/evidence/archive-store.js';
 import type { BatchSeal, BatchStore } from '../../lib/evidence/batch-store.js';
 import type { AnchorClaim, EvidenceItem, SignedProofs, StoredTx } from '../../lib/evidence/records.js';
 import type { EvidenceRepository } from '../../lib/evidence/repository.js';
-import { BATCH_SEAL, EVIDENCE_ITEM, LEDGER_SLOT, STATE_MACHINES, type StateMachine } from '../../lib/state-machines.js';
+import { BATCH_SEAL, DIGEST_OFFER, EVIDENCE_ITEM, LEDGER_SLOT, OWN_RECORD, STATE_MACHINES, type StateMachine } from '../../lib/state-machines.js';
 import { BatchTable } from '../../lib/store/batch-table.js';
 import { useStack } from '../support/stack.js';
 import { renderMachine } from './render.js';
@@ -66,11 +70,13 @@ describe('the state machines, written once', () => {
 
 let repo: EvidenceRepository;
 let seals: BatchStore;
+let archive: ArchiveStore;
 
 before(async () => {
   await useStack();
   repo = getEvidenceRepo();
   seals = new BatchTable(getDb(), getConfig().tables.batches);
+  archive = getArchiveStore();
 });
 
 const hex = (n = 32) => randomBytes(n).toString('hex');
@@ -255,6 +261,74 @@ describe('batch seal: each transition lands from the state and version read, and
   });
 });
 
+describe('digest offer and own record: each move lands from the state and version read, and never twice from one read', () => {
+  const digest = () => Uint8Array.from(randomBytes(64));
+  const offerOf = (imageHash: string, d: Uint8Array) => ({ image_hash: imageHash, algorithm: 'SHA-512' as const, digest: d, offered_at: new Date().toISOString() });
+  const read = async (imageHash: string) => (await archive.getDigestOffer(imageHash, 'SHA-512')) as DigestOffer;
+  const hexOf = (b: Uint8Array | undefined) => Buffer.from(b ?? []).toString('hex');
+
+  it('offer, postpone, use: once each from a read; the latest offer wins until it is used; an offer corrected meanwhile is not used', async () => {
+    const h = hex();
+    const [a, b] = await Promise.all([archive.offerDigest(offerOf(h, digest()), undefined), archive.offerDigest(offerOf(h, digest()), undefined)]);
+    assert.equal([a, b].filter(Boolean).length, 1, 'two first offers from "none": one lands');
+    const first = await read(h);
+    assert.deepEqual([first.state, first.v], ['offered', 1]);
+    const latest = digest();
+    assert.equal(await archive.offerDigest(offerOf(h, latest), first), true);
+    assert.equal(await archive.offerDigest(offerOf(h, digest()), first), false, 'a second offer from the same read');
+    const second = await read(h);
+    assert.equal(hexOf(second.digest), hexOf(latest));
+    assert.equal(await archive.markDigestUsed(first), false, 'the job read the offer before the latest one: it is not used');
+    await archive.postponeDigest(second, new Date(Date.now() + 60_000).toISOString());
+    assert.equal(await archive.markDigestUsed(second), false, 'postponed since the read');
+    const third = await read(h);
+    assert.deepEqual([third.state, third.v], ['offered', 3]);
+    assert.equal(await archive.markDigestUsed(third), true);
+    assert.equal(await archive.markDigestUsed(third), false, 'used once from a read');
+    const used = await read(h);
+    assert.deepEqual([used.state, used.v, hexOf(used.used_digest)], ['used', 4, hexOf(latest)]);
+    assert.equal(waitingDigest(used), undefined, 'nothing waits once used');
+  });
+
+  it('correct, hold, redo: a used offer never goes back to offered; a correction waits until the redo is recorded, once per read', async () => {
+    const h = hex();
+    const original = digest();
+    assert.equal(await archive.offerDigest(offerOf(h, original), undefined), true);
+    assert.equal(await archive.markDigestUsed(await read(h)), true);
+    const used = await read(h);
+    const corrected = digest();
+    assert.equal(await archive.offerDigest(offerOf(h, corrected), used), true);
+    assert.equal(await archive.offerDigest(offerOf(h, digest()), used), false, 'a second correction from the same read');
+    const waiting = await read(h);
+    assert.equal(waiting.state, 'used', 'a correction keeps the offer used');
+    assert.equal(hexOf(waitingDigest(waiting)), hexOf(corrected));
+    assert.equal(hexOf(waiting.used_digest), hexOf(original));
+    await archive.postponeDigest(waiting, new Date(Date.now() + 60_000).toISOString());
+    assert.equal(await archive.markDigestUsed(waiting), false, 'held since the read');
+    const held = await read(h);
+    assert.equal(held.state, 'used');
+    assert.equal(await archive.markDigestUsed(held), true);
+    assert.equal(await archive.markDigestUsed(held), false, 'redone once from a read');
+    const redone = await read(h);
+    assert.deepEqual([redone.state, hexOf(redone.used_digest), waitingDigest(redone)], ['used', hexOf(corrected), undefined]);
+  });
+
+  it('rehash, renew, redo of an own record: each lands once from the version read', async () => {
+    const h = hex();
+    const own = (n: number): OwnRecord => ({ image_hash: h, v: n, record: Uint8Array.from([n]), renew_at: new Date().toISOString(), algorithm: 'SHA-512', tsa_not_after: new Date().toISOString() });
+    const [a, b] = await Promise.all([archive.putOwnRecord(own(1), undefined), archive.putOwnRecord(own(1), undefined)]);
+    assert.equal([a, b].filter(Boolean).length, 1, 'rehash: one lands');
+    assert.equal((await archive.getOwnRecord(h))?.v, 1);
+    const [c, d] = await Promise.all([archive.putOwnRecord(own(2), 1, 'redo'), archive.putOwnRecord(own(2), 1, 'renew')]);
+    assert.equal([c, d].filter(Boolean).length, 1, 'a redo and a renewal from the same read: one lands');
+    assert.equal(await archive.putOwnRecord(own(3), 1, 'redo'), false, 'from a version moved on');
+    const now = await archive.getOwnRecord(h);
+    assert.deepEqual([now?.v, now?.record[0]], [2, 2]);
+  });
+});
+
 // Keep the batch-seal machine's table and these tests in step: a transition added to it needs a test here.
 assert.deepEqual(Object.keys(BATCH_SEAL.transitions).sort(), ['abandon', 'claim', 'replace', 'seal', 'takeOver']);
 assert.deepEqual(Object.keys(EVIDENCE_ITEM.transitions).sort(), ['anchor', 'bar', 'confirm', 'fail', 'finalize', 'follow', 'publish', 'rebatch', 'replace']);
+assert.deepEqual(Object.keys(DIGEST_OFFER.transitions).sort(), ['correct', 'hold', 'offer', 'postpone', 'redo', 'use']);
+assert.deepEqual(Object.keys(OWN_RECORD.transitions).sort(), ['postpone', 'redo', 'rehash', 'renew']);
