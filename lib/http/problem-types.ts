@@ -56,7 +56,7 @@ export const PROBLEM_TYPES: Record<string, ProblemType> = {
   malformed_request: t(400, 'The HTTP request itself could not be read: its request line, its path (a backslash, for instance) or a header is malformed. Nothing was done.', 'Send a well-formed HTTP/1.1 request: a path of URL characters (percent-encode the others), valid headers.'),
   headers_too_large: t(431, 'The request headers are larger than the server reads (16 KiB locally, 10 KiB at API Gateway). Nothing was done.', 'Send fewer or shorter headers (API keys and tokens are short).'),
   payload_too_large: t(413, 'Request bodies are limited to 64 KiB; the body was not read.', 'Send only the hash and its proofs, never the file.'),
-  unsupported_media_type: t(415, 'The body is not sent as JSON.', 'Send Content-Type: application/json (RFC 3161 requests: application/timestamp-query).'),
+  unsupported_media_type: t(415, 'The body is not sent with the media type the endpoint takes: JSON, or for POST /api/v2/tsa application/timestamp-query. Nothing was read.', 'Send Content-Type: application/json (RFC 3161 requests to POST /api/v2/tsa: application/timestamp-query).'),
   edge_required: t(403, 'The request did not come through the edge (CDN and firewall) in front of the API.', 'Call the public address, not the API Gateway one.'),
   rate_limit_exceeded: t(429, 'Too many requests in the current minute for the account, the key or the client address; `scope` says which.', 'Wait for Retry-After seconds; the RateLimit fields show the budget.'),
   quota_exceeded: t(429, "The account used its tier's evidence operations for this calendar month (UTC).", 'Wait for the reset (Retry-After, resets_at in GET /api/v2/account/usage) or upgrade the tier.'),
