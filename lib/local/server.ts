@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
+import { type AppBindings, createApp, problemDocument } from '../http/app.js';
 import { HttpError } from '../http/errors.js';
 import { PortInUseError } from './net.js';
 import { GATEWAY_FUNCTIONS, HTTP_FUNCTIONS, toHonoPath } from './routes.js';
@@ -40,10 +41,10 @@ export async function buildLocalApi(): Promise<Hono> {
     const { app } = (await import(pathToFileURL(path.join(ROOT, spec.file)).href)) as FunctionModule;
     for (const p of new Set(HTTP_FUNCTIONS.map((f) => f.path))) api.all(toHonoPath(p), (c) => app.fetch(c.req.raw, c.env));
   }
-  api.notFound((c) => {
-    const e = new HttpError(404, 'not_found', 'Not Found', `No endpoint ${c.req.method} ${c.req.path}.`);
-    return c.newResponse(JSON.stringify(e.toJSON()), 404, { 'Content-Type': 'application/problem+json' });
-  });
+  // Any other path: the app factory's own 404, shaped as every function's problem (absolute type,
+  // instance, request id, nosniff, an access-log line).
+  const unrouted = createApp();
+  api.notFound((c) => unrouted.fetch(c.req.raw, c.env as AppBindings));
   return api;
 }
 
@@ -55,8 +56,9 @@ export async function buildLocalApi(): Promise<Hono> {
  * - a request the adapter cannot turn into a Request (a backslash in the path, a bad host): 400;
  * - a request Node's parser refuses (headers over 16 KiB: 431; anything else: 400), written to
  *   the socket directly, with Connection: close (the parser's state is lost).
- * API Gateway answers the same cases itself in production; serverless.yml gives its 4XX and 5XX
- * responses the same problem+json shape (GatewayResponses).
+ * Each with an absolute `type` under PUBLIC_BASE_URL, as every function's problem has (problemDocument).
+ * In production API Gateway answers these cases itself, before any function, with bodies of its
+ * own: an HTTP API has no gateway responses to reshape them.
  */
 export async function listenLocalApi(api: { fetch: LocalFetch }, options: { port: number; hostname: string }): Promise<Server> {
   const server = createServer(
@@ -64,7 +66,7 @@ export async function listenLocalApi(api: { fetch: LocalFetch }, options: { port
       hostname: options.hostname,
       errorHandler: (error) => {
         const e = new HttpError(400, 'malformed_request', 'Bad Request', `The request could not be read: ${requestErrorReason(error)}.`);
-        return new Response(JSON.stringify(e.toJSON()), { status: 400, headers: { 'Content-Type': 'application/problem+json', Connection: 'close' } });
+        return new Response(JSON.stringify(problemDocument(e)), { status: 400, headers: { 'Content-Type': 'application/problem+json', Connection: 'close' } });
       },
     }),
   );
@@ -77,7 +79,7 @@ export async function listenLocalApi(api: { fetch: LocalFetch }, options: { port
     const e = tooLarge
       ? new HttpError(431, 'headers_too_large', 'Request Header Fields Too Large', 'The request headers are larger than 16 KiB; nothing was read.')
       : new HttpError(400, 'malformed_request', 'Bad Request', 'The HTTP request could not be parsed; nothing was read.');
-    const body = JSON.stringify(e.toJSON());
+    const body = JSON.stringify(problemDocument(e));
     socket.end(
       `HTTP/1.1 ${e.status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
         `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

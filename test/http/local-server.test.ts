@@ -249,6 +249,31 @@ describe('the local API over real HTTP', () => {
     assert.match(problem.detail, /backslash/);
   });
 
+  it('gives the problems the server writes itself an absolute type under PUBLIC_BASE_URL, as every function does (issue 34)', async () => {
+    const host = new URL(base).host;
+    const types: Record<string, string> = {};
+    const unknown = await fetch(`${base}/api/v3/nothing`);
+    const notFound = (await unknown.json()) as { type: string; instance?: string; request_id?: string };
+    types.not_found = notFound.type;
+    // Shaped as the functions' problems are: the path, and the request id the response names.
+    assert.equal(notFound.instance, '/api/v3/nothing');
+    assert.equal(notFound.request_id, unknown.headers.get('x-request-id'));
+    types.malformed_request = (JSON.parse((await raw(`GET /api/v2/evidence/verify/ab\\cd HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)).body) as { type: string }).type;
+    types.headers_too_large = (JSON.parse((await raw(`GET /api/v1/health HTTP/1.1\r\nHost: ${host}\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)).body) as { type: string }).type;
+    const garbage = await raw('NOT HTTP AT ALL\r\n\r\n');
+    assert.equal(garbage.status, 400);
+    types['malformed_request (unparsable)'] = (JSON.parse(garbage.body) as { type: string }).type;
+    // A problem a function wrote, for comparison.
+    const fromFunction = (await (await fetch(`${base}/api/v2/evidence/verify/abc`)).json()) as { type: string };
+    assert.equal(fromFunction.type, `${base}/problems/invalid_request`);
+    assert.deepEqual(types, {
+      not_found: `${base}/problems/not_found`,
+      malformed_request: `${base}/problems/malformed_request`,
+      headers_too_large: `${base}/problems/headers_too_large`,
+      'malformed_request (unparsable)': `${base}/problems/malformed_request`,
+    });
+  });
+
   it('answers oversized headers with 431 problem+json and closes the connection', async () => {
     const res = await raw(`GET /api/v1/health HTTP/1.1\r\nHost: ${new URL(base).host}\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     assert.equal(res.status, 431);
