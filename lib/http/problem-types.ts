@@ -54,6 +54,7 @@ export const PROBLEM_TYPES: Record<string, ProblemType> = {
   email_exists: t(409, 'An account with this e-mail address exists.', 'Log in instead, or use another address.'),
   key_limit_reached: t(409, 'An account holds at most 5 active API keys.', 'Deactivate a key you no longer use, then create the new one.'),
   malformed_request: t(400, 'The HTTP request itself could not be read: its request line, its path (a backslash, for instance) or a header is malformed. Nothing was done.', 'Send a well-formed HTTP/1.1 request: a path of URL characters (percent-encode the others), valid headers.'),
+  request_timeout: t(408, 'The request was not all in within its deadline (locally HEADERS_TIMEOUT_MS for the headers, REQUEST_TIMEOUT_MS for the whole request); the connection was closed and nothing was done.', 'Send the whole request at once; retry it on a new connection.'),
   headers_too_large: t(431, 'The request headers are larger than the server reads (16 KiB locally, 10 KiB at API Gateway). Nothing was done.', 'Send fewer or shorter headers (API keys and tokens are short).'),
   payload_too_large: t(413, 'Request bodies are limited to 64 KiB; the body was not read.', 'Send only the hash and its proofs, never the file.'),
   unsupported_media_type: t(415, 'The body is not sent with the media type the endpoint takes: JSON, or for POST /api/v2/tsa application/timestamp-query. Nothing was read.', 'Send Content-Type: application/json (RFC 3161 requests to POST /api/v2/tsa: application/timestamp-query).'),

@@ -11,6 +11,8 @@ import { reconcileAnchors } from '../../lib/evidence/reconcile.js';
 import { waitFor } from '../support/wait.js';
 import { type HttpService, startHttpService } from '../support/http-server.js';
 import { freePort, useStack } from '../support/stack.js';
+import { slowLoris } from '../support/slow-loris.js';
+import { buildLocalApi, listenLocalApi } from '../../lib/local/server.js';
 
 let base: string;
 let service: HttpService | undefined;
@@ -280,5 +282,43 @@ describe('the local API over real HTTP', () => {
     assert.match(res.headers, /content-type: application\/problem\+json/);
     assert.match(res.headers, /connection: close/);
     assert.equal((JSON.parse(res.body) as { code: string }).code, 'headers_too_large');
+  });
+});
+
+describe('the local API closes requests that never finish (issue 34)', () => {
+  let slow: { url: string; close: () => Promise<void> } | undefined;
+  before(async () => {
+    const server = await listenLocalApi(await buildLocalApi(), { port: 0, hostname: '127.0.0.1', headersTimeoutMs: 1000, requestTimeoutMs: 2000 });
+    slow = {
+      url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+      close: () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    };
+  });
+  after(() => slow?.close());
+
+  const timedOut = (answer: string) => {
+    const [head = '', body = ''] = answer.split('\r\n\r\n');
+    assert.match(head, /^HTTP\/1\.1 408 Request Timeout\r\n/, answer);
+    assert.match(head.toLowerCase(), /content-type: application\/problem\+json/);
+    assert.match(head.toLowerCase(), /connection: close/);
+    const problem = JSON.parse(body) as { code: string; status: number; type: string };
+    assert.equal(problem.code, 'request_timeout');
+    assert.equal(problem.status, 408);
+    assert.match(problem.type, /^http:\/\/.+\/problems\/request_timeout$/);
+  };
+
+  it('closes a connection whose headers never end (a header line every 100 ms), answering 408 problem+json', async () => {
+    const { answer } = await slowLoris(slow?.url ?? '', `GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n`, 'X-Slow: 1\r\n');
+    timedOut(answer);
+  });
+
+  it('closes a connection whose body never ends (a byte every 100 ms of a 1,000-byte body), answering 408 problem+json', async () => {
+    const head = 'POST /api/v2/account/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"email":"';
+    const { answer } = await slowLoris(slow?.url ?? '', head, 'a');
+    timedOut(answer);
   });
 });

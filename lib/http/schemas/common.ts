@@ -29,7 +29,7 @@ export function HashParam<N extends string>(name: N) {
 export function QueryInteger(name: string, options: { minimum: number; maximum: number; description: string; example?: number }) {
   return z
     .string()
-    .regex(/^(0|[1-9][0-9]*)$/, 'must be a decimal integer: digits only (no sign, leading zero, blank, 0x prefix, exponent or fraction)')
+    .regex(/^(0|[1-9][0-9]*)$/, 'must be decimal digits (no sign, leading zero, 0x or exponent)')
     .transform(Number)
     .pipe(z.number().int().min(options.minimum).max(options.maximum))
     .optional()
