@@ -10,7 +10,7 @@
  * keygen and anchor use only the public REST API; verify needs no service at all.
  * Exit codes: 0 done (verify: verified, every proof checked and holding), 1 failed (verify: some
  * proof fails), 2 usage error, 3 verify: nothing failed, but some proof was not established
- * (pending on the ledger, or a trust anchor not pinned, or no --rpc).
+ * (pending on the ledger, or a trust anchor not pinned, or no --rpc, or a key newer than the trust file).
  */
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -80,7 +80,8 @@ Commands:
 
 Exit codes: 0 done (verify: verified: every proof checked and holds), 1 failed (verify: a proof
 fails), 2 usage error, 3 verify: not established (nothing failed, but a proof is pending or
-unchecked: no --rpc, a trust anchor not pinned, too few confirmations).`;
+unchecked: no --rpc, a trust anchor not pinned, too few confirmations, a key the service made
+after the trust file was written: refresh it with evidence trust add <url>).`;
 
 /** Where the CLI writes: results on stdout, progress and errors on stderr. */
 export interface EvidenceIo {
@@ -313,6 +314,7 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       pdf: attached.pdf,
       // --root pins the TSA root in place of the trust file; the signer is then held to it.
       pdfSigners: rootPem !== undefined ? [] : (trusted?.pdfSigners ?? []),
+      ...(rootPem === undefined && trusted ? { pdfSignersPinnedBy: trusted.snapshots } : {}),
       rootsPem: roots,
       ...(trusted && trusted.tsaRetirements.length > 0 ? { tsaRetirements: trusted.tsaRetirements } : {}),
       ...(rootSource ? { source: rootSource } : {}),
@@ -349,8 +351,12 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       ...(trusted && trusted.tsaRetirements.length > 0 ? { tsaRetirements: trusted.tsaRetirements } : {}),
       ...(ledger ? { ledger } : {}),
       minConfirmations,
-      ...(pqKey ? { pqKeyFingerprints: [pqKey], pqKeySource: '--pq-key' } : trusted ? { pqKeys: trusted.pqKeys, pqKeySource: trusted.source } : {}),
-      ...(wallet ? { wallets: [wallet], walletSource: '--wallet' } : trusted ? { wallets: trusted.wallets, walletSource: trusted.source, walletWindows: trusted.walletWindows } : {}),
+      ...(pqKey ? { pqKeyFingerprints: [pqKey], pqKeySource: '--pq-key' } : trusted ? { pqKeys: trusted.pqKeys, pqKeySource: trusted.source, pqKeysPinnedBy: trusted.snapshots } : {}),
+      ...(wallet
+        ? { wallets: [wallet], walletSource: '--wallet' }
+        : trusted
+          ? { wallets: trusted.wallets, walletSource: trusted.source, walletWindows: trusted.walletWindows, walletsPinnedBy: trusted.snapshots }
+          : {}),
     });
     const kind = values.certificate !== undefined ? 'receipt attached to the certificate' : 'receipt';
     reports.push({ status: report.status, kind, file: receiptFile, report, lines: formatReport(report) });
@@ -376,7 +382,7 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
     reports.push({ status: report.status, kind: 'evidence record', file, report: json, lines });
   }
   for (const { file, response } of signatures) {
-    const report = verifySignatureFile({ response, subject, jwks: jwksKeys, ...(jwksSource ? { jwksSource } : {}) });
+    const report = verifySignatureFile({ response, subject, jwks: jwksKeys, ...(jwksSource ? { jwksSource } : {}), ...(values.jwks === undefined && trusted ? { jwksPinnedBy: trusted.snapshots } : {}) });
     reports.push({ status: report.status, kind: 'signature', file, report, lines: formatStandalone(report) });
   }
   // Several reports: failed if any fails, else not established if any is, else verified.
