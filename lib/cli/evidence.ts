@@ -22,7 +22,7 @@ import { CliError, anchorFile, chainStatePath, generateDeviceKey, hashWithProgre
 import { addTrustedService, describeService, pinnedAnchors, readTrustFile, removeTrustedService, trustFilePath } from './trust.js';
 import { formatReport } from './receipt-report.js';
 import { type VerifySubject, verifyReceipt } from './verify-receipt.js';
-import type { EvidenceStatus } from '../evidence/verdict.js';
+import { type EvidenceStatus, foldStatus } from '../evidence/verdict.js';
 import { formatStandalone, verifySignatureFile, verifyTimestampFile } from './verify-standalone.js';
 import { verifyPdfSignature } from './verify-pdf-signature.js';
 import { verifyEvidenceRecordFile } from './verify-evidence-record.js';
@@ -385,8 +385,8 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
     const report = verifySignatureFile({ response, subject, jwks: jwksKeys, ...(jwksSource ? { jwksSource } : {}), ...(values.jwks === undefined && trusted ? { jwksPinnedBy: trusted.snapshots } : {}) });
     reports.push({ status: report.status, kind: 'signature', file, report, lines: formatStandalone(report) });
   }
-  // Several reports: failed if any fails, else not established if any is, else verified.
-  const status: EvidenceStatus = reports.some((r) => r.status === 'failed') ? 'failed' : reports.some((r) => r.status === 'pending') ? 'pending' : 'verified';
+  // Several reports: the one rule again (failed if any fails, else not established if any is, else verified).
+  const status = foldStatus(reports.map((r) => r.status));
   if (values.json) {
     // One receipt alone prints its report; several print an object keyed by kind.
     const only = reports.length === 1 && reports[0]?.kind === 'receipt' ? reports[0].report : undefined;
@@ -398,8 +398,11 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       for (const line of r.lines) io.out(line);
     });
   }
-  return status === 'verified' ? 0 : status === 'failed' ? 1 : 3;
+  return EXIT_CODE[status];
 }
+
+/** verify's exit code for a status (USAGE). */
+const EXIT_CODE: Record<EvidenceStatus, number> = { verified: 0, failed: 1, pending: 3 };
 
 /**
  * The files attached to a PDF evidence certificate (GET /api/v2/evidence/certificate/{hash}):
@@ -457,8 +460,7 @@ function reportRegistration(
     io.out(`${name} — ${signature.kind} ${file}`);
     for (const line of signature.lines) io.out(line);
   }
-  if (!ok || signature?.status === 'failed') return 1;
-  return signature?.status === 'pending' ? 3 : 0;
+  return EXIT_CODE[foldStatus([ok ? 'verified' : 'failed', ...(signature ? [signature.status] : [])])];
 }
 
 /** Whether the file is the hash of a certificate's registration record (no anchor receipt). */

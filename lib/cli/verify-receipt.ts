@@ -16,7 +16,7 @@ import { verifyTimestampResponse } from '../crypto/tsa/verify.js';
 import { describeSubject } from '../crypto/tsa/x509-verify.js';
 import { checkTimestamp, type TimestampVerdict } from '../evidence/proof-check.js';
 import type { ValidityWindow } from '../crypto/key-windows.js';
-import { type EvidenceStatus, type EvidenceVerdict, judgeEvidence, type LedgerEvidence, type LedgerSummary, type TrustedKey, type TrustSnapshot } from '../evidence/verdict.js';
+import { type EvidenceStatus, type EvidenceVerdict, foldStatus, judgeEvidence, type LedgerEvidence, type LedgerSummary, type TrustedKey, type TrustSnapshot } from '../evidence/verdict.js';
 import { readLedger } from '../evidence/ledger-read.js';
 import type { RpcReader } from '../ledger/rpc-reader.js';
 import { type ParsedReceipt, readReceipt, receiptImageHash } from './receipt-parse.js';
@@ -142,7 +142,7 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
     ledger: await readLedgerEvidence(r, options, wallets),
     ...(options.walletWindows ? { walletWindows: options.walletWindows } : {}),
   });
-  const status: EvidenceStatus = file.holds ? verdict.status : 'failed';
+  const status = foldStatus([file.holds ? 'holds' : 'fails', verdict.status]);
   return {
     status,
     ok: status === 'verified',

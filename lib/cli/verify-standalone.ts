@@ -10,7 +10,7 @@
 import { rawPublicKeyOf, windowOfJwk } from '../crypto/jwk.js';
 import { TIMESTAMP_CHECKS } from '../evidence/proof-check.js';
 import { judgeStandaloneSignature, verifyStandaloneTimestamp } from '../evidence/standalone-verdict.js';
-import { describeSigningTime, judgeUnpinned } from '../evidence/verdict.js';
+import { describeSigningTime, foldStatus, judgeUnpinned } from '../evidence/verdict.js';
 import type { EvidenceStatus, ProofState, TrustSnapshot } from '../evidence/verdict.js';
 import { STATUS_WORD } from './receipt-report.js';
 import type { VerifySubject } from './verify-receipt.js';
@@ -37,7 +37,7 @@ const what = (subject: VerifySubject) => (subject.kind === 'file' ? `SHA-256 of 
 
 /** The report of proofs: failed if one fails, not established (pending) if one is unchecked or pending, else verified. */
 export function finish(proofs: StandaloneProof[], notes: string[]): StandaloneVerification {
-  const status: EvidenceStatus = proofs.some((p) => p.state === 'fails') ? 'failed' : proofs.some((p) => p.state === 'unchecked' || p.state === 'pending') ? 'pending' : 'verified';
+  const status = foldStatus(proofs.map((p) => p.state));
   return { status, ok: status === 'verified', proofs, notes };
 }
 

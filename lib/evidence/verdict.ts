@@ -70,6 +70,20 @@ export const PROOF_TITLES: Record<ProofName, string> = {
 
 export type EvidenceStatus = 'verified' | 'pending' | 'failed';
 
+/**
+ * The one folding rule (README "What the verdict means"): `failed` when anything fails, else
+ * `pending` when anything is pending or unchecked, else `verified` (`absent` counts as nothing).
+ * It folds a record's proofs, and the reports of one `evidence verify` run the same way.
+ */
+export function foldStatus(states: Iterable<ProofState | EvidenceStatus>): EvidenceStatus {
+  let open = false;
+  for (const s of states) {
+    if (s === 'fails' || s === 'failed') return 'failed';
+    if (s === 'pending' || s === 'unchecked') open = true;
+  }
+  return open ? 'pending' : 'verified';
+}
+
 export interface LedgerSummary {
   status: 'confirmed' | 'pending' | 'failed' | 'not_found' | 'unchecked';
   tx_hash: string;
@@ -285,7 +299,7 @@ export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
 
   const failed = PROOF_NAMES.filter((n) => proofs[n].state === 'fails');
   const open = PROOF_NAMES.filter((n) => proofs[n].state === 'pending' || proofs[n].state === 'unchecked');
-  const status: EvidenceStatus = failed.length > 0 ? 'failed' : open.length > 0 ? 'pending' : 'verified';
+  const status = foldStatus(PROOF_NAMES.map((n) => proofs[n].state));
   const { headline, detail } = summarise(status, failed, open, proofs, asOf);
   return {
     status,
