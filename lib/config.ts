@@ -45,6 +45,9 @@ export const NETWORK_PRESETS = {
     confirmationTag: 'finalized',
   },
 } as const;
+/** `npm start`'s HTTP server: the headers of a request must be in within 10 s, the whole request within 30 s (README "Configuration"). */
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 export type NetworkName = keyof typeof NETWORK_PRESETS | 'custom';
 
 export interface Config {
@@ -91,6 +94,13 @@ export interface Config {
   authFailuresPerWindow: number;
   /** `npm start`: how often the reconciler passes over unfinished anchors (the Lambda runs every minute). */
   reconcileIntervalMs: number;
+  /**
+   * `npm start`'s HTTP server (lib/local/server.ts; API Gateway has its own limits): a request whose
+   * headers are not all in after HEADERS_TIMEOUT_MS, or that is not all in (body included) after
+   * REQUEST_TIMEOUT_MS, is answered 408 and its connection closed (a slow client holds no
+   * connection for long).
+   */
+  localHttp: { headersTimeoutMs: number; requestTimeoutMs: number };
   /**
    * RECONCILE_SAFETY_SCAN_ITEMS: while a safety sweep is due (at start and after the database
    * restarts), how many items of the evidence and counters tables each reconciler pass reads
@@ -328,6 +338,13 @@ export function loadConfig(env: Env = process.env): Config {
   // At the edge the functions count nothing: without the secret they could be called around it.
   if (publicRateLimit === 'edge' && (edgeOriginSecret?.length ?? 0) < 32) problems.push('PUBLIC_RATE_LIMIT=edge needs EDGE_ORIGIN_SECRET (32+ characters)');
 
+  const localHttp = {
+    headersTimeoutMs: r.integer('HEADERS_TIMEOUT_MS', DEFAULT_HEADERS_TIMEOUT_MS, 100),
+    requestTimeoutMs: r.integer('REQUEST_TIMEOUT_MS', DEFAULT_REQUEST_TIMEOUT_MS, 100),
+  };
+  // Node's HTTP server needs the headers' deadline within the whole request's.
+  if (localHttp.headersTimeoutMs > localHttp.requestTimeoutMs) problems.push('HEADERS_TIMEOUT_MS must not be above REQUEST_TIMEOUT_MS');
+
   const config: Config = {
     deployment,
     port,
@@ -346,6 +363,7 @@ export function loadConfig(env: Env = process.env): Config {
     anchorWaitMs: r.integer('ANCHOR_WAIT_MS', 20_000, 100),
     authFailuresPerWindow: r.integer('AUTH_FAILURES_PER_WINDOW', 10, 1),
     reconcileIntervalMs: r.integer('RECONCILE_INTERVAL_MS', 5000, 100),
+    localHttp,
     reconcileSafetyScanItems: r.integer('RECONCILE_SAFETY_SCAN_ITEMS', local ? 1000 : 0, 0),
     archive: {
       groupAfterMs: r.integer('ARCHIVE_GROUP_SECONDS', 30, 0) * 1000,

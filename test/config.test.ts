@@ -38,6 +38,18 @@ describe('loadConfig', () => {
     );
   });
 
+  it("gives npm start's HTTP server deadlines (headers 10 s, the whole request 30 s), and refuses headers' above the request's", () => {
+    assert.deepEqual(loadConfig({}).localHttp, { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000 });
+    assert.deepEqual(loadConfig({ HEADERS_TIMEOUT_MS: '2000', REQUEST_TIMEOUT_MS: '5000' }).localHttp, { headersTimeoutMs: 2000, requestTimeoutMs: 5000 });
+    for (const [env, line] of [
+      [{ HEADERS_TIMEOUT_MS: '40000' }, /^HEADERS_TIMEOUT_MS must not be above REQUEST_TIMEOUT_MS/],
+      [{ REQUEST_TIMEOUT_MS: '0x10' }, /^REQUEST_TIMEOUT_MS must be an integer ≥ 100/],
+      [{ HEADERS_TIMEOUT_MS: '0' }, /^HEADERS_TIMEOUT_MS must be an integer ≥ 100/],
+    ] as const) {
+      assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && error.problems.length === 1 && line.test(error.problems[0] ?? ''));
+    }
+  });
+
   it('merges TIER_LIMITS over the document tier table', () => {
     const config = loadConfig({ TIER_LIMITS: '{"free":{"monthly_quota":5,"rate_per_minute":100}}' });
     assert.deepEqual(config.tiers.free, { monthly_quota: 5, rate_per_minute: 100, price_eur_per_month: 0 });

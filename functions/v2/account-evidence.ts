@@ -6,16 +6,10 @@ import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { jwtAuth } from '../../lib/http/account-auth.js';
 import { createApp } from '../../lib/http/app.js';
 import { IsoTime } from '../../lib/http/schemas/accounts.js';
-import { problemResponses } from '../../lib/http/schemas/common.js';
+import { problemResponses, QueryInteger } from '../../lib/http/schemas/common.js';
 
 const EvidenceQuery = z.strictObject({
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(50)
-    .optional()
-    .openapi({ param: { name: 'limit', in: 'query' }, type: 'integer', minimum: 1, maximum: 50, description: 'At most this many hashes (default 20).' }),
+  limit: QueryInteger('limit', { minimum: 1, maximum: 50, description: 'At most this many hashes (default 20).' }),
 });
 
 const AccountEvidence = z

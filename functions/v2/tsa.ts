@@ -8,7 +8,8 @@ import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
 import { badRequest } from '../../lib/http/errors.js';
 import { markNotCompleted } from '../../lib/http/limits.js';
-import { problemResponses } from '../../lib/http/schemas/common.js';
+import { requireMediaType } from '../../lib/http/media-type.js';
+import { Problem, problemResponses } from '../../lib/http/schemas/common.js';
 import { describeError, log } from '../../lib/log.js';
 
 /** RFC 3161 §3.4: the MIME types of a time-stamp request and reply over HTTP. */
@@ -28,14 +29,23 @@ export const route = createRoute({
     'The request chooses the signature by its `reqPolicy`: none, or the classic policy (TSA_POLICY_OID, default 2.25.32470788606908332339531699348079175478), gets an ECDSA P-256 token; the post-quantum policy (TSA_PQ_POLICY_OID, default 2.25.240188381855450738062415899808185980756) gets an ML-DSA-65 token (CMS per RFC 9882: signatureAlgorithm id-ml-dsa-65, digest SHA-512, signed attributes; its certificates per RFC 9881, from `GET /api/v2/tsa/certificates?policy=<oid>`), e.g. `openssl ts -query -sha256 -cert -tspolicy 2.25.240188381855450738062415899808185980756`. ' +
     'A request the TSA cannot honour is answered, as RFC 3161 says, with a TimeStampResp of status `rejection` (2) and the PKIFailureInfo bit: `unacceptedPolicy` for a reqPolicy that is neither policy (or the post-quantum one while the post-quantum TSA is off), `badAlg` for another hash, `unacceptedExtension` for any extension; a rejection consumes no quota. ' +
     'A body that is not a DER TimeStampReq: 400 problem+json `invalid_timestamp_request`. ' +
+    'A body sent without `Content-Type: application/timestamp-query` (none, JSON, text/plain, a form encoding, …; compared case-insensitively, parameters aside): 415 problem+json `unsupported_media_type`, answered before the credentials are read, so it counts nothing and carries no `WWW-Authenticate` challenge: an HTML form of another site, which a browser may send with cached Basic credentials, cannot spend the quota. ' +
     'Credentials: `X-API-Key`, or HTTP Basic with the API key as the password and any user name (a 401 carries `WWW-Authenticate: Basic`). Starter tier and above; each granted token counts one unit of the monthly quota. ' +
     'Only with the embedded TSA (TSA_SCHEME=embedded); with a remote TSA this endpoint answers 503 tsa_unavailable.',
   security: [{ ApiKey: [] }, { Basic: [] }],
-  middleware: [apiKeyAuth({ feature: 'timestamp', charge: 'quota', basicRealm: 'evidence-tsa' })] as const,
+  middleware: [
+    // The type first, before the credentials (lib/http/media-type.ts).
+    requireMediaType(QUERY_TYPE, `Send a DER TimeStampReq with Content-Type: ${QUERY_TYPE} (RFC 3161 §3.4); nothing was read or counted.`),
+    apiKeyAuth({ feature: 'timestamp', charge: 'quota', basicRealm: 'evidence-tsa' }),
+  ] as const,
   request: { body: { required: true, description: 'A DER TimeStampReq.', content: { [QUERY_TYPE]: { schema: Binary } } } },
   responses: {
     200: { description: 'A DER TimeStampResp: granted, or a rejection with its PKIFailureInfo.', content: { [REPLY_TYPE]: { schema: Binary } } },
     ...problemResponses(400, 401, 403, 413, 429, 503),
+    415: {
+      description: `The body is not sent as Content-Type: ${QUERY_TYPE} (RFC 3161 §3.4): refused before the credentials are read; nothing is counted, no challenge is sent.`,
+      content: { 'application/problem+json': { schema: Problem } },
+    },
   },
 });
 

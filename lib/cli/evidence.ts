@@ -10,7 +10,7 @@
  * keygen and anchor use only the public REST API; verify needs no service at all.
  * Exit codes: 0 done (verify: verified, every proof checked and holding), 1 failed (verify: some
  * proof fails), 2 usage error, 3 verify: nothing failed, but some proof was not established
- * (pending on the ledger, or a trust anchor not pinned, or no --rpc).
+ * (pending on the ledger, or a trust anchor not pinned, or no --rpc, or a key newer than the trust file).
  */
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -22,7 +22,7 @@ import { CliError, anchorFile, chainStatePath, generateDeviceKey, hashWithProgre
 import { addTrustedService, describeService, pinnedAnchors, readTrustFile, removeTrustedService, trustFilePath } from './trust.js';
 import { formatReport } from './receipt-report.js';
 import { type VerifySubject, verifyReceipt } from './verify-receipt.js';
-import type { EvidenceStatus } from '../evidence/verdict.js';
+import { type EvidenceStatus, foldStatus } from '../evidence/verdict.js';
 import { formatStandalone, verifySignatureFile, verifyTimestampFile } from './verify-standalone.js';
 import { verifyPdfSignature } from './verify-pdf-signature.js';
 import { verifyEvidenceRecordFile } from './verify-evidence-record.js';
@@ -81,7 +81,8 @@ Commands:
 
 Exit codes: 0 done (verify: verified: every proof checked and holds), 1 failed (verify: a proof
 fails), 2 usage error, 3 verify: not established (nothing failed, but a proof is pending or
-unchecked: no --rpc, a trust anchor not pinned, too few confirmations).`;
+unchecked: no --rpc, a trust anchor not pinned, too few confirmations, a key the service made
+after the trust file was written: refresh it with evidence trust add <url>).`;
 
 /** Where the CLI writes: results on stdout, progress and errors on stderr. */
 export interface EvidenceIo {
@@ -314,6 +315,7 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       pdf: attached.pdf,
       // --root pins the TSA root in place of the trust file; the signer is then held to it.
       pdfSigners: rootPem !== undefined ? [] : (trusted?.pdfSigners ?? []),
+      ...(rootPem === undefined && trusted ? { pdfSignersPinnedBy: trusted.snapshots } : {}),
       rootsPem: roots,
       ...(trusted && trusted.tsaRetirements.length > 0 ? { tsaRetirements: trusted.tsaRetirements } : {}),
       ...(rootSource ? { source: rootSource } : {}),
@@ -350,8 +352,12 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       ...(trusted && trusted.tsaRetirements.length > 0 ? { tsaRetirements: trusted.tsaRetirements } : {}),
       ...(ledger ? { ledger } : {}),
       minConfirmations,
-      ...(pqKey ? { pqKeyFingerprints: [pqKey], pqKeySource: '--pq-key' } : trusted ? { pqKeys: trusted.pqKeys, pqKeySource: trusted.source } : {}),
-      ...(wallet ? { wallets: [wallet], walletSource: '--wallet' } : trusted ? { wallets: trusted.wallets, walletSource: trusted.source, walletWindows: trusted.walletWindows } : {}),
+      ...(pqKey ? { pqKeyFingerprints: [pqKey], pqKeySource: '--pq-key' } : trusted ? { pqKeys: trusted.pqKeys, pqKeySource: trusted.source, pqKeysPinnedBy: trusted.snapshots } : {}),
+      ...(wallet
+        ? { wallets: [wallet], walletSource: '--wallet' }
+        : trusted
+          ? { wallets: trusted.wallets, walletSource: trusted.source, walletWindows: trusted.walletWindows, walletsPinnedBy: trusted.snapshots }
+          : {}),
     });
     const kind = values.certificate !== undefined ? 'receipt attached to the certificate' : 'receipt';
     reports.push({ status: report.status, kind, file: receiptFile, report, lines: formatReport(report) });
@@ -377,11 +383,11 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
     reports.push({ status: report.status, kind: 'evidence record', file, report: json, lines });
   }
   for (const { file, response } of signatures) {
-    const report = verifySignatureFile({ response, subject, jwks: jwksKeys, ...(jwksSource ? { jwksSource } : {}) });
+    const report = verifySignatureFile({ response, subject, jwks: jwksKeys, ...(jwksSource ? { jwksSource } : {}), ...(values.jwks === undefined && trusted ? { jwksPinnedBy: trusted.snapshots } : {}) });
     reports.push({ status: report.status, kind: 'signature', file, report, lines: formatStandalone(report) });
   }
-  // Several reports: failed if any fails, else not established if any is, else verified.
-  const status: EvidenceStatus = reports.some((r) => r.status === 'failed') ? 'failed' : reports.some((r) => r.status === 'pending') ? 'pending' : 'verified';
+  // Several reports: the one rule again (failed if any fails, else not established if any is, else verified).
+  const status = foldStatus(reports.map((r) => r.status));
   if (values.json) {
     // One receipt alone prints its report; several print an object keyed by kind.
     const only = reports.length === 1 && reports[0]?.kind === 'receipt' ? reports[0].report : undefined;
@@ -393,8 +399,11 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       for (const line of r.lines) io.out(line);
     });
   }
-  return status === 'verified' ? 0 : status === 'failed' ? 1 : 3;
+  return EXIT_CODE[status];
 }
+
+/** verify's exit code for a status (USAGE). */
+const EXIT_CODE: Record<EvidenceStatus, number> = { verified: 0, failed: 1, pending: 3 };
 
 /**
  * The files attached to a PDF evidence certificate (GET /api/v2/evidence/certificate/{hash}):
@@ -452,8 +461,7 @@ function reportRegistration(
     io.out(`${name} — ${signature.kind} ${file}`);
     for (const line of signature.lines) io.out(line);
   }
-  if (!ok || signature?.status === 'failed') return 1;
-  return signature?.status === 'pending' ? 3 : 0;
+  return EXIT_CODE[foldStatus([ok ? 'verified' : 'failed', ...(signature ? [signature.status] : [])])];
 }
 
 /** Whether the file is the hash of a certificate's registration record (no anchor receipt). */

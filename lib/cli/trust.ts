@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { rawPublicKeyOf, windowOfJwk } from '../crypto/jwk.js';
 import { type ValidityWindow, windowOf } from '../crypto/key-windows.js';
-import type { TrustedKey } from '../evidence/verdict.js';
+import type { TrustedKey, TrustSnapshot } from '../evidence/verdict.js';
 import { CliError } from './client.js';
 import { type TsaCertificateEntry, type TsaRetirement, retiredRoots, retirementsOf } from '../crypto/tsa/history.js';
 import { certificatesFromPem } from '../crypto/tsa/x509-verify.js';
@@ -65,6 +65,12 @@ export interface PinnedAnchors {
   /** The PDF signing certificates (SHA-256 of the DER) with their windows, where the service published them. */
   pdfSigners: { sha256: string; window: ValidityWindow }[];
   jwks: Record<string, unknown>[];
+  /**
+   * Each service and when it was pinned: what it pinned is what it had published then, nothing
+   * made since. A key not pinned that signed after that is not established, and the report names
+   * the refresh (`evidence trust add <url>`); one that signed before fails (lib/evidence/verdict.ts judgeUnpinned).
+   */
+  snapshots: TrustSnapshot[];
   source: string;
 }
 
@@ -120,6 +126,7 @@ export function pinnedAnchors(trust: TrustFile, file: string): PinnedAnchors | u
     walletWindows,
     pdfSigners: trust.services.flatMap((s) => (s.pdf_signing ?? []).map((p) => ({ sha256: p.sha256.toLowerCase(), window: windowOf(p) }))),
     jwks: trust.services.flatMap((s) => s.jwks.keys),
+    snapshots: trust.services.map((s) => ({ service: s.base_url, pinned_at: s.added_at })),
     source: `trust file ${file}: ${trust.services.map((s) => s.base_url).join(', ')}`,
   };
 }

@@ -16,7 +16,7 @@ import { verifyPadesSignature } from '../crypto/pdf-sign/verify.js';
 import type { TsaRetirement } from '../crypto/tsa/history.js';
 import { type Certificate, certificatesFromPem, describeCertificate, validatePath } from '../crypto/tsa/x509-verify.js';
 import { checkTimestamp } from '../evidence/proof-check.js';
-import { type SigningTime, describeSigningTime } from '../evidence/verdict.js';
+import { type SigningTime, type TrustSnapshot, describeSigningTime, judgeUnpinned } from '../evidence/verdict.js';
 import { readPdfSignatures } from '../pdf/signature-read.js';
 import { type StandaloneProof, type StandaloneVerification, finish } from './verify-standalone.js';
 
@@ -30,6 +30,8 @@ export interface VerifyPdfSignatureOptions {
   pdf: Uint8Array;
   /** The trust file's PDF signing certificates (empty: none pinned). */
   pdfSigners: readonly PinnedPdfSigner[];
+  /** The services the trust file pinned them from, and when (a certificate made since is not established; verdict.ts judgeUnpinned). */
+  pdfSignersPinnedBy?: readonly TrustSnapshot[];
   /** The pinned TSA roots (PEM): the signature timestamp's anchors, and the signer's issuer when no PDF signing certificate is pinned. */
   rootsPem: readonly string[];
   /** TSA certificates retired (the trust file): a signature timestamp dated after one's retirement fails. */
@@ -98,7 +100,7 @@ export async function verifyPdfSignature(options: VerifyPdfSignatureOptions): Pr
     proofs.push(fails('signer', "the signer's certificate is not in the signature"));
     return finish(proofs, notes);
   }
-  proofs.push(judgeSigner(v.signer, v.certificates, roots, options.pdfSigners, at));
+  proofs.push(judgeSigner(v.signer, v.certificates, roots, options.pdfSigners, at, options.pdfSignersPinnedBy));
   notes.push(
     options.pdfSigners.length > 0
       ? `pdf signer: pinned (${options.source ?? 'trust file'}: its PDF signing certificates and their windows)`
@@ -109,7 +111,14 @@ export async function verifyPdfSignature(options: VerifyPdfSignatureOptions): Pr
 }
 
 /** The signer's certificate: pinned (trust file) or under a pinned root, and within its window at `at`. */
-function judgeSigner(signer: Certificate, carried: Certificate[], roots: Certificate[], pinned: readonly PinnedPdfSigner[], at: SigningTime | undefined): StandaloneProof {
+function judgeSigner(
+  signer: Certificate,
+  carried: Certificate[],
+  roots: Certificate[],
+  pinned: readonly PinnedPdfSigner[],
+  at: SigningTime | undefined,
+  pinnedBy: readonly TrustSnapshot[] | undefined,
+): StandaloneProof {
   const sha256 = createHash('sha256').update(signer.der).digest('hex');
   const name = `${describeCertificate(signer)} (SHA-256 ${sha256.slice(0, 16)}…)`;
   const result = (state: StandaloneProof['state'], reason: string): StandaloneProof => ({ id: 'pdf_signer', label: LABELS.signer, state, reason });
@@ -118,7 +127,10 @@ function judgeSigner(signer: Certificate, carried: Certificate[], roots: Certifi
   let vouched: string;
   if (pinned.length > 0) {
     const entry = pinned.find((p) => p.sha256.toLowerCase() === sha256);
-    if (!entry) return result('fails', `${name} is not one of the PDF signing certificates the trust file lists`);
+    if (!entry) {
+      const unpinned = judgeUnpinned({ subject: name, among: 'the PDF signing certificates', failure: `${name} is not one of the PDF signing certificates the trust file lists` }, at, pinnedBy);
+      return result(unpinned.state, unpinned.reason);
+    }
     window = entry.window;
     vouched = `${name} is a PDF signing certificate of the trust file${entry.window.retired_at ? ' (retired: it no longer signs, what it signed before still verifies)' : ''}`;
   } else {

@@ -16,7 +16,7 @@ import { verifyTimestampResponse } from '../crypto/tsa/verify.js';
 import { describeSubject } from '../crypto/tsa/x509-verify.js';
 import { checkTimestamp, type TimestampVerdict } from '../evidence/proof-check.js';
 import type { ValidityWindow } from '../crypto/key-windows.js';
-import { type EvidenceStatus, type EvidenceVerdict, judgeEvidence, type LedgerEvidence, type LedgerSummary, type TrustedKey } from '../evidence/verdict.js';
+import { type EvidenceStatus, type EvidenceVerdict, foldStatus, judgeEvidence, type LedgerEvidence, type LedgerSummary, type TrustedKey, type TrustSnapshot } from '../evidence/verdict.js';
 import { readLedger } from '../evidence/ledger-read.js';
 import type { RpcReader } from '../ledger/rpc-reader.js';
 import { type ParsedReceipt, readReceipt, receiptImageHash } from './receipt-parse.js';
@@ -57,6 +57,10 @@ export interface VerifyReceiptOptions {
   walletSource?: string;
   /** The pinned wallets' validity windows (the trust file). */
   walletWindows?: { address: string; window: ValidityWindow }[];
+  /** The ML-DSA-65 keys come from a trust file, pinned from these services then (a key made since is not established; verdict.ts judgeUnpinned). */
+  pqKeysPinnedBy?: TrustSnapshot[];
+  /** The same for the wallets. */
+  walletsPinnedBy?: TrustSnapshot[];
 }
 
 /** Where a trust anchor came from. */
@@ -134,10 +138,11 @@ export async function verifyReceipt(options: VerifyReceiptOptions): Promise<Rece
     ...(pqToken ? { timestampPq: { verdict: pqToken.timestamp, rootTrusted: pqToken.root.source === 'pinned' } } : {}),
     timestampRootTrusted: root.source === 'pinned',
     trustedPqKeys: pinnedPq.length > 0 ? pinnedPq : null,
+    ...(options.pqKeysPinnedBy ? { pqKeysPinnedBy: options.pqKeysPinnedBy } : {}),
     ledger: await readLedgerEvidence(r, options, wallets),
     ...(options.walletWindows ? { walletWindows: options.walletWindows } : {}),
   });
-  const status: EvidenceStatus = file.holds ? verdict.status : 'failed';
+  const status = foldStatus([file.holds ? 'holds' : 'fails', verdict.status]);
   return {
     status,
     ok: status === 'verified',
@@ -204,13 +209,17 @@ async function readLedgerEvidence(r: ParsedReceipt, options: VerifyReceiptOption
     const nodeChain = await rpc.chainId();
     if (nodeChain !== r.chainId) return { kind: 'unchecked', reason: `not read: the node is on chain ${nodeChain}, the transaction on chain ${r.chainId}` };
     const read = await readLedger(rpc, r.bundle.tx_hash);
-    // The sender must be one of the pinned wallets; unpinned, nothing holds it to the service.
+    // The sender must be one of the pinned wallets; unpinned, nothing holds it to the service. One
+    // that is none of a trust file's wallets may be one the service rotated to since it was pinned.
     const from = read.tx?.from.toLowerCase();
-    const expectedFrom = wallets.length === 0 ? undefined : (wallets.find((w) => w.toLowerCase() === from) ?? wallets[0]);
+    const pinned = wallets.find((w) => w.toLowerCase() === from);
+    const snapshots = options.walletsPinnedBy;
+    const expectedFrom = pinned ?? (snapshots ? undefined : wallets[0]);
     return {
       kind: 'read',
       read,
       expectedFrom,
+      ...(pinned === undefined && wallets.length > 0 && snapshots ? { senderNotPinned: { wallets, pinnedBy: snapshots } } : {}),
       minConfirmations: options.minConfirmations ?? 1,
       checkedAt: new Date(),
       ...(r.final ? { final: r.final } : {}),

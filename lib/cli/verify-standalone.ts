@@ -10,8 +10,8 @@
 import { rawPublicKeyOf, windowOfJwk } from '../crypto/jwk.js';
 import { TIMESTAMP_CHECKS } from '../evidence/proof-check.js';
 import { judgeStandaloneSignature, verifyStandaloneTimestamp } from '../evidence/standalone-verdict.js';
-import { describeSigningTime } from '../evidence/verdict.js';
-import type { EvidenceStatus, ProofState } from '../evidence/verdict.js';
+import { describeSigningTime, foldStatus, judgeUnpinned } from '../evidence/verdict.js';
+import type { EvidenceStatus, ProofState, TrustSnapshot } from '../evidence/verdict.js';
 import { STATUS_WORD } from './receipt-report.js';
 import type { VerifySubject } from './verify-receipt.js';
 
@@ -37,7 +37,7 @@ const what = (subject: VerifySubject) => (subject.kind === 'file' ? `SHA-256 of 
 
 /** The report of proofs: failed if one fails, not established (pending) if one is unchecked or pending, else verified. */
 export function finish(proofs: StandaloneProof[], notes: string[]): StandaloneVerification {
-  const status: EvidenceStatus = proofs.some((p) => p.state === 'fails') ? 'failed' : proofs.some((p) => p.state === 'unchecked' || p.state === 'pending') ? 'pending' : 'verified';
+  const status = foldStatus(proofs.map((p) => p.state));
   return { status, ok: status === 'verified', proofs, notes };
 }
 
@@ -94,6 +94,8 @@ export interface VerifySignatureFileOptions {
   /** The pinned JWK sets' keys (trust file or --jwks). */
   jwks: unknown[];
   jwksSource?: string;
+  /** The JWK sets come from a trust file, pinned from these services then (a key made since is not established; verdict.ts judgeUnpinned). */
+  jwksPinnedBy?: TrustSnapshot[];
 }
 
 /** Checks an Ed25519 signature answer against the file and the pinned JWK set. Never throws. */
@@ -107,18 +109,23 @@ export function verifySignatureFile(options: VerifySignatureFileOptions): Standa
   const v = judgeStandaloneSignature(options.response, hashOf(options.subject), publicKey, jwk ? windowOfJwk(jwk) : undefined);
   const proofs: StandaloneProof[] = [fileProof(options.subject, fieldOf(st, 'sha256_hash'))];
   proofs.push({ id: 'signature_statement', label: 'signed statement names this hash', state: v.checks.statement.ok ? 'holds' : 'fails', reason: v.checks.statement.reason });
-  proofs.push({
-    id: 'signature_key',
-    label: 'Ed25519 key pinned',
-    state: publicKey ? (v.window && !v.window.ok ? 'fails' : 'holds') : options.jwks.length === 0 ? 'unchecked' : 'fails',
-    reason: publicKey
-      ? v.window && !v.window.ok
-        ? `${String(kid)} is in the pinned JWK set, but signed outside its validity window: ${v.window.reason}`
-        : `${String(kid)} is in the pinned JWK set${jwk?.status === 'retired' ? ' (retired: it no longer signs, its statements still verify)' : ''}${v.window && v.as_of ? `; valid ${describeSigningTime(v.as_of)}` : ''}`
-      : options.jwks.length === 0
-        ? 'no JWK set pinned: the signature cannot be checked'
-        : `no Ed25519 key with kid ${String(kid)} in the pinned JWK set`,
-  });
+  const keyProof = (state: ProofState, reason: string): StandaloneProof => ({ id: 'signature_key', label: 'Ed25519 key pinned', state, reason });
+  if (publicKey) {
+    proofs.push(
+      v.window && !v.window.ok
+        ? keyProof('fails', `${String(kid)} is in the pinned JWK set, but signed outside its validity window: ${v.window.reason}`)
+        : keyProof('holds', `${String(kid)} is in the pinned JWK set${jwk?.status === 'retired' ? ' (retired: it no longer signs, its statements still verify)' : ''}${v.window && v.as_of ? `; valid ${describeSigningTime(v.as_of)}` : ''}`),
+    );
+  } else if (options.jwks.length === 0) {
+    proofs.push(keyProof('unchecked', 'no JWK set pinned: the signature cannot be checked'));
+  } else {
+    const unpinned = judgeUnpinned(
+      { subject: `the Ed25519 key ${String(kid)}`, among: 'the keys of the JWK set', failure: `no Ed25519 key with kid ${String(kid)} in the pinned JWK set` },
+      v.as_of,
+      options.jwksPinnedBy,
+    );
+    proofs.push(keyProof(unpinned.state, unpinned.reason));
+  }
   proofs.push({ id: 'signature', label: 'Ed25519 signature over JCS(statement)', state: publicKey ? (v.checks.signature.ok ? 'holds' : 'fails') : 'unchecked', reason: v.checks.signature.reason });
   proofs.push(
     v.checks.device

@@ -70,6 +70,20 @@ export const PROOF_TITLES: Record<ProofName, string> = {
 
 export type EvidenceStatus = 'verified' | 'pending' | 'failed';
 
+/**
+ * The one folding rule (README "What the verdict means"): `failed` when anything fails, else
+ * `pending` when anything is pending or unchecked, else `verified` (`absent` counts as nothing).
+ * It folds a record's proofs, and the reports of one `evidence verify` run the same way.
+ */
+export function foldStatus(states: Iterable<ProofState | EvidenceStatus>): EvidenceStatus {
+  let open = false;
+  for (const s of states) {
+    if (s === 'fails' || s === 'failed') return 'failed';
+    if (s === 'pending' || s === 'unchecked') open = true;
+  }
+  return open ? 'pending' : 'verified';
+}
+
 export interface LedgerSummary {
   status: 'confirmed' | 'pending' | 'failed' | 'not_found' | 'unchecked';
   tx_hash: string;
@@ -131,6 +145,49 @@ export function describeSigningTime(t: SigningTime): string {
  */
 export type TrustedKey = string | { sha256: string; window: ValidityWindow };
 
+/**
+ * A service as a trust file pinned it (`evidence trust add`, lib/cli/trust.ts): the keys, wallets
+ * and certificates it pinned are all those the service had published at `pinned_at`, retired ones
+ * included, and none made since.
+ */
+export interface TrustSnapshot {
+  /** The service's base URL: `evidence trust add <service>` refreshes it. */
+  service: string;
+  /** When it was pinned (ISO 8601). */
+  pinned_at: string;
+}
+
+/**
+ * A key (a wallet, a certificate) that is not among the ones the reader pinned, as of the time it
+ * signed. Pinned by a flag, or by the service's own registry (no `snapshots`), the list is
+ * complete: the proof fails (`failure`). Pinned from a trust file, the list is each service's as
+ * of the time it was pinned: a key that signed after that may be one the service made since (a
+ * rotation), so the proof is not established (`unchecked`), and the reason names the refresh;
+ * one that signed before every pin was not the service's then, and fails. A proof that does not
+ * hold is the only one that fails (decisions.md "One verdict").
+ */
+export function judgeUnpinned(
+  key: { subject: string; among: string; failure: string },
+  at: SigningTime | null,
+  snapshots: readonly TrustSnapshot[] | undefined,
+): ProofResult {
+  if (!snapshots || snapshots.length === 0) return fails(key.failure);
+  const pins = snapshots.map((s) => `${s.service} on ${s.pinned_at}`).join(', ');
+  const signed = at ? Date.parse(at.at) : Number.NaN;
+  // Unknown, or after a pin: that service may have made the key since.
+  const since = snapshots.filter((s) => !(Date.parse(s.pinned_at) >= signed));
+  if (since.length === 0) {
+    return fails(`${key.failure}; it signed ${describeSigningTime(at as SigningTime)}, before the trust file pinned ${pins}, which holds every key the service had then`);
+  }
+  const when = at && Number.isFinite(signed) ? `it signed after that, ${describeSigningTime(at)}` : 'its signing time is not known';
+  return {
+    state: 'unchecked',
+    reason:
+      `${key.subject} is not among ${key.among} the trust file pinned (${pins}); ${when}: the service may have made it since (a key rotation). ` +
+      `Refresh the trust file: ${since.map((s) => `evidence trust add ${s.service}`).join(', or ')}`,
+  };
+}
+
 /** The proofs of one record, as stored or as a receipt carries them. */
 export interface ProofBundle {
   image_hash: string;
@@ -173,6 +230,11 @@ export type LedgerEvidence =
       final?: FinalLedgerReceipt | undefined;
       /** The sender the record (or receipt) states; the chain's sender must be it. */
       statedFrom?: string | undefined;
+      /**
+       * The service wallets came from a trust file, pinned from these services then, and the
+       * sender is none of them (`expectedFrom` is then undefined): judged by {@link judgeUnpinned}.
+       */
+      senderNotPinned?: { wallets: readonly string[]; pinnedBy: readonly TrustSnapshot[] };
     }
   | { kind: 'final'; receipt: FinalLedgerReceipt }
   | { kind: 'unchecked'; reason: string };
@@ -191,6 +253,12 @@ export interface VerdictInputs {
   timestampPq?: { verdict: TimestampVerdict; rootTrusted: boolean };
   /** The ML-DSA-65 keys the reader trusts (fingerprints, with their windows when known); null: none pinned (the key is then unchecked). */
   trustedPqKeys: readonly TrustedKey[] | null;
+  /**
+   * The ML-DSA-65 keys came from a trust file, pinned from these services then: a key not among
+   * them is judged by {@link judgeUnpinned}. Absent: the keys are the service's own registry, or a
+   * flag's, and a key not among them fails.
+   */
+  pqKeysPinnedBy?: readonly TrustSnapshot[];
   ledger: LedgerEvidence;
   /**
    * The validity windows of the service wallets the reader knows (the key registry, the trust
@@ -214,7 +282,7 @@ export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
 
   const asOf: SigningTime =
     input.timestamp.ok && input.timestamp.genTime ? { at: input.timestamp.genTime.toISOString(), source: 'rfc3161' } : { at: b.anchored_at, source: 'stated' };
-  const pq = judgePq(b, input.trustedPqKeys, asOf);
+  const pq = judgePq(b, input.trustedPqKeys, asOf, input.pqKeysPinnedBy);
   const proofs = {} as Record<ProofName, ProofResult>;
   proofs.statement = pq.statement;
   proofs.pq_signature = pq.pq_signature;
@@ -226,12 +294,12 @@ export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
   proofs.merkle = b.merkle === undefined || b.merkle === null ? { state: 'absent', reason: 'a direct anchor: its transaction carries image_hash || server_hash itself' } : fromVerdict(checkMerkleInclusion(b.image_hash, realHash, b.merkle));
   proofs.device_signature = fromVerdict(checkDeviceSignature({ image_hash: b.image_hash, public_key_hex: b.device.public_key_hex, signature_hex: b.device.signature_hex }));
   proofs.chain_link = judgeChainLink(b);
-  const { proof: ledgerProof, summary: ledger } = judgeLedger(b, realHash, input.ledger);
+  const { proof: ledgerProof, summary: ledger } = judgeLedger(b, realHash, input.ledger, asOf);
   proofs.ledger = judgeWalletWindow(ledgerProof, ledger.from, input.walletWindows ?? [], asOf);
 
   const failed = PROOF_NAMES.filter((n) => proofs[n].state === 'fails');
   const open = PROOF_NAMES.filter((n) => proofs[n].state === 'pending' || proofs[n].state === 'unchecked');
-  const status: EvidenceStatus = failed.length > 0 ? 'failed' : open.length > 0 ? 'pending' : 'verified';
+  const status = foldStatus(PROOF_NAMES.map((n) => proofs[n].state));
   const { headline, detail } = summarise(status, failed, open, proofs, asOf);
   return {
     status,
@@ -276,6 +344,8 @@ export function judgePq(
   b: Pick<ProofBundle, 'statement' | 'server_hash' | 'pq' | 'image_hash' | 'anchored_at' | 'device'>,
   trustedPqKeys: readonly TrustedKey[] | null,
   signingTime: SigningTime = { at: b.anchored_at, source: 'stated' },
+  /** The keys came from a trust file, pinned from these services then ({@link VerdictInputs.pqKeysPinnedBy}). */
+  pinnedBy?: readonly TrustSnapshot[],
 ): PqJudgement {
   const statementHash = checkServerHash(b.statement, b.server_hash);
   const statement = judgeStatement(b, statementHash);
@@ -287,7 +357,7 @@ export function judgePq(
       ? { state: 'unchecked', reason: `the ML-DSA-65 key ${key.fingerprint.slice(0, 16)}… is not pinned: pin it (evidence trust add <url>, or --pq-key)` }
       : key.ok
         ? judgeKeyWindow(key.reason, key.fingerprint, trusted, signingTime)
-        : fails(key.reason);
+        : judgeUnpinned({ subject: `the ML-DSA-65 key ${key.fingerprint.slice(0, 16)}…`, among: 'the keys', failure: key.reason }, signingTime, pinnedBy);
   return {
     statement,
     pq_signature,
@@ -358,7 +428,7 @@ function judgeChainLink(b: ProofBundle): ProofResult {
   return holds(`${chain.reason}${link.chain_index === 0 ? ' (the first link)' : ' (its predecessor is in GET /api/v1/chain/all/{public_key_hex})'}`);
 }
 
-function judgeLedger(b: ProofBundle, realHash: string, evidence: LedgerEvidence): { proof: ProofResult; summary: LedgerSummary } {
+function judgeLedger(b: ProofBundle, realHash: string, evidence: LedgerEvidence, asOf: SigningTime): { proof: ProofResult; summary: LedgerSummary } {
   const base: LedgerSummary = { status: 'unchecked', tx_hash: b.tx_hash, data_matches: null, from: null, block_number: null, confirmations: 0, final: false, final_since: null, block_time: null, checked_at: null };
   const expected = { image_hash: b.image_hash, server_hash: realHash, merkle: b.merkle };
   if (evidence.kind === 'unchecked') return { proof: { state: 'unchecked', reason: evidence.reason }, summary: base };
@@ -410,6 +480,11 @@ function judgeLedger(b: ProofBundle, realHash: string, evidence: LedgerEvidence)
   if (!v.transaction.ok) {
     // Mined and succeeded, but not from the expected wallet (fails), or too few confirmations yet (pending).
     return { proof: v.confirmations < (evidence.minConfirmations ?? 1) ? { state: 'pending', reason: v.transaction.reason } : fails(v.transaction.reason), summary };
+  }
+  if (evidence.expectedFrom === undefined && evidence.senderNotPinned) {
+    const { wallets, pinnedBy } = evidence.senderNotPinned;
+    const subject = `the transaction's sender ${v.from ?? ''}`;
+    return { proof: judgeUnpinned({ subject, among: 'the service wallets', failure: `the transaction was sent by ${v.from ?? ''}, expected ${wallets.join(' or ')}` }, asOf, pinnedBy), summary };
   }
   if (evidence.expectedFrom === undefined) {
     return { proof: { state: 'unchecked', reason: `${v.transaction.reason}; the sender is not held to a pinned service wallet (evidence trust add <url>, or --wallet)` }, summary };

@@ -231,11 +231,21 @@ export function dependencyDetail(error: Error): Record<string, unknown> {
  */
 function problem(c: AppContext, error: HttpError): Response {
   for (const [k, v] of Object.entries(error.headers)) c.header(k, v);
+  const body = problemDocument(error, { instance: c.req.path, requestId: c.get('requestId') });
+  return c.newResponse(JSON.stringify(body), error.status, { 'Content-Type': 'application/problem+json' });
+}
+
+/**
+ * The problem document of `error` as every answer carries it, the functions' and the ones the
+ * local server writes itself (lib/local/server.ts) alike: `type` absolute under PUBLIC_BASE_URL,
+ * `instance` and `request_id` when the occurrence has them.
+ */
+export function problemDocument(error: HttpError, occurrence: { instance?: string; requestId?: string } = {}): Record<string, unknown> {
   const body = error.toJSON();
   body.type = `${publicBase()}${String(body.type)}`;
-  body.instance = c.req.path;
-  body.request_id ??= c.get('requestId');
-  return c.newResponse(JSON.stringify(body), error.status, { 'Content-Type': 'application/problem+json' });
+  if (occurrence.instance !== undefined) body.instance = occurrence.instance;
+  if (occurrence.requestId !== undefined) body.request_id ??= occurrence.requestId;
+  return body;
 }
 
 /** PUBLIC_BASE_URL, or nothing (a relative `type`) when the configuration cannot be read. */

@@ -40,6 +40,7 @@ export const PROBLEM_TITLES: Record<string, string> = {
   key_limit_reached: 'Key limit reached',
   payload_too_large: 'Request body too large',
   malformed_request: 'Malformed HTTP request',
+  request_timeout: 'Request timeout',
   headers_too_large: 'Request headers too large',
   unsupported_media_type: 'Unsupported media type',
   rate_limit_exceeded: 'Rate limit exceeded',

@@ -173,7 +173,7 @@ export async function startLocalChain(options: LocalChainOptions): Promise<Local
   }
   await assertPortFree(options.port);
 
-  mkdirSync(path.dirname(options.logFile), { recursive: true });
+  mkdirSync(path.dirname(options.logFile), { recursive: true, mode: 0o700 });
   const logFd = openSync(options.logFile, 'a', 0o600);
   const logStart = statSync(options.logFile).size;
   const accounts = options.accounts.map((a) => ({ privateKey: a.privateKey, balance: a.balanceWei.toString() }));

@@ -23,7 +23,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '..', '..');
 
 export async function startDynamoProcess(options: { port: number; dir?: string; logFile: string; startTimeoutMs?: number }): Promise<DynamoProcess> {
-  mkdirSync(path.dirname(options.logFile), { recursive: true });
+  mkdirSync(path.dirname(options.logFile), { recursive: true, mode: 0o700 });
   const logFd = openSync(options.logFile, 'a', 0o600);
   let child;
   try {

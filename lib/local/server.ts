@@ -4,6 +4,8 @@ import type { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
+import { type AppBindings, createApp, problemDocument } from '../http/app.js';
+import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS } from '../config.js';
 import { HttpError } from '../http/errors.js';
 import { PortInUseError } from './net.js';
 import { GATEWAY_FUNCTIONS, HTTP_FUNCTIONS, toHonoPath } from './routes.js';
@@ -40,11 +42,21 @@ export async function buildLocalApi(): Promise<Hono> {
     const { app } = (await import(pathToFileURL(path.join(ROOT, spec.file)).href)) as FunctionModule;
     for (const p of new Set(HTTP_FUNCTIONS.map((f) => f.path))) api.all(toHonoPath(p), (c) => app.fetch(c.req.raw, c.env));
   }
-  api.notFound((c) => {
-    const e = new HttpError(404, 'not_found', 'Not Found', `No endpoint ${c.req.method} ${c.req.path}.`);
-    return c.newResponse(JSON.stringify(e.toJSON()), 404, { 'Content-Type': 'application/problem+json' });
-  });
+  // Any other path: the app factory's own 404, shaped as every function's problem (absolute type,
+  // instance, request id, nosniff, an access-log line).
+  const unrouted = createApp();
+  api.notFound((c) => unrouted.fetch(c.req.raw, c.env as AppBindings));
   return api;
+}
+
+/** Options of {@link listenLocalApi}. */
+export interface LocalApiOptions {
+  port: number;
+  hostname: string;
+  /** HEADERS_TIMEOUT_MS: a request whose headers are not all in by then is answered 408 and closed (default 10 s). */
+  headersTimeoutMs?: number;
+  /** REQUEST_TIMEOUT_MS: the same for the whole request, body included (default 30 s). */
+  requestTimeoutMs?: number;
 }
 
 /**
@@ -53,34 +65,49 @@ export async function buildLocalApi(): Promise<Hono> {
  * problem+json like every other error (RFC 9457), where @hono/node-server and Node answer with an
  * empty body:
  * - a request the adapter cannot turn into a Request (a backslash in the path, a bad host): 400;
- * - a request Node's parser refuses (headers over 16 KiB: 431; anything else: 400), written to
- *   the socket directly, with Connection: close (the parser's state is lost).
- * API Gateway answers the same cases itself in production; serverless.yml gives its 4XX and 5XX
- * responses the same problem+json shape (GatewayResponses).
+ * - a request Node's parser refuses (headers over 16 KiB: 431; anything else: 400), and one that
+ *   is not all in within its deadline (408, below), written to the socket directly, with
+ *   Connection: close, and the connection closed (the parser's state is lost).
+ * Each with an absolute `type` under PUBLIC_BASE_URL, as every function's problem has (problemDocument).
+ * In production API Gateway answers these cases itself, before any function, with bodies of its
+ * own: an HTTP API has no gateway responses to reshape them.
+ *
+ * Deadlines (README "Configuration"): Node's own defaults let a client that sends its headers a
+ * byte at a time hold a connection for 60 to 90 s (headersTimeout 60 s, checked every 30 s) and a
+ * slow body for 5 minutes; here the headers must be in within `headersTimeoutMs`, the whole
+ * request within `requestTimeoutMs`, checked every second (at most half the headers' deadline).
  */
-export async function listenLocalApi(api: { fetch: LocalFetch }, options: { port: number; hostname: string }): Promise<Server> {
+export async function listenLocalApi(api: { fetch: LocalFetch }, options: LocalApiOptions): Promise<Server> {
+  const headersTimeout = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
+  const requestTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const server = createServer(
+    { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeout / 2))) },
     getRequestListener(api.fetch, {
       hostname: options.hostname,
       errorHandler: (error) => {
         const e = new HttpError(400, 'malformed_request', 'Bad Request', `The request could not be read: ${requestErrorReason(error)}.`);
-        return new Response(JSON.stringify(e.toJSON()), { status: 400, headers: { 'Content-Type': 'application/problem+json', Connection: 'close' } });
+        return new Response(JSON.stringify(problemDocument(e)), { status: 400, headers: { 'Content-Type': 'application/problem+json', Connection: 'close' } });
       },
     }),
   );
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
-    if (error.code === 'ECONNRESET' || !socket.writable) {
+    // Node's own rule: an answer may be written only while no answer of this connection has begun.
+    const answering = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+    if (error.code === 'ECONNRESET' || !socket.writable || answering) {
       socket.destroy();
       return;
     }
-    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
-    const e = tooLarge
-      ? new HttpError(431, 'headers_too_large', 'Request Header Fields Too Large', 'The request headers are larger than 16 KiB; nothing was read.')
-      : new HttpError(400, 'malformed_request', 'Bad Request', 'The HTTP request could not be parsed; nothing was read.');
-    const body = JSON.stringify(e.toJSON());
+    const e =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? new HttpError(431, 'headers_too_large', 'Request Header Fields Too Large', 'The request headers are larger than 16 KiB; nothing was read.')
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? new HttpError(408, 'request_timeout', 'Request Timeout', `The request was not all in within its deadline (headers ${headersTimeout} ms, the whole request ${requestTimeout} ms); nothing was done.`)
+          : new HttpError(400, 'malformed_request', 'Bad Request', 'The HTTP request could not be parsed; nothing was read.');
+    const body = JSON.stringify(problemDocument(e));
+    // Closed once written: a client that keeps sending holds nothing.
     socket.end(
-      `HTTP/1.1 ${e.status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
-        `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${e.status} ${e.title}\r\n` + `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      () => socket.destroy(),
     );
   });
   await new Promise<void>((resolve, reject) => {

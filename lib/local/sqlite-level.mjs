@@ -25,7 +25,7 @@
  * in pages (no snapshots: dynalite's scans and queries are not snapshot-consistent in DynamoDB
  * either). Every operation is synchronous inside one event-loop turn, so a batch is atomic.
  */
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -75,10 +75,17 @@ export class SqliteLevel extends AbstractLevel {
 
   async _open() {
     const memory = this.#location === IN_MEMORY;
-    if (!memory) mkdirSync(this.#location, { recursive: true });
+    // Owner-only whoever opens it (README "Configuration", DATA_DIR): the file is made 0600 before
+    // SQLite opens it (SQLite would make it 0644 less the umask), and SQLite gives its -wal and
+    // -shm files the database file's mode.
+    const file = path.join(this.#location, SQLITE_FILE);
+    if (!memory) {
+      mkdirSync(this.#location, { recursive: true, mode: 0o700 });
+      closeSync(openSync(file, 'a', 0o600));
+    }
     // Loaded here, not at the top (Node 22 prints an ExperimentalWarning when it is loaded; Node 24.21 does not).
     const { DatabaseSync } = await import('node:sqlite');
-    const db = new DatabaseSync(memory ? IN_MEMORY : path.join(this.#location, SQLITE_FILE));
+    const db = new DatabaseSync(memory ? IN_MEMORY : file);
     if (!memory) {
       db.exec('PRAGMA journal_mode = WAL');
       db.exec('PRAGMA synchronous = NORMAL');

@@ -233,7 +233,7 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
     say(`tsa        ${config.tsa.scheme === 'embedded' ? `embedded RFC 3161 TSA, root ${path.join(config.tsa.dir, 'root.pem')}` : 'remote RFC 3161 TSA'}`);
 
     const api = apiBuilt.status === 'fulfilled' ? apiBuilt.value : await buildLocalApi();
-    const server = await listenLocalApi(faultHook ? { fetch: faultHook.wrapFetch(api.fetch) } : api, { port: config.port, hostname: config.host });
+    const server = await listenLocalApi(faultHook ? { fetch: faultHook.wrapFetch(api.fetch) } : api, { port: config.port, hostname: config.host, ...config.localHttp });
     stops.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
     say(`api        http://${config.host}:${config.port} (health: /api/v1/health, OpenAPI: /api/openapi.json)`);
 

@@ -4,9 +4,11 @@
  * chain) it loads the configuration and tries every port it will bind: the API's (PORT), and
  * dynalite's (DYNAMODB_PORT) and the Hardhat node's (LEDGER_RPC_PORT) unless DYNAMODB_ENDPOINT or
  * LEDGER_RPC_URL point elsewhere. A bad value or a busy port is one line on stderr and exit code 1,
- * before the stack's modules are even loaded (README "Configuration").
+ * before the stack's modules are even loaded (README "Configuration"). Then DATA_DIR is made
+ * owner-only (lib/local/data-dir.ts): a DATA_DIR that cannot be is one line naming it, exit code 1.
  */
 import { ConfigError, loadConfig, type Config } from '../config.js';
+import { DataDirError, ownerOnlyDataDir } from './data-dir.js';
 import { checkPorts, localPlan } from './preflight.js';
 
 // npm scripts run Node 24 (as Lambda's nodejs24.x), but the CLI may run on an older Node: the SDK's notice that its
@@ -23,11 +25,23 @@ try {
 }
 if (config) {
   const plan = localPlan(config);
-  const busy = await checkPorts(plan.ports);
-  if (busy) {
-    process.stderr.write(`${busy}\n`);
+  // The ports first: a busy one leaves DATA_DIR as it was (not even created).
+  const problem = (await checkPorts(plan.ports)) ?? (await ownerOnlyProblem(config.dataDir));
+  if (problem) {
+    process.stderr.write(`${problem}\n`);
     process.exitCode = 1;
   } else {
     await (await import('./stack.js')).runLocalStack(config, plan);
+  }
+}
+
+/** Makes DATA_DIR owner-only; the one line saying why it cannot be, or null. */
+async function ownerOnlyProblem(dataDir: string): Promise<string | null> {
+  try {
+    await ownerOnlyDataDir(dataDir);
+    return null;
+  } catch (error) {
+    if (error instanceof DataDirError) return error.message;
+    throw error;
   }
 }

@@ -94,7 +94,7 @@ export function fromRandomIp(): { incoming: { socket: { remoteAddress: string } 
 }
 
 /**
- * A test-only stand-in for an evidence function: `apiKeyAuth({ feature, quota: true })`, as the
+ * A test-only stand-in for an evidence function: `apiKeyAuth({ feature, charge: 'quota' })`, as the
  * evidence functions use it (rate and quota together), in front of `POST /op` (succeeds),
  * `POST /fail` (answers 400) and `POST /boom` (throws).
  */

@@ -154,6 +154,29 @@ describe('integer fields of every request: 0 … 2^53 − 1, anything else 400',
     assert.deepEqual(failures, []);
   });
 
+  it('takes an integer query parameter in decimal digits only: hexadecimal, octal, binary, exponents, signs, blanks and leading zeros are 400', async () => {
+    const queries = integerInputs().filter((i) => i.where === 'query');
+    assert.ok(queries.length >= 2, queries.map((q) => q.name).join(', '));
+    // Each of these Number() reads as 16 (or 10, or 0): a client sending one meant something else.
+    const NOT_DECIMAL = ['0x10', '0X10', '0o20', '0b10000', '1e1', '16e0', '+16', ' 16', '16 ', '016', '16.0', '', '١٦'];
+    const failures: string[] = [];
+    for (const input of queries) {
+      const control = requestWith(input, '16');
+      const ok = await fetch(control.url, control.init);
+      await ok.arrayBuffer();
+      if (ok.status === 400 || ok.status >= 500) failures.push(`${input.path} ${input.name}=16: ${ok.status}`);
+      for (const v of NOT_DECIMAL) {
+        const { url, init } = requestWith(input, JSON.stringify(v));
+        const res = await fetch(url, init);
+        const text = await res.text();
+        const type = res.headers.get('content-type') ?? '';
+        if (res.status !== 400 || !type.startsWith('application/problem+json')) failures.push(`${input.path} ${input.name}=${JSON.stringify(v)}: ${res.status} ${text.slice(0, 160)}`);
+        else if (!/decimal/.test((JSON.parse(text) as { detail: string }).detail)) failures.push(`${input.path} ${input.name}=${JSON.stringify(v)}: the detail does not say decimal: ${text.slice(0, 200)}`);
+      }
+    }
+    assert.deepEqual(failures, []);
+  });
+
   it('takes chain_index = 2^53 − 1 as a number like any other: the chain rule answers (409: not the next free index), never a 5xx', async () => {
     for (const path of ['/api/v2/evidence/anchor', '/api/v1/chain/anchor']) {
       const device = new Device();

@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_TSA_PQ_POLICY_OID } from '../../lib/config.js';
 import { type HttpService, startHttpService } from '../support/http-server.js';
@@ -25,9 +29,9 @@ before(async () => {
 after(() => service?.close());
 
 /** One request over real HTTP, recorded for the contract check. */
-async function call(method: string, path: string, options: { json?: unknown; headers?: Record<string, string>; raw?: string; contentType?: string } = {}) {
+async function call(method: string, path: string, options: { json?: unknown; headers?: Record<string, string>; raw?: string | Uint8Array<ArrayBuffer>; contentType?: string } = {}) {
   const headers: Record<string, string> = { ...options.headers };
-  let body: string | undefined;
+  let body: string | Uint8Array<ArrayBuffer> | undefined;
   if (options.json !== undefined) {
     headers['content-type'] = 'application/json';
     body = JSON.stringify(options.json);
@@ -39,6 +43,15 @@ async function call(method: string, path: string, options: { json?: unknown; hea
   const text = await res.text();
   exchanges.push({ method, path, requestContentType: headers['content-type'], requestBody: options.json, status: res.status, headers: res.headers, body: text });
   return { status: res.status, headers: res.headers, body: (res.headers.get('content-type') ?? '').includes('json') && text ? (JSON.parse(text) as Record<string, unknown>) : text };
+}
+
+/** A DER TimeStampReq for a fresh file, as `openssl ts -query` makes it. */
+function timeStampQuery(): Uint8Array<ArrayBuffer> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'contract-tsq-'));
+  writeFileSync(path.join(dir, 'photo.jpg'), randomBytes(64));
+  const r = spawnSync('openssl', ['ts', '-query', '-data', path.join(dir, 'photo.jpg'), '-sha256', '-cert', '-out', path.join(dir, 'q.tsq')], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return new Uint8Array(readFileSync(path.join(dir, 'q.tsq')));
 }
 
 describe('a realistic session, every exchange checked against the served OpenAPI document', () => {
@@ -143,6 +156,14 @@ describe('a realistic session, every exchange checked against the served OpenAPI
     assert.equal((await call('POST', '/api/v2/evidence/timestamp', { json: { sha256_hash: h, policy: DEFAULT_TSA_PQ_POLICY_OID }, headers: keyed })).status, 200);
     assert.equal((await call('POST', '/api/v2/evidence/timestamp', { json: { sha256_hash: h, policy: '2.25.1' }, headers: keyed })).status, 400);
     assert.equal((await call('POST', '/api/v2/evidence/sign', { json: { sha256_hash: h }, headers: keyed })).status, 200);
+    // RFC 3161 over HTTP: a TimeStampReq as application/timestamp-query gets a TimeStampResp; as any
+    // other type 415, before the credentials (none: still 415; the right type without them: 401).
+    const tsq = timeStampQuery();
+    assert.equal((await call('POST', '/api/v2/tsa', { raw: tsq, contentType: 'application/timestamp-query', headers: keyed })).status, 200);
+    assert.equal((await call('POST', '/api/v2/tsa', { raw: tsq, contentType: 'text/plain', headers: keyed })).status, 415);
+    assert.equal((await call('POST', '/api/v2/tsa', { raw: tsq, contentType: 'application/json' })).status, 415);
+    assert.equal((await call('POST', '/api/v2/tsa', { raw: tsq, contentType: 'application/timestamp-query' })).status, 401);
+    assert.equal((await call('POST', '/api/v2/tsa', { raw: new Uint8Array([1, 2, 3]), contentType: 'application/timestamp-query', headers: keyed })).status, 400);
     assert.equal((await call('GET', `/api/v2/evidence/verify/abc`)).status, 400);
 
     // The digest offer of the evidence record (RFC 4998 hash-tree renewal) and the record's reads.

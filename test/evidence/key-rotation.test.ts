@@ -12,6 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +23,7 @@ import { runAdmin } from '../../lib/cli/admin.js';
 import { main as evidenceCli } from '../../lib/cli/evidence.js';
 import { rotateLocalKey } from '../../lib/cli/rotate-key.js';
 import { LocalEd25519Signer } from '../../lib/crypto/ed25519-signer.js';
+import { LocalMlDsaSigner } from '../../lib/crypto/ml-dsa.js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
 import { canonicalizeToBytes } from '../../lib/crypto/jcs.js';
 import { readKeyRegistry, writeKeyRegistry } from '../../lib/crypto/key-windows.js';
@@ -59,6 +61,9 @@ let oldEdSeed = '';
 /** The PDF signing key and certificate before the rotation (the rotation keeps only the certificate, in the registry). */
 let oldPdfSigner = { keyPem: '', certPem: '' };
 let sharedDataDir = '';
+/** The trust file pinned before the rotations, and the address it pinned (the port changes at each restart). */
+let staleTrust = '';
+let staleUrl = '';
 
 async function restart(): Promise<void> {
   await service.close();
@@ -123,6 +128,7 @@ before(async () => {
   sharedDataDir = shared.DATA_DIR ?? '';
   rpcUrl = shared.LEDGER_RPC_URL ?? '';
   dir = await mkdtemp(path.join(os.tmpdir(), 'rotate-'));
+  staleTrust = path.join(dir, 'trust-before-rotation.json');
   const dataDir = path.join(dir, 'data');
   await cp(shared.DATA_DIR ?? '', dataDir, { recursive: true });
   process.env.DATA_DIR = dataDir;
@@ -132,6 +138,10 @@ before(async () => {
   service = await startHttpService();
   apiKey = (await createAccount('pro')).apiKey;
   made.before = await makeEvidence('before');
+  // A relying party pins the service now, before any rotation, and keeps that trust file (issue 34, F6).
+  await trustNow();
+  await cp(path.join(dir, 'trust.json'), staleTrust);
+  staleUrl = service.url;
   oldEdSeed = (await readFile(getConfig().ed25519.seedFile, 'utf8')).trim();
   const pdfFiles = pdfSignerFiles(getConfig().pdfSigner.dir);
   oldPdfSigner = { keyPem: await readFile(pdfFiles.key, 'utf8'), certPem: await readFile(pdfFiles.cert, 'utf8') };
@@ -301,6 +311,81 @@ describe('old and new evidence side by side', () => {
       anchors.signing_keys.map((k) => [k.kid, k.retired_at]).sort(),
       keys.map((k) => [k.kid, k.retired_at]).sort(),
     );
+  });
+});
+
+/** The receipt with its ML-DSA-65 key and signature replaced by those of a key the service never had (a forgery). */
+async function forgedPq(receipt: Made['receipt'], label: string): Promise<string> {
+  const copy = structuredClone(receipt) as Made['receipt'] & { server_hash: string; pq_signature: { signature: string } };
+  const forger = LocalMlDsaSigner.fromSeed(randomBytes(32));
+  copy.pq_signature.public_key = Buffer.from(await forger.publicKey()).toString('base64');
+  copy.pq_signature.signature = Buffer.from(await forger.sign(Buffer.from(copy.server_hash, 'hex'))).toString('base64');
+  const file = path.join(dir, `${label}.forged.receipt.json`);
+  await writeFile(file, JSON.stringify(copy));
+  return file;
+}
+
+describe('a trust file pinned before the rotation (issue 34, F6)', () => {
+  const stale = (...argv: string[]) => cli(...argv, '--trust-file', staleTrust);
+  const refresh = () => new RegExp(`Refresh the trust file: evidence trust add ${staleUrl.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`);
+
+  it('leaves the keys made since not established (exit 3), naming the refresh, for the receipt, the PDF and the signature made after it; never failed', async () => {
+    const receipt = await stale('verify', made.after?.photo ?? '', '--rpc', rpcUrl);
+    assert.equal(receipt.code, 3, receipt.out);
+    const key = receipt.out.split('\n').find((l) => /^\s+\w+\s+ML-DSA-65 key published by the service/.test(l)) ?? '';
+    assert.match(key, /^\s*unchecked\s+ML-DSA-65 key published by the service\s+the ML-DSA-65 key \S+ is not among the keys the trust file pinned/, receipt.out);
+    assert.match(key, /; it signed after that, as of \S+ \(RFC 3161 genTime\)/);
+    assert.match(key, refresh());
+    assert.match(receipt.out, /^NOT ESTABLISHED: /m);
+    assert.doesNotMatch(receipt.out, /\bfails\b|NOT VERIFIED/);
+    // The other proofs hold: nothing else was rotated, or it is pinned.
+    assert.match(receipt.out, /holds\s+ML-DSA-65 signature/);
+    assert.match(receipt.out, /holds\s+ledger transaction/);
+
+    const pdf = await stale('verify', made.after?.photo ?? '', '--certificate', made.after?.pdf ?? '', '--rpc', rpcUrl);
+    assert.equal(pdf.code, 3, pdf.out);
+    const signer = pdf.out.split('\n').find((l) => /^\s+\w+\s+PDF signing certificate pinned/.test(l)) ?? '';
+    assert.match(signer, /^\s*unchecked\s+PDF signing certificate pinned\s+.* is not among the PDF signing certificates the trust file pinned/, pdf.out);
+    assert.match(signer, refresh());
+    assert.doesNotMatch(pdf.out, /\bfails\b|NOT VERIFIED/);
+
+    const sig = await stale('verify', made.after?.photo ?? '', '--signature', made.after?.signature ?? '');
+    assert.equal(sig.code, 3, sig.out);
+    const edKey = sig.out.split('\n').find((l) => /^\s+\w+\s+Ed25519 key pinned/.test(l)) ?? '';
+    assert.match(edKey, /^\s*unchecked\s+Ed25519 key pinned\s+the Ed25519 key \S+ is not among the keys of the JWK set the trust file pinned/, sig.out);
+    assert.match(edKey, refresh());
+    assert.doesNotMatch(sig.out, /\bfails\b|NOT VERIFIED/);
+  });
+
+  it('still verifies what was made before the rotation with it', async () => {
+    const m = made.before;
+    for (const argv of [
+      [m?.photo ?? '', '--rpc', rpcUrl],
+      [m?.photo ?? '', '--certificate', m?.pdf ?? '', '--rpc', rpcUrl],
+      [m?.photo ?? '', '--signature', m?.signature ?? ''],
+    ]) {
+      const r = await stale('verify', ...argv);
+      assert.equal(r.code, 0, r.out);
+    }
+  });
+
+  it('fails a key the trust file does not hold for a record signed before it was pinned: the service had published all its keys by then', async () => {
+    const r = await stale('verify', made.before?.photo ?? '', '--receipt', await forgedPq(made.before?.receipt as Made['receipt'], 'before'), '--rpc', rpcUrl);
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /^\s*fails\s+ML-DSA-65 key published by the service\s+.*is not trusted; it signed as of \S+ \(RFC 3161 genTime\), before the trust file pinned/m);
+    assert.match(r.out, /holds\s+ML-DSA-65 signature/, 'the forged signature verifies with its own key');
+  });
+
+  it('fails, once the trust file is refreshed, a key the service never published; the stale file could not tell', async () => {
+    const forged = await forgedPq(made.after?.receipt as Made['receipt'], 'after');
+    const before = await stale('verify', made.after?.photo ?? '', '--receipt', forged, '--rpc', rpcUrl);
+    assert.equal(before.code, 3, before.out);
+    await trustNow();
+    const r = await cli('verify', made.after?.photo ?? '', '--receipt', forged, '--rpc', rpcUrl);
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /^\s*fails\s+ML-DSA-65 key published by the service/m);
+    // The genuine receipt verifies with the refreshed file.
+    assert.equal((await cli('verify', made.after?.photo ?? '', '--rpc', rpcUrl)).code, 0);
   });
 });
 

@@ -37,6 +37,15 @@ let prepared: { from: string; to: string; resumed: boolean };
 let preparedAgain: { from: string; to: string; resumed: boolean };
 /** A copy of the data directory with the rotation prepared and not finished (for the crash points). */
 let pendingCopy = '';
+/** A trust file pinned before the rotation. */
+let staleTrust = '';
+
+/** `evidence …` with the given trust file. */
+async function cliWith(trustFile: string, ...argv: string[]): Promise<{ code: number; out: string }> {
+  const lines: string[] = [];
+  const code = await evidenceCli(argv, { out: (l) => lines.push(l), err: (l) => lines.push(l) }, { ...process.env, EVIDENCE_TRUST_FILE: trustFile });
+  return { code, out: lines.join('\n') };
+}
 
 async function rpc(method: string, params: unknown[], url = service.rpcUrl): Promise<unknown> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
@@ -79,6 +88,10 @@ before(async () => {
   await service.start();
   apiKey = (await setUpAccount(service)).apiKey;
   await anchorPhoto('old');
+  // A relying party pins the service before the rotation and keeps that trust file (issue 34, F6).
+  staleTrust = path.join(dir, 'trust-before-rotation.json');
+  const pinned = await cliWith(staleTrust, 'trust', 'add', service.base);
+  assert.equal(pinned.code, 0, pinned.out);
   await service.kill();
 
   const first = await service.admin('rotate-key', 'ledger-wallet');
@@ -156,6 +169,20 @@ describe('rotate-key ledger-wallet (local)', () => {
       assert.equal(r.code, 0, `${label}: ${r.out}`);
       assert.match(r.out, /^VERIFIED/m);
     }
+  });
+
+  it('with a trust file pinned before the rotation: the new wallet\'s anchor is not established (exit 3), naming the refresh, and the old one verifies', async () => {
+    for (const label of ['old', 'new'] as const) {
+      await writeFile(`${photos[label].file}.receipt.json`, await (await fetch(`${service.base}/api/v2/evidence/receipt/${photos[label].hash}`)).text());
+    }
+    const fresh = await cliWith(staleTrust, 'verify', photos.new.file, '--rpc', service.rpcUrl);
+    assert.equal(fresh.code, 3, fresh.out);
+    const ledger = fresh.out.split('\n').find((l) => /^\s+\w+\s+ledger transaction/.test(l)) ?? '';
+    assert.match(ledger, new RegExp(`^\\s*unchecked\\s+ledger transaction\\s+the transaction's sender ${prepared.to} is not among the service wallets the trust file pinned .*; it signed after that, as of \\S+ \\(RFC 3161 genTime\\)`, 'i'), fresh.out);
+    assert.match(ledger, /Refresh the trust file: evidence trust add http/);
+    assert.doesNotMatch(fresh.out, /\bfails\b|NOT VERIFIED/);
+    const old = await cliWith(staleTrust, 'verify', photos.old.file, '--rpc', service.rpcUrl);
+    assert.equal(old.code, 0, old.out);
   });
 
   it('a restart rebuilds the chain with the same hashes; with the block journal lost, both wallets\' transactions are sent again and both anchors still verify', async () => {

@@ -241,6 +241,37 @@ describe('POST /api/v2/tsa (RFC 3161 over HTTP)', () => {
     assert.equal(await used(account), 0);
   });
 
+  it('answers 415 problem+json to a TimeStampReq not sent as application/timestamp-query, before the credentials: no challenge, nothing counted', async () => {
+    const account = await createAccount('starter');
+    const { tsq } = query(['-sha256', '-cert']);
+    const body = readFileSync(tsq);
+    // No type, JSON, the three a cross-site HTML form can send, and RFC 3161's other type (the reply's).
+    const types = [undefined, 'application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/timestamp-reply', 'application/octet-stream'];
+    for (const type of types) {
+      for (const credentials of [{ 'x-api-key': account.apiKey }, { authorization: `Basic ${Buffer.from(`u:${account.apiKey}`).toString('base64')}` }, {}] as Record<string, string>[]) {
+        const res = await tsaApp.request('/api/v2/tsa', { method: 'POST', headers: { ...(type ? { 'content-type': type } : {}), ...credentials }, body: Buffer.from(body) });
+        const what = `${type ?? 'no Content-Type'} with ${Object.keys(credentials).join('') || 'no credentials'}`;
+        assert.equal(res.status, 415, what);
+        assert.equal(res.headers.get('content-type'), 'application/problem+json', what);
+        const problem = (await res.json()) as { code: string; detail: string };
+        assert.equal(problem.code, 'unsupported_media_type', what);
+        assert.match(problem.detail, /Content-Type: application\/timestamp-query \(RFC 3161 §3\.4\)/, what);
+        // Refused before the credentials are read: no Basic challenge (a browser would ask for a
+        // password), no rate or quota counted.
+        assert.equal(res.headers.get('www-authenticate'), null, what);
+        assert.equal(res.headers.get('ratelimit'), null, what);
+      }
+    }
+    assert.equal(await used(account), 0);
+    // The type is compared as RFC 9110 says: case-insensitively, parameters aside.
+    for (const type of ['Application/TimeStamp-Query', 'application/timestamp-query; charset=binary']) {
+      const res = await tsaApp.request('/api/v2/tsa', { method: 'POST', headers: { 'content-type': type, 'x-api-key': account.apiKey }, body: Buffer.from(body) });
+      assert.equal(res.status, 200, type);
+      assert.equal(res.headers.get('content-type'), 'application/timestamp-reply');
+    }
+    assert.equal(await used(account), 2);
+  });
+
   it('refuses a Free key with 403 naming Starter', async () => {
     const free = await createAccount('free');
     const { tsq } = query(['-sha256']);

@@ -11,6 +11,8 @@ import { reconcileAnchors } from '../../lib/evidence/reconcile.js';
 import { waitFor } from '../support/wait.js';
 import { type HttpService, startHttpService } from '../support/http-server.js';
 import { freePort, useStack } from '../support/stack.js';
+import { slowLoris } from '../support/slow-loris.js';
+import { buildLocalApi, listenLocalApi } from '../../lib/local/server.js';
 
 let base: string;
 let service: HttpService | undefined;
@@ -249,11 +251,74 @@ describe('the local API over real HTTP', () => {
     assert.match(problem.detail, /backslash/);
   });
 
+  it('gives the problems the server writes itself an absolute type under PUBLIC_BASE_URL, as every function does (issue 34)', async () => {
+    const host = new URL(base).host;
+    const types: Record<string, string> = {};
+    const unknown = await fetch(`${base}/api/v3/nothing`);
+    const notFound = (await unknown.json()) as { type: string; instance?: string; request_id?: string };
+    types.not_found = notFound.type;
+    // Shaped as the functions' problems are: the path, and the request id the response names.
+    assert.equal(notFound.instance, '/api/v3/nothing');
+    assert.equal(notFound.request_id, unknown.headers.get('x-request-id'));
+    types.malformed_request = (JSON.parse((await raw(`GET /api/v2/evidence/verify/ab\\cd HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)).body) as { type: string }).type;
+    types.headers_too_large = (JSON.parse((await raw(`GET /api/v1/health HTTP/1.1\r\nHost: ${host}\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)).body) as { type: string }).type;
+    const garbage = await raw('NOT HTTP AT ALL\r\n\r\n');
+    assert.equal(garbage.status, 400);
+    types['malformed_request (unparsable)'] = (JSON.parse(garbage.body) as { type: string }).type;
+    // A problem a function wrote, for comparison.
+    const fromFunction = (await (await fetch(`${base}/api/v2/evidence/verify/abc`)).json()) as { type: string };
+    assert.equal(fromFunction.type, `${base}/problems/invalid_request`);
+    assert.deepEqual(types, {
+      not_found: `${base}/problems/not_found`,
+      malformed_request: `${base}/problems/malformed_request`,
+      headers_too_large: `${base}/problems/headers_too_large`,
+      'malformed_request (unparsable)': `${base}/problems/malformed_request`,
+    });
+  });
+
   it('answers oversized headers with 431 problem+json and closes the connection', async () => {
     const res = await raw(`GET /api/v1/health HTTP/1.1\r\nHost: ${new URL(base).host}\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     assert.equal(res.status, 431);
     assert.match(res.headers, /content-type: application\/problem\+json/);
     assert.match(res.headers, /connection: close/);
     assert.equal((JSON.parse(res.body) as { code: string }).code, 'headers_too_large');
+  });
+});
+
+describe('the local API closes requests that never finish (issue 34)', () => {
+  let slow: { url: string; close: () => Promise<void> } | undefined;
+  before(async () => {
+    const server = await listenLocalApi(await buildLocalApi(), { port: 0, hostname: '127.0.0.1', headersTimeoutMs: 1000, requestTimeoutMs: 2000 });
+    slow = {
+      url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+      close: () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    };
+  });
+  after(() => slow?.close());
+
+  const timedOut = (answer: string) => {
+    const [head = '', body = ''] = answer.split('\r\n\r\n');
+    assert.match(head, /^HTTP\/1\.1 408 Request Timeout\r\n/, answer);
+    assert.match(head.toLowerCase(), /content-type: application\/problem\+json/);
+    assert.match(head.toLowerCase(), /connection: close/);
+    const problem = JSON.parse(body) as { code: string; status: number; type: string };
+    assert.equal(problem.code, 'request_timeout');
+    assert.equal(problem.status, 408);
+    assert.match(problem.type, /^http:\/\/.+\/problems\/request_timeout$/);
+  };
+
+  it('closes a connection whose headers never end (a header line every 100 ms), answering 408 problem+json', async () => {
+    const { answer } = await slowLoris(slow?.url ?? '', `GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n`, 'X-Slow: 1\r\n');
+    timedOut(answer);
+  });
+
+  it('closes a connection whose body never ends (a byte every 100 ms of a 1,000-byte body), answering 408 problem+json', async () => {
+    const head = 'POST /api/v2/account/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"email":"';
+    const { answer } = await slowLoris(slow?.url ?? '', head, 'a');
+    timedOut(answer);
   });
 });

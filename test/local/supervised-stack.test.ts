@@ -16,6 +16,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { freePort } from '../../lib/local/net.js';
 import { processAlive } from '../support/processes.js';
+import { slowLoris } from '../support/slow-loris.js';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 const DEADLINE_MS = 60_000;
@@ -102,6 +103,8 @@ async function userEnv(dir: string): Promise<Record<string, string>> {
     LEDGER_RPC_PORT: String(rpcPort),
     DYNAMODB_PORT: String(dynamoPort),
     LOG_LEVEL: 'warn',
+    // A client's headers must be in within 2 s (the default is 10 s): the slow-loris test below.
+    HEADERS_TIMEOUT_MS: '2000',
   };
 }
 
@@ -136,6 +139,13 @@ describe('npm start supervises its parts', () => {
     assert.equal(h?.status, 200, h?.text);
     assert.ok(line(/\(dynalite, pid (\d+),/));
     assert.ok(line(/\(hardhat, pid (\d+),/));
+  });
+
+  it('closes a connection whose headers never end (a slow-loris client), after HEADERS_TIMEOUT_MS: 408 problem+json', async () => {
+    const { answer } = await slowLoris(api, 'GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n', 'X-Slow: 1\r\n');
+    assert.match(answer, /^HTTP\/1\.1 408 Request Timeout\r\n/, answer);
+    assert.equal((JSON.parse(answer.split('\r\n\r\n')[1] ?? '') as { code: string }).code, 'request_timeout');
+    assert.equal((await health())?.status, 200, 'the server serves the next client');
   });
 
   it('is reached by `npm run admin` given the variables it was started with (its ports are not the defaults)', async () => {

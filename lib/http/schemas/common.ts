@@ -20,6 +20,29 @@ export function HashParam<N extends string>(name: N) {
   return z.object(shape);
 }
 
+/**
+ * An integer query parameter (decisions.md "Formats"): decimal digits only (no sign, no leading
+ * zero, no blank, no `0x`/`0o`/`0b` prefix, no exponent or fraction), then within `minimum …
+ * maximum`; anything else is a 400 naming the parameter. A query value is text, and JavaScript's
+ * Number() (z.coerce.number) would read `0x10`, `1e1`, `+16`, ` 16` or `16.0` as numbers.
+ */
+export function QueryInteger(name: string, options: { minimum: number; maximum: number; description: string; example?: number }) {
+  return z
+    .string()
+    .regex(/^(0|[1-9][0-9]*)$/, 'must be decimal digits (no sign, leading zero, 0x or exponent)')
+    .transform(Number)
+    .pipe(z.number().int().min(options.minimum).max(options.maximum))
+    .optional()
+    .openapi({
+      param: { name, in: 'query' },
+      type: 'integer',
+      minimum: options.minimum,
+      maximum: options.maximum,
+      description: `${options.description} Decimal digits only.`,
+      ...(options.example !== undefined ? { example: options.example } : {}),
+    });
+}
+
 /** An ISO 8601 UTC date-time with milliseconds and `Z`. */
 export const IsoTime = z.string().openapi({ format: 'date-time', example: '2026-11-22T10:15:30.123Z' });
 

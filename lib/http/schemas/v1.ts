@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { ProofResultSchema, ProofsSchema, VerdictStatus } from './verdict.js';
-import { FirstRegisteredAt, IsoTime, NullableSha256Hex, Sha256Hex } from './common.js';
+import { FirstRegisteredAt, IsoTime, NullableSha256Hex, QueryInteger, Sha256Hex } from './common.js';
 
 /**
  * Request and response schemas of API v1 (api-v1.md). The same objects validate requests and
@@ -161,13 +161,7 @@ export const ChainPageResponse = z
   .openapi('V1ChainPage');
 
 export const ChainQuery = z.object({
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(1000)
-    .optional()
-    .openapi({ param: { name: 'limit', in: 'query' }, description: 'Entries per page, 1-1000 (default 100).', example: 100 }),
+  limit: QueryInteger('limit', { minimum: 1, maximum: 1000, description: 'Entries per page, 1-1000 (default 100).', example: 100 }),
   cursor: z
     .string()
     .max(32)
