@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { ACTIVITY_KINDS } from '../../lib/evidence/activity.js';
 import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
-import { getEvidenceRepo } from '../../lib/deps/evidence.js';
+import { getActivityRepo } from '../../lib/deps/activity.js';
 import { jwtAuth } from '../../lib/http/account-auth.js';
 import { createApp } from '../../lib/http/app.js';
 import { IsoTime } from '../../lib/http/schemas/accounts.js';
@@ -49,7 +49,7 @@ export function createAccountEvidenceApp(deps: AccountDepsProvider = getAccountD
   app.use('*', jwtAuth({ deps }));
   app.openapi(route, async (c) => {
     const { limit } = c.req.valid('query');
-    const items = await getEvidenceRepo().recentActivity(c.get('accountId') as string, limit ?? 20);
+    const items = await getActivityRepo().recent(c.get('accountId') as string, limit ?? 20);
     c.header('Cache-Control', 'no-store');
     return c.json({ items }, 200);
   });

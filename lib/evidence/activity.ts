@@ -18,3 +18,9 @@ export interface ActivityEntry {
   /** When the account last obtained one. */
   at: string;
 }
+
+/** Where an account's recent evidence is read from (lib/store/activity-index.ts). */
+export interface ActivityRepository {
+  /** The account's hashes, most recent first, at most `limit`. */
+  recent(accountId: string, limit: number): Promise<ActivityEntry[]>;
+}

@@ -30,7 +30,7 @@ export interface AnchorDeps {
   /** How long a request waits for the receipt before it answers with the transaction pending. */
   receiptTimeoutMs: number;
   clock?: () => Date;
-  /** How long an `accepting` claim is protected before it may be released or taken over. */
+  /** How long a request's chain link is protected before another request for its index may bar its claim and free it. */
   leaseMs?: number;
   /**
    * Ledger batching (decisions.md "Ledger batching", batch-publish.ts): with `windowMs` > 0 anchors

@@ -7,7 +7,6 @@
 import type { TierName } from '../accounts/tiers.js';
 import type { Charge } from '../accounts/limits.js';
 import type { SweepStep } from '../accounts/counter-repository.js';
-import type { ActivityEntry } from './activity.js';
 import type {
   AnchorClaim,
   AnchoredEvidence,
@@ -127,8 +126,7 @@ export interface EvidenceItemStore extends StandaloneProofStore {
   getRegistration(imageHash: string, accountId: string, item?: EvidenceItem): Promise<Registration | undefined>;
   /** When any account first registered the hash (eventually consistent in DynamoDB), if one did. */
   firstRegistration(imageHash: string, item?: EvidenceItem): Promise<string | undefined>;
-  /** The account's recent evidence, newest first, at most `limit` hashes (activity.ts). */
-  recentActivity(accountId: string, limit: number): Promise<ActivityEntry[]>;
+
   /**
    * publish (none → publishing): the first write of an anchor claims the hash and stores every proof
    * with either the signed transaction (direct mode, BEFORE the ledger sender persists or broadcasts

@@ -1,5 +1,4 @@
 import { describeError, log } from '../log.js';
-import type { ActivityEntry } from './activity.js';
 import type { BatchRef, ChainLinkStore, EvidenceItemStore, HashClaimResult, Registration, SweepStep } from './ports.js';
 import {
   type AnchorClaim,
@@ -95,11 +94,6 @@ export class EvidenceRepository implements StandaloneProofStore {
   /** When any account first registered the hash, if one did (public verify of a hash not anchored). */
   firstRegistration(imageHash: string, item?: EvidenceItem): Promise<string | undefined> {
     return this.items.firstRegistration(imageHash, item);
-  }
-
-  /** The account's recent evidence (the dashboard's list). */
-  recentActivity(accountId: string, limit: number): Promise<ActivityEntry[]> {
-    return this.items.recentActivity(accountId, limit);
   }
 
   /** Records an account's stand-alone timestamp or signature answer (an item of its own; the latest wins). */

@@ -161,7 +161,7 @@ export class LedgerRecords {
     const values: Record<string, unknown> = { ':h': txHash, ':s': status, ':now': now };
     const names: Record<string, string> = { '#s': 'status' };
     const sets = ['#s = :s', 'updated_at = :now'];
-    if (status === 'sent') sets.push('sent_at = :now');
+    if (status === 'sent' && extra.set?.sent_at === undefined) sets.push('sent_at = :now');
     for (const [i, [k, v]] of Object.entries(extra.set ?? {}).entries()) {
       names[`#x${i}`] = k;
       values[`:x${i}`] = v;

@@ -67,7 +67,8 @@ export class Replacer {
     const raws = [...(slot.raws ?? [slot.raw as string]), signed.raw];
     const now = this.clock().toISOString();
     // Persisted before the broadcast: a replacement the node may have seen is never lost.
-    const written = await this.records.setSlotStatus(address, slot.sk, slot.tx_hash, 'sent', ['sent'], {
+    // From `signed` too (LEDGER_SLOT bump: signed|sent → sent): a slot its submit broadcast stays `signed`.
+    const written = await this.records.setSlotStatus(address, slot.sk, slot.tx_hash, 'sent', ['signed', 'sent'], {
       set: { tx_hash: signed.txHash, raw: signed.raw, tx_hashes: hashes, raws, replaced_at: now },
     });
     if (!written) {

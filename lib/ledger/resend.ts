@@ -87,7 +87,9 @@ export class ResendJob {
         // Sent, unmined (its nonce is at or above the chain's) and old: stuck, e.g. behind a fee spike.
         let outcome: BroadcastOutcome | null = null;
         const since = Date.parse(slot.replaced_at ?? slot.sent_at ?? slot.created_at);
-        if (replaceAfterMs !== undefined && replaceAfterMs > 0 && slot.status === 'sent' && nowMs - since >= replaceAfterMs) {
+        // `signed` counts as out since it was signed: a submit broadcasts right after it signs, and
+        // marks nothing more (a slot it broadcast stays `signed` until its receipt is recorded).
+        if (replaceAfterMs !== undefined && replaceAfterMs > 0 && (slot.status === 'sent' || slot.status === 'signed') && nowMs - since >= replaceAfterMs) {
           const r = await this.replacer.replaceSlot(address, slot, nowMs - since);
           if (r.replaced) report.replaced++;
           else report.notReplaced++;
@@ -115,7 +117,11 @@ export class ResendJob {
         this.receipts.nonceByHash.set(slot.tx_hash, slot.sk);
         if (outcome.kind === 'accepted') this.unsettled.delete(slot.sk);
         if (slot.status !== 'sent') {
-          await this.records.setSlotStatus(address, slot.sk, slot.tx_hash, 'sent', [...LIVE], { remove: ['block_number', 'block_hash', 'gas_used'] });
+          // A slot its submit broadcast stays `signed` (no write of its own on the request path):
+          // when the node knew it already, it has been out since it was signed, and a fee bump
+          // measures from then.
+          const since = slot.status === 'signed' && outcome.kind === 'accepted' && outcome.known ? { set: { sent_at: slot.created_at } } : {};
+          await this.records.setSlotStatus(address, slot.sk, slot.tx_hash, 'sent', [...LIVE], { ...since, remove: ['block_number', 'block_hash', 'gas_used'] });
         }
         hashes.push(slot.tx_hashes ? { hash: slot.tx_hash, nonce: slot.sk } : { hash: slot.tx_hash });
       }

@@ -12,7 +12,6 @@ import {
   type StoredTx,
   type TxStatus,
 } from '../evidence/records.js';
-import { ACTIVITY_KINDS, type ActivityEntry, type ActivityKind } from '../evidence/activity.js';
 import type { Registration } from '../evidence/ports.js';
 import { EVIDENCE_ITEM } from '../state-machines.js';
 import { isConditionalCheckFailed } from './dynamo.js';
@@ -31,8 +30,8 @@ const PENDING_SHARD = 'pending';
 const UNFINISHED_SCAN = (table: string) => ({
   TableName: table,
   ProjectionExpression: 'image_hash',
-  FilterExpression: 'anchor_state IN (:a, :p) OR (anchor_state = :d AND tx_status = :pending) OR attribute_exists(pending_shard)',
-  ExpressionAttributeValues: { ':a': 'accepting', ':p': 'publishing', ':d': 'anchored', ':pending': 'pending' },
+  FilterExpression: 'anchor_state = :p OR (anchor_state = :d AND tx_status = :pending) OR attribute_exists(pending_shard)',
+  ExpressionAttributeValues: { ':p': 'publishing', ':d': 'anchored', ':pending': 'pending' },
   ConsistentRead: true,
 });
 
@@ -76,14 +75,6 @@ export function registrationKey(accountId: string, imageHash: string): string {
   return `reg#${accountId}#${imageHash}`;
 }
 
-/** What an item on the by_account index is, by its key: which hash, and what the account obtained. */
-function activityOf(key: string): { hash: string; kind: ActivityKind } | undefined {
-  if (/^[0-9a-f]{64}$/.test(key)) return { hash: key, kind: 'anchored' };
-  const m = /^(reg|standalone#ts|standalone#sig)#[^#]+#([0-9a-f]{64})$/.exec(key);
-  if (!m) return undefined;
-  const kind: ActivityKind = m[1] === 'reg' ? 'registered' : m[1] === 'standalone#ts' ? 'timestamped' : 'signed';
-  return { hash: m[2] as string, kind };
-}
 
 export class EvidenceTable implements EvidenceItemStore {
   constructor(
@@ -146,7 +137,7 @@ export class EvidenceTable implements EvidenceItemStore {
   }
 
   /**
-   * Unfinished anchors (accepting, publishing, or anchored with the transaction pending), from the
+   * Unfinished anchors (publishing, or anchored with the transaction pending or not yet final), from the
    * sparse pending_tx index, oldest first. The index is a hint: it is eventually consistent, and
    * dynalite can lose an entry to a SIGKILL between an item and its index; scanUnfinishedSegment()
    * is the bounded local pass that catches those.
@@ -273,38 +264,6 @@ export class EvidenceTable implements EvidenceItemStore {
     const first = r.Items?.[0]?.registered_at as string | undefined;
     const legacy = item?.registered_at;
     return first !== undefined && legacy !== undefined ? (first < legacy ? first : legacy) : (first ?? legacy);
-  }
-
-  /**
-   * The account's recent evidence, newest first: its registrations, stand-alone timestamps and
-   * signatures and its anchors (each item carries account_id and activity_at: the sparse index
-   * by_account), merged per hash. Reads index pages until `limit` hashes are found or it ends.
-   */
-  async recentActivity(accountId: string, limit: number): Promise<ActivityEntry[]> {
-    const byHash = new Map<string, { proofs: Set<ActivityKind>; at: string }>();
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: 'by_account',
-          KeyConditionExpression: 'account_id = :a',
-          ExpressionAttributeValues: { ':a': accountId },
-          ScanIndexForward: false,
-          Limit: limit * 4,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        const what = activityOf(String(item.image_hash));
-        if (!what) continue;
-        const entry = byHash.get(what.hash);
-        if (entry) entry.proofs.add(what.kind);
-        else if (byHash.size < limit) byHash.set(what.hash, { proofs: new Set([what.kind]), at: String(item.activity_at) });
-      }
-      start = page.LastEvaluatedKey;
-    } while (start && byHash.size < limit);
-    return [...byHash].map(([image_hash, e]) => ({ image_hash, proofs: ACTIVITY_KINDS.filter((k) => e.proofs.has(k)), at: e.at }));
   }
 
   // ------------------------------------------------------------------ stand-alone proofs

@@ -116,7 +116,9 @@ describe('each function may write the tables its middleware and handler write', 
   // checks no IAM: so the function sources are read for the calls that imply a write.
   const RULES: { call: RegExp; table: string; why: string }[] = [
     { call: /\b(jwtAuth|adminAuth|loginLockout|apiKeyAuth)\(/, table: 'counters', why: 'its rate limit or lockout counts in the counters table' },
-    { call: /\bnoteActivity\(/, table: 'activity', why: "it notes the account's activity" },
+    { call: /\bregisterHash\(/, table: 'evidence', why: "it writes the account's registration item" },
+    { call: /\banchorEvidence\(/, table: 'evidence', why: 'it publishes the anchor on the evidence item' },
+    { call: /\banchorEvidence\(/, table: 'chains', why: 'it claims the chain link' },
     { call: /\b(timestampHash|signHash)\(/, table: 'evidence', why: 'it records the stand-alone answer on the evidence item' },
   ];
   /** The function's file and the route modules it imports (lib/http/routes), where handlers live. */
@@ -139,6 +141,6 @@ describe('each function may write the tables its middleware and handler write', 
   }
   test('the rules see what they look for (a grant removed is found)', () => {
     const anchor = registry.http.find((f) => f.name === 'v2EvidenceAnchor');
-    assert.ok(anchor && /\bnoteActivity\(/.test(sourceOf(anchor.file)) && /\bapiKeyAuth\(/.test(sourceOf(anchor.file)), 'the anchor route module is read through its import');
+    assert.ok(anchor && /\banchorEvidence\(/.test(sourceOf(anchor.file)) && /\bapiKeyAuth\(/.test(sourceOf(anchor.file)), 'the anchor route module is read through its import');
   });
 });

@@ -191,16 +191,42 @@ describe('npm start supervises its parts', () => {
     const headers = { 'content-type': 'application/json' };
     const register = await fetch(`${api}/api/v2/account/register`, { method: 'POST', headers, body: credentials });
     assert.equal(register.status, 200, await register.text());
-    // What a killed dynalite can leave: items whose index entries are missing. An anchor claim whose
-    // lease lapsed, not on the pending_tx index, and a quota hold of a request that never answered,
-    // not on the open_holds index: the reconciler's passes read the indexes alone and cannot see
-    // them; the sweep after the database's restart must (decisions.md "Cost").
+    // What a killed dynalite can leave: items whose index entries are missing. An anchor left
+    // publishing in a batch long past, not on the pending_tx index (its request died after its
+    // publish), and a quota hold of a request that never answered, not on the open_holds index:
+    // the reconciler's passes read the indexes alone and cannot see them; the sweep after the
+    // database's restart must (decisions.md "Cost").
     const db = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: `http://127.0.0.1:${env.DYNAMODB_PORT}`, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }));
     cleanups.push(() => db.destroy());
-    const lostClaim = randomBytes(32).toString('hex');
-    const counter = `quota#acc_${randomBytes(6).toString('hex')}#2026-11`;
-    await db.send(new PutCommand({ TableName: 'evidence-local-evidence', Item: { image_hash: lostClaim, anchor_state: 'accepting', anchor_v: 1, claim_id: 'lost', lease_expires_at: 1 } }));
-    await db.send(new PutCommand({ TableName: 'evidence-local-counters', Item: { pk: counter, count: 3, inflight: new Set([`r:${Date.now() - 3_600_000}:lost`]), expires_at: 2_000_000_000 } }));
+    const lostAnchor = randomBytes(32).toString('hex');
+    const wallet = (line(/wallet (0x[0-9a-fA-F]{40})/)?.[1] ?? '').toLowerCase();
+    assert.match(wallet, /^0x[0-9a-f]{40}$/, output);
+    const longAgo = Date.now() - 3_600_000;
+    await db.send(
+      new PutCommand({
+        TableName: 'evidence-local-evidence',
+        Item: {
+          image_hash: lostAnchor,
+          anchor_state: 'publishing',
+          anchor_v: 1,
+          claim_id: 'lost',
+          fingerprint: 'f'.repeat(64),
+          account_id: 'acc_lost',
+          public_key_hex: randomBytes(32).toString('hex'),
+          signature_hex: randomBytes(64).toString('hex'),
+          chain_index: 0,
+          chain_hash: randomBytes(32).toString('hex'),
+          previous_hash: null,
+          anchored_at: new Date(longAgo).toISOString(),
+          server_hash: randomBytes(32).toString('hex'),
+          batch_pk: `31337#${wallet}#250#${Math.floor(longAgo / 250) * 250}`,
+          ledger_address: wallet,
+          ledger_chain_id: 31337,
+        },
+      }),
+    );
+    const meter = `meter#acc_${randomBytes(6).toString('hex')}#2026-11`;
+    await db.send(new PutCommand({ TableName: 'evidence-local-counters', Item: { pk: meter, used: 3, [`h#r:${longAgo}:lost`]: longAgo, expires_at: 2_000_000_000 } }));
     const pid = Number(line(/\(dynalite, pid (\d+),/)?.[1]);
     const mark = output.length;
     process.kill(pid, 'SIGKILL');
@@ -208,15 +234,15 @@ describe('npm start supervises its parts', () => {
     await until('the restart line', () => line(/^restarted {2}dynamodb \(dynalite\): pid \d+ exited \(signal SIGKILL\); healthy again in \d+ ms \(pid \d+/m, mark));
     const login = await fetch(`${api}/api/v2/account/login`, { method: 'POST', headers, body: credentials });
     assert.equal(login.status, 200, await login.text());
-    await until('the sweep to release the claim the index lost', async () => {
-      const item = (await db.send(new GetCommand({ TableName: 'evidence-local-evidence', Key: { image_hash: lostClaim }, ConsistentRead: true }))).Item;
-      return item && item.anchor_state === undefined ? item : undefined;
+    await until('the sweep to finish the anchor the index lost', async () => {
+      const item = (await db.send(new GetCommand({ TableName: 'evidence-local-evidence', Key: { image_hash: lostAnchor }, ConsistentRead: true }))).Item;
+      return item?.anchor_state === 'anchored' ? item : undefined;
     });
     const refunded = await until('the sweep to refund the hold the index lost', async () => {
-      const item = (await db.send(new GetCommand({ TableName: 'evidence-local-counters', Key: { pk: counter }, ConsistentRead: true }))).Item;
-      return item && item.inflight === undefined ? item : undefined;
+      const item = (await db.send(new GetCommand({ TableName: 'evidence-local-counters', Key: { pk: meter }, ConsistentRead: true }))).Item;
+      return item && item[`h#r:${longAgo}:lost`] === undefined ? item : undefined;
     });
-    assert.equal(refunded.count, 2, 'the unit of the request that never answered is given back, once');
+    assert.equal(refunded.used, 2, 'the unit of the request that never answered is given back, once');
   });
 
   it('leaves no child behind when npm start itself is SIGKILLed', async () => {
