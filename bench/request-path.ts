@@ -20,7 +20,9 @@
  * Writes its JSON result as the last line of stdout.
  *
  * Environment: REQUEST_PATH_SECONDS=20, REQUEST_PATH_CLIENTS=128, REQUEST_PATH_HASH_N=200,
- * REQUEST_PATH_ANCHOR_N=64, REQUEST_PATH_TRACE=1 (print the requests of one registration and one anchor).
+ * REQUEST_PATH_ANCHOR_N=64, REQUEST_PATH_TRACE=1 (print the requests of one registration and one anchor),
+ * REQUEST_PATH_PARTS=counts,batched,direct (which parts to run), REQUEST_PATH_PROFILE=<dir> (the API
+ * process of each throughput run writes a V8 CPU profile there; bench/profile-summary.ts summarises it).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -46,6 +48,7 @@ const manyClients = num('REQUEST_PATH_CLIENTS', 128);
 const hashN = num('REQUEST_PATH_HASH_N', 200);
 const anchorN = num('REQUEST_PATH_ANCHOR_N', 64);
 const log = (line: string) => process.stderr.write(`request-path: ${line}\n`);
+const parts = (process.env.REQUEST_PATH_PARTS ?? 'counts,batched,direct').split(',').map((p) => p.trim());
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -141,17 +144,6 @@ async function run(clients: number, perClient: number, op: (client: number, k: n
 
 // ------------------------------------------------------------------ 1 and 2: counts and latency
 
-const proxies: { stop(): Promise<void> }[] = [];
-let counter: Awaited<ReturnType<typeof startCountingProxy>> | undefined;
-const tracing = { on: false };
-const counted = await startStack({}, async (endpoint) => {
-  counter = await startCountingProxy(endpoint, process.env.REQUEST_PATH_TRACE ? (line) => tracing.on && log(`  ${line}`) : undefined);
-  proxies.push(counter);
-  return counter.endpoint;
-});
-const proxy = counter as NonNullable<typeof counter>;
-const account = await createAccount(counted.base, counted.adminToken, 'enterprise');
-
 interface CountRow {
   operation: string;
   clients: number;
@@ -165,6 +157,22 @@ interface CountRow {
   apiCpuMsEach: number;
 }
 const counts: CountRow[] = [];
+const latency = { registrationP50Ms: NaN, verifyP50Ms: NaN, ratio: NaN };
+let proofsCpuMsPerAnchor = NaN;
+if (parts.includes('counts')) await countsAndLatency();
+
+async function countsAndLatency(): Promise<void> {
+const proxies: { stop(): Promise<void> }[] = [];
+let counter: Awaited<ReturnType<typeof startCountingProxy>> | undefined;
+const tracing = { on: false };
+const counted = await startStack({}, async (endpoint) => {
+  counter = await startCountingProxy(endpoint, process.env.REQUEST_PATH_TRACE ? (line) => tracing.on && log(`  ${line}`) : undefined);
+  proxies.push(counter);
+  return counter.endpoint;
+});
+const proxy = counter as NonNullable<typeof counter>;
+const account = await createAccount(counted.base, counted.adminToken, 'enterprise');
+
 async function countOps(operation: string, clients: number, perClient: number, op: (client: number, k: number) => Promise<void>): Promise<number[]> {
   const n = clients * perClient;
   const before: Counts = proxy.snapshot();
@@ -233,11 +241,8 @@ const verify10 = await countOps('verify, first read of an anchored record', 10, 
 });
 // The same registrations and verifies once more, back to back, for the latency ratio (10 clients each).
 const regAgain = await run(10, Math.ceil(hashN / 10), hashOnce);
-const latency = {
-  registrationP50Ms: round(pct([...registration10, ...regAgain], 50)),
-  verifyP50Ms: round(pct(verify10, 50)),
-  ratio: 0,
-};
+latency.registrationP50Ms = round(pct([...registration10, ...regAgain], 50));
+latency.verifyP50Ms = round(pct(verify10, 50));
 latency.ratio = round(latency.registrationP50Ms / latency.verifyP50Ms);
 log(`10 clients: hash registration p50 ${latency.registrationP50Ms} ms against verify p50 ${latency.verifyP50Ms} ms (${latency.ratio}×)`);
 
@@ -258,11 +263,13 @@ for (const b of proofBodies) {
   await Promise.all([signer.sign(hash), tsa.timestamp(Buffer.from(b.sha256_hash, 'hex')), pqTsa?.timestamp(Buffer.from(b.sha256_hash, 'hex'))]);
 }
 const used = process.cpuUsage(t0);
-const proofsCpuMsPerAnchor = round((used.user + used.system) / 1000 / proofBodies.length);
+proofsCpuMsPerAnchor = round((used.user + used.system) / 1000 / proofBodies.length);
 log(`the proofs of one anchor (device signature, statement, ML-DSA-65, classic and post-quantum tokens): ${proofsCpuMsPerAnchor} ms CPU`);
 
 await counted.stop();
 for (const p of proxies) await p.stop();
+
+}
 
 // ------------------------------------------------------------------ 3. many clients: batched against direct
 
@@ -280,7 +287,8 @@ interface ThroughputRow {
 }
 
 async function throughput(mode: 'batched' | 'direct'): Promise<ThroughputRow> {
-  const stack = await startStack(mode === 'direct' ? { LEDGER_BATCH_WINDOW_MS: '0' } : {});
+  const profile: Record<string, string> = process.env.REQUEST_PATH_PROFILE ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${path.resolve(process.env.REQUEST_PATH_PROFILE, mode)}`.trim() } : {};
+  const stack = await startStack({ ...(mode === 'direct' ? { LEDGER_BATCH_WINDOW_MS: '0' } : ({} as Record<string, string>)), ...profile });
   try {
     const acct = await createAccount(stack.base, stack.adminToken, 'enterprise');
     const devices = Array.from({ length: manyClients }, () => new BenchDevice());
@@ -327,10 +335,10 @@ async function throughput(mode: 'batched' | 'direct'): Promise<ThroughputRow> {
   }
 }
 
-const batched = await throughput('batched');
-const direct = await throughput('direct');
-const ratio = round(batched.anchorsPerSecond / direct.anchorsPerSecond);
-log(`${manyClients} clients: batched ${batched.anchorsPerSecond}/s against direct ${direct.anchorsPerSecond}/s: ${ratio}×`);
+const batched = parts.includes('batched') ? await throughput('batched') : undefined;
+const direct = parts.includes('direct') ? await throughput('direct') : undefined;
+const ratio = batched && direct ? round(batched.anchorsPerSecond / direct.anchorsPerSecond) : NaN;
+if (batched && direct) log(`${manyClients} clients: batched ${batched.anchorsPerSecond}/s against direct ${direct.anchorsPerSecond}/s: ${ratio}×`);
 
 const result = { counts, latency, throughput: { batched, direct, ratio }, proofsCpuMsPerAnchor, machine: { nproc: os.cpus().length, loadavg: os.loadavg().map((l) => round(l)) } };
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -109,6 +109,8 @@ export type HashClaimResult = { ok: true; item: EvidenceItem } | { ok: false; cu
 export interface EvidenceItemStore extends StandaloneProofStore {
   /** The item, read strongly consistent (verify must see a just-finished anchor). */
   get(imageHash: string): Promise<EvidenceItem | undefined>;
+  /** Many items, read strongly consistent in batches (those that exist). */
+  getMany(imageHashes: readonly string[]): Promise<EvidenceItem[]>;
   /** Unfinished anchors from the sparse index, oldest first (a hint: the scans below read the items). */
   listUnfinished(limit: number): Promise<string[]>;
   /** Every unfinished anchor, read from the items themselves (a full scan: an operator's tool). */
@@ -182,11 +184,11 @@ export interface ChainLinkStore {
   listLinks(publicKeyHex: string, fromIndex: number, limit: number): Promise<ChainLink[]>;
   /** The links at index − 1, index and index + 1 that exist, read together and strongly consistent. */
   linksAround(publicKeyHex: string, index: number): Promise<Map<number, ChainLink>>;
-  /** Writes a new link if its position is free; false when it is taken. */
-  putLink(link: ChainLink): Promise<boolean>;
+  /** Writes a new link if its position is free (`never-claimed`: only where no link ever was); false when it is taken. */
+  putLink(link: ChainLink, free?: 'never-claimed' | 'absent-or-released'): Promise<boolean>;
   /** Moves a claimed link of `link.image_hash` from the claim `wasClaimId` to `claimId`; false when it moved on. */
   moveLinkClaim(link: Pick<ChainLink, 'public_key_hex' | 'chain_index' | 'image_hash'>, claimId: string, wasClaimId: string, leaseExpiresAt: number): Promise<boolean>;
-  /** Frees a link still claimed by `claimId`; never an anchored one. */
+  /** Frees a link still claimed by `claimId` (marks it released); never an anchored one. */
   releaseLink(publicKeyHex: string, index: number, claimId: string): Promise<boolean>;
   /** Marks the link of `imageHash` anchored. Idempotent. */
   anchorLink(publicKeyHex: string, index: number, imageHash: string, anchoredAt: string, txHash: string): Promise<void>;

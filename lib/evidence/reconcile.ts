@@ -6,7 +6,7 @@ import { isStoreUnavailable } from '../errors.js';
 import { type AnchorDeps, DEFAULT_LEASE_MS, finishPublishing } from './anchor-steps.js';
 import { type FinalityReader, recordLedgerFinality } from './ledger-finality.js';
 import type { SweepStep } from './ports.js';
-import { type AnchoredEvidence, isAnchored } from './records.js';
+import { type AnchoredEvidence, type EvidenceItem, isAnchored } from './records.js';
 
 /**
  * The reconciler (docs/state-machines.md): at start-up and on its schedule it settles every anchor
@@ -99,6 +99,9 @@ export async function reconcileAnchors(deps: ReconcileDeps, options: ReconcileOp
   ]);
   if (scanned) report.swept = { ...report.swept, evidence: scanned.complete };
   const queue = [...new Set([...listed, ...(scanned?.hashes ?? [])])];
+  // The queue's items in batches of 100 (one request, not one per anchor); an item that moves on
+  // meanwhile is refused its next conditional write and read again.
+  const read = new Map((queue.length > 0 ? await deps.repo.getMany(queue) : []).map((item) => [item.image_hash, item]));
   // A dependency that is down (503) fails every anchor that needs it: the pass stops at the first
   // such failure and leaves the rest to the next pass, with one log line instead of one per anchor.
   let down: { image_hash: string; error: ReturnType<typeof describeError> } | undefined;
@@ -106,7 +109,7 @@ export async function reconcileAnchors(deps: ReconcileDeps, options: ReconcileOp
     for (let h = queue.shift(); h !== undefined && !down; h = queue.shift()) {
       report.checked++;
       try {
-        await advance(deps, h, clock().getTime(), report);
+        await advance(deps, h, clock().getTime(), report, read.get(h) ?? null);
       } catch (error) {
         report.failed++;
         if (error instanceof DomainError && error.kind === 'unavailable') down ??= { image_hash: h, error: describeError(error) };
@@ -141,8 +144,8 @@ function waited(report: ReconcileReport, nowMs: number, anchoredAt: string | und
   if (Number.isFinite(since)) report.oldestWaitingMs = Math.max(report.oldestWaitingMs, nowMs - since);
 }
 
-async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, report: ReconcileReport): Promise<void> {
-  const item = await deps.repo.get(imageHash);
+async function advance(deps: ReconcileDeps, imageHash: string, nowMs: number, report: ReconcileReport, prefetched: EvidenceItem | null): Promise<void> {
+  const item = prefetched ?? (await deps.repo.get(imageHash));
   if (!item) return;
   if (!item.anchor_state) {
     await deps.repo.clearUnfinished(item);

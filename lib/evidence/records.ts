@@ -209,7 +209,8 @@ export interface ChainLink {
   previous_hash: string | null;
   signature_hex: string;
   device_id?: string | undefined;
-  state: 'claimed' | 'anchored';
+  /** `released`: its claim gave it up or was barred; the position is free again (a released link is never read as a link). */
+  state: 'claimed' | 'anchored' | 'released';
   /** The claim of the request that holds the link (its identical retry moves it to its own). */
   claim_id: string;
   /** While claimed: epoch ms until which the claim is protected; a link whose claim lapsed without publishing may be freed. */

@@ -1,4 +1,5 @@
 import { describeError, log } from '../log.js';
+import { ProcessCache } from '../memo.js';
 import type { BatchRef, ChainLinkStore, EvidenceItemStore, HashClaimResult, Registration, SweepStep } from './ports.js';
 import {
   type AnchorClaim,
@@ -26,6 +27,14 @@ export type ChainClaimResult =
   | { ok: false; reason: 'previous_mismatch'; expectedPrevious: string };
 
 /**
+ * Chain links this process saw anchored (public key and index → chain_hash): an anchored link
+ * never changes, so a device's next claim can skip reading its neighbours (claimLink). Bounded;
+ * a link not here is read as before.
+ */
+const knownAnchored = new ProcessCache<string, string>('chain links anchored by this process', 20_000);
+const linkKey = (publicKeyHex: string, index: number) => `${publicKeyHex}#${index}`;
+
+/**
  * The evidence the domain keeps: the evidence items (their state machine, EVIDENCE_ITEM) and the
  * device chains, over the two ports the store implements (lib/evidence/ports.ts; DynamoDB:
  * lib/store/evidence-table.ts and chain-table.ts, wired by lib/deps/evidence.ts). The item
@@ -43,6 +52,11 @@ export class EvidenceRepository implements StandaloneProofStore {
   /** The evidence item, read strongly consistent (verify must see a just-finished anchor). */
   get(imageHash: string): Promise<EvidenceItem | undefined> {
     return this.items.get(imageHash);
+  }
+
+  /** Many items, read strongly consistent in batches of 100 (the reconciler's queue). */
+  getMany(imageHashes: readonly string[]): Promise<EvidenceItem[]> {
+    return this.items.getMany(imageHashes);
   }
 
   /** Unfinished anchors from the sparse pending_tx index, oldest first (a hint; the scans read the items). */
@@ -126,12 +140,15 @@ export class EvidenceRepository implements StandaloneProofStore {
     return this.items.replaceTx(current, tx);
   }
 
-  markAnchored(
+  async markAnchored(
     current: EvidenceItem,
     receipt: { status: TxStatus; blockNumber: number; at: string; minedTxHash: string; txHashes?: string[] | undefined } | null,
     batch?: { tx: Omit<StoredTx, 'tx_raw'>; merkle: MerkleInclusion },
   ): Promise<AnchoredEvidence | null> {
-    return this.items.markAnchored(current, receipt, batch);
+    const anchored = await this.items.markAnchored(current, receipt, batch);
+    // Its link is this hash's for good: the device's next claim may take the shortcut (claimLink).
+    if (anchored) knownAnchored.set(linkKey(anchored.public_key_hex, anchored.chain_index), anchored.chain_hash);
+    return anchored;
   }
 
   /**
@@ -212,11 +229,18 @@ export class EvidenceRepository implements StandaloneProofStore {
    */
   async claimLink(link: ChainLink, nowMs: number): Promise<ChainClaimResult> {
     const i = link.chain_index;
+    // The shortcut (no read): where no link ever was, a put if absent is the whole claim when the
+    // previous link is known anchored with this previous_hash (this process anchored it: anchored
+    // links never go) or there is none (index 0). No next link can exist then: a link is claimed
+    // only on an existing previous one, and links are released, never deleted.
+    const known = i === 0 || knownAnchored.get(linkKey(link.public_key_hex, i - 1)) === link.previous_hash;
+    if (known && (await this.links.putLink(link, 'never-claimed'))) return { ok: true, held: false };
     for (let attempt = 0; attempt < 4; attempt++) {
       const around = await this.links.linksAround(link.public_key_hex, i);
-      const prev = around.get(i - 1);
-      const self = around.get(i);
-      const next = around.get(i + 1);
+      const live = (l: ChainLink | undefined) => (l?.state === 'released' ? undefined : l);
+      const prev = live(around.get(i - 1));
+      const self = live(around.get(i));
+      const next = live(around.get(i + 1));
       if (i > 0) {
         if (!prev) return { ok: false, reason: 'previous_missing', nextIndex: await this.nextIndex(link.public_key_hex) };
         if (prev.chain_hash !== link.previous_hash) return { ok: false, reason: 'previous_mismatch', expectedPrevious: prev.chain_hash };

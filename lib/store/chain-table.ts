@@ -1,4 +1,4 @@
-import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ChainLinkStore } from '../evidence/ports.js';
 import type { ChainLink } from '../evidence/records.js';
 import { tryWrite } from './conditional.js';
@@ -15,42 +15,53 @@ export class ChainTable implements ChainLinkStore {
     private readonly table: string,
   ) {}
 
-  /** The last link of a device's chain, if any (to tell a client the next free index). */
+  /** The last link of a device's chain that is not released, if any (to tell a client the next free index). */
   async lastLink(publicKeyHex: string): Promise<ChainLink | undefined> {
-    const r = await this.db.send(
-      new QueryCommand({
-        TableName: this.table,
-        KeyConditionExpression: 'public_key_hex = :pk',
-        ExpressionAttributeValues: { ':pk': publicKeyHex },
-        ScanIndexForward: false,
-        Limit: 1,
-        ConsistentRead: true,
-      }),
-    );
-    return r.Items?.[0] as ChainLink | undefined;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const r = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'public_key_hex = :pk',
+          ExpressionAttributeValues: { ':pk': publicKeyHex },
+          ScanIndexForward: false,
+          Limit: 8,
+          ConsistentRead: true,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      const live = ((r.Items ?? []) as ChainLink[]).find((l) => l.state !== 'released');
+      if (live) return live;
+      start = r.LastEvaluatedKey;
+    } while (start);
+    return undefined;
   }
 
+  /** The link at `index`, unless there is none or it was released. */
   async getLink(publicKeyHex: string, index: number): Promise<ChainLink | undefined> {
     const r = await this.db.send(
       new GetCommand({ TableName: this.table, Key: { public_key_hex: publicKeyHex, chain_index: index }, ConsistentRead: true }),
     );
-    return r.Item as ChainLink | undefined;
+    const link = r.Item as ChainLink | undefined;
+    return link?.state === 'released' ? undefined : link;
   }
 
-  /** A page of a device's chain in index order. */
+  /** A page of a device's chain in index order (released links left out). */
   async listLinks(publicKeyHex: string, fromIndex: number, limit: number): Promise<ChainLink[]> {
     const r = await this.db.send(
       new QueryCommand({
         TableName: this.table,
         KeyConditionExpression: 'public_key_hex = :pk AND chain_index >= :from',
-        ExpressionAttributeValues: { ':pk': publicKeyHex, ':from': fromIndex },
+        FilterExpression: '#state <> :released',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':pk': publicKeyHex, ':from': fromIndex, ':released': 'released' },
         Limit: limit,
       }),
     );
     return (r.Items ?? []) as ChainLink[];
   }
 
-  /** The links at index − 1, index and index + 1 that exist, in one strongly consistent Query. */
+  /** The links at index − 1, index and index + 1 that exist (released ones too), in one strongly consistent Query. */
   async linksAround(publicKeyHex: string, index: number): Promise<Map<number, ChainLink>> {
     const r = await this.db.send(
       new QueryCommand({
@@ -64,9 +75,21 @@ export class ChainTable implements ChainLinkStore {
     return new Map(((r.Items ?? []) as ChainLink[]).map((l) => [l.chain_index, l]));
   }
 
-  /** Writes a new link; false when its position is taken (put if absent). */
-  async putLink(link: ChainLink): Promise<boolean> {
-    const put = await tryWrite(this.db, new PutCommand({ TableName: this.table, Item: link, ConditionExpression: 'attribute_not_exists(public_key_hex)' }));
+  /**
+   * Writes a new link; false when its position is taken. With `free: 'never-claimed'` only where no
+   * link ever was (the claim shortcut of EvidenceRepository.claimLink); otherwise also over a
+   * released one.
+   */
+  async putLink(link: ChainLink, free: 'never-claimed' | 'absent-or-released' = 'absent-or-released'): Promise<boolean> {
+    const put = await tryWrite(
+      this.db,
+      new PutCommand({
+        TableName: this.table,
+        Item: link,
+        ConditionExpression: free === 'never-claimed' ? 'attribute_not_exists(public_key_hex)' : 'attribute_not_exists(public_key_hex) OR #state = :released',
+        ...(free === 'never-claimed' ? {} : { ExpressionAttributeNames: { '#state': 'state' }, ExpressionAttributeValues: { ':released': 'released' } }),
+      }),
+    );
     return put.ok;
   }
 
@@ -90,16 +113,21 @@ export class ChainTable implements ChainLinkStore {
     return moved.ok;
   }
 
-  /** Deletes a claimed link of the claim `claimId`; never an anchored one. False when it was not (any more) that claim's. */
+  /**
+   * Releases a claimed link of the claim `claimId`; never an anchored one. False when it was not
+   * (any more) that claim's. The link is marked `released`, not deleted: a position where a link
+   * ever was is never "never claimed" again (EvidenceRepository.claimLink relies on it).
+   */
   async releaseLink(publicKeyHex: string, index: number, claimId: string): Promise<boolean> {
     const r = await tryWrite(
       this.db,
-      new DeleteCommand({
+      new UpdateCommand({
         TableName: this.table,
         Key: { public_key_hex: publicKeyHex, chain_index: index },
+        UpdateExpression: 'SET #state = :released REMOVE lease_expires_at',
         ConditionExpression: 'claim_id = :id AND #state = :claimed',
         ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':id': claimId, ':claimed': 'claimed' },
+        ExpressionAttributeValues: { ':id': claimId, ':claimed': 'claimed', ':released': 'released' },
       }),
     );
     return r.ok;

@@ -4,7 +4,7 @@ import { localChangeFeed } from '../../lib/local/change-feed.js';
 
 /**
  * Applies every change of the evidence table the embedded dynalite's feed holds (statistics,
- * links' anchored marks), as `npm start` does every 250 ms and the evidence-stream Lambda in AWS:
+ * links' anchored marks), as `npm start` does every second and the evidence-stream Lambda in AWS:
  * a test that reads derived data calls this first, instead of waiting for a timer.
  */
 export async function drainChangeFeed(): Promise<number> {
