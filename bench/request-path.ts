@@ -31,7 +31,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from '../lib/local/dynamo-server.js';
 import { freePort } from '../lib/local/net.js';
-import { cpuMs } from './lib/cpu.js';
+import { cpuMs, machineBusyMs, selfCpuMs } from './lib/cpu.js';
 import { BenchDevice, type AnchorBody } from './lib/device.js';
 import { type Counts, diffCounts, startCountingProxy, summarise } from './lib/dynamo-count.js';
 import { BENCH_TIER_LIMITS } from './lib/stack.js';
@@ -60,6 +60,8 @@ const pct = (xs: number[], p: number) => {
 interface Stack {
   base: string;
   apiPid: number;
+  /** The Hardhat node's pid, from `npm start`'s ledger line. */
+  ledgerPid: number;
   dataDir: string;
   adminToken: string;
   dynamo: EmbeddedDynamo;
@@ -90,8 +92,8 @@ async function startStack(extraEnv: Record<string, string>, front?: (dynamoEndpo
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'lib/local/start.ts')], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const kill = () => child.kill('SIGKILL');
   process.once('exit', kill);
+  let out = '';
   await new Promise<void>((resolve, reject) => {
-    let out = '';
     const timer = setTimeout(() => reject(new Error(`npm start did not become ready:\n${out}`)), 120_000);
     child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
     child.stdout?.on('data', (d: Buffer) => {
@@ -106,6 +108,7 @@ async function startStack(extraEnv: Record<string, string>, front?: (dynamoEndpo
   return {
     base: `http://127.0.0.1:${port}`,
     apiPid: child.pid ?? 0,
+    ledgerPid: Number(/\(hardhat, pid (\d+)/.exec(out)?.[1] ?? 0),
     dataDir,
     adminToken,
     dynamo,
@@ -284,6 +287,12 @@ interface ThroughputRow {
   p50Ms: number;
   p99Ms: number;
   apiCpuMsPerAnchor: number;
+  /** The Hardhat node's CPU per anchor. */
+  ledgerCpuMsPerAnchor: number;
+  /** This process's CPU per anchor: dynalite and the 128 clients (their device signatures). */
+  dynaliteAndClientsCpuMsPerAnchor: number;
+  /** The machine's busy CPU per anchor, every process on it (other load included). */
+  machineCpuMsPerAnchor: number;
 }
 
 async function throughput(mode: 'batched' | 'direct'): Promise<ThroughputRow> {
@@ -302,6 +311,9 @@ async function throughput(mode: 'batched' | 'direct'): Promise<ThroughputRow> {
     const latencies: number[] = [];
     const errors: string[] = [];
     const cpu0 = cpuMs(stack.apiPid);
+    const ledger0 = cpuMs(stack.ledgerPid);
+    const self0 = selfCpuMs();
+    const machine0 = machineBusyMs();
     const start = performance.now();
     const end = start + seconds * 1000;
     await Promise.all(
@@ -316,6 +328,10 @@ async function throughput(mode: 'batched' | 'direct'): Promise<ThroughputRow> {
     );
     const elapsed = (performance.now() - start) / 1000;
     const cpu = cpuMs(stack.apiPid) - cpu0;
+    const ledgerCpu = cpuMs(stack.ledgerPid) - ledger0;
+    const selfCpu = selfCpuMs() - self0;
+    const machineCpu = machineBusyMs() - machine0;
+    const n = Math.max(1, latencies.length);
     const row: ThroughputRow = {
       mode,
       clients: manyClients,
@@ -326,9 +342,15 @@ async function throughput(mode: 'batched' | 'direct'): Promise<ThroughputRow> {
       errorSample: [...new Set(errors)].slice(0, 3),
       p50Ms: round(pct(latencies, 50), 0),
       p99Ms: round(pct(latencies, 99), 0),
-      apiCpuMsPerAnchor: round(cpu / Math.max(1, latencies.length)),
+      apiCpuMsPerAnchor: round(cpu / n),
+      ledgerCpuMsPerAnchor: round(ledgerCpu / n),
+      dynaliteAndClientsCpuMsPerAnchor: round(selfCpu / n),
+      machineCpuMsPerAnchor: round(machineCpu / n),
     };
-    log(`${mode}, ${manyClients} clients: ${row.anchorsPerSecond} anchors/s, p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms, ${row.errors} errors, API CPU ${row.apiCpuMsPerAnchor} ms per anchor`);
+    log(
+      `${mode}, ${manyClients} clients: ${row.anchorsPerSecond} anchors/s, p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms, ${row.errors} errors; CPU per anchor: ` +
+        `API ${row.apiCpuMsPerAnchor} ms, Hardhat ${row.ledgerCpuMsPerAnchor} ms, dynalite and clients ${row.dynaliteAndClientsCpuMsPerAnchor} ms, machine ${row.machineCpuMsPerAnchor} ms`,
+    );
     return row;
   } finally {
     await stack.stop();

@@ -221,6 +221,7 @@ export async function getAnchorDeps(): Promise<AnchorDeps> {
     encodeAnchorData: (imageHash, serverHash) => Buffer.from(encodeAnchorData(imageHash, serverHash).slice(2), 'hex'),
     receiptTimeoutMs: config.ledger.receiptTimeoutMs,
     batching: { store: getBatchStore(), windowMs: config.ledger.batchWindowMs },
+    finality: { rpc: getRpcReader(), confirmationTag: config.ledger.confirmationTag },
   };
 }
 
@@ -244,7 +245,6 @@ export async function getReconcileDeps(): Promise<ReconcileDeps> {
     ...anchor,
     rebroadcast: () => sender.rebroadcastPending(),
     reconcileHolds: (judge, sweep) => reconcileQuotaHolds(limits, judge, { nowMs: Date.now(), requestMaxMs: REQUEST_MAX_MS, sweep }),
-    finality: { rpc: getRpcReader(), confirmationTag: getConfig().ledger.confirmationTag },
   };
 }
 

@@ -8,6 +8,7 @@ import type { AnchorClaim, AnchoredEvidence, EvidenceItem, SignedProofs, StoredT
 import type { EvidenceRepository } from './repository.js';
 import { buildStatement, canonicalStatement, computeServerHash } from './statement.js';
 import { type BatchingDeps, currentBatchKey, finishBatched, joinBatch } from './batch-publish.js';
+import { type FinalityReader, judgeFinality, readFinalAtOnce } from './ledger-finality.js';
 
 /**
  * The steps of the anchor's state machine (repository.ts AnchorState), each resumable by any
@@ -38,6 +39,8 @@ export interface AnchorDeps {
    * run left publishing are still finished.
    */
   batching?: BatchingDeps;
+  /** Reads finality (ledger-finality.ts): under the `latest` rule the anchor write carries its final receipt. */
+  finality?: FinalityReader;
 }
 
 export const DEFAULT_LEASE_MS = 20_000;
@@ -211,10 +214,14 @@ export async function finishPublishing(
         ? outcome.receipt
         : // Just broadcast: no other version of its nonce yet, so its slot need not be read (lib/ledger/receipts.ts).
           await deps.ledger.waitForReceipt(outcome.txHash, receiptWaitMs, fresh ? undefined : current.tx_nonce).catch(() => null);
+    const minedTxHash = receipt?.txHash ?? named;
+    const read = await readFinalAtOnce(deps.finality, receipt && { status: receipt.status, txHash: minedTxHash });
+    const at = clock();
+    const final = read && judgeFinality('latest', read, { ...from, server_hash: from.server_hash as string, ledger_address: from.ledger_address as string, tx_hash: minedTxHash }, at).final;
     const anchored = await stored503(() =>
       deps.repo.markAnchored(
         from,
-        receipt ? { status: receipt.status, blockNumber: receipt.blockNumber, at: clock().toISOString(), minedTxHash: receipt.txHash ?? named, txHashes: receipt.txHashes } : null,
+        receipt ? { status: receipt.status, blockNumber: receipt.blockNumber, at: at.toISOString(), minedTxHash, txHashes: receipt.txHashes, final: final ?? undefined } : null,
       ),
     );
     if (anchored) {

@@ -4,6 +4,7 @@ import { DomainError, unavailable } from '../errors.js';
 import { encodeBatchData } from '../ledger/anchor-data.js';
 import { describeError, log } from '../log.js';
 import type { BatchLeaf, BatchSeal, BatchStore } from './batch-store.js';
+import { type FinalityReader, judgeFinality, readFinalAtOnce, type TransactionFinality } from './ledger-finality.js';
 import { anchorLeafHash, MerkleTree } from './merkle.js';
 import type { LedgerPublisher, LedgerReceipt, ResumeOutcome } from './ports.js';
 import type { AnchoredEvidence, EvidenceItem, MerkleInclusion, StoredTx } from './records.js';
@@ -61,6 +62,7 @@ export interface BatchStepDeps {
   ledger: LedgerPublisher;
   batching: BatchingDeps;
   clock?: () => Date;
+  finality?: FinalityReader;
 }
 
 /** A batch's identity, as its partition key says it. */
@@ -165,7 +167,7 @@ export async function finishBatched(deps: BatchStepDeps, item: EvidenceItem, rec
       }
       continue;
     }
-    const { batch: final, receipt } = await settle(deps, batch, receiptWaitMs);
+    const { batch: final, receipt, finality } = await settle(deps, batch, receiptWaitMs);
     const merkle: MerkleInclusion = {
       root: final.root,
       leaf_index: index,
@@ -173,9 +175,12 @@ export async function finishBatched(deps: BatchStepDeps, item: EvidenceItem, rec
       path: final.tree.path(index).map((h) => h.toString('hex')),
     };
     const { tx_raw: _raw, ...tx } = final.tx;
+    const minedTxHash = receipt?.txHash ?? final.tx.tx_hash;
+    const at = new Date(now(deps));
+    const finalReceipt = finality ? judgeFinality('latest', finality, { image_hash: current.image_hash, server_hash: current.server_hash, ledger_address: tx.ledger_address, merkle, tx_hash: minedTxHash }, at).final : null;
     const anchored = await deps.repo.markAnchored(
       current,
-      receipt ? { status: receipt.status, blockNumber: receipt.blockNumber, at: new Date(now(deps)).toISOString(), minedTxHash: receipt.txHash ?? final.tx.tx_hash, txHashes: receipt.txHashes } : null,
+      receipt ? { status: receipt.status, blockNumber: receipt.blockNumber, at: at.toISOString(), minedTxHash, txHashes: receipt.txHashes, final: finalReceipt ?? undefined } : null,
       { tx, merkle },
     );
     if (anchored) {
@@ -334,6 +339,8 @@ async function reread(deps: BatchStepDeps, item: EvidenceItem): Promise<Evidence
 interface Settled {
   batch: SealedBatch;
   receipt: LedgerReceipt | null;
+  /** The mined transaction as read once for every anchor of the batch (the `latest` rule: final at once). */
+  finality: TransactionFinality | null;
 }
 
 /** The batch's transaction finished (resumed unless this process just sent it) and its receipt awaited; shared per transaction. */
@@ -371,7 +378,8 @@ async function settleOnce(deps: BatchStepDeps, first: SealedBatch, receiptWaitMs
     // need not be read for them (one DynamoDB read less; lib/ledger/receipts.ts).
     const receipt =
       outcome.outcome === 'mined' ? outcome.receipt : await deps.ledger.waitForReceipt(outcome.txHash, receiptWaitMs, fresh ? undefined : tx.tx_nonce).catch(() => null);
-    return { batch, receipt };
+    const finality = await readFinalAtOnce(deps.finality, receipt && { status: receipt.status, txHash: receipt.txHash ?? tx.tx_hash });
+    return { batch, receipt, finality };
   }
   throw unavailable('ledger_unavailable', 'The ledger keeps refusing the batch transaction; the anchor will be finished later.');
 }

@@ -18,6 +18,7 @@ import type {
   StandaloneProofStore,
   StoredTx,
   TxStatus,
+  AnchorReceipt,
 } from './records.js';
 
 export type { SweepStep };
@@ -154,7 +155,7 @@ export interface EvidenceItemStore extends StandaloneProofStore {
    */
   markAnchored(
     current: EvidenceItem,
-    receipt: { status: TxStatus; blockNumber: number; at: string; minedTxHash: string; txHashes?: string[] | undefined } | null,
+    receipt: AnchorReceipt | null,
     batch?: { tx: Omit<StoredTx, 'tx_raw'>; merkle: MerkleInclusion },
   ): Promise<AnchoredEvidence | null>;
   /** confirm / fail (anchored:pending → confirmed | failed): the receipt of a version of the named transaction. */

@@ -89,6 +89,21 @@ export interface FinalLedgerReceipt {
 }
 
 /**
+ * What the anchor write records of its transaction's receipt, when one came while the request
+ * waited: its status, block and mined version; `final` when the receipt is final at once (the
+ * `latest` rule: mined is final) and was read and checked (ledger-finality.ts judgeFinality), so
+ * that the anchor leaves the unfinished index in the same write and the reconciler never reads it.
+ */
+export interface AnchorReceipt {
+  status: TxStatus;
+  blockNumber: number;
+  at: string;
+  minedTxHash: string;
+  txHashes?: string[] | undefined;
+  final?: FinalLedgerReceipt | undefined;
+}
+
+/**
  * The inclusion of an anchor in a ledger batch (decisions.md "Ledger batching", lib/evidence/merkle.ts):
  * leaf = SHA-256(0x00 || image_hash || server_hash), `path` the RFC 6962 audit path (sibling
  * hashes, nearest first) from leaf `leaf_index` of `tree_size` leaves up to `root`, the root

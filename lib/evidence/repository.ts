@@ -15,6 +15,7 @@ import {
   type StandaloneProofStore,
   type StoredTx,
   type TxStatus,
+  type AnchorReceipt,
 } from './records.js';
 
 export * from './records.js';
@@ -142,7 +143,7 @@ export class EvidenceRepository implements StandaloneProofStore {
 
   async markAnchored(
     current: EvidenceItem,
-    receipt: { status: TxStatus; blockNumber: number; at: string; minedTxHash: string; txHashes?: string[] | undefined } | null,
+    receipt: AnchorReceipt | null,
     batch?: { tx: Omit<StoredTx, 'tx_raw'>; merkle: MerkleInclusion },
   ): Promise<AnchoredEvidence | null> {
     const anchored = await this.items.markAnchored(current, receipt, batch);

@@ -1,7 +1,8 @@
 /**
  * Public statistics (GET /api/v1/stats): what is counted, derived from the evidence table's changes
- * (derived.ts). The store keeps them in counters, never in scans (lib/store/stats-counters.ts:
- * all-time totals and UTC-hour buckets; "last 24 h" is the current hour and the 23 before it). The
+ * (derived.ts). The store keeps them in counters, never in scans (lib/store/stats-counters.ts: one
+ * item with the all-time totals and the totals of each UTC hour; "last 24 h" is the current hour and
+ * the 23 before it). The
  * counters hold numbers only: no account, key, device or hash.
  */
 

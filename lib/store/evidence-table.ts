@@ -11,6 +11,7 @@ import {
   type StandaloneAnswers,
   type StoredTx,
   type TxStatus,
+  type AnchorReceipt,
 } from '../evidence/records.js';
 import type { Registration } from '../evidence/ports.js';
 import { EVIDENCE_ITEM } from '../state-machines.js';
@@ -390,7 +391,7 @@ export class EvidenceTable implements EvidenceItemStore {
    */
   async markAnchored(
     current: EvidenceItem,
-    receipt: { status: TxStatus; blockNumber: number; at: string; minedTxHash: string; txHashes?: string[] | undefined } | null,
+    receipt: AnchorReceipt | null,
     batch?: { tx: Omit<StoredTx, 'tx_raw'>; merkle: MerkleInclusion },
   ): Promise<AnchoredEvidence | null> {
     // Batch mode: the item named its batch (kept: which batch holds it) and no transaction until
@@ -405,9 +406,12 @@ export class EvidenceTable implements EvidenceItemStore {
       set.tx_hash = receipt.minedTxHash;
       if (receipt.txHashes && receipt.txHashes.length > 1) set.tx_hashes = receipt.txHashes;
     }
+    // Final at once (the `latest` rule, read and checked by the caller): finalize rides on this write.
+    const final = receipt?.status === 'confirmed' ? receipt.final : undefined;
+    if (final) set.ledger_final = final;
     // A confirmed anchor stays on the unfinished index until its final receipt is stored
-    // (recordFinalLedger, by the reconciler); a failed one has nothing left to do.
-    const remove = [...(batch ? [] : ['tx_raw']), ...(receipt && receipt.status !== 'confirmed' ? ['pending_shard'] : [])];
+    // (here, or by the reconciler's recordFinalLedger); a failed one has nothing left to do.
+    const remove = [...(batch ? [] : ['tx_raw']), ...(receipt && (receipt.status !== 'confirmed' || final) ? ['pending_shard'] : [])];
     return (await this.moved(current, 'anchor', { set, remove })) as AnchoredEvidence | null;
   }
 

@@ -8,6 +8,8 @@ import { useStack } from '../support/stack.js';
 import { createAccount, Device, json, randomHash } from '../support/client.js';
 import { verifyMlDsa65 } from '../../lib/crypto/ml-dsa.js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
+import { getEvidenceRepo } from '../../lib/deps/evidence.js';
+import { encodeAnchorData } from '../../lib/ledger/anchor-data.js';
 
 type Anchor = Record<string, unknown> & { tx_hash: string; server_hash: string; ledgerscan_url: string };
 
@@ -51,6 +53,13 @@ describe('POST /api/v2/evidence/anchor', () => {
     assert.equal(result.blockchain_anchored, true);
     assert.match(result.tx_hash, /^0x[0-9a-f]{64}$/);
     assert.equal(result.ledgerscan_url, `${process.env.PUBLIC_BASE_URL ?? 'http://127.0.0.1:3000'}/ledger/tx/${result.tx_hash}`);
+    // The local chain's rule (`latest`: mined is final): the anchor write stored its final receipt,
+    // the transaction as the chain holds it, so the record is off the unfinished index already.
+    const stored = await getEvidenceRepo().get(body.sha256_hash);
+    assert.equal(stored?.pending_shard, undefined);
+    assert.equal(stored?.ledger_final?.tx_hash, result.tx_hash);
+    assert.equal(stored?.ledger_final?.finality, 'latest');
+    assert.equal(stored?.ledger_final?.input_data, encodeAnchorData(body.sha256_hash, result.server_hash));
   });
 
   it('answers /evidence/full exactly like /evidence/anchor', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { getAnchorDeps } from '../../lib/deps/anchoring.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
-import { getEvidenceRepo } from '../../lib/deps/evidence.js';
+import { getEvidenceRepo, getRpcReader } from '../../lib/deps/evidence.js';
 import { anchorEvidence, type AnchorDeps } from '../../lib/evidence/anchor.js';
 import { Wallet } from 'ethers';
 import { parseBatchKey } from '../../lib/evidence/batch-publish.js';
@@ -10,7 +10,8 @@ import type { BatchLeaf, BatchSeal } from '../../lib/evidence/batch-store.js';
 import { BatchTable } from '../../lib/store/batch-table.js';
 import type { LedgerPublisher } from '../../lib/evidence/ports.js';
 import { anchorLeafHash, verifyInclusion } from '../../lib/evidence/merkle.js';
-import type { AnchoredEvidence } from '../../lib/evidence/records.js';
+import { isAnchored, type AnchoredEvidence } from '../../lib/evidence/records.js';
+import { readLedgerFinality } from '../../lib/evidence/ledger-finality.js';
 import { reconcileAnchors } from '../../lib/evidence/reconcile.js';
 import { decodeLedgerData } from '../../lib/ledger/anchor-data.js';
 import { createLedgerProvider, LedgerSender } from '../../lib/ledger/sender.js';
@@ -108,6 +109,27 @@ async function assertIncluded(item: AnchoredEvidence): Promise<void> {
   assert.ok(ok, `inclusion of ${item.image_hash}`);
 }
 
+/**
+ * The local chain's rule (`latest`: mined is final): the anchor write itself stored the final
+ * receipt of the batch's transaction, the one the chain holds (read again here), and took the
+ * record off the unfinished index, so the reconciler never reads it.
+ */
+async function assertFinalAtOnce(imageHash: string): Promise<void> {
+  const stored = await getEvidenceRepo().get(imageHash);
+  assert.ok(stored && isAnchored(stored), `${imageHash} is anchored`);
+  assert.equal(stored.pending_shard, undefined, 'off the unfinished index');
+  const final = stored.ledger_final;
+  assert.ok(final, 'the anchor write carried the final receipt');
+  assert.equal(final.finality, 'latest');
+  assert.equal(final.tx_hash, stored.tx_hash.toLowerCase());
+  const again = await readLedgerFinality({ rpc: getRpcReader(), confirmationTag: 'latest' }, { ...stored, ledger_final: undefined }, new Date());
+  assert.equal(again.check.valid, true);
+  assert.deepEqual(
+    { block: final.block_number, hash: final.block_hash, time: final.block_time, from: final.from, input: final.input_data },
+    { block: again.final?.block_number, hash: again.final?.block_hash, time: again.final?.block_time, from: again.final?.from, input: again.final?.input_data },
+  );
+}
+
 /** Waits (real time) until the window open now has at least `ms` left, so a burst lands in one window. */
 async function startOfWindow(windowMs: number, ms: number): Promise<void> {
   const left = windowMs - (Date.now() % windowMs);
@@ -138,7 +160,17 @@ describe('ledger batching', () => {
     for (const a of anchored) {
       assert.equal(a.tx_status, 'confirmed');
       await assertIncluded(a);
+      await assertFinalAtOnce(a.image_hash);
     }
+  });
+
+  it('under the `finalized` rule the anchor write carries no final receipt: the record waits on the unfinished index for the reconciler', async () => {
+    const deps = proc(500, { finality: { rpc: getRpcReader(), confirmationTag: 'finalized' } });
+    const a = await anchorEvidence(deps, anchorInputFor(new Device(), account.accountId));
+    assert.equal(a.tx_status, 'confirmed');
+    const stored = await getEvidenceRepo().get(a.image_hash);
+    assert.equal(stored?.ledger_final, undefined);
+    assert.ok(stored?.pending_shard !== undefined, 'on the unfinished index');
   });
 
   it('a leaf written after the seal moves to the next window and is anchored there, once', async () => {

@@ -6,13 +6,23 @@ import { getConfig, getDb } from '../../lib/deps/core.js';
 import type { StatsEvent } from '../../lib/evidence/stats.js';
 import { sequenceKey } from '../../lib/evidence/derived.js';
 import { StatsRecorder } from '../../lib/store/stats-counters.js';
+import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { setLogLevel } from '../../lib/log.js';
 
-/** A recorder over the real counters table, with its own keys and a clock the test moves. */
+/** A recorder over the real counters table, with its own keys and a clock the test moves; `sent` names every request it made. */
 function recorderAt(start: string) {
   let now = new Date(start);
-  const recorder = new StatsRecorder(getDb(), getConfig().tables.counters, { clock: () => now, prefix: `test-stats-${randomBytes(4).toString('hex')}#` });
-  return { recorder, setNow: (iso: string) => (now = new Date(iso)) };
+  const sent: string[] = [];
+  const db = {
+    send(command: { constructor: { name: string } }) {
+      sent.push(command.constructor.name.replace(/Command$/, ''));
+      return getDb().send(command as never);
+    },
+  } as unknown as DynamoDBDocumentClient;
+  const prefix = `test-stats-${randomBytes(4).toString('hex')}#`;
+  const recorder = new StatsRecorder(db, getConfig().tables.counters, { clock: () => now, prefix });
+  const item = async () => (await getDb().send(new GetCommand({ TableName: getConfig().tables.counters, Key: { pk: `${prefix}total` } }))).Item ?? {};
+  return { recorder, setNow: (iso: string) => (now = new Date(iso)), sent, item };
 }
 
 const hourOf = (iso: string) => Math.floor(Date.parse(iso) / 3_600_000) * 3_600_000;
@@ -47,6 +57,38 @@ describe('statistics counters', () => {
     assert.equal(s.totals.anchored, 1);
   });
 
+  it('is one item: one write per batch whatever hours it spans, one read per answer; an hour out of the window leaves the item', async () => {
+    const { recorder, setNow, sent, item } = recorderAt('2026-11-22T12:30:00.000Z');
+    await recorder.applyStats('shard-a', [
+      ...events(1, [{ anchored: 1 }], '2026-11-22T10:10:00.000Z'),
+      ...events(2, [{ anchored: 1 }], '2026-11-22T11:10:00.000Z'),
+      ...events(3, [{ registered: 1 }], '2026-11-22T12:10:00.000Z'),
+    ]);
+    assert.deepEqual(sent.splice(0), ['Update']);
+    const s = await recorder.read();
+    assert.deepEqual(sent.splice(0), ['Get']);
+    assert.deepEqual(s.last_24h, { registered: 1, anchored: 2, devices: 0, transactions: 0 });
+    assert.deepEqual(Object.keys(await item()).filter((k) => k.startsWith('hour#')).sort(), ['hour#2026-11-22T10#anchored', 'hour#2026-11-22T11#anchored', 'hour#2026-11-22T12#registered']);
+    // A day later the 10:00 and 11:00 hours are more than 25 hours old: the next write but one removes them
+    // (the first learns of them from the item it returns), and counts nothing twice meanwhile.
+    setNow('2026-11-23T12:30:00.000Z');
+    await recorder.applyStats('shard-a', events(4, [{ anchored: 1 }], '2026-11-23T12:30:00.000Z'));
+    await recorder.applyStats('shard-a', events(5, [{ anchored: 1 }], '2026-11-23T12:30:00.000Z'));
+    assert.deepEqual(Object.keys(await item()).filter((k) => k.startsWith('hour#')).sort(), ['hour#2026-11-22T12#registered', 'hour#2026-11-23T12#anchored']);
+    const later = await recorder.read();
+    assert.deepEqual(later.totals, { registered: 1, anchored: 4, devices: 0, transactions: 0 });
+    assert.deepEqual(later.last_24h, { registered: 0, anchored: 2, devices: 0, transactions: 0 }, 'the 12:00 hour of yesterday is out of the window, though still on the item');
+  });
+
+  it('counts a late event of an hour already out of the window in the totals only', async () => {
+    const { recorder, item } = recorderAt('2026-11-23T12:30:00.000Z');
+    await recorder.applyStats('shard-a', events(1, [{ anchored: 1 }], '2026-11-22T10:10:00.000Z'));
+    const s = await recorder.read();
+    assert.equal(s.totals.anchored, 1);
+    assert.equal(s.last_24h.anchored, 0);
+    assert.deepEqual(Object.keys(await item()).filter((k) => k.startsWith('hour#')), []);
+  });
+
   it('counts a batch delivered again once, and of an overlapping batch only what it had not counted', async () => {
     const { recorder } = recorderAt('2026-11-22T10:00:00.000Z');
     const first = events(1, [{ anchored: 1 }, { anchored: 1 }, { anchored: 1 }], '2026-11-22T10:00:00.000Z');
@@ -69,7 +111,7 @@ describe('statistics counters', () => {
 
   it('counts each event once when the same batches are applied by two consumers at once', async () => {
     const { recorder } = recorderAt('2026-11-22T10:00:00.000Z');
-    const other = new StatsRecorder(getDb(), getConfig().tables.counters, { clock: () => new Date('2026-11-22T10:00:00.000Z'), prefix: (recorder as unknown as { prefix: string }).prefix });
+    const other = new StatsRecorder(getDb(), getConfig().tables.counters, { clock: () => new Date('2026-11-22T10:00:00.000Z'), prefix: (recorder as unknown as { pk: string }).pk.replace(/total$/, '') });
     const batches = Array.from({ length: 10 }, (_, b) => events(1 + b * 4, [{ transactions: 1 }, { transactions: 1 }, { transactions: 1 }, { transactions: 1 }], '2026-11-22T10:00:00.000Z'));
     await Promise.all([
       (async () => {
