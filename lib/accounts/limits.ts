@@ -183,13 +183,13 @@ const secondsUntil = (end: Date, now: Date) => Math.max(1, Math.ceil((end.getTim
  * API-key requests are charged on the account meter (meter-repository.ts) with one conditional
  * write each: the rate unit, and for an evidence operation the quota unit under a hold. A hold
  * whose operation completed is settled without a write of its own: the settle rides on the next
- * charge of the same meter from this process, or goes out by itself within SETTLE_FLUSH_MS when
- * no charge comes. A settle that never goes out (the process died or froze) is found by the
+ * charge of the same meter from this process, or goes out by itself once it has waited
+ * SETTLE_FLUSH_MS for one. A settle that never goes out (the process died or froze) is found by the
  * reconciliation (quota-holds.ts), which ends the hold as its operation's record says.
  */
 export class LimitService {
-  /** Holds this process saw complete, per meter, waiting to ride on a charge. */
-  private readonly settles = new Map<string, Set<string>>();
+  /** Holds this process saw complete, per meter, waiting to ride on a charge: hold id → when it began waiting (performance.now()). */
+  private readonly settles = new Map<string, Map<string, number>>();
   /** The minute each meter counted at its last charge from here (which form of the write to try first). */
   private readonly minutes = new Map<string, string>();
   private flushTimer: NodeJS.Timeout | undefined;
@@ -220,7 +220,7 @@ export class LimitService {
     const month = monthWindow(at);
     const pk = counterKeys.meter(accountId, month);
     const limits = this.tiers[tier];
-    const pending = [...(this.settles.get(pk) ?? [])];
+    const pending = [...(this.settles.get(pk)?.keys() ?? [])];
     const out = await this.meters.charge({
       pk,
       minute: minute.id,
@@ -342,27 +342,44 @@ export class LimitService {
   settleQuota(reservation: Pick<QuotaReservation, 'allowed' | 'counterKey' | 'holdId'>): void {
     if (!reservation.allowed) return;
     let set = this.settles.get(reservation.counterKey);
-    if (!set) this.settles.set(reservation.counterKey, (set = new Set()));
-    set.add(reservation.holdId);
-    this.flushTimer ??= setTimeout(() => void this.flushSettles(), SETTLE_FLUSH_MS).unref();
+    if (!set) this.settles.set(reservation.counterKey, (set = new Map()));
+    if (!set.has(reservation.holdId)) set.set(reservation.holdId, performance.now());
+    this.arm();
   }
 
-  /** Sends every settle still waiting (the timer's, and a process about to stop). */
-  async flushSettles(): Promise<void> {
+  /**
+   * The timer fires when the oldest waiting settle has waited SETTLE_FLUSH_MS, and sends the meters
+   * that have one that old (each meter's waiting settles in one write); younger ones keep waiting
+   * for a charge. So under steady traffic a settle almost always rides, and none waits longer.
+   */
+  private arm(): void {
+    if (this.flushTimer || this.settles.size === 0) return;
+    let oldest = Infinity;
+    for (const ids of this.settles.values()) for (const since of ids.values()) oldest = Math.min(oldest, since);
+    this.flushTimer = setTimeout(() => void this.flushSettles({ dueOnly: true }), Math.max(0, oldest + SETTLE_FLUSH_MS - performance.now())).unref();
+  }
+
+  /** Sends every settle still waiting (a process about to stop; tests); `dueOnly`: the meters with one that waited SETTLE_FLUSH_MS (the timer's). */
+  async flushSettles(options: { dueOnly?: boolean } = {}): Promise<void> {
     this.flushTimer = undefined;
-    const waiting = [...this.settles].map(([pk, ids]) => [pk, [...ids]] as const);
+    const due = performance.now() - SETTLE_FLUSH_MS;
+    const waiting = [...this.settles]
+      .filter(([, ids]) => !options.dueOnly || [...ids.values()].some((since) => since <= due))
+      .map(([pk, ids]) => [pk, [...ids.keys()]] as const);
     await Promise.all(
       waiting.map(async ([pk, ids]) => {
         try {
           await this.meters.settle(pk, ids);
           this.settled(pk, ids);
         } catch (error) {
-          // Kept for the next charge or flush; the reconciliation ends them if this process goes.
+          // Kept for the next charge or flush (a second from now); the reconciliation ends them if this process goes.
+          const set = this.settles.get(pk);
+          for (const id of ids) if (set?.has(id)) set.set(id, performance.now());
           log.warn('quota settle failed; tried again with the next charge', { counter: pk, ...describeError(error) });
         }
       }),
     );
-    if (this.settles.size > 0) this.flushTimer ??= setTimeout(() => void this.flushSettles(), SETTLE_FLUSH_MS).unref();
+    this.arm();
   }
 
   /** Ends a hold found open by the reconciler: true when this call ended it. */

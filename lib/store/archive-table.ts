@@ -49,12 +49,18 @@ export class ArchiveTable implements ArchiveStore {
     return (r.Items ?? []).map((i) => ({ image_hash: String(i.image_hash), anchored_at: String(i.anchored_at) }));
   }
 
-  /** enqueue again (ARCHIVE_MEMBER.enqueue) every anchored item in no group among the next segment of the evidence table. */
+  /**
+   * enqueue again (ARCHIVE_MEMBER.enqueue) every anchored item in no group and not on the
+   * archive_due index (no `archive_shard`: an anchor from before the archive, or one whose
+   * attribute was removed) among the next segment of the evidence table. An item that has the
+   * attribute is on the index (DynamoDB keeps a GSI with its items) and waits already: it is not
+   * written again, which before cost one write of a whole record per waiting anchor per sweep.
+   */
   async sweepUngrouped(step: SweepStep): Promise<{ enqueued: number; complete: boolean }> {
     this.segments ??= new SegmentScan(this.db, {
       TableName: this.tables.evidence,
       ProjectionExpression: 'image_hash',
-      FilterExpression: 'anchor_state = :anchored AND attribute_not_exists(ers_group) AND attribute_exists(anchored_at)',
+      FilterExpression: 'anchor_state = :anchored AND attribute_not_exists(ers_group) AND attribute_not_exists(archive_shard) AND attribute_exists(anchored_at)',
       ExpressionAttributeValues: { ':anchored': ARCHIVE_MEMBER_ANCHORED },
       ConsistentRead: true,
     });
@@ -66,7 +72,6 @@ export class ArchiveTable implements ArchiveStore {
         new UpdateCommand({
           TableName: this.tables.evidence,
           Key: { image_hash: String(item.image_hash) },
-          // Written again even when present: a rewrite puts a lost index entry back.
           UpdateExpression: 'SET archive_shard = :s',
           ConditionExpression: 'anchor_state = :anchored AND attribute_not_exists(ers_group)',
           ExpressionAttributeValues: { ':s': ARCHIVE_SHARD, ':anchored': ARCHIVE_MEMBER_ANCHORED },

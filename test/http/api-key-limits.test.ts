@@ -6,6 +6,7 @@ import { getDb } from '../../lib/deps/core.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
 import { useStack } from '../support/stack.js';
+import { waitFor } from '../support/wait.js';
 import { body, evidenceTestApp, frozenClock, registerDirect, testDeps, withKey } from '../accounts/support.js';
 
 // At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
@@ -17,11 +18,11 @@ const MID_MINUTE = '2030-11-22T10:15:30.000Z';
 /** A DynamoDB client that records each call: its command, and how many other calls were in flight when it started. */
 function recordingDb() {
   const base = getDb();
-  const calls: { command: string; table: string; concurrent: number }[] = [];
+  const calls: { command: string; table: string; concurrent: number; at: number }[] = [];
   let inFlight = 0;
   const db = Object.create(base) as typeof base;
   db.send = (async (command: Parameters<typeof base.send>[0]) => {
-    calls.push({ command: command.constructor.name, table: String((command.input as { TableName?: string }).TableName), concurrent: inFlight });
+    calls.push({ command: command.constructor.name, table: String((command.input as { TableName?: string }).TableName), concurrent: inFlight, at: performance.now() });
     inFlight++;
     try {
       return await base.send(command);
@@ -81,6 +82,27 @@ describe('API key, rate and quota on a quota-counted endpoint', () => {
     assert.equal(await used(deps, account.account_id), 4);
     const open = (await deps.limits.openHolds()).holds.filter((h) => h.counterKey.includes(account.account_id));
     assert.deepEqual(open, [], 'no hold stays open after completed requests');
+  });
+
+  it('a settle no charge carries goes out by itself once it has waited a second; one a charge carried is never sent again', async () => {
+    const deps = testDeps({ clock: frozenClock(MID_MINUTE) });
+    const account = await registerDirect(deps);
+    const { db, calls } = recordingDb();
+    const keyAuth = createKeyAuthDeps({ config: { ...deps.config, apiKeyCacheMs: 5000 }, db, clock: deps.clock });
+    const app = quotaApp(keyAuth);
+    assert.equal((await app.request('/op', withKey(account.api_key))).status, 200);
+    // 700 ms later (timers never fire early), the second request carries the first one's settle.
+    await new Promise((r) => setTimeout(r, 700));
+    const secondStart = performance.now(); // its settle begins waiting after this
+    assert.equal((await app.request('/op', withKey(account.api_key))).status, 200);
+    calls.length = 0;
+    const openHolds = async () => (await deps.limits.openHolds()).holds.filter((h) => h.counterKey.includes(account.account_id)).length;
+    // The second request's settle: no charge comes, the timer sends it (one write), and nothing else goes out.
+    await waitFor('the last settle to go out by itself', 20_000, async () => ((await openHolds()) === 0 ? true : undefined));
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.deepEqual(calls.map((c) => [c.command, c.table]), [['UpdateCommand', deps.config.tables.counters]], 'one settle write, no second for the settle the charge carried');
+    assert.ok((calls[0]?.at ?? 0) - secondStart >= 1000, `the second settle waited its second for a charge: sent ${Math.round((calls[0]?.at ?? 0) - secondStart)} ms after its request began`);
+    assert.equal(await used(deps, account.account_id), 2);
   });
 
   it('spends the rate unit of a request the quota refuses, as every authenticated request does', async () => {
