@@ -14,6 +14,9 @@
  *      /proc/stat and shown next to it): the edge cache of bench/variants.ts in front of warm
  *      verify, and, with LEDGER_BLOCK_TIME_MS blocks, answering anchors without waiting for the
  *      receipt (LEDGER_RECEIPT_TIMEOUT_MS=0, a configuration of the production code).
+ * 0. The request path (bench/request-path.ts, first, on a machine still cool): issue 33's goals,
+ *    DynamoDB requests per registration and anchor, registration against verify latency, 128
+ *    clients batched against direct with every process's CPU per anchor.
  * 2. DynamoDB requests per operation (bench/requests.ts: `npm start` behind a counting proxy).
  * 3. In-process stage costs (bench/stages.ts, its own process and stack).
  * 4. Cold start (bench/cold-start.ts): esbuild bundles and fresh-process imports.
@@ -26,7 +29,8 @@
  *   BENCH_CONNECTIONS=16       connections of the throughput runs
  *   BENCH_ANCHOR_CONNECTIONS=16
  *   BENCH_BLOCK_TIME_MS=2000   block time of the second chain
- *   BENCH_SECTIONS=http,variants,blocks,issue18,requests,stages,cold   what to run (variants: the alternatives
+ *   BENCH_SECTIONS=request-path,http,variants,blocks,issue18,requests,stages,cold   what to run (request-path: issue 33's
+ *                              goals in one run, bench/request-path.ts, its own REQUEST_PATH_* settings; variants: the alternatives
  *                              next to the http and blocks runs: edge-cached verify, no receipt wait;
  *                              issue18: the goals of issue 18 side by side, see below; requests: DynamoDB
  *                              requests, writes and capacity units per operation and per idle minute,
@@ -51,7 +55,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { LoadResult, LoadSpec } from './load.js';
 import { REPO_ROOT, runWorker, startServer, type Server } from './lib/proc.js';
-import { type BenchResults, renderMarkdown, type ColdRow, type HttpRun, type Issue18Row, type RequestsResult, type StagesResult } from './lib/report.js';
+import { type BenchResults, renderMarkdown, type ColdRow, type HttpRun, type Issue18Row, type RequestPathResult, type RequestsResult, type StagesResult } from './lib/report.js';
 import { cpuMs, machineBusyMs, selfCpuMs } from './lib/cpu.js';
 import { startBenchStack, stopBenchDynamo, type BenchStack } from './lib/stack.js';
 import { createAccount } from './lib/accounts.js';
@@ -68,7 +72,7 @@ const settings = {
   connections: num('BENCH_CONNECTIONS', 16),
   anchorConnections: num('BENCH_ANCHOR_CONNECTIONS', 16),
   blockTimeMs: num('BENCH_BLOCK_TIME_MS', 2000),
-  sections: (process.env.BENCH_SECTIONS ?? 'http,variants,blocks,issue18,requests,stages,cold').split(',').map((s) => s.trim()),
+  sections: (process.env.BENCH_SECTIONS ?? 'request-path,http,variants,blocks,issue18,requests,stages,cold').split(',').map((s) => s.trim()),
   /** DynamoDB on-demand prices the cost per 1,000 anchors assumes (USD per million request units). */
   ddbWriteUsdPerMillion: num('BENCH_DDB_WRU_USD_PER_MILLION', 0.625),
   ddbReadUsdPerMillion: num('BENCH_DDB_RRU_USD_PER_MILLION', 0.125),
@@ -209,6 +213,10 @@ const c = settings.connections;
 const lat = settings.latencyDuration;
 const dur = settings.duration;
 const ac = settings.anchorConnections;
+if (settings.sections.includes('request-path')) {
+  say('the request path: issue 33\'s goals in one run (bench/request-path.ts: counts, latency, 128 clients batched against direct)');
+  results.requestPath = await runWorker<RequestPathResult>('bench/request-path.ts', {}, { echoStderr: true });
+}
 const wantVariants = settings.sections.includes('variants');
 
 try {

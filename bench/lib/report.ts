@@ -222,10 +222,63 @@ export function requestsTable(r: RequestsResult, settings: Record<string, unknow
 }
 
 /** Everything run.ts writes to latest.md. */
+/** bench/request-path.ts: issue 33's goals measured in one run. */
+export interface RequestPathResult {
+  counts: { operation: string; clients: number; count: number; requestsEach: number; writesEach: number; writesByTableEach: Record<string, number>; p50Ms: number; apiCpuMsEach: number }[];
+  latency: { registrationP50Ms: number; verifyP50Ms: number; ratio: number; verifyAnchoredP50Ms: number };
+  throughput: { batched?: RequestPathThroughput; direct?: RequestPathThroughput; ratio: number };
+  proofsCpuMsPerAnchor: number;
+  machine: { nproc: number; loadavg: number[] };
+}
+export interface RequestPathThroughput {
+  mode: string;
+  clients: number;
+  anchorsPerSecond: number;
+  errors: number;
+  p50Ms: number;
+  p99Ms: number;
+  apiCpuMsPerAnchor: number;
+  ledgerCpuMsPerAnchor: number;
+  dynaliteAndClientsCpuMsPerAnchor: number;
+  machineCpuMsPerAnchor: number;
+}
+
+function requestPathTables(r: RequestPathResult): string {
+  const row = (op: string, clients: number) => r.counts.find((c) => c.operation === op && c.clients === clients);
+  const f = (x: number | undefined, d = 2) => (x === undefined || Number.isNaN(x) ? 'n/a' : String(Math.round(x * 10 ** d) / 10 ** d));
+  const met = (ok: boolean) => (ok ? 'met' : '**not met**');
+  const reg1 = row('hash registration', 1);
+  const reg10 = row('hash registration', 10);
+  const a1 = row('anchor (batched)', 1);
+  const a16 = row('anchor (batched)', 16);
+  const { batched: b, direct: d } = r.throughput;
+  const goals = [
+    '| what | measured | goal | |',
+    '|---|---|---|---|',
+    `| DynamoDB requests per hash registration, 1 / 10 clients | ${f(reg1?.requestsEach)} / ${f(reg10?.requestsEach)} | ≤ 3 | ${met((reg1?.requestsEach ?? 99) <= 3 && (reg10?.requestsEach ?? 99) <= 3)} |`,
+    `| hash registration p50 against a public verify of a registered hash p50, 10 clients each | ${f(r.latency.registrationP50Ms, 0)} ms against ${f(r.latency.verifyP50Ms, 0)} ms (${f(r.latency.ratio)}×) | ≤ 3× | ${met(r.latency.ratio <= 3)} |`,
+    `| DynamoDB requests per anchor, batched, 16 clients / 1 client | ${f(a16?.requestsEach)} / ${f(a1?.requestsEach)} | ≤ 8 / ≤ 12 | ${met((a16?.requestsEach ?? 99) <= 8 && (a1?.requestsEach ?? 99) <= 12)} |`,
+    `| ${b?.clients ?? 128} clients: batched against direct anchors/s | ${f(b?.anchorsPerSecond, 1)} against ${f(d?.anchorsPerSecond, 1)} (${f(r.throughput.ratio)}×), errors ${b?.errors ?? 'n/a'} / ${d?.errors ?? 'n/a'}, p99 ${f(b?.p99Ms, 0)} / ${f(d?.p99Ms, 0)} ms | ≥ 3×, no errors | ${met(r.throughput.ratio >= 3 && b?.errors === 0 && d?.errors === 0)} |`,
+    `| API CPU per hash registration (10 clients) / per anchor (batched, ${b?.clients ?? 128} clients), the proofs' share | ${f(reg10?.apiCpuMsEach)} ms / ${f(b?.apiCpuMsPerAnchor)} ms, of which the proofs ${f(r.proofsCpuMsPerAnchor)} ms | reported | |`,
+  ];
+  const counts = [
+    '| operation | clients | n | requests each | writes each | writes by table | p50 ms | API CPU ms each |',
+    '|---|---|---|---|---|---|---|---|',
+    ...r.counts.map((c) => `| ${c.operation} | ${c.clients} | ${c.count} | ${f(c.requestsEach)} | ${f(c.writesEach)} | ${Object.entries(c.writesByTableEach).map(([t, n]) => `${t} ${f(n)}`).join(', ')} | ${f(c.p50Ms, 0)} | ${f(c.apiCpuMsEach)} |`),
+  ];
+  const cpu = [
+    '| mode | anchors/s | p50 ms | p99 ms | errors | CPU per anchor: API | Hardhat | dynalite and clients | the machine, all processes |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...[b, d].filter((t): t is RequestPathThroughput => t !== undefined).map((t) => `| ${t.mode} | ${f(t.anchorsPerSecond, 1)} | ${f(t.p50Ms, 0)} | ${f(t.p99Ms, 0)} | ${t.errors} | ${f(t.apiCpuMsPerAnchor)} | ${f(t.ledgerCpuMsPerAnchor)} | ${f(t.dynaliteAndClientsCpuMsPerAnchor)} | ${f(t.machineCpuMsPerAnchor)} |`),
+  ];
+  return [...goals, '', ...counts, '', ...cpu, '', `A first verify of an anchored record: p50 ${f(r.latency.verifyAnchoredP50Ms, 0)} ms. Load average at the end: ${JSON.stringify(r.machine.loadavg)}.`].join('\n');
+}
+
 export interface BenchResults {
   settings: Record<string, unknown>;
   machine: Record<string, unknown>;
   http: HttpRun[];
+  requestPath?: RequestPathResult;
   issue18?: Issue18Row[];
   requests?: RequestsResult;
   stages?: StagesResult;
@@ -244,6 +297,7 @@ export function renderMarkdown(results: BenchResults): string {
   ];
   if (results.http.length) md.push('## HTTP (autocannon, separate process)', '', httpTable(results.http), '');
   if (results.issue18?.length) md.push('## Issue 18 goals, side by side', '', issue18Table(results.issue18, results.settings), '');
+  if (results.requestPath) md.push('## The request path (issue 33: bench/request-path.ts)', '', requestPathTables(results.requestPath), '');
   if (results.requests) md.push('## DynamoDB requests per operation (npm start behind a counting proxy)', '', requestsTable(results.requests, results.settings), '');
   const s = results.stages;
   if (s) {
