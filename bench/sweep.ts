@@ -2,18 +2,25 @@
  * `npm run sweep`: the crash-point sweep (FoundationDB's simulation, TigerBeetle's VOPR, applied to
  * the anchor path). The fault hook (lib/local/fault-hook.ts) sits at the two ports the state
  * machines write through, DynamoDB and the ledger; with it, `npm start` SIGKILLs itself at the k-th
- * call of an armed anchor request, before the call leaves or after its answer arrived. For every k
- * of the path, in direct and batch mode (sealing included), the service is killed there,
- * restarted, the phone retries the identical request, the reconciler runs, and then every
- * invariant of decisions.md "Faults and retries" is checked (test/support/crash-harness.ts): every 200
- * verifies, nothing in limbo, each hash and each Merkle root on the ledger at most once, no fork,
- * exact charging.
+ * call of an armed request, before the call leaves or after its answer arrived. For every k of
+ * each path, the service is killed there, restarted, the phone retries the identical request, the
+ * reconciler runs, and then every invariant of decisions.md "Faults and retries" is checked
+ * (test/support/crash-harness.ts): every 200 verifies (a registration: is registered), nothing in
+ * limbo, each hash and each Merkle root on the ledger at most once, no fork, exact charging, and
+ * exact statistics once the change feed converged. The paths:
+ *   direct    an anchor, one transaction each (LEDGER_BATCH_WINDOW_MS=0)
+ *   batched   an anchor in a batch (250 ms window, sealing included)
+ *   register  a hash registration (the account meter's charge, the registration's write)
+ *   feed      the change feed's applying of an anchor's changes (statistics, the link's anchored
+ *             mark), direct; feed-batched the same in batch mode. The photo is anchored unarmed;
+ *             the feed's k-th call kills the service.
  *
  * First the path's length is measured (three armed requests that are not killed report how many
  * calls they made); then the points are 1…max+2 calls × {before, after}.
  *
  * Environment (all optional):
- *   SWEEP_MODE=both         direct | batched | both
+ *   SWEEP_MODE=all          direct | batched | register | feed | feed-batched, several with commas;
+ *                           both = direct,batched; all = every path
  *   SWEEP_WHEN=both         before | after | both
  *   SWEEP_FROM=1 SWEEP_TO=  a part of the path only (k from … to)
  *   CRASH_KEEP=1            keep each run's DATA_DIR and service log
@@ -30,29 +37,35 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const env = (name: string, fallback: string) => process.env[name] || fallback;
-const modes = env('SWEEP_MODE', 'both') === 'both' ? ['direct', 'batched'] : [env('SWEEP_MODE', 'both')];
+const ALL = ['direct', 'batched', 'register', 'feed', 'feed-batched'];
+const modeSetting = env('SWEEP_MODE', 'all');
+const modes = modeSetting === 'all' ? ALL : modeSetting === 'both' ? ['direct', 'batched'] : modeSetting.split(',').map((m) => m.trim());
+for (const m of modes) if (!ALL.includes(m)) throw new Error(`SWEEP_MODE: unknown path ${m} (${ALL.join(', ')})`);
 const whens: CrashPoint['when'][] = env('SWEEP_WHEN', 'both') === 'both' ? ['before', 'after'] : [env('SWEEP_WHEN', 'before') as CrashPoint['when']];
 
 /** LEDGER_BATCH_WINDOW_MS of each mode (250: the default of npm start). */
-const WINDOW: Record<string, string> = { direct: '0', batched: '250' };
+const WINDOW: Record<string, string> = { direct: '0', batched: '250', register: '0', feed: '0', 'feed-batched': '250' };
+const OPERATION: Record<string, 'anchor' | 'register' | 'feed'> = { direct: 'anchor', batched: 'anchor', register: 'register', feed: 'feed', 'feed-batched': 'feed' };
 
 let broken = 0;
 const summary: string[] = [];
 for (const mode of modes) {
   const windowEnv = { LEDGER_BATCH_WINDOW_MS: WINDOW[mode] ?? '250' };
-  say(`\n== ${mode}: measuring the anchor path`);
+  const operation = OPERATION[mode] ?? 'anchor';
+  say(`\n== ${mode}: measuring the ${operation} path`);
   const measured = await runCrashExperiment({
     devices: 1,
     photos: 10,
     kills: 0,
     env: windowEnv,
+    operation,
     crashPoints: [1, 2, 3].map(() => ({ killAt: 1_000_000, when: 'before' as const })),
     forkProbe: false,
     log: say,
   });
   const lengths = measured.crashPoints.map((p) => p.calls ?? 0);
   const longest = Math.max(...lengths.slice(1)); // the first photo of a device starts a chain: a shorter path
-  say(`${mode}: the armed anchor requests made ${lengths.join(', ')} calls to DynamoDB and the ledger`);
+  say(`${mode}: the armed ${operation === 'feed' ? 'change feed batches' : 'requests'} made ${lengths.join(', ')} calls to DynamoDB and the ledger`);
   const from = Number(env('SWEEP_FROM', '1'));
   const to = Number(env('SWEEP_TO', String(longest + 2)));
   const points: CrashPoint[] = [];
@@ -63,6 +76,7 @@ for (const mode of modes) {
     photos: points.length + 10,
     kills: 0,
     env: windowEnv,
+    operation,
     crashPoints: points,
     log: say,
   });

@@ -29,6 +29,8 @@ export class LocalChangeFeed {
     private readonly table: string,
     private readonly stores: DerivedStores,
     private readonly batchSize = 500,
+    /** Runs each batch's applying (the crash-point sweep arms it: lib/local/fault-hook.ts). */
+    private readonly around: <T>(apply: () => Promise<T>) => Promise<T> = (apply) => apply(),
   ) {}
 
   /** Applies every change the feed holds now; how many. One pass at a time (a second call waits for the first, then runs). */
@@ -47,7 +49,7 @@ export class LocalChangeFeed {
     for (;;) {
       const page = (await this.call('ReadChanges', { TableName: this.table, After: this.after, Limit: this.batchSize })) as { Records: StreamRecord[]; Last: number };
       if (page.Records.length === 0) return applied;
-      await applyChanges(this.stores, LOCAL_SHARD, page.Records.map(itemChangeOf));
+      await this.around(() => applyChanges(this.stores, LOCAL_SHARD, page.Records.map(itemChangeOf)));
       await this.call('TrimChanges', { TableName: this.table, UpTo: page.Last });
       this.after = page.Last;
       applied += page.Records.length;
@@ -85,9 +87,13 @@ export class LocalChangeFeed {
 }
 
 /** The change feed of the configured evidence table on the configured (embedded) DynamoDB endpoint. */
-export function localChangeFeed(config: { aws: { dynamoEndpoint: string | undefined }; tables: { evidence: string } }, stores: DerivedStores): LocalChangeFeed {
+export function localChangeFeed(
+  config: { aws: { dynamoEndpoint: string | undefined }; tables: { evidence: string } },
+  stores: DerivedStores,
+  around?: <T>(apply: () => Promise<T>) => Promise<T>,
+): LocalChangeFeed {
   if (!config.aws.dynamoEndpoint) throw new Error('the local change feed needs DYNAMODB_ENDPOINT (the embedded dynalite)');
-  return new LocalChangeFeed(config.aws.dynamoEndpoint, config.tables.evidence, stores);
+  return new LocalChangeFeed(config.aws.dynamoEndpoint, config.tables.evidence, stores, 500, around);
 }
 
 /**

@@ -5,7 +5,8 @@
  * answer arrived and before the caller sees it (=after: "written but not answered"). A request is
  * armed by the header `x-fault-arm: 1`; every call made in its async context counts (the
  * middleware's, the anchor's, the batch sealing it does), the reconciler's do not. A start-up
- * step can be armed too (`arm`: the second half of a wallet rotation, lib/local/wallet-rotation.ts). The response of
+ * step can be armed too (`arm`: the second half of a wallet rotation, lib/local/wallet-rotation.ts), and so can
+ * the change feed's applying of each batch (EVIDENCE_FAULT_ARM=feed: lib/local/change-feed.ts). The response of
  * an armed request that was not killed says how many calls it made (`x-fault-calls`), so a first
  * run measures the path's length. Installed by lib/local/stack.ts only when the variable is set;
  * the children (dynalite, the ledger node) exit with this process, as after any SIGKILL.

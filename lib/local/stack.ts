@@ -78,6 +78,8 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
         when: process.env.EVIDENCE_FAULT_KILL_WHEN === 'after' ? 'after' : 'before',
       })
     : undefined;
+  // EVIDENCE_FAULT_ARM=feed: the change feed's applying is armed instead of requests and start-up steps.
+  const armFeed = faultHook && process.env.EVIDENCE_FAULT_ARM === 'feed' ? faultHook : undefined;
 
   const stops: (() => Promise<void>)[] = [];
   let stopping: Promise<never> | null = null;
@@ -210,7 +212,7 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
           balanceOf: async (a) => BigInt((await jsonRpc(first.url, 'eth_getBalance', [a, 'latest'])) as string),
           maxFeePerGasWei: BigInt(Math.ceil(config.ledger.maxFeeGwei * 1e9)),
         });
-      const rotation = faultHook ? await faultHook.arm('wallet rotation', rotate) : await rotate();
+      const rotation = faultHook && !armFeed ? await faultHook.arm('wallet rotation', rotate) : await rotate();
       if (rotation?.state === 'done') {
         secrets.walletAddress = rotation.to;
         say(`wallet     rotated ${rotation.from} → ${rotation.to}${rotation.fundingTxHash ? ` (funded in ${rotation.fundingTxHash})` : ''}; ${rotation.from} retired`);
@@ -290,7 +292,7 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
 
     // The evidence-stream Lambda's local twin (functions/jobs/evidence-stream.ts): the statistics
     // and the links' anchored marks, derived from the evidence table's change feed (lib/local/change-feed.ts).
-    const feed = localChangeFeed(config, getDerivedStores());
+    const feed = localChangeFeed(config, getDerivedStores(), armFeed ? (apply) => armFeed.arm('change feed', apply) : undefined);
     feed.start(CHANGE_FEED_INTERVAL_MS);
     stops.push(async () => feed.stop());
 

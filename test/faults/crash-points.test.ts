@@ -3,7 +3,10 @@
  * at the k-th DynamoDB or ledger call of an anchor request (lib/local/fault-hook.ts), before the
  * call leaves or after its answer arrived, at points spread over the whole path, in direct and in
  * batch mode (sealing included); the phone's identical retry after the restart, and the
- * reconciler, must leave every invariant of decisions.md "Faults and retries" intact.
+ * reconciler, must leave every invariant of decisions.md "Faults and retries" intact. Then the
+ * same on the two paths issue 33 added: a hash registration (the meter's charge, the
+ * registration's write) and the change feed's applying of an anchor's changes (the statistics
+ * must come out exact).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -37,3 +40,21 @@ for (const [mode, window] of [
     });
   });
 }
+
+describe('crash points along a hash registration and along the change feed', () => {
+  for (const operation of ['register', 'feed'] as const) {
+    it(`${operation}: every call of the path, before and after, leaves the charge and the statistics exact`, { timeout: 300_000 }, async () => {
+      const env = { LEDGER_BATCH_WINDOW_MS: '0' };
+      const measured = await runCrashExperiment({ devices: 1, photos: 5, kills: 0, env, operation, forkProbe: false, crashPoints: [{ killAt: 1e6, when: 'before' }, { killAt: 1e6, when: 'before' }], log: say });
+      const length = Math.min(...measured.crashPoints.map((p) => p.calls ?? 0));
+      assert.ok(length >= 2, `the ${operation} path made ${length} calls`);
+      const points: CrashPoint[] = [1, 2].flatMap((k) => (['before', 'after'] as const).map((when) => ({ killAt: k, when })));
+      const report = await runCrashExperiment({ devices: 1, photos: 12, kills: 0, env, operation, crashPoints: points, log: say });
+      say(formatReport(report));
+      for (const p of report.crashPoints) say(`  call ${p.killAt} ${p.when}: ${p.reached ? `killed at ${p.call ?? '?'}` : `not reached (${p.calls} calls)`}`);
+      assert.ok(report.crashPoints.filter((p) => p.reached).length >= 3, 'the service was killed at (almost) every point');
+      for (const [name, items] of Object.entries(report.violations)) assert.deepEqual(items, [], `${name} (seed ${report.seed})`);
+      assert.equal(report.unsettled, 0);
+    });
+  }
+});

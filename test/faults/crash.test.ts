@@ -50,4 +50,8 @@ describe('npm start killed (SIGKILL of the process tree) three times during a bu
   it('5. charges the account exactly for the anchors it holds', () => {
     assert.ok(report.violations.charging.length === 0, `charging:${list(report.violations.charging)}`);
   });
+
+  it('6. counts the statistics exactly once the change feed converged: every anchor, device and transaction once', () => {
+    assert.ok(report.violations.stats.length === 0, `statistics:${list(report.violations.stats)}`);
+  });
 });

@@ -43,6 +43,14 @@ export function killStartedServices(): void {
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ZERO32 = Buffer.alloc(32);
+const ANCHOR_PATH = '/api/v2/evidence/anchor';
+const REGISTER_PATH = '/api/v2/evidence/hash';
+
+/** A hash registration's body (32 random bytes), byte-identical on every retry. */
+function registrationBody(): { index: number; imageHash: string; body: string } {
+  const imageHash = randomBytes(32).toString('hex');
+  return { index: -1, imageHash, body: JSON.stringify({ sha256_hash: imageHash }) };
+}
 
 // ─── seeded randomness ──────────────────────────────────────────────────────────────────────────
 
@@ -151,6 +159,8 @@ export class Service {
   readonly adminToken = randomBytes(24).toString('base64url');
   child: ChildProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
+  /** Set when the running service's process exited (killed by its fault hook, or crashed). */
+  exitedBy: string | undefined;
   starts = 0;
 
   private constructor(
@@ -219,9 +229,11 @@ export class Service {
     if (child.pid) liveGroups.add(child.pid);
     this.starts += 1;
     let exitCode: string | undefined;
+    this.exitedBy = undefined;
     this.exited = new Promise<void>((resolve) => {
       child.once('exit', (code, signal) => {
         exitCode = signal ?? String(code);
+        this.exitedBy = exitCode;
         resolve();
       });
     });
@@ -381,6 +393,8 @@ export interface HashRecord {
   index: number;
   imageHash: string;
   body: string;
+  /** Where it is sent: an anchor (/api/v2/evidence/anchor) or a hash registration (/api/v2/evidence/hash, device -1). */
+  path: string;
   attempts: number;
   firstSentAt: number | undefined;
   /** Kill numbers (1-based) during which an attempt was in flight and got no answer. */
@@ -471,6 +485,13 @@ export interface CrashRunOptions {
    * phone retries the interrupted photo there, unarmed, until it settles.
    */
   crashPoints?: CrashPoint[];
+  /**
+   * What the crash points interrupt: `anchor` (default: the armed anchor request), `register` (an
+   * armed hash registration), or `feed` (the change feed's applying of the derived data: the photo
+   * is anchored unarmed, and the feed's k-th call to DynamoDB kills the service, before it leaves
+   * or after its answer, lib/local/fault-hook.ts with EVIDENCE_FAULT_ARM=feed).
+   */
+  operation?: 'anchor' | 'register' | 'feed';
   /** Extra environment for the service (e.g. LEDGER_BATCH_WINDOW_MS). */
   env?: Record<string, string>;
   /** After settling, send a different photo at each interrupted (device, index): it must be refused.
@@ -518,6 +539,8 @@ export interface CrashReport {
     charging: string[];
     /** Public reads while a part was down: slower than 5 s, or not 503 problem+json (200 from what needs no database is fine). */
     reads: string[];
+    /** GET /api/v1/stats totals once converged, against what the run holds. */
+    stats: string[];
   };
   durationMs: number;
 }
@@ -560,6 +583,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     await service.start();
     log(`service ready on ${service.base} (rpc ${service.rpcUrl}, data ${dataDir})`);
     const account = await setUpAccount(service);
+    const baselineStats = await readStats(service);
 
     // ── the burst ──
     const devices = Array.from({ length: options.devices }, (_, i) => new DeviceChain(i));
@@ -600,7 +624,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
         let status: number;
         let text: string;
         try {
-          const res = await fetch(`${service.base}/api/v2/evidence/anchor`, {
+          const res = await fetch(`${service.base}${record.path}`, {
             method: 'POST',
             headers: { 'content-type': 'application/json', 'x-api-key': account.apiKey },
             body: record.body,
@@ -663,6 +687,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
           index: next.index,
           imageHash: next.imageHash,
           body: next.body,
+          path: ANCHOR_PATH,
           attempts: 0,
           firstSentAt: undefined,
           interruptions: [],
@@ -728,15 +753,30 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       for (const [i, point] of points.entries()) {
         // The start with this point's hook is the recovery of the previous point's photo.
         await service.kill();
-        await service.start({ EVIDENCE_FAULT_KILL_AT: String(point.killAt), EVIDENCE_FAULT_KILL_WHEN: point.when });
+        const startedLog = readLogLength(options, service);
+        try {
+          await service.start({ EVIDENCE_FAULT_KILL_AT: String(point.killAt), EVIDENCE_FAULT_KILL_WHEN: point.when, ...(options.operation === 'feed' ? { EVIDENCE_FAULT_ARM: 'feed' } : {}) });
+        } catch (error) {
+          // The change feed's first batch after a start is the one the previous kill left untrimmed:
+          // the point may kill its applying again while the service starts. A crash point like any
+          // other (the next start recovers it); any other failure to start is the harness's.
+          const call = /fault-hook: SIGKILL at call \d+ \(([^)]*)\)/.exec(service.logSince(startedLog))?.[1];
+          if (options.operation !== 'feed' || !call) throw error;
+          pointOutcomes.push({ ...point, reached: true, call: `${call}, applying the previous kill's changes during the start`, imageHash: '' });
+          const n = faults.filter((f) => f.kind === 'kill').length + 1;
+          faults.push({ kind: 'kill', n, at: Date.now(), inFlight: 0, readyAt: undefined, note: `crash point ${i + 1}/${points.length}: call ${point.killAt} ${point.when} (${call}) during the start` });
+          continue;
+        }
         const ready = Date.now();
         const previous = faults.at(-1);
         if (previous && previous.readyAt === undefined) previous.readyAt = ready;
         lastReadyAt = ready;
         if (pending) await sendUntilSettled(pending);
-        const next = device.nextBody();
+        const operation = options.operation ?? 'anchor';
+        const next = operation === 'register' ? registrationBody() : device.nextBody();
         const record: HashRecord = {
-          device: device.id, index: next.index, imageHash: next.imageHash, body: next.body, attempts: 1, firstSentAt: Date.now(),
+          device: operation === 'register' ? -1 : device.id, index: next.index, imageHash: next.imageHash, body: next.body,
+          path: operation === 'register' ? REGISTER_PATH : ANCHOR_PATH, attempts: 1, firstSentAt: Date.now(),
           interruptions: [], settledAt: undefined, how: undefined, settleAfterRestartMs: undefined, lastAnswer: undefined, rejected: undefined, gaveUp: false,
         };
         records.push(record);
@@ -744,8 +784,28 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
         const logBefore = readLogLength(options, service);
         const outcome: CrashPointOutcome = { ...point, reached: false, imageHash: next.imageHash };
         pointOutcomes.push(outcome);
+        const killed = (note: string) => {
+          outcome.reached = true;
+          outcome.call = /fault-hook: SIGKILL at call \d+ \(([^)]*)\)/.exec(service.logSince(logBefore))?.[1];
+          const n = faults.filter((f) => f.kind === 'kill').length + 1;
+          faults.push({ kind: 'kill', n, at: Date.now(), inFlight: operation === 'feed' ? 0 : 1, readyAt: undefined, note: `crash point ${i + 1}/${points.length}: call ${point.killAt} ${point.when}${outcome.call ? ` (${outcome.call})` : ''}${note}` });
+          return n;
+        };
+        if (operation === 'feed') {
+          // The photo is anchored unarmed; the feed applies its changes within a second or so,
+          // armed: the k-th of its calls since this start kills the service, or none does.
+          await sendUntilSettled(record);
+          const feedCalls = () => [...service.logSince(logBefore).matchAll(/fault-hook: change feed made (\d+) calls/g)].reduce((n, m) => n + Number(m[1]), 0);
+          await waitFor('the change feed to apply the photo, or the hook to kill the service', 20_000, () =>
+            service.exitedBy !== undefined || /fault-hook: change feed made [1-9]/.test(service.logSince(logBefore)) ? true : undefined,
+          ).catch(() => undefined);
+          if (service.exitedBy !== undefined) killed(': the change feed');
+          else outcome.calls = feedCalls();
+          pending = undefined;
+          continue;
+        }
         try {
-          const res = await fetch(`${service.base}/api/v2/evidence/anchor`, {
+          const res = await fetch(`${service.base}${record.path}`, {
             method: 'POST',
             headers: { 'content-type': 'application/json', 'x-api-key': account.apiKey, 'x-fault-arm': '1' },
             body: record.body,
@@ -760,12 +820,8 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
           } else record.lastAnswer = `${res.status} ${text.slice(0, 200)}`;
           pending = record.settledAt ? undefined : record;
         } catch (error) {
-          outcome.reached = true;
-          outcome.call = /fault-hook: SIGKILL at call \d+ \(([^)]*)\)/.exec(service.logSince(logBefore))?.[1];
-          const n = faults.filter((f) => f.kind === 'kill').length + 1;
-          record.interruptions.push(n);
+          record.interruptions.push(killed(''));
           record.lastAnswer = `killed at call ${point.killAt} ${point.when}: ${(error as Error).message}`;
-          faults.push({ kind: 'kill', n, at: Date.now(), inFlight: 1, readyAt: undefined, note: `crash point ${i + 1}/${points.length}: call ${point.killAt} ${point.when}${outcome.call ? ` (${outcome.call})` : ''}` });
           pending = record;
         }
       }
@@ -851,7 +907,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     if (options.forkProbe ?? true) {
       // Only where the interrupted photo settled: an unsettled one is already a limbo violation,
       // and its index may rightly be free (undone) — a probe there would prove nothing.
-      const targets = records.filter((r) => (options.forkProbe === 'all' || r.interruptions.length > 0) && r.settledAt !== undefined);
+      const targets = records.filter((r) => r.path === ANCHOR_PATH && (options.forkProbe === 'all' || r.interruptions.length > 0) && r.settledAt !== undefined);
       for (const r of targets) {
         const device = devices[r.device] as DeviceChain;
         const probe = device.conflictingBody(r.index);
@@ -883,10 +939,10 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
         if (res.status === 200) receipts.set(h, JSON.parse(res.text) as Receipt);
       }
     };
-    const mustVerify = new Set(records.filter((r) => r.settledAt !== undefined).map((r) => r.imageHash));
+    const mustVerify = new Set(records.filter((r) => r.path === ANCHOR_PATH && r.settledAt !== undefined).map((r) => r.imageHash));
     await pool(allHashes, 8, (h) => readHash(h, mustVerify.has(h)));
 
-    const violations: CrashReport['violations'] = { verify200: [], limbo: [], ledgerOnce: [], noFork: [], charging: [], reads: [] };
+    const violations: CrashReport['violations'] = { verify200: [], limbo: [], ledgerOnce: [], noFork: [], charging: [], reads: [], stats: [] };
     for (const p of readProbes) {
       if (p.status === 0) violations.reads.push(`GET ${p.path} did not answer within ${READ_DEADLINE_MS * 2} ms while the database was frozen`);
       else if (p.ms > READ_DEADLINE_MS) violations.reads.push(`GET ${p.path} answered ${p.status} after ${p.ms} ms while the database was frozen (limit ${READ_DEADLINE_MS} ms)`);
@@ -894,8 +950,13 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       else if (p.status !== 503 && p.status !== 200) violations.reads.push(`GET ${p.path} answered ${p.status} while the database was frozen (503 expected)`);
     }
 
-    // 1. every 200 verifies and has a receipt
-    for (const r of records.filter((x) => x.how === '200')) {
+    // 1. every 200 verifies and has a receipt; every registration answered 200 is registered
+    const registrations = records.filter((r) => r.path === REGISTER_PATH);
+    for (const r of registrations.filter((x) => x.how === '200')) {
+      const v = verified.get(r.imageHash);
+      if (v?.status !== 200 || !v.registered_at) violations.verify200.push(`${r.imageHash} (a registration) got 200 but verify says ${v ? `${v.status} registered_at ${String(v.registered_at)}` : 'nothing'}`);
+    }
+    for (const r of records.filter((x) => x.how === '200' && x.path === ANCHOR_PATH)) {
       const v = verified.get(r.imageHash);
       if (!v?.verified) violations.verify200.push(`${r.imageHash} (device ${r.device} index ${r.index}) got 200 but verify says ${v ? `${v.status} verified:${String(v.verified)}` : 'nothing'}`);
       else if (!receipts.has(r.imageHash)) violations.verify200.push(`${r.imageHash} (device ${r.device} index ${r.index}) verifies but has no receipt`);
@@ -1013,7 +1074,8 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     }
 
     // 5. exact charging (the reconciler may refund late: wait up to the limit after the last restart)
-    const held = () => allHashes.filter((h) => verified.get(h)?.verified).length;
+    const registered = new Set(registrations.map((r) => r.imageHash));
+    const held = () => allHashes.filter((h) => verified.get(h)?.verified).length + [...registered].filter((h) => verified.get(h)?.registered_at).length;
     let charged: number | null = null;
     let lastUsed: number | null = null;
     await waitFor('usage to equal the anchors held', Math.max(5_000, readDeadline - Date.now()), async () => {
@@ -1032,7 +1094,25 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     }, 500).catch(() => undefined);
     if (charged === null) violations.charging.push('GET /api/v2/account/usage could not be read');
     else if (charged !== held()) {
-      violations.charging.push(`usage says used=${charged}, the account holds ${held()} verified anchors (${charged - held() > 0 ? 'overcharged' : 'undercharged'} by ${Math.abs(charged - held())})`);
+      violations.charging.push(`usage says used=${charged}, the account holds ${held()} verified anchors and registrations (${charged - held() > 0 ? 'overcharged' : 'undercharged'} by ${Math.abs(charged - held())})`);
+    }
+
+    // 6. exact statistics, derived from the evidence table's changes across every kill: from the
+    // figures of the fresh service (the key's registration transaction) plus what this run holds.
+    const anchorsHeld = allHashes.filter((h) => verified.get(h)?.verified);
+    const expectedStats = {
+      registered: baselineStats.registered + [...registered].filter((h) => verified.get(h)?.registered_at).length,
+      anchored: baselineStats.anchored + anchorsHeld.length,
+      devices: baselineStats.devices + anchorsHeld.filter((h) => receipts.get(h)?.device?.chain_index === 0).length,
+      transactions: baselineStats.transactions + new Set(anchorsHeld.map((h) => receipts.get(h)?.ledger?.tx_hash?.toLowerCase())).size,
+    };
+    let statsNow: StatTotals | undefined;
+    await waitFor('the statistics to converge', 20_000, async () => {
+      statsNow = await readStats(service).catch(() => undefined);
+      return statsNow && JSON.stringify(statsNow) === JSON.stringify(expectedStats) ? true : undefined;
+    }, 250).catch(() => undefined);
+    if (JSON.stringify(statsNow) !== JSON.stringify(expectedStats)) {
+      violations.stats.push(`GET /api/v1/stats totals ${JSON.stringify(statsNow)} after 20 s, expected ${JSON.stringify(expectedStats)} (the fresh service's ${JSON.stringify(baselineStats)} plus what the run holds)`);
     }
 
     for (const [event, inflight] of inFlightAt) {
@@ -1187,6 +1267,7 @@ export function killLedger(service: Service): string {
 interface VerifyResult {
   status: number;
   verified: boolean;
+  registered_at?: string;
   chain_index?: number;
   ledger_tx?: string;
 }
@@ -1227,6 +1308,21 @@ async function verifyHash(service: Service, h: string): Promise<VerifyResult> {
   const res = await fetchRetry(`${service.base}/api/v2/evidence/verify/${h}`, {}, 10_000);
   const body = parseProblem(res.text) as Partial<VerifyResult>;
   return { ...body, status: res.status, verified: res.status === 200 && body.verified === true };
+}
+
+interface StatTotals {
+  registered: number;
+  anchored: number;
+  devices: number;
+  transactions: number;
+}
+
+/** The all-time totals of GET /api/v1/stats, in a fixed key order. */
+async function readStats(service: Service): Promise<StatTotals> {
+  const res = await fetchRetry(`${service.base}/api/v1/stats`, {}, 10_000);
+  if (res.status !== 200) throw new Error(`stats: ${res.status} ${res.text.slice(0, 200)}`);
+  const t = (JSON.parse(res.text) as { totals?: Partial<StatTotals> }).totals ?? {};
+  return { registered: Number(t.registered ?? 0), anchored: Number(t.anchored ?? 0), devices: Number(t.devices ?? 0), transactions: Number(t.transactions ?? 0) };
 }
 
 /** A fresh account through the public register endpoint, upgraded to Pro with the admin token. */
