@@ -17,7 +17,6 @@ import type {
   SignedProofs,
   StandaloneProofStore,
   StoredTx,
-  TxStatus,
   AnchorReceipt,
 } from './records.js';
 

@@ -14,7 +14,6 @@ import {
   type StandaloneKind,
   type StandaloneProofStore,
   type StoredTx,
-  type TxStatus,
   type AnchorReceipt,
 } from './records.js';
 

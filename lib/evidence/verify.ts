@@ -54,24 +54,16 @@ export interface VerifyOptions {
 }
 
 /**
- * Final records this instance has read (image hash → record): a final record no longer changes
- * (its proofs are immutable, its transaction final and its receipt stored), so verifying it again
- * needs no read at all. Small and bounded (least recently used out first); a Lambda instance keeps
- * it between invocations, a cold one starts empty.
+ * Every verify reads the record (one strongly consistent GetItem), final or not: a record changed
+ * in the table, by anyone with access to it, is judged as it now stands, even by an instance that
+ * verified it a moment before. (Until 2026-11 an instance held the final records it had read and
+ * served them without a read; a record is now final within its anchor's request, and a tampered
+ * byte must fail the next verify: test/evidence/verify-tamper.test.ts.) What is memoised is the
+ * computation: the verdict of the very same bytes (below).
  */
-const finalRecords = new ProcessCache<string, AnchoredEvidence>('final evidence records', 2000);
-
-function rememberFinal(item: AnchoredEvidence): void {
-  finalRecords.set(item.image_hash, item);
-}
-
-function recallFinal(imageHash: string): AnchoredEvidence | undefined {
-  return finalRecords.get(imageHash);
-}
-
-/** Forgets the final records this instance holds (tests). */
+/** Kept for the tests that called it: verification holds no records any more. */
 export function forgetFinalRecords(): void {
-  finalRecords.clear();
+  finalVerdicts.clear();
 }
 
 /**
@@ -85,14 +77,13 @@ export function forgetFinalRecords(): void {
  * be reached throws (503): a verdict is never given on a proof that was not checked.
  */
 export async function verifyEvidence(deps: VerifyDeps, imageHash: string, options: VerifyOptions = {}): Promise<EvidenceVerification> {
-  // One strongly consistent read, or none for a final record this instance already holds.
-  const item: EvidenceItem | undefined = (options.recheck ? undefined : recallFinal(imageHash)) ?? (await deps.repo.get(imageHash));
+  // One strongly consistent read.
+  const item: EvidenceItem | undefined = await deps.repo.get(imageHash);
   if (!isAnchored(item)) {
     const first = await deps.repo.firstRegistration(imageHash, item);
     return { image_hash: imageHash, found: first !== undefined, registered_at: first ?? null, anchored: false, record: null, verdict: null };
   }
   const final = storedFinalReceipt(item);
-  if (final) rememberFinal(item);
   // Every fallback is the one shared NONE: the final-verdict memo below compares by identity.
   const [roots, keys, walletWindows, pqRoots, retired] = await Promise.all([
     deps.tsaRoots(),
@@ -123,14 +114,22 @@ const NONE: never[] = [];
 
 /**
  * The verdict of a final record served from its stored receipt: a pure function of the record's
- * immutable bytes and the trust anchors, so it is memoised per record object (a final record this
- * instance holds is the very object verified before) as long as the trust anchors are the same.
+ * bytes and the trust anchors, so it is memoised by the SHA-256 of those bytes (every attribute of
+ * the record as read) as long as the trust anchors are the same: one changed byte is another key,
+ * judged afresh.
  */
 type WalletWindows = { address: string; window: ValidityWindow }[];
-const finalVerdicts = new WeakMap<AnchoredEvidence, { tsa: TokenTrust; keys: TrustedKey[]; wallets: WalletWindows; verdict: Promise<EvidenceVerdict> }>();
+const finalVerdicts = new ProcessCache<string, { tsa: TokenTrust; keys: TrustedKey[]; wallets: WalletWindows; verdict: Promise<EvidenceVerdict> }>('final verdicts', 2000);
+
+/** The SHA-256 of every attribute of the record as read (bytes as base64), in a fixed order. */
+function recordDigest(item: AnchoredEvidence): string {
+  const entries = Object.entries(item as unknown as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return sha256Hex(JSON.stringify(entries, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString('base64') : v)));
+}
 
 function finalVerdict(item: AnchoredEvidence, final: FinalLedgerReceipt, tsa: TokenTrust, keys: TrustedKey[], wallets: WalletWindows): Promise<EvidenceVerdict> {
-  const known = finalVerdicts.get(item);
+  const digest = recordDigest(item);
+  const known = finalVerdicts.get(digest);
   // The same trust anchors, and a clock in the same hour (the verdict's words about "since" depend on it).
   if (
     known &&
@@ -146,8 +145,8 @@ function finalVerdict(item: AnchoredEvidence, final: FinalLedgerReceipt, tsa: To
   const verdict = Promise.all([timestampVerdict(item.image_hash, item.tsa_response, tsa, tsa.roots), pqTimestampInput(item, tsa)]).then(([timestamp, pq]) =>
     judgeEvidence({ bundle: bundleOf(item), timestamp, ...pq, timestampRootTrusted: true, trustedPqKeys: keys, ledger: { kind: 'final', receipt: final }, walletWindows: wallets }),
   );
-  finalVerdicts.set(item, { tsa, keys, wallets, verdict });
-  verdict.catch(() => finalVerdicts.delete(item));
+  finalVerdicts.set(digest, { tsa, keys, wallets, verdict });
+  verdict.catch(() => finalVerdicts.delete(digest));
   return verdict;
 }
 

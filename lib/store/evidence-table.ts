@@ -10,7 +10,6 @@ import {
   type StandaloneKind,
   type StandaloneAnswers,
   type StoredTx,
-  type TxStatus,
   type AnchorReceipt,
 } from '../evidence/records.js';
 import type { Registration } from '../evidence/ports.js';

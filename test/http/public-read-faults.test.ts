@@ -9,7 +9,8 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { getConfig, resetCoreDeps } from '../../lib/deps/core.js';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { getConfig, getDb, resetCoreDeps } from '../../lib/deps/core.js';
 import { startLocalChain } from '../../lib/local/chain.js';
 import { startEmbeddedDynamo } from '../../lib/local/dynamo-server.js';
 import { createDocumentClient } from '../../lib/store/dynamo.js';
@@ -22,6 +23,8 @@ let service: HttpService;
 let imageHash: string;
 let publicKeyHex: string;
 let txHash: string;
+/** A record whose final receipt is stored: its verify reads no chain. */
+let finalHash: string;
 
 before(async () => {
   await useStack();
@@ -35,6 +38,14 @@ before(async () => {
   publicKeyHex = device.publicKeyHex;
   txHash = ((await res.json()) as { tx_hash: string }).tx_hash;
   assert.match(txHash, /^0x[0-9a-f]{64}$/);
+  // The local chain's rule makes an anchor final in its own write; under the `finalized` rule
+  // (Polygon) a record is confirmed but not yet final for a while, and its readers ask the chain.
+  // This record is made such a one, so that the reads that ask the chain are the ones under test.
+  await getDb().send(new UpdateCommand({ TableName: getConfig().tables.evidence, Key: { image_hash: imageHash }, UpdateExpression: 'REMOVE ledger_final' }));
+  const other = new Device().next();
+  const anchoredFinal = await fetch(`${service.url}/api/v2/evidence/anchor`, json(other, { 'x-api-key': apiKey }));
+  assert.equal(anchoredFinal.status, 200, await anchoredFinal.clone().text());
+  finalHash = other.sha256_hash;
 });
 
 after(() => service.close());
@@ -43,6 +54,8 @@ after(() => service.close());
 function reads(): { name: string; path: string; accept?: string; ledger: boolean; database: boolean }[] {
   return [
     { name: 'v2 verify', path: `/api/v2/evidence/verify/${imageHash}`, ledger: true, database: true },
+    { name: 'v2 verify of a final record (its stored receipt)', path: `/api/v2/evidence/verify/${finalHash}`, ledger: false, database: true },
+    { name: 'v2 verify of a final record, asking the chain again', path: `/api/v2/evidence/verify/${finalHash}?recheck=1`, ledger: true, database: true },
     { name: 'v2 receipt', path: `/api/v2/evidence/receipt/${imageHash}`, ledger: false, database: true },
     { name: 'v1 chain verify', path: `/api/v1/chain/verify/${imageHash}`, ledger: true, database: true },
     { name: 'v1 chain all', path: `/api/v1/chain/all/${publicKeyHex}`, ledger: false, database: true },
@@ -89,7 +102,7 @@ async function assertUnavailable(name: string, res: Response, codes: string[], d
 }
 
 describe('public reads with the ledger node down', () => {
-  it('answer 503 ledger_unavailable where they read the chain, 200 where they do not, and the page is a 503 page', async () => {
+  it('answer 503 ledger_unavailable where they read the chain, 200 where they do not, and the page is a 503 page', async (t) => {
     const port = await freePort();
     const chain = await startLocalChain({
       port,
@@ -98,6 +111,8 @@ describe('public reads with the ledger node down', () => {
       accounts: [],
       logFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'read-fault-chain-')), 'chain.log'),
     });
+    // A failed assertion must not leave the node running (it would keep this file's process alive).
+    t.after(() => chain.stop());
     await withEnv({ LEDGER_RPC_URL: chain.url }, async () => {
       // Up: the node answers (it does not know the transaction, which is a verdict, not a fault).
       const up = await fetch(`${service.url}/api/v2/evidence/verify/${imageHash}`);

@@ -7,7 +7,8 @@ import { launchChromium } from '../support/browser.js';
 import { useStack } from '../support/stack.js';
 import { createAccount, Device, randomHash } from '../support/client.js';
 import { sha256Hex } from '../../lib/crypto/hash.js';
-import { resetCoreDeps } from '../../lib/deps/core.js';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { getConfig, getDb, resetCoreDeps } from '../../lib/deps/core.js';
 import { type HttpService, startHttpService } from '../support/http-server.js';
 
 const SCREENSHOT = path.resolve(import.meta.dirname, '..', '..', 'test-results', 'verify-page.png');
@@ -18,11 +19,13 @@ let photo: Buffer;
 let imageHash: string;
 let anchored: { tx_hash: string; ledgerscan_url: string };
 let publicKeyHex: string;
+let apiKey: string;
 
 before(async () => {
   await useStack();
   service = await startHttpService();
   const account = await createAccount('pro');
+  apiKey = account.apiKey;
   photo = Buffer.from(`JPEG bytes of a photo ${randomHash()}`);
   imageHash = sha256Hex(photo);
   const device = new Device();
@@ -209,11 +212,22 @@ describe('GET /ledger/tx/{tx_hash}', () => {
   });
 
   it('gives no verdict when the chain node cannot be read: a 503 page with Retry-After on both pages', async () => {
+    // A record confirmed but not final yet (under the `finalized` rule, Polygon, for a while after
+    // its receipt): its page asks the chain. The local chain's rule made it final in its anchor's
+    // write, which is taken back here.
+    const body = new Device().next();
+    const res = await fetch(`${service.url}/api/v2/evidence/anchor`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body: JSON.stringify(body) });
+    assert.equal(res.status, 200, await res.clone().text());
+    await getDb().send(new UpdateCommand({ TableName: getConfig().tables.evidence, Key: { image_hash: body.sha256_hash }, UpdateExpression: 'REMOVE ledger_final' }));
     const rpcUrl = process.env.LEDGER_RPC_URL;
     process.env.LEDGER_RPC_URL = 'http://127.0.0.1:9';
     resetCoreDeps();
     try {
-      const page = await fetch(`${service.url}/verify/${imageHash}`);
+      // A final record is served from its stored receipt: no chain read, a verdict.
+      const final = await fetch(`${service.url}/verify/${imageHash}`);
+      assert.equal(final.status, 200);
+      assert.match(await final.text(), /data-status="verified"/);
+      const page = await fetch(`${service.url}/verify/${body.sha256_hash}`);
       assert.equal(page.status, 503);
       assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
       assert.equal(page.headers.get('retry-after'), '5');
