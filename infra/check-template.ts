@@ -29,6 +29,7 @@ import {
   checkResourceTypes,
   checkRoutes,
   checkSchedules,
+  checkStreams,
   checkTables,
   templateView,
 } from './template-rules.js';
@@ -219,6 +220,7 @@ async function main(): Promise<number> {
     checkFunctions(template),
     checkRoutes(template),
     checkSchedules(template),
+    checkStreams(template),
     checkOperations(template),
     checkEdge(template, waf, stage),
     checkTables(template.Resources),

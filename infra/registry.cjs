@@ -26,6 +26,8 @@ const HTTP_FUNCTIONS = functionsJson.http;
 const SCHEDULED_FUNCTIONS = functionsJson.scheduled;
 /** Functions on the gateway's own routes: methodNotAllowed, on `ANY <path>` for every distinct HTTP path. */
 const GATEWAY_FUNCTIONS = functionsJson.gateway ?? [];
+/** Consumers of a table's DynamoDB stream (evidenceStream: the derived data, docs/decisions.md "Derived data"). */
+const STREAM_FUNCTIONS = functionsJson.stream ?? [];
 
 /** Every distinct path of the HTTP functions (each gets an `ANY` route to methodNotAllowed). */
 function httpPaths() {
@@ -40,24 +42,58 @@ function httpPaths() {
  */
 
 /**
- * DynamoDB actions per access letter, each exactly what the code sends (test/infra/template.test.ts
- * derives the commands from lib/ and fails on an action no code needs):
+ * DynamoDB actions per access letter, each exactly what the code sends (test/infra/operations.test.ts
+ * derives the commands from lib/ and functions/ and fails on an action no code needs):
  * - `r`: GetItem, Query, BatchGetItem (statistics), DescribeTable (health);
- * - `w`: PutItem, UpdateItem (every write is a single-item conditional Put or Update);
+ * - `w`: PutItem, UpdateItem (every request-path write is a single-item conditional Put or Update);
+ * - `b`: BatchWriteItem: the chain links' anchored marks the evidence stream derives
+ *   (lib/store/chain-table.ts putAnchoredLinks: unconditional, idempotent puts, 25 to a request).
+ *   IAM has this one action for a batch's puts and its deletes alike (no condition key tells them
+ *   apart), so `b` lets a role delete by batch too: give it only to a function that batches;
  * - `d`: DeleteItem (registration clean-up, releasing a chain link, expired counters);
  * - `s`: Scan (the reconciler and the quota reset only).
- * No BatchWriteItem, no ConditionCheckItem, no transactions: dynalite has none and the code
- * uses none.
+ * No ConditionCheckItem, no transactions: dynalite has none and the code uses none.
  */
 const DYNAMO_ACTIONS = {
   r: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchGetItem', 'dynamodb:DescribeTable'],
   w: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  b: ['dynamodb:BatchWriteItem'],
   d: ['dynamodb:DeleteItem'],
   s: ['dynamodb:Scan'],
 };
 /** Actions that make sense on an index ARN (`<table>/index/<name>`): reads only. */
 const INDEX_ACTIONS = { r: ['dynamodb:Query'], s: ['dynamodb:Scan'] };
-const WRITE_ACTIONS = new Set([...DYNAMO_ACTIONS.w, ...DYNAMO_ACTIONS.d]);
+const WRITE_ACTIONS = new Set([...DYNAMO_ACTIONS.w, ...DYNAMO_ACTIONS.b, ...DYNAMO_ACTIONS.d]);
+/**
+ * What Lambda's event source mapping reads a table's stream with, on the stream's ARN (the
+ * table's `StreamArn`), with the role of the function it invokes: osls adds these only to its
+ * shared role, which this service does not have (every function names its own), so
+ * serverless-resources.cjs grants them to each stream function's role. ListStreams is the fourth
+ * action AWS's DynamoDB guide lists for a Lambda trigger, scoped to the stream as there; the
+ * mapping itself reads the one stream it names.
+ */
+const STREAM_READ_ACTIONS = ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'];
+/**
+ * The event source mapping of every stream function, besides its entry's own batchSize,
+ * batchWindowSeconds and tumblingWindowSeconds (infra/serverless-functions.cjs, checked in the
+ * packaged template by infra/template-rules.ts checkStreams). Nothing is ever skipped while the
+ * stream keeps it: a failed batch is split in two (bisect) and retried without limit of attempts
+ * or age, so a shard waits, in order, until its batch applies; only a change the stream itself
+ * drops (24 h) is given up, and the mapping then sends the batch's description (shard, sequence
+ * numbers) to the StreamFailureQueue. One batch per shard at a time (parallelization 1): the
+ * statistics' checkpoints (lib/store/stats-counters.ts) count a shard's changes in order.
+ * ReportBatchItemFailures: the tumbling window's answer `{ state, batchItemFailures }` (AWS's
+ * TimeWindowEventResponse) is read as such; the handler never names an item (it throws, and the
+ * batch is delivered again), so an empty list means the whole batch applied.
+ */
+const STREAM_MAPPING = {
+  startingPosition: 'TRIM_HORIZON',
+  parallelizationFactor: 1,
+  bisectBatchOnFunctionError: true,
+  maximumRetryAttempts: -1,
+  maximumRecordAgeInSeconds: -1,
+  functionResponseType: 'ReportBatchItemFailures',
+};
 
 /**
  * KMS keys the service uses. Each is a serverless.yml `custom.kms.<key>` value (a key ARN;
@@ -115,15 +151,18 @@ const SIZING = {
   http: { memorySize: 512, timeout: 10 },
   anchoring: { memorySize: 1024, timeout: 29 },
   scheduled: { memorySize: 512, timeout: 120 },
+  // A batch of 100 changes is at most 4 BatchWriteItem requests (with their retries of throttled
+  // puts) and one conditional update per statistics item; a timeout is a failed batch, retried.
+  stream: { memorySize: 512, timeout: 60 },
 };
 
 /**
  * The functions whose errors and throttles are alarmed one by one: `alarms: true` in
  * infra/functions.json (every function that makes, reads or checks evidence), and every scheduled
- * function (the others are covered by the API's 5xx-rate alarm).
+ * and stream function (the others are covered by the API's 5xx-rate alarm).
  */
 function isEvidenceFunction(fn) {
-  return fn.kind === 'scheduled' || fn.alarms === true;
+  return fn.kind === 'scheduled' || fn.kind === 'stream' || fn.alarms === true;
 }
 
 /** osls naming: `v1Health` → `V1Health` (see osls lib/plugins/aws/lib/naming.js getNormalizedFunctionName). */
@@ -139,6 +178,8 @@ const naming = {
   logGroup: (fnName) => `${normalizedFunctionName(fnName)}LogGroup`,
   /** The SQS queue that receives scheduled runs that failed after their retries. */
   failureQueue: 'ScheduledFailureQueue',
+  /** The SQS queue that receives the description of stream changes dropped before they applied. */
+  streamFailureQueue: 'StreamFailureQueue',
   /** The SNS topic every alarm notifies. */
   alarmTopic: 'AlarmTopic',
   lambda: (fnName) => `${normalizedFunctionName(fnName)}LambdaFunction`,
@@ -150,12 +191,13 @@ function handlerOf(fn) {
   return `${fn.file.slice(0, -'.ts'.length)}.handler`;
 }
 
-/** Every function of the registry with its kind: `http` (with method/path/public) or `scheduled`. */
+/** Every function of the registry with its kind: `http` (with method/path/public), `scheduled`, `gateway` or `stream`. */
 function allFunctions() {
   return [
     ...HTTP_FUNCTIONS.map((fn) => ({ ...fn, kind: 'http' })),
     ...SCHEDULED_FUNCTIONS.map((fn) => ({ ...fn, kind: 'scheduled' })),
     ...GATEWAY_FUNCTIONS.map((fn) => ({ ...fn, kind: 'gateway' })),
+    ...STREAM_FUNCTIONS.map((fn) => ({ ...fn, kind: 'stream' })),
   ];
 }
 
@@ -166,8 +208,8 @@ function isPublicRead(fn) {
 
 /** `rw` → sorted DynamoDB actions on the table ARN. Throws on an unknown access string. */
 function tableActions(mode) {
-  if (typeof mode !== 'string' || !/^(?=.)r?w?d?s?$/.test(mode)) {
-    throw new Error(`access mode must be letters of r, w, d, s in that order; got "${mode}"`);
+  if (typeof mode !== 'string' || !/^(?=.)r?w?b?d?s?$/.test(mode)) {
+    throw new Error(`access mode must be letters of r, w, b, d, s in that order; got "${mode}"`);
   }
   return [...new Set([...mode].flatMap((letter) => DYNAMO_ACTIONS[letter]))].sort();
 }
@@ -205,6 +247,9 @@ const FIELDS = {
   http: ['name', 'operationId', 'file', 'method', 'path', 'public', 'edgeCache', 'anchoring', 'alarms', 'openapi', 'access', 'kms', 'environment', 'reservedConcurrency', 'bundle'],
   scheduled: ['name', 'file', 'schedule', 'access', 'kms', 'environment', 'reservedConcurrency', 'bundle'],
   gateway: ['name', 'file', 'alarms', 'access', 'kms', 'environment', 'reservedConcurrency', 'bundle'],
+  // No reservedConcurrency: Lambda runs one invocation per shard at a time (parallelization 1), so
+  // the shard count bounds it; a reservation below it would only hold shards back (iterator age).
+  stream: ['name', 'file', 'table', 'batchSize', 'batchWindowSeconds', 'tumblingWindowSeconds', 'access', 'kms', 'environment', 'bundle'],
 };
 const isObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -283,6 +328,8 @@ function validateRegistry(functions = allFunctions()) {
       routes.add(route);
     } else if (fn.kind === 'scheduled' && !/^(rate|cron)\(.+\)$/.test(fn.schedule ?? '')) {
       problems.push(`${fn.name}: schedule must be rate(...) or cron(...), got "${fn.schedule}"`);
+    } else if (fn.kind === 'stream') {
+      problems.push(...streamProblems(fn));
     }
     for (const [table, mode] of Object.entries(isObject(fn.access) ? fn.access : {})) {
       if (!TABLES[table]) problems.push(`${fn.name}: access names unknown table "${table}"`);
@@ -292,7 +339,7 @@ function validateRegistry(functions = allFunctions()) {
         problems.push(`${fn.name}.access.${table}: ${e.message}`);
         continue;
       }
-      if (isPublicRead(fn) && /[wd]/.test(mode)) {
+      if (isPublicRead(fn) && /[wbd]/.test(mode)) {
         problems.push(`${fn.name}: a public GET function may write no table, not ${table}`);
       }
     }
@@ -304,6 +351,26 @@ function validateRegistry(functions = allFunctions()) {
   for (const [key, def] of Object.entries(TABLES)) {
     if (!/^TABLE_[A-Z_]+$/.test(def.envVar ?? '')) problems.push(`table ${key}: envVar must be TABLE_<NAME>`);
   }
+  return problems;
+}
+
+/**
+ * The problems of a stream entry's own fields, within what Lambda accepts for a DynamoDB stream
+ * (CreateEventSourceMapping): its table streams old and new images (the derived data compares
+ * them), a batch of 1 to 10,000 changes, a batching window of 0 to 300 s, and a tumbling window of
+ * 1 to 900 s (0 would turn it off, and with it the shard in the event).
+ */
+function streamProblems(fn) {
+  const problems = [];
+  const table = TABLES[fn.table];
+  if (!table) problems.push(`${fn.name}: table must name a table of infra/tables.json, got "${fn.table}"`);
+  else if (table.StreamSpecification?.StreamViewType !== 'NEW_AND_OLD_IMAGES') {
+    problems.push(`${fn.name}: table ${fn.table} has no StreamSpecification with StreamViewType NEW_AND_OLD_IMAGES in infra/tables.json`);
+  }
+  const whole = (v, lo, hi) => Number.isInteger(v) && v >= lo && v <= hi;
+  if (!whole(fn.batchSize, 1, 10000)) problems.push(`${fn.name}: batchSize must be a whole number from 1 to 10000`);
+  if (!whole(fn.batchWindowSeconds, 0, 300)) problems.push(`${fn.name}: batchWindowSeconds must be a whole number from 0 to 300`);
+  if (!whole(fn.tumblingWindowSeconds, 1, 900)) problems.push(`${fn.name}: tumblingWindowSeconds must be a whole number from 1 to 900 (the shard comes with the window)`);
   return problems;
 }
 
@@ -324,7 +391,11 @@ function expectedGrants(fn) {
   }
   const kms = {};
   for (const [key, use] of Object.entries(kmsNeeds(fn))) kms[key] = [...KMS_ACTIONS[use]].sort();
-  return { dynamo, kms };
+  // A stream function reads its table's stream (the event source mapping does, with its role) and
+  // may send to the stream failure queue (the mapping's on-failure destination); nothing else does.
+  const stream = fn.kind === 'stream' ? { [fn.table]: [...STREAM_READ_ACTIONS].sort() } : {};
+  const queues = fn.kind === 'scheduled' ? [naming.failureQueue] : fn.kind === 'stream' ? [naming.streamFailureQueue] : [];
+  return { dynamo, kms, stream, queues };
 }
 
 module.exports = {
@@ -332,9 +403,12 @@ module.exports = {
   HTTP_FUNCTIONS,
   SCHEDULED_FUNCTIONS,
   GATEWAY_FUNCTIONS,
+  STREAM_FUNCTIONS,
   httpPaths,
   DYNAMO_ACTIONS,
   WRITE_ACTIONS,
+  STREAM_READ_ACTIONS,
+  STREAM_MAPPING,
   KMS_KEYS,
   KMS_ACTIONS,
   ANCHORING_KMS,

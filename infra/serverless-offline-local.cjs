@@ -16,7 +16,11 @@
  *    so lib/config.ts falls back to its local defaults (TABLE_PREFIX, 127.0.0.1 ports);
  *  - the variables lib/config.ts reads are taken from the environment osls runs in, which is
  *    how test/offline/run.ts hands over the addresses of the stack it started;
- *  - ADMIN_TOKEN only reaches the functions that declare it (v2AdminSetTier), as on AWS.
+ *  - ADMIN_TOKEN only reaches the functions that declare it (v2AdminSetTier), as on AWS;
+ *  - the stream consumers (infra/functions.json `stream`: evidenceStream) are left out:
+ *    serverless-offline has no DynamoDB stream events, and locally the embedded stack's own change
+ *    feed applies the evidence table's changes with the same code (`npm start`,
+ *    lib/local/change-feed.ts), so nothing bundles, serves or invokes them offline.
  * Start it by hand next to `npm start` (which serves dynalite on 8000 and Hardhat on 8545 with
  * keys in ./.data): `npx osls offline --httpPort 3001 --lambdaPort 3003` (ADMIN_TOKEN from the shell).
  *
@@ -74,10 +78,18 @@ function offlineEnvironment(declared, shell, httpPort) {
  */
 const OFFLINE_WORK_FOLDER = 'node_modules/.cache/evidence-offline';
 
+/** The functions with a `stream` event (infra/serverless-functions.cjs streamEvent): AWS runs them, offline does not. */
+function streamConsumers(functions) {
+  return Object.entries(functions ?? {})
+    .filter(([, fn]) => (fn?.events ?? []).some((event) => event && event.stream !== undefined))
+    .map(([name]) => name);
+}
+
 class OfflineLocalPlugin {
-  constructor(serverless, options) {
+  constructor(serverless, options, utils) {
     this.serverless = serverless;
     this.options = options;
+    this.log = utils?.log;
     this.rewritten = false;
     const rewrite = () => this.rewriteEnvironment();
     this.hooks = {
@@ -104,6 +116,10 @@ class OfflineLocalPlugin {
     if (this.rewritten) return;
     this.rewritten = true;
     const { service } = this.serverless;
+    // Before serverless-esbuild's own hook of the same event (plugin order): it bundles what is left.
+    const dropped = streamConsumers(service.functions);
+    for (const name of dropped) delete service.functions[name];
+    if (dropped.length) this.log?.notice?.(`offline: not running ${dropped.join(', ')} (stream consumers; the local change feed applies the changes)`);
     const provider = service.provider.environment ?? {};
     const httpPort = this.options.httpPort ?? 3000;
     for (const fn of Object.values(service.functions ?? {})) {
@@ -116,3 +132,4 @@ class OfflineLocalPlugin {
 
 module.exports = OfflineLocalPlugin;
 module.exports.offlineEnvironment = offlineEnvironment;
+module.exports.streamConsumers = streamConsumers;

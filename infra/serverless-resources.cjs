@@ -5,7 +5,8 @@
  *  - one DynamoDB table per definition: on demand, point-in-time recovery, TTL where the
  *    definition names an expiry attribute, encrypted with KMS, retained on delete and replace;
  *  - one IAM role per function granting exactly its access map (tables and their index ARNs),
- *    its own log group, and the KMS keys it needs — nothing with `*` as action or resource.
+ *    its own log group, and the KMS keys it needs, and a stream function its table's stream and
+ *    the stream failure queue — nothing with `*` as action or resource (but X-Ray's writes).
  * KMS key ARNs come from serverless.yml `custom.kms`; on any stage but `dev` every deployment
  * parameter that is a placeholder, missing or malformed (infra/deploy-params.cjs) stops
  * packaging, each named, so a real deploy cannot ship a policy on a fake key.
@@ -83,16 +84,19 @@ function buildStatements(fn) {
       });
     }
   }
+  // A stream function's event source mapping reads the table's stream with the function's role
+  // (osls grants this only to its shared role, which no function here uses).
+  for (const [table, actions] of Object.entries(grants.stream)) {
+    const logicalId = registry.naming.table(table);
+    statements.push({ Sid: `Stream${logicalId}`, Effect: 'Allow', Action: actions, Resource: [{ 'Fn::GetAtt': [logicalId, 'StreamArn'] }] });
+  }
   // Active X-Ray tracing (provider.tracing.lambda): Lambda sends the function's segments with its
   // role; X-Ray's write actions take no resource ARN, so this is the one `*` resource.
   statements.push({ Sid: 'XRayTraces', Effect: 'Allow', Action: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], Resource: ['*'] });
-  if (fn.kind === 'scheduled') {
-    statements.push({
-      Sid: 'FailureQueue',
-      Effect: 'Allow',
-      Action: ['sqs:SendMessage'],
-      Resource: [{ 'Fn::GetAtt': [registry.naming.failureQueue, 'Arn'] }],
-    });
+  // The on-failure destination of its kind: Lambda sends there with the function's role (a
+  // scheduled run's failed event; a stream batch's description once the stream dropped it).
+  for (const queue of grants.queues) {
+    statements.push({ Sid: queue, Effect: 'Allow', Action: ['sqs:SendMessage'], Resource: [{ 'Fn::GetAtt': [queue, 'Arn'] }] });
   }
   for (const [key, actions] of Object.entries(grants.kms)) {
     statements.push({
@@ -148,7 +152,8 @@ const alarm = (description, properties) => ({
  * The alarms an on-call engineer needs (docs/runbook.md "Alarms"), all notifying AlarmTopic:
  * the API's 5xx rate, errors and throttles of every evidence function, anchors pending too long
  * and a low wallet balance (custom metrics of the reconciler, so a reconciler that stops
- * publishing alarms too), and failed scheduled runs in the failure queue.
+ * publishing alarms too), failed scheduled runs in the failure queue, and for each stream
+ * function its iterator age (derived data behind) and its failure queue (changes dropped).
  */
 function buildOperations() {
   const Resources = {};
@@ -157,6 +162,12 @@ function buildOperations() {
     Properties: { DisplayName: 'Evidence anchoring alarms', KmsMasterKeyId: 'alias/aws/sns' },
   };
   Resources[registry.naming.failureQueue] = {
+    Type: 'AWS::SQS::Queue',
+    Properties: { MessageRetentionPeriod: 1209600, SqsManagedSseEnabled: true },
+  };
+  // A stream consumer's on-failure destination (its own queue: its messages describe stream
+  // batches, not invocations): 14 days, the most SQS keeps a message.
+  Resources[registry.naming.streamFailureQueue] = {
     Type: 'AWS::SQS::Queue',
     Properties: { MessageRetentionPeriod: 1209600, SqsManagedSseEnabled: true },
   };
@@ -199,6 +210,24 @@ function buildOperations() {
         TreatMissingData: 'notBreaching',
       });
     }
+  }
+  for (const fn of registry.allFunctions().filter((f) => f.kind === 'stream')) {
+    const base = registry.naming.lambda(fn.name).replace(/LambdaFunction$/, '');
+    // IteratorAge (milliseconds): how old the last change of a batch was when Lambda handed it to
+    // the function. Above a minute for five minutes in a row, a shard is stuck or behind.
+    Resources[`${base}IteratorAgeAlarm`] = alarm(`${fn.name}: the ${fn.table} table's changes waited more than 60 s for the function, 5 minutes in a row (derived data behind; nothing is lost while the stream keeps them, 24 h)`, {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'IteratorAge',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: registry.naming.lambda(fn.name) } }],
+      Statistic: 'Maximum',
+      Period: 60,
+      EvaluationPeriods: 5,
+      DatapointsToAlarm: 5,
+      Threshold: 60000,
+      ComparisonOperator: 'GreaterThanThreshold',
+      // No batch, no datapoint: a quiet stream is not behind (a throttled one alarms on Throttles).
+      TreatMissingData: 'notBreaching',
+    });
   }
   Resources.AnchorsPendingTooLongAlarm = alarm('An anchor has been waiting for its ledger transaction for more than 10 minutes', {
     Namespace: METRICS_NAMESPACE,
@@ -276,6 +305,17 @@ function buildOperations() {
       },
       { Id: 'absdrift', Label: 'largest clock drift, seconds either way', ReturnData: true, Expression: 'MAX([ABS(drift), ABS(mindrift)])' },
     ],
+  });
+  Resources.StreamFailuresAlarm = alarm('Stream changes were dropped unapplied: the stream expired them (24 h) while their batch kept failing; see the stream failure queue', {
+    Namespace: 'AWS/SQS',
+    MetricName: 'ApproximateNumberOfMessagesVisible',
+    Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [registry.naming.streamFailureQueue, 'QueueName'] } }],
+    Statistic: 'Maximum',
+    Period: 300,
+    EvaluationPeriods: 1,
+    Threshold: 1,
+    ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    TreatMissingData: 'notBreaching',
   });
   Resources.ScheduledFailuresAlarm = alarm('A scheduled run (reconcile, quota reset) failed after its retries: see the failure queue', {
     Namespace: 'AWS/SQS',
@@ -375,5 +415,6 @@ module.exports = async ({ resolveVariable } = {}) => {
 };
 module.exports.buildResources = buildResources;
 module.exports.buildStatements = buildStatements;
+module.exports.buildTable = buildTable;
 module.exports.METRICS_NAMESPACE = METRICS_NAMESPACE;
 module.exports.LOG_METRICS = LOG_METRICS;

@@ -8,7 +8,8 @@
  *    known resource types, known properties, required properties, Ref/GetAtt/Sub/DependsOn targets;
  *  - deployment rules, against infra/functions.json and infra/tables.json (via infra/registry.cjs):
  *    one role per function, no wildcards, DynamoDB and KMS grants exactly as the registry says,
- *    public reads write nothing, every route and schedule, every table's settings, the edge.
+ *    public reads write nothing, every route and schedule, every stream consumer's event source
+ *    mapping, every table's settings, the edge.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Property, PropertyType, Resource as SpecResource, SpecDatabase } from '@aws-cdk/service-spec-types';
@@ -376,6 +377,7 @@ export function roleStatements(resources: Record<string, CfnResource>, roleId: s
 
 type ResourceTarget =
   | { kind: 'table'; table: string }
+  | { kind: 'stream'; table: string }
   | { kind: 'index'; table: string; index: string }
   | { kind: 'logGroup'; id: string }
   | { kind: 'literal'; value: string }
@@ -389,6 +391,10 @@ function classifyResource(resources: Record<string, CfnResource>, tableByLogical
       const table = tableByLogicalId.get(getAtt[0]);
       if (table) return { kind: 'table', table };
       if (resources[getAtt[0]]?.Type === 'AWS::Logs::LogGroup') return { kind: 'logGroup', id: getAtt[0] };
+    }
+    if (Array.isArray(getAtt) && getAtt[1] === 'StreamArn' && typeof getAtt[0] === 'string') {
+      const table = tableByLogicalId.get(getAtt[0]);
+      if (table) return { kind: 'stream', table };
     }
     const sub = r['Fn::Sub'];
     if (typeof sub === 'string') {
@@ -411,6 +417,8 @@ export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
   const services: string[] = [];
   const logs: string[] = [];
   const dynamo: string[] = [];
+  const streams: string[] = [];
+  const queues: string[] = [];
   const kms: string[] = [];
   const publicReads: string[] = [];
 
@@ -460,6 +468,8 @@ export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
     const gotTable = new Map<string, Set<string>>();
     const gotIndex = new Map<string, Set<string>>();
     const gotKms = new Map<KmsKey, Set<string>>();
+    const gotStream = new Map<string, Set<string>>();
+    const gotQueues = new Set<string>();
     const gotLogs = new Set<string>();
     for (const s of roleStatements(resources, roleId)) {
       if (s.Effect !== 'Allow') continue;
@@ -470,12 +480,17 @@ export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
         if (!ALLOWED_SERVICES.has(service)) services.push(`${fn.name}: action ${action} (only ${[...ALLOWED_SERVICES].join(', ')} are expected)`);
         if (service === 'xray' && !XRAY_WRITE_ACTIONS.has(action)) services.push(`${fn.name}: ${action} (tracing needs only ${[...XRAY_WRITE_ACTIONS].join(', ')})`);
         if (service === 'sqs') {
-          const onQueue = targets.every((t) => t.kind === 'other') && asArray(s.Resource).every((r) => isDeepStrictEqual(r, { 'Fn::GetAtt': [registry.naming.failureQueue, 'Arn'] }));
-          if (fn.kind !== 'scheduled' || action !== 'sqs:SendMessage' || !onQueue) services.push(`${fn.name}: ${action} (only scheduled functions may send to ${registry.naming.failureQueue})`);
+          // Only to the failure queue of its kind (expectedGrants: scheduled → ScheduledFailureQueue,
+          // stream → StreamFailureQueue), only SendMessage.
+          const named = asArray(s.Resource).map((r) => expected.queues.find((q) => isDeepStrictEqual(r, { 'Fn::GetAtt': [q, 'Arn'] })));
+          if (action !== 'sqs:SendMessage' || named.length === 0 || named.some((q) => q === undefined)) {
+            queues.push(`${fn.name}: ${action} on ${JSON.stringify(s.Resource)} (a ${fn.kind} function may send only to ${show(expected.queues)})`);
+          } else for (const q of named) gotQueues.add(q as string);
         }
         for (const t of targets) {
           if (service === 'dynamodb') {
             if (t.kind === 'table') (gotTable.get(t.table) ?? gotTable.set(t.table, new Set()).get(t.table))!.add(action);
+            else if (t.kind === 'stream') (gotStream.get(t.table) ?? gotStream.set(t.table, new Set()).get(t.table))!.add(action);
             else if (t.kind === 'index') {
               const k = `${t.table}/index/${t.index}`;
               (gotIndex.get(k) ?? gotIndex.set(k, new Set()).get(k))!.add(action);
@@ -512,6 +527,17 @@ export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
       if (!isDeepStrictEqual(got, want)) dynamo.push(`${fn.name}: index ${k} grants ${show(got)}; expected ${show(want)}`);
     }
 
+    // Streams: a stream function reads exactly its table's stream with exactly the mapping's
+    // actions (the event source mapping reads with its role); no other function reads a stream.
+    for (const table of sorted([...gotStream.keys(), ...Object.keys(expected.stream)])) {
+      const got = sorted(gotStream.get(table) ?? []);
+      const want = expected.stream[table] ?? [];
+      if (!isDeepStrictEqual(got, want)) streams.push(`${fn.name}: the ${table} table's stream grants ${show(got)}; expected ${show(want)}`);
+    }
+    // Queues: the on-failure destination of its kind can be sent to (Lambda sends with its role).
+    const wantQueues = sorted(expected.queues);
+    if (!isDeepStrictEqual(sorted(gotQueues), wantQueues)) queues.push(`${fn.name}: may send to ${show(sorted(gotQueues))}; expected ${show(wantQueues)}`);
+
     // KMS: exactly the keys it needs, each with exactly the actions of its use.
     for (const key of sorted([...gotKms.keys(), ...Object.keys(expected.kms)]) as KmsKey[]) {
       const got = sorted(gotKms.get(key) ?? []);
@@ -530,12 +556,15 @@ export function checkLeastPrivilege(view: DeploymentView): RuleResult[] {
 
   const n = fns.length;
   const publicCount = fns.filter((f) => registry.isPublicRead(f)).length;
+  const streamCount = fns.filter((f) => f.kind === 'stream').length;
   return [
     { name: 'every function has its own role, assumable by Lambda only', summary: `${n} functions, ${n} roles`, problems: ownRole },
     { name: 'no IAM Allow statement has a wildcard action or resource', summary: 'no * (but X-Ray writes, which take no ARN), no NotAction/NotResource, no managed policies', problems: wildcards },
-    { name: 'roles name only logs, dynamodb and kms actions, X-Ray writes, and (scheduled) the failure queue', summary: `${n} roles`, problems: services },
+    { name: 'roles name only logs, dynamodb, kms and sqs actions and X-Ray writes', summary: `${n} roles`, problems: services },
+    { name: 'sqs: scheduled and stream functions send exactly to the failure queue of their kind, no other function to any', summary: `${fns.filter((f) => registry.expectedGrants(f).queues.length > 0).length} functions with a failure destination`, problems: queues },
     { name: 'logs: each function writes only its own log group', summary: `${n} log groups`, problems: logs },
     { name: 'dynamodb: each role grants exactly its registry access map', summary: 'tables and index ARNs match infra/functions.json', problems: dynamo },
+    { name: 'dynamodb streams: a stream function reads exactly its table\'s stream, no other function any', summary: `${streamCount} stream function${streamCount === 1 ? '' : 's'}: ${registry.STREAM_READ_ACTIONS.join(', ')} on StreamArn`, problems: streams },
     { name: 'kms: each role reaches exactly the keys it needs', summary: 'Sign/GetPublicKey/Decrypt per key as infra/registry.cjs', problems: kms },
     { name: 'public GET functions write no table', summary: `${publicCount} public GET functions`, problems: publicReads },
   ];
@@ -562,6 +591,8 @@ function describeTarget(t: ResourceTarget): string {
   switch (t.kind) {
     case 'table':
       return `table ${t.table}`;
+    case 'stream':
+      return `the ${t.table} table's stream`;
     case 'index':
       return `index ${t.table}/${t.index}`;
     case 'logGroup':
@@ -594,6 +625,7 @@ export function checkTables(resources: Record<string, CfnResource>): RuleResult 
       ['AttributeDefinitions', p.AttributeDefinitions, def.AttributeDefinitions as Json],
       ['GlobalSecondaryIndexes', p.GlobalSecondaryIndexes, def.GlobalSecondaryIndexes as Json | undefined],
       ['TimeToLiveSpecification', p.TimeToLiveSpecification, def.TimeToLiveAttribute ? { AttributeName: def.TimeToLiveAttribute, Enabled: true } : undefined],
+      ['StreamSpecification', p.StreamSpecification, def.StreamSpecification ? { StreamViewType: def.StreamSpecification.StreamViewType } : undefined],
       ['DeletionPolicy', res.DeletionPolicy, 'Retain'],
       ['UpdateReplacePolicy', res.UpdateReplacePolicy, 'Retain'],
     ];
@@ -606,7 +638,7 @@ export function checkTables(resources: Record<string, CfnResource>): RuleResult 
     if (res.Type === 'AWS::DynamoDB::Table' && !tableIds.has(id)) problems.push(`${id}: a table that infra/tables.json does not define`);
   }
   return {
-    name: 'tables match infra/tables.json: on demand, PITR, TTL, SSE, retained',
+    name: 'tables match infra/tables.json: on demand, PITR, TTL, stream, SSE, retained',
     summary: `${tableIds.size} tables`,
     problems,
   };
@@ -734,13 +766,81 @@ export function checkSchedules(template: CfnTemplate): RuleResult {
 }
 
 /**
+ * What every stream consumer's event source mapping must say, whatever generated it (so a change
+ * of infra/registry.cjs STREAM_MAPPING fails here until this policy changes with it):
+ * - it reads its table's stream (`StreamArn`) from the oldest change kept (`TRIM_HORIZON`): a new
+ *   mapping, or one created again, counts what the stream still holds rather than only what comes;
+ * - one batch per shard at a time (`ParallelizationFactor` 1): the statistics' checkpoints count a
+ *   shard's changes in order (lib/store/stats-counters.ts);
+ * - a failed batch is split (`BisectBatchOnFunctionError`) and retried with no limit of attempts
+ *   or age (-1, -1): nothing is skipped while the stream keeps it (24 h);
+ * - what the stream drops unapplied is described in the StreamFailureQueue (`DestinationConfig`);
+ * - no `FilterCriteria` (a filter would drop changes the derived data counts, silently);
+ * - `FunctionResponseTypes` [ReportBatchItemFailures] and a tumbling window (the event carries the
+ *   shard), with the entry's batchSize, batchWindowSeconds and tumblingWindowSeconds;
+ * - created after its role (`DependsOn`), which must allow reading the stream when Lambda checks.
+ */
+const STREAM_MAPPING_POLICY: [string, (fn: RegistryFunction) => Json][] = [
+  ['Enabled', () => true],
+  ['EventSourceArn', (fn) => ({ 'Fn::GetAtt': [registry.naming.table(String(fn.table)), 'StreamArn'] })],
+  ['StartingPosition', () => 'TRIM_HORIZON'],
+  ['ParallelizationFactor', () => 1],
+  ['BisectBatchOnFunctionError', () => true],
+  ['MaximumRetryAttempts', () => -1],
+  ['MaximumRecordAgeInSeconds', () => -1],
+  ['FunctionResponseTypes', () => ['ReportBatchItemFailures']],
+  ['DestinationConfig', () => ({ OnFailure: { Destination: { 'Fn::GetAtt': [registry.naming.streamFailureQueue, 'Arn'] } } })],
+  ['FilterCriteria', () => null],
+  ['BatchSize', (fn) => fn.batchSize ?? null],
+  ['MaximumBatchingWindowInSeconds', (fn) => fn.batchWindowSeconds ?? null],
+  ['TumblingWindowInSeconds', (fn) => fn.tumblingWindowSeconds ?? null],
+];
+
+/** Every stream function is fed by exactly one event source mapping, on its table's stream, as STREAM_MAPPING_POLICY says; no other mapping exists. */
+export function checkStreams(template: CfnTemplate): RuleResult {
+  const problems: string[] = [];
+  const resources = template.Resources;
+  const mappings = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::Lambda::EventSourceMapping');
+  const streamFunctions = registry.allFunctions().filter((fn) => fn.kind === 'stream');
+  const matched = new Set<string>();
+  for (const fn of streamFunctions) {
+    const lambdaId = registry.naming.lambda(fn.name);
+    const own = mappings.filter(([, m]) => isDeepStrictEqual(m.Properties?.FunctionName, { 'Fn::GetAtt': [lambdaId, 'Arn'] }));
+    for (const [id] of own) matched.add(id);
+    if (own.length !== 1) {
+      problems.push(`${fn.name}: ${own.length} AWS::Lambda::EventSourceMapping invoking ${lambdaId}, expected 1`);
+      continue;
+    }
+    const [id, mapping] = own[0]!;
+    const p = mapping.Properties ?? {};
+    for (const [property, want] of STREAM_MAPPING_POLICY) {
+      const got = p[property] ?? null;
+      const expected = want(fn);
+      if (!isDeepStrictEqual(got, expected)) problems.push(`${fn.name}: ${id}.${property} is ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`);
+    }
+    if (!asArray(mapping.DependsOn).includes(registry.naming.role(fn.name))) problems.push(`${fn.name}: ${id} does not depend on its role ${registry.naming.role(fn.name)} (it could be created before the role may read the stream)`);
+    const table = resources[registry.naming.table(String(fn.table))];
+    const view = isObject(table?.Properties?.StreamSpecification) ? table.Properties.StreamSpecification.StreamViewType : undefined;
+    if (view !== 'NEW_AND_OLD_IMAGES') problems.push(`${fn.name}: the ${fn.table} table streams ${JSON.stringify(view)}, not NEW_AND_OLD_IMAGES (the derived data compares old and new images)`);
+  }
+  for (const [id, m] of mappings) if (!matched.has(id)) problems.push(`${id}: an event source mapping (of ${JSON.stringify(m.Properties?.FunctionName)}) that infra/functions.json does not list`);
+  return {
+    name: 'every stream function reads its table\'s stream from TRIM_HORIZON, a shard at a time, bisecting and retrying until the stream drops a change, then to its failure queue',
+    summary: `${streamFunctions.length} event source mapping${streamFunctions.length === 1 ? '' : 's'}`,
+    problems,
+  };
+}
+
+/**
  * The operations an AWS engineer expects of the packaged stack (docs/runbook.md "Alarms"):
  * alarms on the API's 5xx rate, on errors and throttles of every evidence function, on anchors
  * pending too long and on a low wallet balance, on anchors the reconciler keeps failing to advance,
  * on the ledger fee cap and the TSA clock drift (metric filters of the stack on the reconciler's
  * log lines), each notifying the alarm topic; an on-failure
- * destination for every scheduled function; reserved concurrency 1 for the reconciler; stage
- * throttling and JSON access logs; active X-Ray tracing on every function.
+ * destination for every scheduled function; for every stream function an alarm on its iterator
+ * age (Maximum, a threshold in milliseconds, firing within 15 minutes) and one on its failure
+ * queue; reserved concurrency 1 for the reconciler; stage throttling and JSON access logs; active
+ * X-Ray tracing on every function.
  */
 export function checkOperations(template: CfnTemplate): RuleResult {
   const problems: string[] = [];
@@ -748,6 +848,8 @@ export function checkOperations(template: CfnTemplate): RuleResult {
   const topic = { Ref: registry.naming.alarmTopic };
   if (resources[registry.naming.alarmTopic]?.Type !== 'AWS::SNS::Topic') problems.push(`no AWS::SNS::Topic ${registry.naming.alarmTopic}`);
   if (resources[registry.naming.failureQueue]?.Type !== 'AWS::SQS::Queue') problems.push(`no AWS::SQS::Queue ${registry.naming.failureQueue}`);
+  const streamFunctions = registry.allFunctions().filter((fn) => fn.kind === 'stream');
+  if (streamFunctions.length > 0 && resources[registry.naming.streamFailureQueue]?.Type !== 'AWS::SQS::Queue') problems.push(`no AWS::SQS::Queue ${registry.naming.streamFailureQueue}`);
   const alarms = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::CloudWatch::Alarm');
   for (const [id, a] of alarms) {
     if (!asArray(a.Properties?.AlarmActions).some((x) => isDeepStrictEqual(x, topic))) problems.push(`${id}: does not notify ${registry.naming.alarmTopic}`);
@@ -773,7 +875,27 @@ export function checkOperations(template: CfnTemplate): RuleResult {
   }
   has('anchors pending too long', (a) => metricOf(a) === 'OldestPendingAnchorAgeSeconds');
   has('a low wallet balance', (a) => metricOf(a) === 'WalletBalanceBelowLow' && a.Properties?.TreatMissingData === 'breaching');
-  has('failed scheduled runs', (a) => a.Properties?.Namespace === 'AWS/SQS');
+  const onQueue = (queue: string) => (a: CfnResource) =>
+    a.Properties?.Namespace === 'AWS/SQS' && isDeepStrictEqual(dimensionValue(a), { 'Fn::GetAtt': [queue, 'QueueName'] });
+  has('failed scheduled runs', onQueue(registry.naming.failureQueue));
+  if (streamFunctions.length > 0) has(`stream changes dropped unapplied (${registry.naming.streamFailureQueue})`, onQueue(registry.naming.streamFailureQueue));
+  for (const fn of streamFunctions) {
+    const lambda = { Ref: registry.naming.lambda(fn.name) };
+    // IteratorAge is in milliseconds: a threshold of 60 (meant as seconds) would alarm on every batch.
+    has(`the iterator age of ${fn.name} (Maximum, 1 s to 1 h in milliseconds, within 15 minutes)`, (a) => {
+      const p = a.Properties ?? {};
+      const threshold = Number(p.Threshold);
+      return (
+        p.Namespace === 'AWS/Lambda' &&
+        metricOf(a) === 'IteratorAge' &&
+        isDeepStrictEqual(dimensionValue(a), lambda) &&
+        p.Statistic === 'Maximum' &&
+        threshold >= 1000 &&
+        threshold <= 3_600_000 &&
+        Number(p.Period) * Number(p.EvaluationPeriods) <= 900
+      );
+    });
+  }
   // The runbook's former hand-made alarms: reconcile stuck (EMF), and two from the reconciler's log lines.
   has('anchors the reconciler keeps failing to advance', (a) => metricsOf(a).includes('ReconcileFailures'));
   const reconcileLogs = { Ref: registry.naming.logGroup('reconcile') };
@@ -822,7 +944,7 @@ export function checkOperations(template: CfnTemplate): RuleResult {
   }
   if (!access.DestinationArn || !isObject(format) || !('requestId' in format) || !('status' in format)) problems.push('HttpApiStage: no JSON access log with requestId and status');
   return {
-    name: 'operations: alarms to the topic, failure destinations, reconciler concurrency 1, stage throttling and access logs, X-Ray',
+    name: 'operations: alarms to the topic, failure destinations, stream iterator age, reconciler concurrency 1, stage throttling and access logs, X-Ray',
     summary: `${alarms.length} alarms`,
     problems,
   };

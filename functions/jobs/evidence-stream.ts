@@ -38,7 +38,10 @@ export async function handler(event: EvidenceStreamEvent): Promise<{ state: Reco
     metrics.addMetric('DerivedLinkMarks', MetricUnit.Count, applied.links);
     return { state: {}, batchItemFailures: [] };
   } catch (error) {
-    log.warn('evidence stream: a batch was not applied; Lambda delivers it again', { shard, records: records.length, ...describeError(error) });
+    // The batch's first and last sequence numbers: what docs/runbook.md "Derived data behind" reads from the stream to save it.
+    const from = records[0]?.dynamodb?.SequenceNumber;
+    const to = records.at(-1)?.dynamodb?.SequenceNumber;
+    log.warn('evidence stream: a batch was not applied; Lambda delivers it again', { shard, records: records.length, from, to, ...describeError(error) });
     throw error;
   } finally {
     metrics.publishStoredMetrics();

@@ -6,9 +6,14 @@ import { loadConfig } from '../../lib/config.js';
 
 // CommonJS because osls loads plugins with require(); load it the same way.
 const require = createRequire(import.meta.url);
-const { offlineEnvironment } = require('../../infra/serverless-offline-local.cjs') as {
+type OfflinePlugin = { hooks: Record<string, () => void> };
+const OfflineLocalPlugin = require('../../infra/serverless-offline-local.cjs') as {
+  new (serverless: unknown, options: Record<string, unknown>): OfflinePlugin;
   offlineEnvironment(declared: Record<string, unknown>, shell: Record<string, string | undefined>, httpPort: number | string): Record<string, string>;
+  streamConsumers(functions: Record<string, unknown>): string[];
 };
+const { offlineEnvironment, streamConsumers } = OfflineLocalPlugin;
+const registry = require('../../infra/registry.cjs') as typeof import('../../infra/registry.cjs');
 const { buildFunctions } = require('../../infra/serverless-functions.cjs') as {
   buildFunctions(): Record<string, { environment?: Record<string, string> }>;
 };
@@ -106,6 +111,17 @@ describe('osls offline environment (infra/serverless-offline-local.cjs)', () => 
       assert.deepEqual(config.tsa.pq && { kmsKeyId: config.tsa.pq.kmsKeyId, certFile: config.tsa.pq.certFile, rootFile: config.tsa.pq.rootFile }, { kmsKeyId: undefined, certFile: undefined, rootFile: undefined });
       assert.equal(config.tsa.historyFile, `${SHELL.DATA_DIR}/tsa/history.json`);
     }
+  });
+
+  test('the stream consumers are left out before serverless-esbuild bundles: offline builds, serves and invokes no stream function', () => {
+    const stream = registry.allFunctions().filter((fn) => fn.kind === 'stream').map((fn) => fn.name);
+    assert.deepEqual(stream, ['evidenceStream']);
+    assert.deepEqual(streamConsumers(functions), stream, 'found by their stream event');
+    const service = { provider: { environment: { ...AWS_ENVIRONMENT } }, functions: structuredClone(functions) };
+    const plugin = new OfflineLocalPlugin({ service, processedInput: { commands: ['offline'] } }, { httpPort: 4000 });
+    plugin.hooks['before:offline:start']!();
+    plugin.hooks['before:offline:start:init']!();
+    assert.deepEqual(Object.keys(service.functions).sort(), Object.keys(functions).filter((n) => !stream.includes(n)).sort());
   });
 
   test('ADMIN_TOKEN reaches the functions that declare it and no other', () => {

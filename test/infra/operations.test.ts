@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import { packagedTemplate } from '../support/packaged-template.js';
-import { type CfnTemplate, checkOperations } from '../../infra/template-rules.js';
+import { type CfnResource, type CfnTemplate, type JsonObject, checkLeastPrivilege, checkOperations, checkStreams, templateView } from '../../infra/template-rules.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 let template: CfnTemplate;
@@ -36,11 +36,71 @@ describe('the packaged stack has the operations an AWS engineer expects', () => 
       ['no fee-cap alarm', (t) => delete t.Resources.LedgerFeeCapAlarm, /no alarm on the ledger fee cap/],
       ['a clock-drift filter on another log group', (t) => (t.Resources.ClockDriftMetricFilter!.Properties!.LogGroupName = { Ref: 'V1HealthLogGroup' }), /metric filter for the TSA clock drift/],
       ['no clock-drift alarm', (t) => delete t.Resources.TsaClockDriftAlarm, /no alarm on the TSA clock drift/],
+      ['no scheduled failures alarm', (t) => delete t.Resources.ScheduledFailuresAlarm, /no alarm on failed scheduled runs/],
+      ['no stream failures alarm', (t) => delete t.Resources.StreamFailuresAlarm, /no alarm on stream changes dropped unapplied/],
+      ['no stream failure queue', (t) => delete t.Resources.StreamFailureQueue, /no AWS::SQS::Queue StreamFailureQueue/],
+      ['no iterator-age alarm', (t) => delete t.Resources.EvidenceStreamIteratorAgeAlarm, /no alarm on the iterator age of evidenceStream/],
+      ['an iterator-age threshold in seconds', (t) => (t.Resources.EvidenceStreamIteratorAgeAlarm!.Properties!.Threshold = 60), /no alarm on the iterator age of evidenceStream/],
+      ['an iterator age averaged', (t) => (t.Resources.EvidenceStreamIteratorAgeAlarm!.Properties!.Statistic = 'Average'), /no alarm on the iterator age of evidenceStream/],
+      ['an iterator-age alarm of an hour', (t) => (t.Resources.EvidenceStreamIteratorAgeAlarm!.Properties!.EvaluationPeriods = 60), /no alarm on the iterator age of evidenceStream/],
+      ['no stream function errors alarm', (t) => delete t.Resources.EvidenceStreamErrorsAlarm, /Errors of evidenceStream/],
     ];
     for (const [name, mutate, expected] of cases) {
       const t = copy();
       mutate(t);
       const problems = checkOperations(t).problems;
+      assert.ok(problems.some((p) => expected.test(p)), `${name}: ${JSON.stringify(problems)}`);
+    }
+  });
+});
+
+describe('the packaged stack feeds the evidence stream function from its table\'s stream (docs/decisions.md "Derived data")', () => {
+  const MAPPING = 'EvidenceStreamEventSourceMappingDynamodbEvidenceTable';
+  const mappingOf = (t: CfnTemplate) => t.Resources[MAPPING]!.Properties!;
+
+  test('one event source mapping, as the policy says, and the role that reads the stream and reaches the failure queue', () => {
+    assert.equal(template.Resources[MAPPING]?.Type, 'AWS::Lambda::EventSourceMapping', 'osls names the mapping after the function and the table');
+    assert.deepEqual(checkStreams(template).problems, []);
+    // The grants as packaged (osls adds stream grants only to a shared role, which this stack has none of).
+    const streamRules = checkLeastPrivilege(templateView(template, {})).filter((r) => /^(sqs|dynamodb streams): /.test(r.name));
+    assert.equal(streamRules.length, 2);
+    for (const r of streamRules) assert.deepEqual(r.problems, [], r.name);
+    assert.equal(template.Resources.IamRoleLambdaExecution, undefined, 'no shared role');
+  });
+
+  test('the rule notices each setting changed, the mapping gone or doubled, and a stray mapping', () => {
+    const cases: [string, (t: CfnTemplate) => void, RegExp][] = [
+      ['from the newest change', (t) => (mappingOf(t).StartingPosition = 'LATEST'), /StartingPosition is "LATEST", expected "TRIM_HORIZON"/],
+      ['retries limited', (t) => (mappingOf(t).MaximumRetryAttempts = 10), /MaximumRetryAttempts is 10, expected -1/],
+      ['records given up after an hour', (t) => (mappingOf(t).MaximumRecordAgeInSeconds = 3600), /MaximumRecordAgeInSeconds is 3600, expected -1/],
+      ['no bisecting', (t) => delete mappingOf(t).BisectBatchOnFunctionError, /BisectBatchOnFunctionError is null, expected true/],
+      ['two batches per shard at once', (t) => (mappingOf(t).ParallelizationFactor = 2), /ParallelizationFactor is 2, expected 1/],
+      ['no tumbling window (no shard in the event)', (t) => delete mappingOf(t).TumblingWindowInSeconds, /TumblingWindowInSeconds is null, expected 60/],
+      ['another batch size', (t) => (mappingOf(t).BatchSize = 10), /BatchSize is 10, expected 100/],
+      ['another batching window', (t) => (mappingOf(t).MaximumBatchingWindowInSeconds = 30), /MaximumBatchingWindowInSeconds is 30, expected 1/],
+      ['no failure destination', (t) => delete mappingOf(t).DestinationConfig, /DestinationConfig is null, expected/],
+      ['the scheduled runs\' queue as destination', (t) => (mappingOf(t).DestinationConfig = { OnFailure: { Destination: { 'Fn::GetAtt': ['ScheduledFailureQueue', 'Arn'] } } }), /DestinationConfig is .*ScheduledFailureQueue/],
+      ['a filter', (t) => (mappingOf(t).FilterCriteria = { Filters: [{ Pattern: '{"eventName":["INSERT"]}' }] }), /FilterCriteria is .*, expected null/],
+      ['disabled', (t) => (mappingOf(t).Enabled = false), /Enabled is false, expected true/],
+      ['another table\'s stream', (t) => (mappingOf(t).EventSourceArn = { 'Fn::GetAtt': ['ChainsTable', 'StreamArn'] }), /EventSourceArn is .*ChainsTable/],
+      ['not after its role', (t) => (t.Resources[MAPPING]!.DependsOn = []), /does not depend on its role EvidenceStreamIamRole/],
+      ['keys only in the stream', (t) => (t.Resources.EvidenceTable!.Properties!.StreamSpecification = { StreamViewType: 'KEYS_ONLY' }), /the evidence table streams "KEYS_ONLY", not NEW_AND_OLD_IMAGES/],
+      ['no mapping', (t) => delete t.Resources[MAPPING], /evidenceStream: 0 AWS::Lambda::EventSourceMapping invoking EvidenceStreamLambdaFunction, expected 1/],
+      ['two mappings', (t) => (t.Resources.SecondMapping = structuredClone(t.Resources[MAPPING]!)), /evidenceStream: 2 AWS::Lambda::EventSourceMapping/],
+      [
+        'a stray mapping',
+        (t) => {
+          const stray = structuredClone(t.Resources[MAPPING]!) as CfnResource;
+          (stray.Properties as JsonObject).FunctionName = { 'Fn::GetAtt': ['V1StatsLambdaFunction', 'Arn'] };
+          t.Resources.StrayMapping = stray;
+        },
+        /StrayMapping: an event source mapping .*V1StatsLambdaFunction.* that infra\/functions.json does not list/,
+      ],
+    ];
+    for (const [name, mutate, expected] of cases) {
+      const t = copy();
+      mutate(t);
+      const problems = checkStreams(t).problems;
       assert.ok(problems.some((p) => expected.test(p)), `${name}: ${JSON.stringify(problems)}`);
     }
   });

@@ -104,6 +104,15 @@ describe('generated functions', () => {
       ['v1ChainAnchor', { kms: { pqSigner: 'sign', tsa: 'sign', ledgerWallet: 'sign' } }, /v1ChainAnchor: an anchoring function needs kms.tsaPq: "sign"/],
       ['v2EvidenceFull', { kms: { pqSigner: 'sign', tsa: 'sign', tsaPq: 'public', ledgerWallet: 'sign' } }, /v2EvidenceFull: an anchoring function needs kms.tsaPq: "sign"/],
       ['reconcile', { openapi: true }, /reconcile: unknown field "openapi"/],
+      // Stream consumers: a table that streams old and new images, Lambda's bounds, the shard's window.
+      ['evidenceStream', { table: 'chains' }, /evidenceStream: table chains has no StreamSpecification with StreamViewType NEW_AND_OLD_IMAGES/],
+      ['evidenceStream', { table: 'nope' }, /evidenceStream: table must name a table of infra\/tables.json/],
+      ['evidenceStream', { batchSize: 0 }, /evidenceStream: batchSize must be a whole number from 1 to 10000/],
+      ['evidenceStream', { batchWindowSeconds: 301 }, /evidenceStream: batchWindowSeconds must be a whole number from 0 to 300/],
+      ['evidenceStream', { tumblingWindowSeconds: 0 }, /evidenceStream: tumblingWindowSeconds must be a whole number from 1 to 900/],
+      ['evidenceStream', { reservedConcurrency: 1 }, /evidenceStream: unknown field "reservedConcurrency"/],
+      ['evidenceStream', { access: { counters: 'rw', chains: 'bw' } }, /evidenceStream.access.chains: access mode must be letters of r, w, b, d, s in that order/],
+      ['v1Stats', { access: { chains: 'b' } }, /v1Stats: a public GET function may write no table, not chains/],
     ];
     for (const [name, change, expected] of cases) {
       const problems = registry.validateRegistry(withChange(name, change));
@@ -122,7 +131,13 @@ describe('generated functions', () => {
       assert.ok(Resources[f.role], `${fn.name}: role ${f.role} is generated`);
       roles.add(f.role);
       if (fn.kind === 'http') assert.deepEqual(f.events, [{ httpApi: { method: fn.method, path: fn.path } }]);
-      else if (fn.kind === 'gateway') {
+      else if (fn.kind === 'stream') {
+        // Its table's stream, its entry's batch and windows; the rest is checkStreams' policy (operations.test.ts).
+        assert.equal(f.events.length, 1, fn.name);
+        const stream = f.events[0]!.stream as JsonObject;
+        assert.deepEqual(stream.arn, { 'Fn::GetAtt': [registry.naming.table(fn.table!), 'StreamArn'] });
+        assert.deepEqual([stream.type, stream.batchSize, stream.batchWindow, stream.tumblingWindowInSeconds], ['dynamodb', fn.batchSize, fn.batchWindowSeconds, fn.tumblingWindowSeconds]);
+      } else if (fn.kind === 'gateway') {
         // methodNotAllowed: `ANY` on every distinct path, so each path answers 405 for the other methods.
         const paths = [...new Set(registry.allFunctions().filter((h) => h.kind === 'http').map((h) => h.path))].sort();
         assert.deepEqual(f.events, paths.map((p) => ({ httpApi: { method: '*', path: p } })));
@@ -168,7 +183,7 @@ describe('generated least-privilege roles', () => {
     assert.ok([...onTable, ...onIndexes].flatMap((s) => s.Action as string[]).every((a) => !registry.WRITE_ACTIONS.has(a)));
     // and the same for every real function with a read-only table
     for (const real of registry.allFunctions()) {
-      for (const [table, mode] of Object.entries(real.access).filter(([, m]) => !m.includes('w'))) {
+      for (const [table, mode] of Object.entries(real.access).filter(([, m]) => !/[wbd]/.test(m))) {
         const statements = roleStatements(Resources, registry.naming.role(real.name)).filter((s) => JSON.stringify(s.Resource).includes(`"${registry.naming.table(table)}`));
         assert.ok(statements.length > 0, `${real.name}: ${table} (${mode}) is granted`);
         const writes = statements.flatMap((s) => s.Action as string[]).filter((a) => registry.WRITE_ACTIONS.has(a));
@@ -177,17 +192,30 @@ describe('generated least-privilege roles', () => {
     }
   });
 
-  test('grant no transactions, no table outside the access map, and Scan only to the three jobs that scan', () => {
+  test('grant no transactions, no table outside the access map, Scan only to the three jobs that scan, BatchWriteItem and stream reads only to the stream function', () => {
     // The reconciler's hourly pass and the quota reset's sweep send Scan (lib/evidence/repository.ts
     // scanUnfinished, lib/accounts/counter-repository.ts listHolds and removeExpired), and the archive
     // job's backfill (lib/store/archive-table.ts sweepUngrouped, an operator's invocation); nothing else does.
     const scanners = registry.allFunctions().filter((fn) => JSON.stringify(roleStatements(Resources, registry.naming.role(fn.name))).includes('dynamodb:Scan'));
     assert.deepEqual(scanners.map((fn) => fn.name).sort(), ['archive', 'quotaReset', 'reconcile']);
+    // The chain links' anchored marks (lib/store/chain-table.ts putAnchoredLinks) are the one batched
+    // write, from the evidence stream; only it reads a stream (its event source mapping does, with its role).
+    const granting = (action: string) =>
+      registry.allFunctions().flatMap((fn) =>
+        roleStatements(Resources, registry.naming.role(fn.name))
+          .filter((s) => (s.Action as string[]).includes(action))
+          .map((s) => `${fn.name} ${JSON.stringify(s.Resource)}`),
+      );
+    assert.deepEqual(granting('dynamodb:BatchWriteItem'), ['evidenceStream [{"Fn::GetAtt":["ChainsTable","Arn"]}]']);
+    for (const action of registry.STREAM_READ_ACTIONS) assert.deepEqual(granting(action), ['evidenceStream [{"Fn::GetAtt":["EvidenceTable","StreamArn"]}]'], action);
     for (const fn of registry.allFunctions()) {
       const text = JSON.stringify(roleStatements(Resources, registry.naming.role(fn.name)));
-      assert.doesNotMatch(text, /dynamodb:(Transact|BatchWrite|ConditionCheck|\*)/, fn.name);
+      assert.doesNotMatch(text, /dynamodb:(Transact|ConditionCheck|\*)/, fn.name);
       for (const key of Object.keys(registry.TABLES)) {
-        if (!(key in fn.access)) assert.ok(!text.includes(`"${registry.naming.table(key)}`), `${fn.name} must not reach ${key}`);
+        // The table's own ARN or its indexes' (a stream's StreamArn is the stream, checked above).
+        const logicalId = registry.naming.table(key);
+        const reached = text.includes(`"${logicalId}","Arn"`) || text.includes(`\${${logicalId}.Arn}`);
+        if (!(key in fn.access)) assert.ok(!reached, `${fn.name} must not reach ${key}`);
       }
     }
   });
@@ -235,6 +263,48 @@ describe('generated least-privilege roles', () => {
     const view: DeploymentView = { ...shared, allFunctionRoles: () => new Map([['a', 'V1HealthIamRole'], ['b', 'V1HealthIamRole']]) };
     assert.match(problemsOf(view).join('\n'), /V1HealthIamRole is shared by a, b/);
   });
+
+  test('the rules catch a stream read elsewhere, a stream function that cannot read its stream or reach its queue, and a queue of the other kind', () => {
+    const streamRead = (table: string): Statement => ({ Effect: 'Allow', Action: ['dynamodb:GetRecords'], Resource: [{ 'Fn::GetAtt': [table, 'StreamArn'] }] });
+    const sendTo = (queue: string): Statement => ({ Effect: 'Allow', Action: ['sqs:SendMessage'], Resource: [{ 'Fn::GetAtt': [queue, 'Arn'] }] });
+    const cases: [string, (r: Record<string, CfnResource>) => void, RegExp][] = [
+      ['another function reads the stream', (r) => policyOf(r, 'v1Stats').push(streamRead('EvidenceTable')), /v1Stats: the evidence table's stream grants dynamodb:GetRecords; expected \(none\)/],
+      ['the stream function reads another table\'s stream', (r) => policyOf(r, 'evidenceStream').push(streamRead('ChainsTable')), /evidenceStream: the chains table's stream grants dynamodb:GetRecords; expected \(none\)/],
+      [
+        'the stream function cannot read its stream',
+        (r) => {
+          const statements = policyOf(r, 'evidenceStream');
+          statements.splice(statements.findIndex((s) => JSON.stringify(s.Resource).includes('StreamArn')), 1);
+        },
+        /evidenceStream: the evidence table's stream grants \(none\); expected dynamodb:DescribeStream, dynamodb:GetRecords, dynamodb:GetShardIterator, dynamodb:ListStreams/,
+      ],
+      [
+        'stream reads granted on the table ARN instead',
+        (r) => {
+          const s = policyOf(r, 'evidenceStream').find((x) => JSON.stringify(x.Resource).includes('StreamArn'))!;
+          s.Resource = [{ 'Fn::GetAtt': ['EvidenceTable', 'Arn'] }];
+        },
+        /evidenceStream: evidence \(access none\) grants dynamodb:DescribeStream, dynamodb:GetRecords, dynamodb:GetShardIterator, dynamodb:ListStreams; expected \(none\)/,
+      ],
+      [
+        'the stream function cannot reach its failure queue',
+        (r) => {
+          const statements = policyOf(r, 'evidenceStream');
+          statements.splice(statements.findIndex((s) => JSON.stringify(s.Action).includes('sqs:')), 1);
+        },
+        /evidenceStream: may send to \(none\); expected StreamFailureQueue/,
+      ],
+      ['the stream function sends to the scheduled runs\' queue', (r) => policyOf(r, 'evidenceStream').push(sendTo('ScheduledFailureQueue')), /evidenceStream: sqs:SendMessage on .*ScheduledFailureQueue.* \(a stream function may send only to StreamFailureQueue\)/],
+      ['an HTTP function sends to a queue', (r) => policyOf(r, 'v2EvidenceHash').push(sendTo('StreamFailureQueue')), /v2EvidenceHash: sqs:SendMessage .* \(a http function may send only to \(none\)\)/],
+      ['a public read batch-writes', (r) => policyOf(r, 'v1Stats').push({ Effect: 'Allow', Action: ['dynamodb:BatchWriteItem'], Resource: [{ 'Fn::GetAtt': ['ChainsTable', 'Arn'] }] }), /v1Stats \(public GET \/api\/v1\/stats\) may write chains: dynamodb:BatchWriteItem/],
+    ];
+    for (const [name, mutate, expected] of cases) {
+      const resources = cloneResources();
+      mutate(resources);
+      const problems = problemsOf(generatedView(resources));
+      assert.ok(problems.some((p) => expected.test(p)), `${name}: ${JSON.stringify(problems)}`);
+    }
+  });
 });
 
 describe('generated resources against the CloudFormation spec', () => {
@@ -248,6 +318,15 @@ describe('generated resources against the CloudFormation spec', () => {
     // Before osls resolves them, KMS ARNs are `${self:…}` strings; that does not matter to the spec.
     for (const result of [checkResourceTypes(template, db), checkProperties(template, db), checkReferences(template, db), checkTables(template.Resources)]) {
       assert.deepEqual(result.problems, [], result.name);
+    }
+  });
+
+  test('the table check catches a table whose stream is gone or streams less than infra/tables.json says', () => {
+    for (const stream of [undefined, { StreamViewType: 'KEYS_ONLY' }]) {
+      const resources = cloneResources();
+      if (stream) resources.EvidenceTable!.Properties!.StreamSpecification = stream;
+      else delete resources.EvidenceTable!.Properties!.StreamSpecification;
+      assert.match(checkTables(resources).problems.join('\n'), /evidence: StreamSpecification is .*, expected \{"StreamViewType":"NEW_AND_OLD_IMAGES"\}/, JSON.stringify(stream));
     }
   });
 
