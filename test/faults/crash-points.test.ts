@@ -27,11 +27,13 @@ for (const [mode, window] of [
     it('holds every invariant when the service is killed at calls spread over the path, before and after the call', { timeout: 300_000 }, async () => {
       const env = { LEDGER_BATCH_WINDOW_MS: window };
       const measured = await runCrashExperiment({ devices: 1, photos: 5, kills: 0, env, forkProbe: false, crashPoints: [1, 2, 3].map(() => ({ killAt: 1e6, when: 'before' as const })), log: say });
-      // The path's length varies by a few calls (a key read, a link read, the final receipt's reads
-      // when the receipt came in time): the points are spread over the shortest seen.
+      // The path's length varies (a key read, a link read, the final receipt's reads when the
+      // receipt came in time, and in batch mode the polls of a seal another waiter is sealing:
+      // measured 15 to 21 calls for one path): the sample spreads its points over the first three
+      // quarters of the shortest seen, so that each is reached; `npm run sweep` covers every call.
       const length = Math.min(...measured.crashPoints.map((p) => p.calls ?? 0));
       assert.ok(length >= 10, `the anchor path made ${length} calls`);
-      const points = spread(length);
+      const points = spread(Math.floor(length * 0.75));
       const report = await runCrashExperiment({ devices: 1, photos: 20, kills: 0, env, crashPoints: points, log: say });
       say(formatReport(report));
       for (const p of report.crashPoints) say(`  call ${p.killAt} ${p.when}: ${p.reached ? `killed at ${p.call ?? '?'}` : `not reached (${p.calls} calls)`}`);

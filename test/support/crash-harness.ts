@@ -605,7 +605,13 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     const giveUpAt = (record: HashRecord) =>
       faultsDone ? Math.max(lastReadyAt, record.firstSentAt ?? Date.now()) + limboLimitMs + graceMs : Number.POSITIVE_INFINITY;
 
-    const sendUntilSettled = async (record: HashRecord): Promise<void> => {
+    /**
+     * Retries the record until it settles. `whenDead` (the crash-point sweep of the change feed):
+     * called when an attempt failed because the service exited, which in that mode only the armed
+     * feed does (it may apply this very anchor's write before the answer leaves); it restarts the
+     * service, as nothing else would.
+     */
+    const sendUntilSettled = async (record: HashRecord, whenDead?: () => Promise<void>): Promise<void> => {
       let backoff = 250;
       const pause = async () => {
         await sleep(backoff * (0.75 + random() * 0.5));
@@ -635,6 +641,10 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
         } catch (error) {
           if (attempt.killedBy !== undefined) record.interruptions.push(attempt.killedBy);
           record.lastAnswer = `network error: ${(error as Error).message}`;
+          if (whenDead && (await waitFor('the service to exit', 2_000, () => (service.exitedBy !== undefined ? true : undefined), 20).catch(() => false))) {
+            await whenDead();
+            continue;
+          }
           await pause();
           continue;
         } finally {
@@ -793,8 +803,23 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
         };
         if (operation === 'feed') {
           // The photo is anchored unarmed; the feed applies its changes within a second or so,
-          // armed: the k-th of its calls since this start kills the service, or none does.
-          await sendUntilSettled(record);
+          // armed: the k-th of its calls since this start kills the service, or none does. The feed
+          // may apply the anchor's own write, and be killed, before the anchor's answer leaves: the
+          // point is reached, and a start without the hook recovers both.
+          let diedDuringSend = false;
+          await sendUntilSettled(record, async () => {
+            if (!diedDuringSend) record.interruptions.push(killed(': the change feed, before the anchor answered'));
+            diedDuringSend = true;
+            await service.kill();
+            await service.start();
+            const last = faults.at(-1);
+            if (last && last.readyAt === undefined) last.readyAt = Date.now();
+            lastReadyAt = Date.now();
+          });
+          if (diedDuringSend) {
+            pending = undefined;
+            continue;
+          }
           const feedCalls = () => [...service.logSince(logBefore).matchAll(/fault-hook: change feed made (\d+) calls/g)].reduce((n, m) => n + Number(m[1]), 0);
           await waitFor('the change feed to apply the photo, or the hook to kill the service', 20_000, () =>
             service.exitedBy !== undefined || /fault-hook: change feed made [1-9]/.test(service.logSince(logBefore)) ? true : undefined,
