@@ -148,8 +148,21 @@ export interface DerElement {
   depth: number;
 }
 
+/**
+ * Elements this process has read (one increment per TLV). Work on an attacker's token must grow
+ * linearly with its size: tests count this rather than time a clock (a loaded machine stretches
+ * the clock, not the work).
+ */
+let elementsRead = 0;
+
+/** How many DER elements this process has read so far (see `elementsRead`). */
+export function derElementsRead(): number {
+  return elementsRead;
+}
+
 /** Reads one element at `offset` of `buf`, bounded by `end`. */
 function readElement(buf: Uint8Array, offset: number, end: number, depth: number): DerElement {
+  elementsRead += 1;
   if (depth > MAX_DEPTH) throw new DerError(`nested deeper than ${MAX_DEPTH} levels`);
   let pos = offset;
   if (pos >= end) throw new DerError('truncated: missing identifier octet');
