@@ -16,7 +16,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { freePort } from '../../lib/local/net.js';
-import { processAlive } from '../support/processes.js';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 const DEADLINE_MS = 90_000;
@@ -44,13 +43,24 @@ async function userEnv(dataDir: string): Promise<Record<string, string>> {
  */
 async function startReady(env: Record<string, string>, viaNpm: boolean): Promise<{ output: () => string; stop: () => Promise<void> }> {
   const command = viaNpm ? 'npm start' : `"${process.execPath}" --import tsx lib/local/start.ts`;
-  const child = spawn('sh', ['-c', `umask 022; exec ${command}`], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: npm runs the stack as a grandchild, and a stop must wait for all of it
+  // (npm exits on SIGTERM before the stack below it has closed its ports).
+  const child = spawn('sh', ['-c', `umask 022; exec ${command}`], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const group = child.pid as number;
+  const groupAlive = () => {
+    try {
+      process.kill(-group, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
   let output = '';
   child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
   child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   cleanups.push(() => {
-    if (child.pid && processAlive(child.pid)) child.kill('SIGKILL');
+    if (groupAlive()) process.kill(-group, 'SIGKILL');
   });
   const deadline = Date.now() + DEADLINE_MS;
   while (!/^ready in \d+ ms/m.test(output)) {
@@ -61,8 +71,13 @@ async function startReady(env: Record<string, string>, viaNpm: boolean): Promise
   return {
     output: () => output,
     stop: async () => {
-      child.kill('SIGTERM');
+      process.kill(-group, 'SIGTERM');
       await exited;
+      const deadline = Date.now() + DEADLINE_MS;
+      while (groupAlive()) {
+        if (Date.now() > deadline) assert.fail(`the stack's processes outlived SIGTERM by ${DEADLINE_MS} ms`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
     },
   };
 }
