@@ -27,7 +27,7 @@ const LAYERS = {
   wiring: ['lib/deps', 'lib/config.ts', 'lib/health.ts'],
   domain: ['lib/evidence', 'lib/accounts'],
   adapters: ['lib/crypto', 'lib/ledger', 'lib/store', 'lib/pdf'],
-  base: ['lib/log.ts', 'lib/errors.ts', 'lib/state-machines.ts', 'lib/memo.ts', 'lib/package-files.ts', 'lib/types.d.ts'],
+  base: ['lib/log.ts', 'lib/errors.ts', 'lib/state-machines.ts', 'lib/memo.ts', 'lib/work-slots.ts', 'lib/package-files.ts', 'lib/types.d.ts'],
 } as const;
 type Layer = keyof typeof LAYERS;
 

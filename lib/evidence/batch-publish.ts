@@ -9,6 +9,7 @@ import { anchorLeafHash, MerkleTree } from './merkle.js';
 import type { LedgerPublisher, LedgerReceipt, ResumeOutcome } from './ports.js';
 import type { AnchoredEvidence, EvidenceItem, MerkleInclusion, StoredTx } from './records.js';
 import type { EvidenceRepository } from './repository.js';
+import { whileIdle } from '../work-slots.js';
 
 /**
  * Batch mode (decisions.md "Ledger batching", docs/state-machines.md): the anchors accepted
@@ -150,7 +151,9 @@ export async function finishBatched(deps: BatchStepDeps, item: EvidenceItem, rec
       if (seal?.state !== 'sealed') await joinBatch(deps, pk, current.image_hash, current.server_hash);
     }
     fresh = false;
-    const batch = await sealedBatch(deps, pk);
+    // Waiting for the window's end and the seal (done by one waiter, shared): no work of this
+    // anchor's own, so its work slot is given back meanwhile (lib/work-slots.ts).
+    const batch = await whileIdle(sealedBatch(deps, pk));
     const index = batch.images.indexOf(current.image_hash);
     if (index < 0) {
       // Left out (a late leaf): on to the window open now, then wait again. Never the sealed one
@@ -167,7 +170,7 @@ export async function finishBatched(deps: BatchStepDeps, item: EvidenceItem, rec
       }
       continue;
     }
-    const { batch: final, receipt, finality } = await settle(deps, batch, receiptWaitMs);
+    const { batch: final, receipt, finality } = await whileIdle(settle(deps, batch, receiptWaitMs));
     const merkle: MerkleInclusion = {
       root: final.root,
       leaf_index: index,
