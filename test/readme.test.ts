@@ -108,6 +108,43 @@ describe('the README walk-through, over real HTTP', () => {
     for (const proof of ['ML-DSA-65 signature', 'RFC 3161 timestamp', 'ledger transaction', 'Merkle inclusion']) assert.match(stdout, new RegExp(`holds\\s+${proof}`), stdout);
   });
 
+  it('runs docs/verify-without-us.md as written: the integrator block (keygen, anchor, verify with every anchor pinned by a flag), then the standard-tools blocks on its batched receipt', async () => {
+    const account = await accountOverHttp('readme-integrator', 'pro');
+    mkdirSync(path.join(root, '.cache'), { recursive: true });
+    const dir = mkdtempSync(path.join(root, '.cache', 'readme-tools-'));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    symlinkSync(process.env.DATA_DIR ?? '', path.join(dir, '.data'));
+    writeFileSync(path.join(dir, 'evidence'), `#!/bin/sh\nexec "${process.execPath}" "${path.join(root, 'bin', 'evidence.mjs')}" "$@"\n`, { mode: 0o755 });
+    writeFileSync(path.join(dir, 'photo.jpg'), `a photo of a flooded cellar ${Date.now()}`);
+    const doc = 'docs/verify-without-us.md';
+    const integrator = readmeBlock('## Anchor from the command line', 'sh', doc);
+    const blocks = sectionBlocks(doc, '## With standard tools only', 'sh');
+    // The two blocks the document says no test runs: OpenSSL 3.5's ML-DSA and Foundry's cast.
+    const notRun = blocks.filter((b) => b.includes('openssl pkeyutl -verify') || b.startsWith('cast '));
+    assert.deepEqual([blocks.length, notRun.length], [6, 2]);
+    const script = [integrator, ...blocks.filter((b) => !notRun.includes(b))]
+      .join('\n')
+      .replace(/^B=.*$/m, `B=${base}`)
+      .replace(/^KEY=.*$/m, `KEY=${account.api_key}`)
+      .replaceAll('http://127.0.0.1:8545', process.env.LEDGER_RPC_URL ?? '');
+    const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}`, EVIDENCE_TRUST_FILE: path.join(dir, 'no-trust.json') };
+    delete env.NODE_OPTIONS;
+    const { stdout, stderr } = await promisify(execFile)('bash', ['-e', '-c', script], { cwd: dir, env, encoding: 'utf8' });
+    const out = `${stdout}${stderr}`;
+    // Every anchor pinned by its flag, no trust file: verified (bash -e: exit 0).
+    assert.match(stdout, /^VERIFIED: every proof was checked and holds\b/m, out);
+    const receipt = JSON.parse(readFileSync(path.join(dir, 'photo.jpg.receipt.json'), 'utf8')) as { server_hash: string; ledger: { input_data: string; merkle?: unknown } };
+    assert.ok(receipt.ledger.merkle, 'batch mode by default');
+    for (const line of ['file: OK', 'Verification: OK', 'server_hash: OK', 'ML-DSA-65: OK', 'inclusion: OK']) assert.match(stdout, new RegExp(`^${line}$`, 'm'), out);
+    // The canonical statement recomputed by Python hashes to server_hash.
+    assert.match(stdout, new RegExp(`^${receipt.server_hash}  -$`, 'm'), out);
+    // The expected input the block computes is the one the chain holds, in a successful transaction.
+    const expected = /^expected input: (0x[0-9a-f]+)$/m.exec(stdout)?.[1];
+    assert.equal(expected, receipt.ledger.input_data);
+    assert.match(stdout, new RegExp(`^${expected}$`, 'm'), out);
+    assert.match(stdout, /^0x1$/m, out);
+  });
+
   it('runs the Starter block as written: timestamps over JSON (classic and post-quantum) and RFC 3161, a signature, trust add and verify', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'readme-starter-'));
     const account = await accountOverHttp('readme-starter', 'starter');
