@@ -73,6 +73,9 @@ describe('the README walk-through, over real HTTP', () => {
     writeFileSync(path.join(dir, 'anchor-photo.mjs'), readmeBlock('Save it as `anchor-photo.mjs`', 'js'));
     const blocks = sectionBlocks('README.md', '## The five-minute walk', 'sh');
     assert.equal(blocks.length, 5, 'the walk: register and upgrade, anchor, verify online, openssl, evidence');
+    // Then the PDF certificate of the same photo (docs/starter.md), with `evidence` as `npm link` puts it on the PATH.
+    blocks.push(readmeBlock('## The PDF certificate', 'sh', 'docs/starter.md'));
+    writeFileSync(path.join(dir, 'evidence'), `#!/bin/sh\nexec "${process.execPath}" "${path.join(root, 'bin', 'evidence.mjs')}" "$@"\n`, { mode: 0o755 });
     // Only the addresses are the test's own: its API, its chain node, and an e-mail no other run took.
     const email = `readme-walk-${Date.now()}@example.com`;
     const script = blocks
@@ -80,7 +83,7 @@ describe('the README walk-through, over real HTTP', () => {
       .replaceAll('http://127.0.0.1:3000', base)
       .replaceAll('http://127.0.0.1:8545', process.env.LEDGER_RPC_URL ?? '')
       .replaceAll('alice@example.com', email);
-    const env: NodeJS.ProcessEnv = { ...process.env, EVIDENCE_TRUST_FILE: path.join(dir, 'trust.json') };
+    const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}`, EVIDENCE_TRUST_FILE: path.join(dir, 'trust.json') };
     delete env.NODE_OPTIONS;
     // Asynchronously: the walk talks to the server this very process runs; -e: every command must succeed.
     const { stdout, stderr } = await promisify(execFile)('bash', ['-e', '-c', script], { cwd: dir, env, encoding: 'utf8' });
@@ -106,6 +109,13 @@ describe('the README walk-through, over real HTTP', () => {
     assert.match(out, /Trusted http/);
     assert.match(stdout, /^VERIFIED: every proof was checked and holds\b/m, out);
     for (const proof of ['ML-DSA-65 signature', 'RFC 3161 timestamp', 'ledger transaction', 'Merkle inclusion']) assert.match(stdout, new RegExp(`holds\\s+${proof}`), stdout);
+    // The PDF block: pdfsig's verdict, the text, the receipt it carries, and the CLI's verdict on the PDF.
+    assert.match(stdout, /Signature is Valid/, out);
+    assert.ok(stdout.includes(hash), 'the certificate\'s text names the hash');
+    assert.equal((JSON.parse(readFileSync(path.join(dir, 'receipt.json'), 'utf8')) as { image_hash: string }).image_hash, hash);
+    // The walk's verify, then the certificate's: the receipt it carries and the PDF's own signature.
+    assert.equal(stdout.match(/^VERIFIED: every proof was checked and holds\b/gm)?.length, 3, out);
+    assert.match(stdout, /holds\s+PDF signature \(PAdES\) over the whole file/, out);
   });
 
   it('runs docs/verify-without-us.md as written: the integrator block (keygen, anchor, verify with every anchor pinned by a flag), then the standard-tools blocks on its batched receipt', async () => {
