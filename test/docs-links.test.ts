@@ -12,6 +12,13 @@ import { describe, it } from 'node:test';
 const ROOT = path.resolve(import.meta.dirname, '..');
 const DOCS = ['README.md', 'BENCHMARKS.md', ...readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 
+/** The source and document files under `dir`. */
+function files(dir: string): string[] {
+  return readdirSync(path.join(ROOT, dir), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && /\.(ts|mts|mjs|cjs|md|json)$/.test(e.name) && !e.parentPath.includes('node_modules'))
+    .map((e) => path.relative(ROOT, path.join(e.parentPath, e.name)));
+}
+
 /** Markdown text without its fenced blocks (a line in an example is no heading). */
 function unfenced(text: string): string {
   return text.replace(/^```[\s\S]*?^```$/gm, '');
@@ -61,7 +68,7 @@ function broken(file: string, text = readFileSync(path.join(ROOT, file), 'utf8')
 }
 
 describe('the documents link to what exists', () => {
-  it('the check finds a missing file, a missing heading, and passes a good link (it can fail)', () => {
+  it('the checks find a missing file, a missing heading, and pass a good link (they can fail)', () => {
     assert.deepEqual(anchors('# A title\n## Stopping it\n## Node and `npm install`\n## Stopping it\n```\n# not a heading\n```\n'), new Set(['a-title', 'stopping-it', 'node-and-npm-install', 'stopping-it-1']));
     assert.deepEqual(relativeLinks('[a](docs/x.md#y) [b](https://example.com) `[c](z.md)` [d](#local)'), ['docs/x.md#y', '#local']);
     assert.deepEqual(broken('README.md', '[gone](docs/no-such-file.md) [bad](docs/local-stack.md#no-such-heading) [ok](docs/local-stack.md#stopping-it) [self](#two-commands) [out](../outside.md)'), [
@@ -76,6 +83,28 @@ describe('the documents link to what exists', () => {
       assert.deepEqual(broken(file), []);
     });
   }
+
+  it('every citation `<document>.md "Section"` in the code, the tests and the documents names a heading of that document', () => {
+    const sources = ['README.md', 'serverless.yml', '.ci/run', ...['lib', 'functions', 'test', 'bench', 'infra', 'docs'].flatMap((dir) => files(dir))];
+    const cited: { file: string; doc: string; section: string }[] = [];
+    for (const file of sources) {
+      const text = readFileSync(path.join(ROOT, file), 'utf8');
+      // decisions.md has its own test (test/decisions.test.ts); the others here. A citation may wrap across comment lines.
+      for (const m of text.matchAll(/\b(BENCHMARKS|[a-z0-9-]+)\.md"?,?\s+(?:\*\s+)?"([^"\n]+(?:\n\s*\*?\s*[^"\n]+)?)"/g)) {
+        const doc = m[1] === 'BENCHMARKS' ? 'BENCHMARKS.md' : `docs/${m[1]}.md`;
+        if (m[1] === 'decisions' || !existsSync(path.join(ROOT, doc))) continue;
+        cited.push({ file, doc, section: (m[2] ?? '').replace(/\s*\n\s*\*?\s*/g, ' ') });
+      }
+    }
+    assert.ok(cited.length >= 40, `${cited.length} citations found`);
+    // A heading, or a paragraph's bold label (docs/runbook.md "TSA key").
+    const headings = (doc: string) => {
+      const text = unfenced(readFileSync(path.join(ROOT, doc), 'utf8'));
+      return [...text.matchAll(/^#{1,6} (?:\d+\. )?(.+)$/gm), ...text.matchAll(/^\*\*([^*\n]+)\*\*/gm)].map((h) => (h[1] ?? '').trim());
+    };
+    const missing = cited.filter((c) => !headings(c.doc).some((h) => h === c.section || h.startsWith(`${c.section} `) || h.startsWith(`${c.section}:`)));
+    assert.deepEqual(missing, []);
+  });
 
   it('docs/README.md links every document in docs/, and BENCHMARKS.md', () => {
     const index = readFileSync(path.join(ROOT, 'docs', 'README.md'), 'utf8');
