@@ -8,7 +8,7 @@
  * infra/check-template.ts and test/infra/template.test.ts check the result against it; the
  * OpenAPI document (functions/openapi-sources.ts, and the openapi-sources esbuild plugin in a
  * bundle) and test/infra/lambda-bundle.test.ts read the same entries. No other list of functions
- * exists: adding a function is one entry (README "Add an endpoint").
+ * exists: adding a function is one entry (docs/architecture.md "Add an endpoint").
  *
  * CommonJS on purpose: osls loads `${file(...)}` sources with require(), which cannot load
  * ESM; a `.cjs` file is CommonJS even inside a `"type": "module"` package.

@@ -45,7 +45,7 @@ export const NETWORK_PRESETS = {
     confirmationTag: 'finalized',
   },
 } as const;
-/** `npm start`'s HTTP server: the headers of a request must be in within 10 s, the whole request within 30 s (README "Configuration"). */
+/** `npm start`'s HTTP server: the headers of a request must be in within 10 s, the whole request within 30 s (docs/configuration.md). */
 export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 export type NetworkName = keyof typeof NETWORK_PRESETS | 'custom';

@@ -1,5 +1,5 @@
 /**
- * The layers, as the import statements of lib/ and functions/ draw them (README "Layout"):
+ * The layers, as the import statements of lib/ and functions/ draw them (docs/architecture.md "Layout"):
  *
  *     entry      functions/<area>/<endpoint>.ts, functions/jobs/
  *     delivery   lib/http, lib/web, lib/cli, lib/local

@@ -16,7 +16,7 @@ export const route = createRoute({
   tags: ['v2 evidence'],
   summary: 'Verify a hash publicly (no credentials)',
   description:
-    'The one verdict (README "What the verdict means"), computed now from the stored proofs: the statement and the ML-DSA-65 signature are verified, the RFC 3161 token is verified ' +
+    'The one verdict (docs/verify-without-us.md "What the verdict means"), computed now from the stored proofs: the statement and the ML-DSA-65 signature are verified, the RFC 3161 token is verified ' +
     'against the TSA root, the device signature and chain link are checked, and the transaction is read from the chain: its input data is image_hash || server_hash, or in batch mode ' +
     'ASCII "MERKLE-SHA256:" || the batch root, to which the anchor\'s stored RFC 6962 inclusion path must lead (proofs.merkle). verified is true only when every proof holds (status verified). ' +
     'Once the transaction is final, its finalized receipt (block, block time, confirmations at finality) is stored on the record ' +

@@ -1,5 +1,5 @@
 /**
- * The integrator's client, using only the public REST API (api-v1.md "integration sequence"):
+ * The integrator's client, using only the public REST API (api-v1.md "Endpoints", point 3: the integration sequence):
  * a device Ed25519 key, the device's hash chain kept in a local state file, the anchor call and
  * the receipt saved next to the photo.
  */

@@ -1,6 +1,6 @@
 /**
  * RFC 4998 evidence records of anchored photos: long-term proof that the photo existed, renewed
- * before what protects it weakens (README "Evidence records", docs/decisions.md "Evidence records").
+ * before what protects it weakens (docs/evidence-records.md, docs/decisions.md "Evidence records").
  *
  * - The data object is the photo. Its hash with SHA-256 is the image hash, so the first archive
  *   timestamp's hash tree starts from the image hash itself, and a relying party checks the record

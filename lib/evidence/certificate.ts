@@ -114,11 +114,10 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
         ...(pqToken ? ([['Post-quantum token', `ML-DSA-65 (RFC 9882), genTime ${pqToken.gen_time}, policy ${pqToken.policy}: timestamp_pq in receipt.json`]] as [string, string][]) : []),
       ],
       check: {
-        intro: 'With OpenSSL, from the attached receipt.json and the original file:',
+        intro: "With OpenSSL, from the attached receipt.json, the original file and root.pem, the TSA root the service publishes (not the receipt's copy):",
         commands: [
           'jq -r .timestamp.token receipt.json | base64 -d > token.tsr',
           "jq -r '.timestamp.tsa_certificates[0]' receipt.json > tsa.pem",
-          "jq -r '.timestamp.tsa_certificates[-1]' receipt.json > root.pem",
           'openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem -untrusted tsa.pem',
         ],
       },
@@ -243,25 +242,23 @@ export function buildCertificateModel(input: CertificateInputs): CertificateMode
       ],
       check: t.postQuantum
         ? {
-            // README "Post-quantum time": `openssl ts -verify` has no ML-DSA yet; `openssl cms -verify` (3.5 or later) checks
+            // docs/verify-without-us.md "Post-quantum time": `openssl ts -verify` has no ML-DSA yet; `openssl cms -verify` (3.5 or later) checks
             // the signature and the chain, and the imprint is compared with the photo's SHA-256 by hand.
-            intro: `An ML-DSA-65 token: OpenSSL 3.5 or later checks it with cms -verify (ts -verify cannot yet), from the attached ${TIMESTAMP_ATTACHMENT} (pin the published post-quantum root for a real check: GET /api/v2/tsa/certificates?policy=${t.answer.policy}); the SHA-256 printed last must be the photo's:`,
+            intro: `An ML-DSA-65 token: OpenSSL 3.5 or later checks it with cms -verify (ts -verify cannot yet), from the attached ${TIMESTAMP_ATTACHMENT} and root.pem, the post-quantum TSA root the service publishes (GET /api/v2/tsa/certificates?policy=${t.answer.policy}, last; not the attachment's copy); the SHA-256 printed last must be the photo's:`,
             commands: [
               timestampExtract,
               `jq -r .timestamp_token ${TIMESTAMP_ATTACHMENT} | base64 -d > token.tsr`,
               `jq -r '.tsa_certificates[0]' ${TIMESTAMP_ATTACHMENT} > tsa.pem`,
-              `jq -r '.tsa_certificates[-1]' ${TIMESTAMP_ATTACHMENT} > root.pem`,
               'openssl ts -reply -in token.tsr -token_out -out token.der',
               'openssl cms -verify -inform DER -in token.der -binary -CAfile root.pem -certfile tsa.pem -purpose timestampsign -out tstinfo.der',
               "openssl asn1parse -inform DER -in tstinfo.der | grep -m1 'OCTET STRING'; sha256sum photo.jpg",
             ],
           }
         : {
-            intro: `With OpenSSL, from the attached ${TIMESTAMP_ATTACHMENT} and the original file (pin the published TSA root for a real check: GET /api/v2/tsa/certificates):`,
+            intro: `With OpenSSL, from the attached ${TIMESTAMP_ATTACHMENT}, the original file and root.pem, the TSA root the service publishes (GET /api/v2/tsa/certificates, last; not the attachment's copy):`,
             commands: [
               timestampExtract,
               `jq -r .timestamp_token ${TIMESTAMP_ATTACHMENT} | base64 -d > token.tsr`,
-              `jq -r '.tsa_certificates[-1]' ${TIMESTAMP_ATTACHMENT} > root.pem`,
               'openssl ts -verify -data photo.jpg -in token.tsr -CAfile root.pem',
             ],
           },

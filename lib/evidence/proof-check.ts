@@ -357,7 +357,7 @@ export interface LedgerVerdict {
 }
 
 /**
- * Confirmations (README "What the verdict means"): blocks from the transaction's block to the
+ * Confirmations (docs/verify-without-us.md "What the verdict means"): blocks from the transaction's block to the
  * latest one, inclusive (1 = just mined), as of the moment `latestBlock` was read.
  */
 export function countConfirmations(blockNumber: number, latestBlock: number): number {

@@ -7,7 +7,7 @@
  * node returned it, or the final receipt stored when it became final). The individual checks are
  * proof-check.ts's; this module only composes them, once.
  *
- * What the words mean (README "Verify without us"):
+ * What the words mean (docs/verify-without-us.md "What the verdict means"):
  * - a proof `holds` when it was checked now and is right; `fails` when it was checked and is
  *   wrong; `pending` when it is right so far but not complete (the transaction is not mined yet,
  *   or has fewer confirmations than asked); `unchecked` when the reader could not establish it
@@ -71,7 +71,7 @@ export const PROOF_TITLES: Record<ProofName, string> = {
 export type EvidenceStatus = 'verified' | 'pending' | 'failed';
 
 /**
- * The one folding rule (README "What the verdict means"): `failed` when anything fails, else
+ * The one folding rule (docs/verify-without-us.md "What the verdict means"): `failed` when anything fails, else
  * `pending` when anything is pending or unchecked, else `verified` (`absent` counts as nothing).
  * It folds a record's proofs, and the reports of one `evidence verify` run the same way.
  */
@@ -336,7 +336,7 @@ export interface PqJudgement {
 }
 
 /**
- * "pq verified" (README "What the verdict means"): the statement hashes to the stated server_hash,
+ * "pq verified" (docs/verify-without-us.md "What the verdict means"): the statement hashes to the stated server_hash,
  * names this record, the ML-DSA-65 signature over the statement's hash verifies, and the key is
  * one the reader trusts (the service's published keys, or the keys a verifier pinned).
  */

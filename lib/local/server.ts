@@ -72,7 +72,7 @@ export interface LocalApiOptions {
  * In production API Gateway answers these cases itself, before any function, with bodies of its
  * own: an HTTP API has no gateway responses to reshape them.
  *
- * Deadlines (README "Configuration"): Node's own defaults let a client that sends its headers a
+ * Deadlines (docs/configuration.md): Node's own defaults let a client that sends its headers a
  * byte at a time hold a connection for 60 to 90 s (headersTimeout 60 s, checked every 30 s) and a
  * slow body for 5 minutes; here the headers must be in within `headersTimeoutMs`, the whole
  * request within `requestTimeoutMs`, checked every second (at most half the headers' deadline).

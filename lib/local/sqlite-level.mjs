@@ -75,7 +75,7 @@ export class SqliteLevel extends AbstractLevel {
 
   async _open() {
     const memory = this.#location === IN_MEMORY;
-    // Owner-only whoever opens it (README "Configuration", DATA_DIR): the file is made 0600 before
+    // Owner-only whoever opens it (docs/configuration.md, DATA_DIR): the file is made 0600 before
     // SQLite opens it (SQLite would make it 0644 less the umask), and SQLite gives its -wal and
     // -shm files the database file's mode.
     const file = path.join(this.#location, SQLITE_FILE);

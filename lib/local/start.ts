@@ -4,7 +4,7 @@
  * chain) it loads the configuration and tries every port it will bind: the API's (PORT), and
  * dynalite's (DYNAMODB_PORT) and the Hardhat node's (LEDGER_RPC_PORT) unless DYNAMODB_ENDPOINT or
  * LEDGER_RPC_URL point elsewhere. A bad value or a busy port is one line on stderr and exit code 1,
- * before the stack's modules are even loaded (README "Configuration"). Then DATA_DIR is made
+ * before the stack's modules are even loaded (docs/configuration.md). Then DATA_DIR is made
  * owner-only (lib/local/data-dir.ts): a DATA_DIR that cannot be is one line naming it, exit code 1.
  */
 import { ConfigError, loadConfig, type Config } from '../config.js';

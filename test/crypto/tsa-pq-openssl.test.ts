@@ -1,6 +1,6 @@
 /**
  * The post-quantum RFC 3161 token (ML-DSA-65, CMS per RFC 9882) checked by the OpenSSL command line
- * exactly as README "Post-quantum time" tells a relying party to: `openssl ts -reply -token_out`
+ * exactly as docs/verify-without-us.md "Post-quantum time" tells a relying party to: `openssl ts -reply -token_out`
  * for the CMS, `openssl cms -verify` (OpenSSL 3.5 or later) for the signature and the chain, and
  * the TSTInfo's message imprint compared with the data's hash. OpenSSL 3.5 is Debian 13's, taken
  * by `.ci/openssl35` (which .ci/run runs); the system one is used when it is 3.5 or later already.
@@ -86,7 +86,7 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe('the post-quantum token through the OpenSSL 3.5 command line (README "Post-quantum time")', () => {
+describe('the post-quantum token through the OpenSSL 3.5 command line (docs/verify-without-us.md "Post-quantum time")', () => {
   it('cms -verify accepts the genuine token; its TSTInfo names the data\'s SHA-256 and the post-quantum policy', async () => {
     const v = await cmsVerify(token);
     console.log(`# ${(await openssl('version')).out.trim()}: ${v.out.trim().split('\n').pop()}`);

@@ -1,5 +1,5 @@
 /**
- * One verdict for every reader (README "What the verdict means"): a batched anchor, final on the
+ * One verdict for every reader (docs/verify-without-us.md "What the verdict means"): a batched anchor, final on the
  * chain, is tampered one proof at a time in the store (as a corrupted or forged record would be),
  * and every reader is asked: v2 verify, v1 chain verify, v1 ledger verify, v1 pq verify, the verify
  * page, the PDF certificate, and the offline verifier over the receipt the service then serves

@@ -80,6 +80,9 @@ describe('the certificate of an anchored photo', () => {
     assert.ok(stdout.includes('ML-DSA-65'));
     assert.match(stdout, /VERIFIED/);
     assert.match(stdout, /openssl ts -verify -data photo\.jpg/);
+    // The root OpenSSL is given is the one the service publishes, never the receipt's own copy.
+    assert.match(stdout.replace(/\s+/g, ' '), /root\.pem, the TSA root the service publishes \(not the receipt's copy\)/);
+    assert.doesNotMatch(stdout, /tsa_certificates\[-1\]/);
   });
 
   it('is one or two A4 pages whose structure qpdf --check accepts', async () => {
@@ -267,6 +270,8 @@ describe('the certificate of a hash a Starter account only time-stamped or signe
     assert.ok(text.includes(String(answer.gen_time)), 'genTime');
     assert.ok(text.includes(String(answer.serial_number)), 'serial');
     assert.match(text, /openssl ts -verify -data photo\.jpg -in token\.tsr -CAfile root\.pem/);
+    assert.match(text.replace(/\s+/g, ' '), /root\.pem, the TSA root the service publishes \(GET \/api\/v2\/tsa\/certificates, last; not the attachment's copy\)/);
+    assert.doesNotMatch(text, /tsa_certificates\[-1\]/);
     assert.match(text, /Not anchored on a public ledger/);
     assert.match(text, /No Ed25519 signature by the service/);
     assert.doesNotMatch(text, /No RFC 3161 timestamp/);

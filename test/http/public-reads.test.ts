@@ -224,7 +224,7 @@ describe('a final record', () => {
     const body = (await live.json()) as Record<string, unknown>;
     assert.equal(live.status, 200);
     assert.equal(body.verified, true);
-    // Final stays final (README "What the verdict means"); the confirmations are counted now.
+    // Final stays final (docs/verify-without-us.md "What the verdict means"); the confirmations are counted now.
     assert.equal(body.ledger_final, true);
     assert.equal(body.ledger_final_since, final.recorded_at);
     assert.ok(Number(body.confirmations) >= final.confirmations);

@@ -148,7 +148,7 @@ export const EvidenceReceiptSchema = z
         gen_time: IsoTime,
         serial: z.string(),
         policy: z.string().openapi({ example: '2.25.240188381855450738062415899808185980756' }).describe('The post-quantum TSA policy (TSA_PQ_POLICY_OID).'),
-        tsa_certificates: z.array(z.string()).describe('The ML-DSA-65 chain (RFC 9881), PEM, leaf first, root last. Pin the post-quantum root you trust. On the command line it takes OpenSSL 3.5 or later and `openssl cms -verify` (`openssl ts -verify` cannot verify ML-DSA tokens yet); README "Post-quantum time".'),
+        tsa_certificates: z.array(z.string()).describe('The ML-DSA-65 chain (RFC 9881), PEM, leaf first, root last. Pin the post-quantum root you trust. On the command line it takes OpenSSL 3.5 or later and `openssl cms -verify` (`openssl ts -verify` cannot verify ML-DSA tokens yet); docs/verify-without-us.md "Post-quantum time".'),
       })
       .optional()
       .describe('Present on anchors made while the post-quantum TSA was on (every anchor then gets both tokens; the request does not ask for it). Absent on older anchors and where the post-quantum TSA is off (TSA_PQ=off, a remote TSA, AWS without TSA_PQ_KMS_KEY_ID).'),

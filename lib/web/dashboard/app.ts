@@ -1,7 +1,7 @@
 /**
  * The dashboard's browser app: the page's one script (inline, admitted by its hash: lib/web/assets.ts
  * pageCsp). It drives the public v2 account API with the JWT, and the evidence API with one of the
- * account's keys; nothing else. Decisions (README "Dashboard"):
+ * account's keys; nothing else. Decisions (docs/dashboard.md):
  * - The JWT lives in sessionStorage (this tab only, gone with it), never in a cookie, so no other
  *   site can ride on it. A 401 from an account call, or the token's `exp` passing, asks for the
  *   password again in place: the page keeps its state and the interrupted action runs again.
