@@ -3,52 +3,19 @@ import type { TableKey, TableNames } from './store/table-definitions.js';
 import { DYNAMO_ATTEMPT_TIMEOUT_MS, DYNAMO_DEADLINE_MS, TABLE_DEFINITIONS, TABLE_KEYS } from './store/table-definitions.js';
 import type { JwtSecretSource } from './accounts/jwt-secret.js';
 import { MAX_KEY_CACHE_MS } from './accounts/key-auth.js';
-import { DEFAULT_TIERS, TIER_NAMES, type TierLimits, type TierName, type TierTable } from './accounts/tiers.js';
+import type { TierTable } from './accounts/tiers.js';
+import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_TSA_POLICY_OID, DEFAULT_TSA_PQ_POLICY_OID, NETWORK_PRESETS, type NetworkName } from './config/presets.js';
+import { type Env, parseTierLimits, Reader } from './config/reader.js';
 
 /**
  * Every setting of the service, read from the environment once and validated as a whole:
  * a bad configuration fails at start with one line per bad value, never later in a request.
  * Adapters receive the parts they need; nothing else reads process.env.
+ *
+ * The module everyone imports: the presets (lib/config/presets.ts) are re-exported from here, and
+ * the reading of single variables lives in lib/config/reader.ts.
  */
-
-/**
- * The default TSA policy OID (RFC 3161 §2.4.2 `policy`): ours, under the `2.25` arc of ITU-T X.667
- * (an OID made of a UUID, 186da57b-1956-4e76-96ec-0cae0e7ce736, as a 128-bit integer), which needs
- * no registration. Operators with a registered policy set TSA_POLICY_OID.
- */
-export const DEFAULT_TSA_POLICY_OID = '2.25.32470788606908332339531699348079175478';
-
-/**
- * The default policy OID of the post-quantum TSA (ML-DSA-65 tokens, RFC 9882), which a
- * TimeStampReq names as `reqPolicy` to get one: the service has no registered arc, and the classic
- * policy is a UUID OID (X.667) rather than an arc of ours, so this is another UUID OID
- * (b4b29985-5850-4267-b563-5bb3768c1754), unrelated to the first by construction and needing no
- * registration either. decisions.md "Post-quantum time". Operators set TSA_PQ_POLICY_OID.
- */
-export const DEFAULT_TSA_PQ_POLICY_OID = '2.25.240188381855450738062415899808185980756';
-
-/** Network presets: what a real chain needs besides an RPC URL (issue: real networks). */
-export const NETWORK_PRESETS = {
-  local: { chainId: 31337, explorerTxUrl: '', priorityFeeGwei: 1, maxFeeGwei: 100, confirmationTag: 'latest' },
-  'polygon-amoy': {
-    chainId: 80002,
-    explorerTxUrl: 'https://amoy.polygonscan.com/tx/{tx_hash}',
-    priorityFeeGwei: 25,
-    maxFeeGwei: 500,
-    confirmationTag: 'finalized',
-  },
-  polygon: {
-    chainId: 137,
-    explorerTxUrl: 'https://polygonscan.com/tx/{tx_hash}',
-    priorityFeeGwei: 25,
-    maxFeeGwei: 500,
-    confirmationTag: 'finalized',
-  },
-} as const;
-/** `npm start`'s HTTP server: the headers of a request must be in within 10 s, the whole request within 30 s (docs/configuration.md). */
-export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
-export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
-export type NetworkName = keyof typeof NETWORK_PRESETS | 'custom';
+export { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_TSA_POLICY_OID, DEFAULT_TSA_PQ_POLICY_OID, NETWORK_PRESETS, type NetworkName } from './config/presets.js';
 
 export interface Config {
   /** `local`: the embedded stack (dynalite, Hardhat, embedded TSA, keys in DATA_DIR). `aws`: Lambda. */
@@ -238,7 +205,6 @@ export class ConfigError extends Error {
   }
 }
 
-type Env = Readonly<Record<string, string | undefined>>;
 
 /** Reads and validates the whole configuration; throws one ConfigError listing every bad value. */
 export function loadConfig(env: Env = process.env): Config {
@@ -445,134 +411,4 @@ export function loadConfig(env: Env = process.env): Config {
   if (config.ledger.batchWindowMs > 10_000) problems.push(`LEDGER_BATCH_WINDOW_MS must be at most 10000 (an anchor waits up to one window for its answer), got ${config.ledger.batchWindowMs}`);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
-}
-
-function parseTierLimits(raw: string | undefined, problems: string[]): TierTable {
-  if (raw === undefined) return DEFAULT_TIERS;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    problems.push('TIER_LIMITS is not valid JSON');
-    return DEFAULT_TIERS;
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    problems.push('TIER_LIMITS must be a JSON object keyed by tier');
-    return DEFAULT_TIERS;
-  }
-  const out: Record<TierName, TierLimits> = { ...DEFAULT_TIERS };
-  for (const [tier, value] of Object.entries(parsed)) {
-    if (!TIER_NAMES.includes(tier as TierName)) {
-      problems.push(`TIER_LIMITS names an unknown tier "${tier}" (known: ${TIER_NAMES.join(', ')})`);
-      continue;
-    }
-    if (typeof value !== 'object' || value === null) {
-      problems.push(`TIER_LIMITS.${tier} must be an object`);
-      continue;
-    }
-    const merged = { ...out[tier as TierName] };
-    for (const [field, n] of Object.entries(value as Record<string, unknown>)) {
-      if (!(field in merged)) {
-        problems.push(`TIER_LIMITS.${tier}.${field} is not a known limit (monthly_quota, rate_per_minute, price_eur_per_month)`);
-      } else if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
-        problems.push(`TIER_LIMITS.${tier}.${field} must be a non-negative integer`);
-      } else {
-        merged[field as keyof TierLimits] = n;
-      }
-    }
-    out[tier as TierName] = merged;
-  }
-  return out;
-}
-
-/** Small typed reader that records one problem per bad variable instead of throwing at the first. */
-class Reader {
-  constructor(
-    private readonly env: Env,
-    private readonly problems: string[],
-  ) {}
-
-  optional(name: string): string | undefined {
-    const v = this.env[name];
-    return v === undefined || v.trim() === '' ? undefined : v.trim();
-  }
-
-  list(name: string, item: RegExp, what: string): string[] {
-    const v = this.optional(name);
-    if (v === undefined) return [];
-    const items = v.split(',').map((s) => s.trim()).filter(Boolean);
-    for (const i of items) if (!item.test(i)) this.problems.push(`${name}: "${i}" is not ${what}`);
-    return items.filter((i) => item.test(i));
-  }
-
-  string(name: string, fallback: string): string {
-    return this.optional(name) ?? fallback;
-  }
-
-  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
-    const v = this.optional(name);
-    if (v === undefined) return fallback;
-    if ((allowed as readonly string[]).includes(v)) return v as T;
-    this.problems.push(`${name} must be one of ${allowed.join(', ')}, got "${v}"`);
-    return fallback;
-  }
-
-  integer(name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-    const v = this.optional(name);
-    if (v === undefined) return fallback;
-    if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max || !Number.isSafeInteger(Number(v))) {
-      this.problems.push(`${name} must be an integer ≥ ${min}${max < Number.MAX_SAFE_INTEGER ? ` and ≤ ${max}` : ''}, got "${v}"`);
-      return fallback;
-    }
-    return Number(v);
-  }
-
-  number(name: string, fallback: number, min: number): number {
-    const v = this.optional(name);
-    if (v === undefined) return fallback;
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < min) {
-      this.problems.push(`${name} must be a number ≥ ${min}, got "${v}"`);
-      return fallback;
-    }
-    return n;
-  }
-
-  bigint(name: string, fallback: bigint): bigint {
-    const v = this.optional(name);
-    if (v === undefined) return fallback;
-    if (!/^\d+$/.test(v)) {
-      this.problems.push(`${name} must be a non-negative integer (wei), got "${v}"`);
-      return fallback;
-    }
-    return BigInt(v);
-  }
-
-  port(name: string, fallback: number): number {
-    const v = this.optional(name);
-    if (v === undefined) return fallback;
-    const n = Number(v);
-    if (!/^\d+$/.test(v) || n < 1 || n > 65535) {
-      this.problems.push(`${name} must be a TCP port (1-65535), got "${v}"`);
-      return fallback;
-    }
-    return n;
-  }
-
-  optionalUrl(name: string): string | undefined {
-    const v = this.optional(name);
-    if (v === undefined) return undefined;
-    try {
-      const u = new URL(v);
-      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
-      return v;
-    } catch {
-      this.problems.push(`${name} must be an http(s) URL, got "${v}"`);
-      return undefined;
-    }
-  }
-
-  url(name: string, fallback: string): string {
-    return this.optionalUrl(name) ?? fallback;
-  }
 }

@@ -3,7 +3,7 @@
  *
  *     entry      functions/<area>/<endpoint>.ts, functions/jobs/
  *     delivery   lib/http, lib/web, lib/cli, lib/local
- *     wiring     lib/deps (the one composition root), lib/config.ts, lib/health.ts
+ *     wiring     lib/deps (the one composition root), lib/config.ts and lib/config/, lib/health.ts
  *     domain     lib/evidence, lib/accounts
  *     adapters   lib/crypto, lib/ledger, lib/store, lib/pdf
  *     base       lib/log.ts, lib/errors.ts, lib/state-machines.ts, lib/package-files.ts, lib/types.d.ts
@@ -24,7 +24,7 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const LAYERS = {
   entry: ['functions'],
   delivery: ['lib/http', 'lib/web', 'lib/cli', 'lib/local'],
-  wiring: ['lib/deps', 'lib/config.ts', 'lib/health.ts'],
+  wiring: ['lib/deps', 'lib/config.ts', 'lib/config', 'lib/health.ts'],
   domain: ['lib/evidence', 'lib/accounts'],
   adapters: ['lib/crypto', 'lib/ledger', 'lib/store', 'lib/pdf'],
   base: ['lib/log.ts', 'lib/errors.ts', 'lib/state-machines.ts', 'lib/memo.ts', 'lib/work-slots.ts', 'lib/package-files.ts', 'lib/types.d.ts'],
@@ -200,6 +200,7 @@ describe('the layers of lib/ and functions/', () => {
     assert.equal(layerOf('lib/new-file.ts'), undefined, 'nor an unmapped file at the top of lib/');
     assert.equal(layerOf('lib/http/routes/evidence-anchor'), 'delivery');
     assert.equal(layerOf('lib/config'), 'wiring', 'an import target without its extension');
+    assert.equal(layerOf('lib/config/presets.ts'), 'wiring', 'the parts of lib/config.ts are wiring too');
   });
 
   it('states eight rules, each with its reason', () => {
