@@ -10,11 +10,17 @@ export function slowLoris(url: string, head: string, drip: string, options: { ev
   const { everyMs = 100, deadlineMs = 30_000 } = options;
   const target = new URL(url);
   return new Promise((resolve, reject) => {
-    const socket = net.connect(Number(target.port), target.hostname, () => socket.write(head));
+    let timer: NodeJS.Timeout | undefined;
+    // The drip starts once the head is written: a socket is writable before it connects, and a
+    // drip queued ahead of the head (a connect slower than `everyMs`, on a loaded machine) makes the
+    // request malformed (400) instead of slow.
+    const socket = net.connect(Number(target.port), target.hostname, () => {
+      socket.write(head);
+      timer = setInterval(() => {
+        if (!socket.destroyed && socket.writable) socket.write(drip);
+      }, everyMs);
+    });
     let answer = '';
-    const timer = setInterval(() => {
-      if (!socket.destroyed && socket.writable) socket.write(drip);
-    }, everyMs);
     const deadline = setTimeout(() => {
       clearInterval(timer);
       socket.destroy();
