@@ -22,8 +22,8 @@ import {
   rememberCertificateDer,
   subjectKeyIdentifier,
   timeStampingUsageProblem,
-  validateCertificateChain,
 } from '../../lib/crypto/tsa/certificates.js';
+import { validateCertificateChain } from './pkijs-chain.js';
 
 /** Result of one check. */
 // The result types are the production verifier's: the two verifiers are compared field by field.

@@ -31,7 +31,8 @@ import {
 } from '../tsa/der.js';
 import type { TsaRetirement } from '../tsa/history.js';
 import { type Attribute, type SignerInfo, type TimestampVerification, decodeSignerInfo, findSigner, matchEssCertId, singleAttributeValue, verifyTimestampToken } from '../tsa/verify.js';
-import { type Certificate, certificateFromDer, verifySignature } from '../tsa/x509-verify.js';
+import { type Certificate, certificateFromDer } from '../tsa/x509-verify.js';
+import { verifySignature } from '../tsa/signature.js';
 import { OID_SIGNATURE_TIMESTAMP_TOKEN } from './cades.js';
 
 /** RFC 5652 §4: id-data, the type of the detached content. */

@@ -11,7 +11,7 @@
 import { type KeyObject, createPublicKey, verify as nodeVerify } from 'node:crypto';
 import type { IssuedTimestamp, TimestampAuthority } from '../ports.js';
 import { randomPositiveBigInt } from './asn1.js';
-import { certificateDer, importPrivateKey, parseCertificate, timeStampingUsageProblem, validateCertificateChain } from './certificates.js';
+import { certificateDer, importPrivateKey, parseCertificate, timeStampingUsageProblem } from './certificates.js';
 import {
   DerCursor,
   OID,
@@ -48,7 +48,8 @@ import { ID_ML_DSA_65, NodeMlDsaSigner, mlDsa65PublicKeyFromSpki, mlDsa65SeedFro
 import { type TsaKeySigner, MlDsaTsaKeySigner, WebCryptoTsaKeySigner, signerMatchesCertificate } from './key-signer.js';
 import { derToPem, pemToDer } from './pem.js';
 import { verifyTimestampResponse } from './verify.js';
-import { certificateFromDer, parseCertificateDer, validatePath } from './x509-verify.js';
+import { validatePath } from './path.js';
+import { certificateFromDer, parseCertificateDer } from './x509-verify.js';
 
 /** Configuration of an {@link EmbeddedTsa}; nothing is read from the environment. */
 export interface EmbeddedTsaOptions {
@@ -242,11 +243,8 @@ export class EmbeddedTsa implements TimestampAuthority {
       if (!(await signerMatchesCertificate(signer, tsaCert))) {
         throw new Error('TSA certificate refused: the private key does not match the certificate');
       }
-      // pkijs validates through WebCrypto, which has no ML-DSA: an ML-DSA path is validated by
-      // x509-verify.ts, the verifier every token of this TSA meets.
-      const chain = isMlDsaCertificate(tsaCertDer)
-        ? validatePath(certificateFromDer(tsaCertDer), { anchors: [certificateFromDer(rootCertDer)], checkDate: clock() })
-        : await validateCertificateChain(tsaCert, { anchors: [rootCert], checkDate: clock() });
+      // The one path validation (path.ts): the one every token of this TSA meets in a verifier.
+      const chain = validatePath(certificateFromDer(tsaCertDer), { anchors: [certificateFromDer(rootCertDer)], checkDate: clock() });
       if (!chain.ok) throw new Error(`TSA certificate refused: it does not chain to the root: ${chain.reason}`);
       // SignerInfo.signatureAlgorithm (RFC 5652 §5.3): RFC 4055 §5 wants NULL parameters for RSA,
       // RFC 5758 §3.2 wants them absent for ECDSA; the signer says which.

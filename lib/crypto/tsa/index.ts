@@ -3,7 +3,6 @@
  * certificates of the embedded TSA.
  */
 export {
-  type ChainValidation,
   type DistinguishedName,
   type GenerateTsaCertificatesOptions,
   type IssueTsaCertificateOptions,
@@ -20,7 +19,6 @@ export {
   parseCertificate,
   parseCertificates,
   timeStampingUsageProblem,
-  validateCertificateChain,
 } from './certificates.js';
 export {
   type EmbeddedIssuedTimestamp,

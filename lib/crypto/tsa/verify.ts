@@ -51,10 +51,9 @@ import {
   namesEqual,
   subjectAltNames,
   timeStampingUsageProblem,
-  unvouchedCertificates,
-  validatePath,
-  verifySignature,
 } from './x509-verify.js';
+import { unvouchedCertificates, validatePath } from './path.js';
+import { verifySignature } from './signature.js';
 import { ID_ML_DSA_65 } from '../ml-dsa.js';
 
 /** Result of one check. */
