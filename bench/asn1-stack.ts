@@ -10,7 +10,8 @@
  * 3. the looping certificate set of test/crypto/tsa-verify-adversarial.test.ts (12 CA certificates
  *    with one name and one key that sign each other) given to each path validator, with a deadline;
  * 4. what the token-verifying functions would carry: the bundle of functions/v2/evidence-verify.ts
- *    as it is and with pkijs's chain engine in it, both imported cold in fresh Node processes.
+ *    as it is, with pkijs's chain engine in it, and with asn1js's decoder in it, each imported cold
+ *    in fresh Node processes.
  *
  * `npx tsx bench/asn1-stack.ts` (prints the rows and a JSON line; BENCH_ASN1_N=300 tokens).
  */
@@ -151,6 +152,7 @@ try {
   const variants = {
     'as it is': `export * from ${JSON.stringify(entry)};`,
     'with pkijs path validation': `export * from ${JSON.stringify(entry)}; import { CertificateChainValidationEngine } from 'pkijs'; export const engine = CertificateChainValidationEngine;`,
+    'with asn1js decoding': `export * from ${JSON.stringify(entry)}; import { fromBER } from 'asn1js'; export const decode = fromBER;`,
   };
   for (const [name, contents] of Object.entries(variants)) {
     const outfile = path.join(outDir, `${name.replace(/\W+/g, '-')}.mjs`);

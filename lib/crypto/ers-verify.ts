@@ -15,7 +15,8 @@ import {
   parseEvidenceRecord,
   rootOfReducedTree,
 } from './ers.js';
-import { isString, stringValue, toHex } from './tsa/der.js';
+import { isString, stringValue } from './tsa/der.js';
+import { toHex } from './tsa/identifiers.js';
 import { parseTimestampToken, verifyTimestampToken } from './tsa/verify.js';
 import { certificatesFromPem, nameAttributes } from './tsa/x509-verify.js';
 

@@ -14,7 +14,8 @@ import { validateCertificateChain } from './pkijs-chain.js';
 import { type TsaKeySigner, WebCryptoTsaKeySigner, signerMatchesCertificate } from '../../lib/crypto/tsa/key-signer.js';
 import { derToPem } from '../../lib/crypto/tsa/pem.js';
 import { verifyTimestampResponse } from '../../lib/crypto/tsa/verify.js';
-import { type EmbeddedIssuedTimestamp, type EmbeddedTimestampRequest, type EmbeddedTsaOptions, PkiFailureInfo } from '../../lib/crypto/tsa/embedded.js';
+import type { EmbeddedIssuedTimestamp, EmbeddedTimestampRequest, EmbeddedTsaOptions } from '../../lib/crypto/tsa/embedded.js';
+import { PkiFailureInfo } from '../../lib/crypto/tsa/tsa-request.js';
 
 
 /** Imprint lengths of the hash algorithms accepted in requests (RFC 3161 §2.4.1), as lib/crypto/tsa/embedded.ts. */

@@ -14,21 +14,17 @@
 import {
   type DerElement,
   DerCursor,
-  OID,
   TAG,
-  bytesEqual,
   checkStructure,
   children,
   decodeDer,
-  digest,
-  hashByOid,
   isContext,
   readAlgorithmIdentifier,
   readInteger,
   readOid,
   sequence,
-  toHex,
 } from '../tsa/der.js';
+import { OID, bytesEqual, digest, hashByOid, toHex } from '../tsa/identifiers.js';
 import type { TsaRetirement } from '../tsa/history.js';
 import { type Attribute, type SignerInfo, decodeSignerInfo } from '../tsa/token.js';
 import { type TimestampVerification, verifyTimestampToken } from '../tsa/verify.js';

@@ -4,11 +4,11 @@
 import { randomBytes } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import type * as pkijs from 'pkijs';
-import { SHORT_NAMES, toHex } from './der.js';
+import { SHORT_NAMES, toHex } from './identifiers.js';
 
 // The object identifiers and digest helpers live in the dependency-free der.ts (the verification
 // side uses them without asn1js); re-exported here for the issuing side.
-export { OID, type HashName, bytesEqual, digest, hashByOid, toHex } from './der.js';
+export { OID, type HashName, bytesEqual, digest, hashByOid, toHex } from './identifiers.js';
 // The X.690 §11.6 SET OF order lives with the DER writer.
 export { compareDer } from './der-writer.js';
 

@@ -25,8 +25,8 @@ export {
   type EmbeddedTimestampRequest,
   type EmbeddedTsaOptions,
   EmbeddedTsa,
-  PkiFailureInfo,
 } from './embedded.js';
+export { PkiFailureInfo } from './tsa-request.js';
 export { TsaUnavailableError } from './errors.js';
 export { type TsaKeySigner, KmsTsaKeySigner, WebCryptoTsaKeySigner, signerMatchesCertificate } from './key-signer.js';
 export { type PemBlock, derToPem, pemBlocks, pemToDer } from './pem.js';

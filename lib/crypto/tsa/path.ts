@@ -23,7 +23,7 @@
  * those makes the path fail.
  */
 import { createHash } from 'node:crypto';
-import { OID, bytesEqual } from './der.js';
+import { OID, bytesEqual } from './identifiers.js';
 import { verifySignature } from './signature.js';
 import {
   type Certificate,

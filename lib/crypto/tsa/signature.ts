@@ -8,19 +8,16 @@ import { type KeyObject, constants, createPublicKey, verify as nodeVerify } from
 import {
   type AlgorithmIdentifier,
   type DerElement,
-  type HashName,
   DerCursor,
   DerError,
-  OID,
   absentOrNullParams,
   children,
-  hashByOid,
   isContext,
-  nodeHashName,
   readAlgorithmIdentifier,
   readSmallInteger,
   sequence,
 } from './der.js';
+import { type HashName, OID, hashByOid, nodeHashName } from './identifiers.js';
 import type { Certificate } from './x509-verify.js';
 import { ID_ML_DSA_65, ML_DSA_65_PUBLIC_KEY_BYTES, verifyMlDsa65 } from '../ml-dsa.js';
 

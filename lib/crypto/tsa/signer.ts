@@ -4,7 +4,8 @@
  * signing-certificate attribute (RFC 5035, RFC 2634). Split from verify.ts by concern; the PAdES
  * verifier (../pdf-sign/verify.ts) uses the same checks.
  */
-import { type DerElement, type HashName, DerCursor, OID, TAG, bytesEqual, children, digest, hashByOid, readAlgorithmIdentifier, readInteger, readOid, sequence } from './der.js';
+import { type DerElement, DerCursor, TAG, children, readAlgorithmIdentifier, readInteger, readOid, sequence } from './der.js';
+import { type HashName, OID, bytesEqual, digest, hashByOid } from './identifiers.js';
 import { ID_ML_DSA_65 } from '../ml-dsa.js';
 import { verifySignature } from './signature.js';
 import { type SignerInfo, checkGeneralName, directoryName } from './token.js';

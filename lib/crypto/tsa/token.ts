@@ -10,7 +10,6 @@ import {
   CLASS,
   DerCursor,
   DerError,
-  OID,
   TAG,
   absentOrNullParams,
   bitsSet,
@@ -18,7 +17,6 @@ import {
   children,
   decodeDer,
   expectTag,
-  hashByOid,
   integerValue,
   isContext,
   isString,
@@ -32,8 +30,8 @@ import {
   readSmallInteger,
   sequence,
   stringValue,
-  toHex,
 } from './der.js';
+import { OID, hashByOid, toHex } from './identifiers.js';
 import type { PkiStatusSummary, TimestampSummary } from './verify.js';
 import { type Certificate, certificateFromDer, nameToString } from './x509-verify.js';
 

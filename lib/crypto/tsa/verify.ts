@@ -7,15 +7,8 @@
  * tell a wrong root from a wrong imprint. Decoding is token.ts's, the signer's checks signer.ts's,
  * the path path.ts's.
  */
-import {
-  type DerElement,
-  type HashName,
-  absentOrNullParams,
-  bytesEqual,
-  digest,
-  hashByOid,
-  toHex,
-} from './der.js';
+import { type DerElement, absentOrNullParams } from './der.js';
+import { type HashName, bytesEqual, digest, hashByOid, toHex } from './identifiers.js';
 import {
   type Certificate,
   certificatePem,

@@ -8,14 +8,10 @@ import {
   type DerElement,
   DerCursor,
   DerError,
-  OID,
-  SHORT_NAMES,
   TAG,
   bitsSet,
-  bytesEqual,
   children,
   decodeDer,
-  digest,
   expectTag,
   isContext,
   isString,
@@ -29,8 +25,8 @@ import {
   readTime,
   sequence,
   stringValue,
-  toHex,
 } from './der.js';
+import { OID, SHORT_NAMES, bytesEqual, digest, toHex } from './identifiers.js';
 import { derToPem, pemBlocks } from './pem.js';
 import { ProcessCache } from '../../memo.js';
 
