@@ -54,17 +54,6 @@ export function namedBitString(bits: readonly number[]): asn1js.BitString {
   return new asn1js.BitString({ valueHex: bytes.buffer, unusedBits: 7 - (highest & 7) });
 }
 
-/** The named bits set in a BIT STRING (inverse of {@link namedBitString}). */
-export function bitsOf(bitString: asn1js.BitString): number[] {
-  const bytes = bitString.valueBlock.valueHexView;
-  const unused = bitString.valueBlock.unusedBits;
-  const out: number[] = [];
-  for (let i = 0; i < bytes.length * 8 - unused; i++) {
-    if (((bytes[i >> 3] ?? 0) & (0x80 >> (i & 7))) !== 0) out.push(i);
-  }
-  return out;
-}
-
 /** Parses one complete BER/DER element; throws when the bytes are not exactly one element. */
 export function parseAsn1(der: Uint8Array, what: string): asn1js.AsnType {
   const parsed = asn1js.fromBER(toArrayBuffer(der));

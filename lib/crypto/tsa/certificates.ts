@@ -8,7 +8,6 @@ import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import {
   OID,
-  bitsOf,
   digest,
   integerFromBigInt,
   namedBitString,
@@ -18,7 +17,7 @@ import {
 } from './asn1.js';
 import { derToPem, pemBlocks, pemToDer } from './pem.js';
 import { validatePath } from './path.js';
-import { certificateFromDer } from './x509-verify.js';
+import { certificateFromDer, timeStampingUsageProblem } from './x509-verify.js';
 import { ProcessCache } from '../../memo.js';
 
 const subtle = globalThis.crypto.subtle;
@@ -408,35 +407,6 @@ export async function loadTsaCertificates(
 // ---------------------------------------------------------------------------------------------
 // Checks
 
-/**
- * Why `cert` may not sign time-stamp tokens, or undefined when it may. RFC 3161 §2.3: exactly one
- * ExtendedKeyUsage extension, critical, whose only KeyPurposeId is id-kp-timeStamping. Like
- * OpenSSL, a KeyUsage, if present, may only assert digitalSignature and/or nonRepudiation.
- */
-export function timeStampingUsageProblem(cert: pkijs.Certificate): string | undefined {
-  const ekus = (cert.extensions ?? []).filter((e) => e.extnID === OID.extKeyUsage);
-  const eku = ekus[0];
-  if (!eku) return 'the certificate has no ExtendedKeyUsage extension (RFC 3161 §2.3 requires id-kp-timeStamping)';
-  if (ekus.length > 1) return 'the certificate has more than one ExtendedKeyUsage extension (RFC 3161 §2.3)';
-  const parsed = eku.parsedValue;
-  if (!(parsed instanceof pkijs.ExtKeyUsage)) return 'the ExtendedKeyUsage extension cannot be parsed';
-  if (!parsed.keyPurposes.includes(OID.kpTimeStamping)) return 'the ExtendedKeyUsage does not include id-kp-timeStamping (RFC 3161 §2.3)';
-  if (parsed.keyPurposes.length !== 1) {
-    return `the ExtendedKeyUsage must contain only id-kp-timeStamping (RFC 3161 §2.3), found ${parsed.keyPurposes.join(', ')}`;
-  }
-  if (!eku.critical) return 'the ExtendedKeyUsage extension is not marked critical (RFC 3161 §2.3)';
-  const ku = (cert.extensions ?? []).find((e) => e.extnID === OID.keyUsage)?.parsedValue;
-  if (ku !== undefined) {
-    if (!(ku instanceof asn1js.BitString)) return 'the KeyUsage extension cannot be parsed';
-    const bits = bitsOf(ku);
-    // Bit 0 digitalSignature, bit 1 nonRepudiation (RFC 5280 §4.2.1.3).
-    if (!bits.some((b) => b === 0 || b === 1) || bits.some((b) => b > 1)) {
-      return 'the KeyUsage must assert only digitalSignature and/or nonRepudiation';
-    }
-  }
-  return undefined;
-}
-
 /** Whether a private key and a certificate's public key belong together (sign and verify). */
 export async function keyMatchesCertificate(key: CryptoKey, cert: pkijs.Certificate): Promise<boolean> {
   const challenge = randomBytes(32);
@@ -460,7 +430,8 @@ export async function keyMatchesCertificate(key: CryptoKey, cert: pkijs.Certific
  * @throws Error with a message saying what is wrong.
  */
 export async function assertTsaCertificates(loaded: LoadedTsaCertificates, now: Date): Promise<void> {
-  const usage = timeStampingUsageProblem(loaded.tsaCert);
+  // RFC 3161 §2.3, as verifiers check it (x509-verify.ts).
+  const usage = timeStampingUsageProblem(certificateFromDer(loaded.tsaCertDer));
   if (usage) throw new Error(`TSA certificate refused: ${usage}`);
   if (!(await keyMatchesCertificate(loaded.tsaKey, loaded.tsaCert))) {
     throw new Error('TSA certificate refused: the private key does not match the certificate');

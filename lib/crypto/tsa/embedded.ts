@@ -12,7 +12,7 @@
 import { type KeyObject, createPublicKey, verify as nodeVerify } from 'node:crypto';
 import type { IssuedTimestamp, TimestampAuthority } from '../ports.js';
 import { randomPositiveBigInt } from './asn1.js';
-import { certificateDer, importPrivateKey, parseCertificate, timeStampingUsageProblem } from './certificates.js';
+import { certificateDer, importPrivateKey, parseCertificate } from './certificates.js';
 import { OID, digest } from './identifiers.js';
 import {
   explicit,
@@ -32,7 +32,7 @@ import { verifyTimestampResponse } from './verify.js';
 import { type PkiFailure, type TimeStampRequest, PkiFailureInfo, parseTimeStampRequest, rejection } from './tsa-request.js';
 import { type TokenParts, attribute, tokenParts } from './token-parts.js';
 import { validatePath } from './path.js';
-import { certificateFromDer, parseCertificateDer } from './x509-verify.js';
+import { certificateFromDer, parseCertificateDer, safe, timeStampingUsageProblem } from './x509-verify.js';
 
 /** Configuration of an {@link EmbeddedTsa}; nothing is read from the environment. */
 export interface EmbeddedTsaOptions {
@@ -166,10 +166,12 @@ export class EmbeddedTsa implements TimestampAuthority {
     this.serialSource = options.serial ?? (() => randomPositiveBigInt(128));
     const tsaCert = parseCertificate(options.tsaCertPem);
     const rootCert = parseCertificate(options.rootCertPem);
-    const usage = timeStampingUsageProblem(tsaCert);
-    if (usage) throw new Error(`TSA certificate refused: ${usage}`);
     const tsaCertDer = certificateDer(tsaCert);
     const rootCertDer = certificateDer(rootCert);
+    // RFC 3161 §2.3, checked as every verifier of its tokens checks it (x509-verify.ts). A leaf
+    // that is not strict DER is refused by tokenParts below.
+    const usage = safe(() => timeStampingUsageProblem(certificateFromDer(tsaCertDer)));
+    if (usage) throw new Error(`TSA certificate refused: ${usage}`);
     this.certificatesPem = [derToPem(tsaCertDer), derToPem(rootCertDer)];
     this.parts = tokenParts(options, tsaCertDer, rootCertDer);
     try {

@@ -18,7 +18,6 @@ export {
   loadTsaCertificates,
   parseCertificate,
   parseCertificates,
-  timeStampingUsageProblem,
 } from './certificates.js';
 export {
   type EmbeddedIssuedTimestamp,

@@ -1,8 +1,10 @@
 /**
- * RFC 5280 §6.1 basic path validation for the verification side, with the validated chains cached
- * per process: a token's chain is validated once, and every later token of the same TSA that falls
- * within the chain's validity window takes the cached path (measured below: 0.03 ms per call
- * before the cache, with the signature links already memoised).
+ * RFC 5280 §6.1 basic path validation for the verification side. What costs in validating a path,
+ * the signature of each link, is cached per process (verifiedLinks below): a TSA's chain is
+ * verified once, and each later token's path costs 0.03 ms (measured below). A cache of whole
+ * validated paths (per chain, anchors and the validity of the certificates compared) was written
+ * and measured: it saved 0.015 ms per token and added 512 bytes to each token-verifying bundle,
+ * where the issue asks that bundles do not grow; it is not kept.
  *
  * Why this is ours and not pkijs's CertificateChainValidationEngine (issue 35), measured in one run
  * by `npx tsx bench/asn1-stack.ts` (2026-11-29, Node 24.21, 2 shared cores):
@@ -22,7 +24,6 @@
  * No revocation checking, no policy or name-constraint processing: a critical extension asking for
  * those makes the path fail.
  */
-import { createHash } from 'node:crypto';
 import { OID, bytesEqual } from './identifiers.js';
 import { verifySignature } from './signature.js';
 import {
@@ -37,37 +38,6 @@ import {
   sameCertificate,
   subjectKeyIdentifier,
 } from './x509-verify.js';
-import { ProcessCache } from '../../memo.js';
-
-/** What {@link validatePath} validates: a leaf, its trust anchors, other certificates that may be intermediates, and when. */
-export interface PathOptions {
-  anchors: Certificate[];
-  intermediates?: Certificate[];
-  checkDate: Date;
-}
-
-/**
- * The check dates (ms since the epoch, both ends included) at which every validity comparison a
- * search made comes out as it did: within it, the same inputs give the same search and the same
- * path. Validity (RFC 5280 §6.1.3 (a)(2)) is the only part of basic path validation that depends
- * on the date here (no revocation), so a path validated once holds for any date in its window.
- */
-interface DateWindow {
-  from: number;
-  until: number;
-}
-
-// Validated paths by their inputs (the SHA-256 of every certificate, in order, and the anchors'
-// count): a few per process (one per TSA chain and root set).
-const validated = new ProcessCache<string, { path: Certificate[]; from: number; until: number }>('validated certificate paths', 64);
-
-// The SHA-256 of a certificate's bytes, once per (shared) certificate object.
-const ids = new WeakMap<Certificate, string>();
-function certificateId(cert: Certificate): string {
-  let id = ids.get(cert);
-  if (id === undefined) ids.set(cert, (id = createHash('sha256').update(cert.der).digest('base64')));
-  return id;
-}
 
 /** Outcome of {@link validatePath}. */
 export interface PathValidation {
@@ -125,19 +95,9 @@ function linkProblem(cert: Certificate, issuer: Certificate): string | undefined
 }
 
 /** Problems of one certificate of the path that do not depend on its position. */
-function certificateProblem(cert: Certificate, checkDate: Date, window: DateWindow): string | undefined {
+function certificateProblem(cert: Certificate, checkDate: Date): string | undefined {
   // RFC 5280 §6.1.3 (a)(2): the validity period includes checkDate (both ends inclusive).
-  const t = checkDate.getTime();
-  const from = cert.notBefore.getTime();
-  const until = cert.notAfter.getTime();
-  // The dates at which this comparison comes out the same (see DateWindow).
-  if (t < from) window.until = Math.min(window.until, from - 1);
-  else if (t > until) window.from = Math.max(window.from, until + 1);
-  else {
-    window.from = Math.max(window.from, from);
-    window.until = Math.min(window.until, until);
-  }
-  if (t < from || t > until) {
+  if (checkDate < cert.notBefore || checkDate > cert.notAfter) {
     return `${describeCertificate(cert)} is not valid at ${checkDate.toISOString()} (valid ${cert.notBefore.toISOString()} to ${cert.notAfter.toISOString()})`;
   }
   const seen = new Set<string>();
@@ -173,11 +133,11 @@ function issuerProblem(cert: Certificate, below: number, isAnchor: boolean): str
   return undefined;
 }
 
-function pathProblem(path: Certificate[], checkDate: Date, window: DateWindow): string | undefined {
+function pathProblem(path: Certificate[], checkDate: Date): string | undefined {
   let nonSelfIssued = 0;
   for (let i = 0; i < path.length; i++) {
     const cert = path[i] as Certificate;
-    const problem = certificateProblem(cert, checkDate, window) ?? (i > 0 ? issuerProblem(cert, nonSelfIssued, i === path.length - 1) : undefined);
+    const problem = certificateProblem(cert, checkDate) ?? (i > 0 ? issuerProblem(cert, nonSelfIssued, i === path.length - 1) : undefined);
     if (problem) return problem;
     // pathLenConstraint counts the intermediates between an issuer and the leaf, except self-issued ones.
     if (i > 0 && !isNamedIssuerOf(cert, cert)) nonSelfIssued++;
@@ -193,19 +153,7 @@ function pathProblem(path: Certificate[], checkDate: Date, window: DateWindow): 
  * are tried depth first, anchors first; the first path without a problem wins. `leaf` itself is
  * never a trust anchor, and only CA certificates are taken as intermediates.
  */
-export function validatePath(leaf: Certificate, options: PathOptions): PathValidation {
-  const key = [leaf, ...options.anchors, ...(options.intermediates ?? [])].map(certificateId).join(',') + `;${options.anchors.length}`;
-  const t = options.checkDate.getTime();
-  const hit = validated.get(key);
-  if (hit && t >= hit.from && t <= hit.until) return { ok: true, reason: chainsTo(hit.path, options.checkDate), path: hit.path };
-  const window: DateWindow = { from: -Infinity, until: Infinity };
-  const result = searchPath(leaf, options, window);
-  if (result.ok) validated.set(key, { path: result.path, from: window.from, until: window.until });
-  return result;
-}
-
-/** The search of {@link validatePath}, narrowing `window` to the dates at which it would end the same. */
-function searchPath(leaf: Certificate, options: PathOptions, window: DateWindow): PathValidation {
+export function validatePath(leaf: Certificate, options: { anchors: Certificate[]; intermediates?: Certificate[]; checkDate: Date }): PathValidation {
   const anchors: Certificate[] = [];
   for (const a of options.anchors) {
     if (!sameCertificate(a, leaf) && !anchors.some((t) => sameCertificate(t, a))) anchors.push(a);
@@ -245,7 +193,7 @@ function searchPath(leaf: Certificate, options: PathOptions, window: DateWindow)
       }
       const extended = [...path, candidate];
       if (anchors.includes(candidate)) {
-        const problem = pathProblem(extended, options.checkDate, window);
+        const problem = pathProblem(extended, options.checkDate);
         if (!problem) return extended;
         problems.push(problem);
       } else if (extended.length < MAX_PATH) {
@@ -262,12 +210,8 @@ function searchPath(leaf: Certificate, options: PathOptions, window: DateWindow)
     const gaveUp = exhausted ? `no path from ${describeCertificate(leaf)} to a trust anchor among the first ${MAX_PATH_CANDIDATES} candidate issuers (too many certificates with the same names)` : undefined;
     return { ok: false, reason: gaveUp ?? problems[0] ?? `no path from ${describeCertificate(leaf)} to a trust anchor`, path: [] };
   }
-  return { ok: true, reason: chainsTo(path, options.checkDate), path };
-}
-
-function chainsTo(path: Certificate[], checkDate: Date): string {
   const anchor = path[path.length - 1] as Certificate;
-  return `chains to ${nameToString(anchor.subject)} at ${checkDate.toISOString()}`;
+  return { ok: true, reason: `chains to ${nameToString(anchor.subject)} at ${options.checkDate.toISOString()}`, path };
 }
 
 /**

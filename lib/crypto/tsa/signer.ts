@@ -12,9 +12,10 @@ import { type SignerInfo, checkGeneralName, directoryName } from './token.js';
 import type { CheckOutcome } from './verify.js';
 import { type Certificate, hasKeyIdentifier, issuerNameMatcher } from './x509-verify.js';
 
-/** A check that passed, or failed, with its reason. */
+/** A check that passed, failed or was skipped, with its reason (verify.ts reports them all). */
 export const pass = (reason: string): CheckOutcome => ({ result: 'pass', reason });
 export const fail = (reason: string): CheckOutcome => ({ result: 'fail', reason });
+export const skipped = (reason: string): CheckOutcome => ({ result: 'skipped', reason });
 
 /** RFC 5652 §5.3 SignerIdentifier: issuerAndSerialNumber or [0] subjectKeyIdentifier. */
 export function findSigner(signerInfo: SignerInfo, candidates: Certificate[]): Certificate | undefined {

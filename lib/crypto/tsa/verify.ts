@@ -29,7 +29,7 @@ import {
   summarizeTst,
 } from './token.js';
 import { unvouchedCertificates, validatePath } from './path.js';
-import { checkEssCertId, checkSignature, fail, findSigner, pass } from './signer.js';
+import { checkEssCertId, checkSignature, fail, findSigner, pass, skipped } from './signer.js';
 
 /** Result of one check. */
 export type CheckResult = 'pass' | 'fail' | 'skipped';
@@ -146,16 +146,21 @@ export interface VerifyTimestampOptions {
 
 const ACCEPTED_IMPRINT_HASHES: readonly HashName[] = ['SHA-256', 'SHA-384', 'SHA-512'];
 
-const skipped = (reason: string): CheckOutcome => ({ result: 'skipped', reason });
 
 /**
  * Decodes a DER TimeStampResp for display, without verifying anything.
  * @throws Error when it is malformed or carries no token (e.g. a rejection).
  */
 export function parseTimestampResponse(responseDer: Uint8Array): TimestampSummary & { pkiStatus: PkiStatusSummary } {
-  const decoded = decodeResponse(responseDer);
-  if (!decoded.token) throw new MalformedError(`the response carries no token (status ${decoded.pkiStatus.name})`);
-  return { ...summarizeTst(decoded.token.tstInfo), pkiStatus: decoded.pkiStatus };
+  const { pkiStatus, token } = responseWithToken(responseDer);
+  return { ...summarizeTst(token.tstInfo), pkiStatus };
+}
+
+/** A decoded response that carries a token. @throws Error when it is malformed or carries none. */
+function responseWithToken(responseDer: Uint8Array): { pkiStatus: PkiStatusSummary; token: DecodedToken } {
+  const { pkiStatus, token } = decodeResponse(responseDer);
+  if (!token) throw new MalformedError(`the response carries no token (status ${pkiStatus.name})`);
+  return { pkiStatus, token };
 }
 
 /**
@@ -171,9 +176,7 @@ export function parseTimestampToken(tokenDer: Uint8Array): TimestampSummary {
  * @throws Error when it is malformed or carries no token.
  */
 export function extractTimestampToken(responseDer: Uint8Array): Uint8Array {
-  const decoded = decodeResponse(responseDer);
-  if (!decoded.token) throw new MalformedError(`the response carries no token (status ${decoded.pkiStatus.name})`);
-  return decoded.token.tokenDer;
+  return responseWithToken(responseDer).token.tokenDer;
 }
 
 /**
