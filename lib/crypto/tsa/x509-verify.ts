@@ -181,17 +181,15 @@ const byPem = new ProcessCache<string, Certificate[]>('certificates by PEM text'
  * @throws Error when a block is not valid base64 or not a certificate.
  */
 export function certificatesFromPem(pemText: string): Certificate[] {
-  const cached = byPem.get(pemText);
-  if (cached) return cached;
-  const certs = pemBlocks(pemText, 'CERTIFICATE').map((block) => {
-    try {
-      return certificateFromDer(block.der);
-    } catch (err) {
-      throw new Error(`not an X.509 certificate (${err instanceof Error ? err.message : String(err)})`);
-    }
-  });
-  byPem.set(pemText, certs);
-  return certs;
+  return byPem.getOrSet(pemText, () =>
+    pemBlocks(pemText, 'CERTIFICATE').map((block) => {
+      try {
+        return certificateFromDer(block.der);
+      } catch (err) {
+        throw new Error(`not an X.509 certificate (${err instanceof Error ? err.message : String(err)})`);
+      }
+    }),
+  );
 }
 
 /** PEM of a certificate. */
