@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { EmbeddedTsa, parseTimeStampRequest } from '../../lib/crypto/tsa/embedded.js';
+import { EmbeddedTsa } from '../../lib/crypto/tsa/embedded.js';
+import { parseTimeStampRequest } from '../../lib/crypto/tsa/tsa-request.js';
 import { getPqTsa, getTsa } from '../../lib/deps/anchoring.js';
 import { tsaUnavailable } from '../../lib/evidence/timestamp.js';
 import { getConfig } from '../../lib/deps/core.js';

@@ -15,8 +15,10 @@ import {
   parseEvidenceRecord,
   rootOfReducedTree,
 } from './ers.js';
-import { parseCertificate } from './tsa/certificates.js';
+import { isString, stringValue } from './tsa/der.js';
+import { toHex } from './tsa/identifiers.js';
 import { parseTimestampToken, verifyTimestampToken } from './tsa/verify.js';
+import { certificatesFromPem, nameAttributes } from './tsa/x509-verify.js';
 
 export interface VerifyEvidenceRecordOptions {
   /**
@@ -106,10 +108,15 @@ export async function verifyEvidenceRecord(der: Uint8Array, options: VerifyEvide
       if (root && alg) {
         const v = await verifyTimestampToken(ats.timeStamp, { imprint: root, roots: options.rootsPem, ...(isTsaHash(alg) ? { hashAlgorithm: alg } : {}), ...(options.retired ? { retired: options.retired } : {}) });
         check.genTime = v.genTime;
-        if (v.tsaCertificatePem) {
-          const cert = parseCertificate(v.tsaCertificatePem);
-          check.tsaNotAfter = cert.notAfter.value;
-          check.tsa = cert.subject.typesAndValues.map((t) => String(t.value.valueBlock.value)).join(', ');
+        // The signer as the verifier parsed it: certificatesFromPem answers this PEM from the
+        // verifier's own certificate cache rather than parsing it again (with pkijs, as it did).
+        const cert = v.tsaCertificatePem ? certificatesFromPem(v.tsaCertificatePem)[0] : undefined;
+        if (cert) {
+          check.tsaNotAfter = cert.notAfter;
+          // The subject's attribute values, in order (e.g. "Evidence Anchoring Service, Evidence Anchoring TSA").
+          check.tsa = nameAttributes(cert.subject)
+            .map(([, value]) => (isString(value) ? stringValue(value) : toHex(value.der)))
+            .join(', ');
         }
         if (!v.ok) {
           const failed = Object.entries(v.checks).filter(([, o]) => o.result === 'fail').map(([k, o]) => `${k}: ${o.reason}`);

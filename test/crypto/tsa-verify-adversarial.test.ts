@@ -1,5 +1,5 @@
 /**
- * Adversarial inputs for lib/crypto/tsa/verify.ts and x509-verify.ts: tokens built to make the
+ * Adversarial inputs for lib/crypto/tsa/verify.ts, x509-verify.ts and path.ts: tokens built to make the
  * verifier do unbounded work. A verification must end quickly with `ok: false`, whatever the token
  * carries (RFC 5652 §5.1: the certificate set is unsigned, so anyone can fill it).
  */
@@ -12,7 +12,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type DerElement, children, decodeDer, derElementsRead } from '../../lib/crypto/tsa/der.js';
 import { verifyTimestampResponse } from '../../lib/crypto/tsa/verify.js';
-import { certificatesFromPem, validatePath } from '../../lib/crypto/tsa/x509-verify.js';
+import { validatePath } from '../../lib/crypto/tsa/path.js';
+import { certificatesFromPem } from '../../lib/crypto/tsa/x509-verify.js';
 import { CA_EXTENSIONS, type CertAndKey, TSA_EXTENSIONS, buildResponse, makeCertificate } from './tsa-token-builder.js';
 
 const OPENSSL = '/usr/bin/openssl';

@@ -289,6 +289,9 @@ describe('RFC 4998 evidence records', () => {
     const v = await ours(renewed, photo);
     assert.ok(v.ok, JSON.stringify(v.checks.map((c) => c.detail)));
     assert.equal(v.protectedUntil?.toISOString(), parseCertificate(leaf.tsaCertPem).notAfter.value.toISOString());
+    // Each archive timestamp names the TSA that signed it: the subject's values as pkijs reads them.
+    const subjectValues = (pem: string) => parseCertificate(pem).subject.typesAndValues.map((t) => String(t.value.valueBlock.value)).join(', ');
+    assert.deepEqual(v.checks.map((c) => c.tsa), [subjectValues(tsaCertPem), subjectValues(leaf.tsaCertPem)]);
     const bc = await bouncyCastle(renewed, photo, dayAfter);
     console.log(`# BC, timestamp-renewed record (${renewed.length} bytes): ${bc.out.trim().split('\n').pop()}`);
     assert.ok(bc.accepted, bc.out);

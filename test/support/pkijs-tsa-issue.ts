@@ -9,11 +9,13 @@ import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import type { IssuedTimestamp, TimestampAuthority } from '../../lib/crypto/ports.js';
 import { OID, compareDer, digest, integerFromBigInt, namedBitString, parseAsn1, randomPositiveBigInt, toArrayBuffer } from '../../lib/crypto/tsa/asn1.js';
-import { certificateDer, importPrivateKey, parseCertificate, timeStampingUsageProblem, validateCertificateChain } from '../../lib/crypto/tsa/certificates.js';
+import { certificateDer, importPrivateKey, parseCertificate } from '../../lib/crypto/tsa/certificates.js';
+import { timeStampingUsageProblem, validateCertificateChain } from './pkijs-chain.js';
 import { type TsaKeySigner, WebCryptoTsaKeySigner, signerMatchesCertificate } from '../../lib/crypto/tsa/key-signer.js';
 import { derToPem } from '../../lib/crypto/tsa/pem.js';
 import { verifyTimestampResponse } from '../../lib/crypto/tsa/verify.js';
-import { type EmbeddedIssuedTimestamp, type EmbeddedTimestampRequest, type EmbeddedTsaOptions, PkiFailureInfo } from '../../lib/crypto/tsa/embedded.js';
+import type { EmbeddedIssuedTimestamp, EmbeddedTimestampRequest, EmbeddedTsaOptions } from '../../lib/crypto/tsa/embedded.js';
+import { PkiFailureInfo } from '../../lib/crypto/tsa/tsa-request.js';
 
 
 /** Imprint lengths of the hash algorithms accepted in requests (RFC 3161 §2.4.1), as lib/crypto/tsa/embedded.ts. */

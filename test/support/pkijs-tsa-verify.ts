@@ -13,7 +13,6 @@ import {
   nameToString,
   parseAsn1,
   toHex,
-  bitsOf,
 } from '../../lib/crypto/tsa/asn1.js';
 import {
   certificateDer,
@@ -21,9 +20,8 @@ import {
   parseCertificates,
   rememberCertificateDer,
   subjectKeyIdentifier,
-  timeStampingUsageProblem,
-  validateCertificateChain,
 } from '../../lib/crypto/tsa/certificates.js';
+import { bitsOf, timeStampingUsageProblem, validateCertificateChain } from './pkijs-chain.js';
 
 /** Result of one check. */
 // The result types are the production verifier's: the two verifiers are compared field by field.

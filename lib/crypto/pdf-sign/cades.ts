@@ -11,7 +11,7 @@
  * tokens are built by the same writer in the same way. @signpdf places the result in the PDF.
  */
 import { createHash, createPublicKey, verify as nodeVerify } from 'node:crypto';
-import { OID } from '../tsa/der.js';
+import { OID } from '../tsa/identifiers.js';
 import { explicit, implicitConstructed, integer, nullValue, octetString, oid, retag, sequence, setOf } from '../tsa/der-writer.js';
 import type { TsaKeySigner } from '../tsa/key-signer.js';
 import { parseCertificateDer } from '../tsa/x509-verify.js';

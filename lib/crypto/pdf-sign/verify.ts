@@ -14,24 +14,23 @@
 import {
   type DerElement,
   DerCursor,
-  OID,
   TAG,
-  bytesEqual,
   checkStructure,
   children,
   decodeDer,
-  digest,
-  hashByOid,
   isContext,
   readAlgorithmIdentifier,
   readInteger,
   readOid,
   sequence,
-  toHex,
 } from '../tsa/der.js';
+import { OID, bytesEqual, digest, hashByOid, toHex } from '../tsa/identifiers.js';
 import type { TsaRetirement } from '../tsa/history.js';
-import { type Attribute, type SignerInfo, type TimestampVerification, decodeSignerInfo, findSigner, matchEssCertId, singleAttributeValue, verifyTimestampToken } from '../tsa/verify.js';
-import { type Certificate, certificateFromDer, verifySignature } from '../tsa/x509-verify.js';
+import { type Attribute, type SignerInfo, decodeSignerInfo } from '../tsa/token.js';
+import { type TimestampVerification, verifyTimestampToken } from '../tsa/verify.js';
+import { findSigner, matchEssCertId, singleAttributeValue } from '../tsa/signer.js';
+import { type Certificate, certificateFromDer } from '../tsa/x509-verify.js';
+import { verifySignature } from '../tsa/signature.js';
 import { OID_SIGNATURE_TIMESTAMP_TOKEN } from './cades.js';
 
 /** RFC 5652 §4: id-data, the type of the detached content. */

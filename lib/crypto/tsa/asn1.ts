@@ -4,11 +4,11 @@
 import { randomBytes } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import type * as pkijs from 'pkijs';
-import { SHORT_NAMES, toHex } from './der.js';
+import { SHORT_NAMES, toHex } from './identifiers.js';
 
 // The object identifiers and digest helpers live in the dependency-free der.ts (the verification
 // side uses them without asn1js); re-exported here for the issuing side.
-export { OID, type HashName, bytesEqual, digest, hashByOid, toHex } from './der.js';
+export { OID, type HashName, bytesEqual, digest, hashByOid, toHex } from './identifiers.js';
 // The X.690 §11.6 SET OF order lives with the DER writer.
 export { compareDer } from './der-writer.js';
 
@@ -52,17 +52,6 @@ export function namedBitString(bits: readonly number[]): asn1js.BitString {
   const bytes = new Uint8Array(Math.floor(highest / 8) + 1);
   for (const bit of bits) bytes[bit >> 3] = (bytes[bit >> 3] ?? 0) | (0x80 >> (bit & 7));
   return new asn1js.BitString({ valueHex: bytes.buffer, unusedBits: 7 - (highest & 7) });
-}
-
-/** The named bits set in a BIT STRING (inverse of {@link namedBitString}). */
-export function bitsOf(bitString: asn1js.BitString): number[] {
-  const bytes = bitString.valueBlock.valueHexView;
-  const unused = bitString.valueBlock.unusedBits;
-  const out: number[] = [];
-  for (let i = 0; i < bytes.length * 8 - unused; i++) {
-    if (((bytes[i >> 3] ?? 0) & (0x80 >> (i & 7))) !== 0) out.push(i);
-  }
-  return out;
 }
 
 /** Parses one complete BER/DER element; throws when the bytes are not exactly one element. */

@@ -8,17 +8,16 @@ import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import {
   OID,
-  bitsOf,
   digest,
   integerFromBigInt,
-  nameToString,
   namedBitString,
   parseAsn1,
   randomPositiveBigInt,
   toArrayBuffer,
-  toHex,
 } from './asn1.js';
 import { derToPem, pemBlocks, pemToDer } from './pem.js';
+import { validatePath } from './path.js';
+import { certificateFromDer, timeStampingUsageProblem } from './x509-verify.js';
 import { ProcessCache } from '../../memo.js';
 
 const subtle = globalThis.crypto.subtle;
@@ -77,15 +76,6 @@ export interface LoadedTsaCertificates {
   tsaKey: CryptoKey;
   /** Signing key of the root, when its PEM was given. */
   rootKey?: CryptoKey;
-}
-
-/** Outcome of {@link validateCertificateChain}. */
-export interface ChainValidation {
-  ok: boolean;
-  /** Why it failed, or which anchor it chains to. */
-  reason: string;
-  /** The validated path, leaf first, trust anchor last (empty on failure). */
-  path: pkijs.Certificate[];
 }
 
 const DEFAULT_ORG = 'Evidence Anchoring Service';
@@ -417,35 +407,6 @@ export async function loadTsaCertificates(
 // ---------------------------------------------------------------------------------------------
 // Checks
 
-/**
- * Why `cert` may not sign time-stamp tokens, or undefined when it may. RFC 3161 §2.3: exactly one
- * ExtendedKeyUsage extension, critical, whose only KeyPurposeId is id-kp-timeStamping. Like
- * OpenSSL, a KeyUsage, if present, may only assert digitalSignature and/or nonRepudiation.
- */
-export function timeStampingUsageProblem(cert: pkijs.Certificate): string | undefined {
-  const ekus = (cert.extensions ?? []).filter((e) => e.extnID === OID.extKeyUsage);
-  const eku = ekus[0];
-  if (!eku) return 'the certificate has no ExtendedKeyUsage extension (RFC 3161 §2.3 requires id-kp-timeStamping)';
-  if (ekus.length > 1) return 'the certificate has more than one ExtendedKeyUsage extension (RFC 3161 §2.3)';
-  const parsed = eku.parsedValue;
-  if (!(parsed instanceof pkijs.ExtKeyUsage)) return 'the ExtendedKeyUsage extension cannot be parsed';
-  if (!parsed.keyPurposes.includes(OID.kpTimeStamping)) return 'the ExtendedKeyUsage does not include id-kp-timeStamping (RFC 3161 §2.3)';
-  if (parsed.keyPurposes.length !== 1) {
-    return `the ExtendedKeyUsage must contain only id-kp-timeStamping (RFC 3161 §2.3), found ${parsed.keyPurposes.join(', ')}`;
-  }
-  if (!eku.critical) return 'the ExtendedKeyUsage extension is not marked critical (RFC 3161 §2.3)';
-  const ku = (cert.extensions ?? []).find((e) => e.extnID === OID.keyUsage)?.parsedValue;
-  if (ku !== undefined) {
-    if (!(ku instanceof asn1js.BitString)) return 'the KeyUsage extension cannot be parsed';
-    const bits = bitsOf(ku);
-    // Bit 0 digitalSignature, bit 1 nonRepudiation (RFC 5280 §4.2.1.3).
-    if (!bits.some((b) => b === 0 || b === 1) || bits.some((b) => b > 1)) {
-      return 'the KeyUsage must assert only digitalSignature and/or nonRepudiation';
-    }
-  }
-  return undefined;
-}
-
 /** Whether a private key and a certificate's public key belong together (sign and verify). */
 export async function keyMatchesCertificate(key: CryptoKey, cert: pkijs.Certificate): Promise<boolean> {
   const challenge = randomBytes(32);
@@ -463,61 +424,19 @@ export async function keyMatchesCertificate(key: CryptoKey, cert: pkijs.Certific
   }
 }
 
-function isCa(cert: pkijs.Certificate): boolean {
-  const bc = cert.extensions?.find((e) => e.extnID === OID.basicConstraints)?.parsedValue;
-  return bc instanceof pkijs.BasicConstraints && bc.cA === true;
-}
-
-function sameCertificate(a: pkijs.Certificate, b: pkijs.Certificate): boolean {
-  return toHex(a.tbsView) === toHex(b.tbsView);
-}
-
-/**
- * RFC 5280 §6 path validation of `leaf` to one of `anchors` at `checkDate`, with pkijs's
- * CertificateChainValidationEngine (signatures, validity periods, name chaining, CA flags).
- * The inputs are cleaned first because the engine takes the last certificate as the leaf after
- * dropping duplicates, and treats a leaf that is itself listed as trusted as a complete path.
- */
-export async function validateCertificateChain(
-  leaf: pkijs.Certificate,
-  options: { anchors: pkijs.Certificate[]; intermediates?: pkijs.Certificate[]; checkDate: Date },
-): Promise<ChainValidation> {
-  const trustedCerts: pkijs.Certificate[] = [];
-  for (const a of options.anchors) {
-    if (!sameCertificate(a, leaf) && !trustedCerts.some((t) => sameCertificate(t, a))) trustedCerts.push(a);
-  }
-  if (trustedCerts.length === 0) return { ok: false, reason: 'no trust anchor configured', path: [] };
-  const certs: pkijs.Certificate[] = [];
-  for (const c of options.intermediates ?? []) {
-    if (!isCa(c) || sameCertificate(c, leaf)) continue;
-    if ([...trustedCerts, ...certs].some((t) => sameCertificate(t, c))) continue;
-    certs.push(c);
-  }
-  certs.push(leaf);
-  try {
-    const engine = new pkijs.CertificateChainValidationEngine({ trustedCerts, certs, checkDate: options.checkDate });
-    const result = await engine.verify();
-    const path = result.certificatePath ?? [];
-    const anchor = path[path.length - 1];
-    if (!result.result || !anchor) return { ok: false, reason: result.resultMessage || 'no valid certificate path', path: [] };
-    return { ok: true, reason: `chains to ${nameToString(anchor.subject)} at ${options.checkDate.toISOString()}`, path };
-  } catch (err) {
-    const message = err instanceof Error ? err.message : (err as { resultMessage?: string }).resultMessage;
-    return { ok: false, reason: message ?? 'no valid certificate path', path: [] };
-  }
-}
-
 /**
  * Start-up checks of a TSA's own material: the leaf may sign time-stamps (RFC 3161 §2.3), the key
  * belongs to the leaf, and the leaf chains to the root at `now`.
  * @throws Error with a message saying what is wrong.
  */
 export async function assertTsaCertificates(loaded: LoadedTsaCertificates, now: Date): Promise<void> {
-  const usage = timeStampingUsageProblem(loaded.tsaCert);
+  // RFC 3161 §2.3, as verifiers check it (x509-verify.ts).
+  const usage = timeStampingUsageProblem(certificateFromDer(loaded.tsaCertDer));
   if (usage) throw new Error(`TSA certificate refused: ${usage}`);
   if (!(await keyMatchesCertificate(loaded.tsaKey, loaded.tsaCert))) {
     throw new Error('TSA certificate refused: the private key does not match the certificate');
   }
-  const chain = await validateCertificateChain(loaded.tsaCert, { anchors: [loaded.rootCert], checkDate: now });
+  // The one path validation (path.ts), the one the TSA's tokens meet in a verifier.
+  const chain = validatePath(certificateFromDer(loaded.tsaCertDer), { anchors: [certificateFromDer(loaded.rootCertDer)], checkDate: now });
   if (!chain.ok) throw new Error(`TSA certificate refused: it does not chain to the root: ${chain.reason}`);
 }

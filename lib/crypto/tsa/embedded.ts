@@ -3,52 +3,36 @@
  * the service, in tokens that `openssl ts -verify` accepts.
  *
  * Tokens are written with the DER writer (der-writer.ts) and requests read with the strict DER
- * reader (der.ts): building a token with pkijs/asn1js objects cost ~2 ms of CPU, most of a token's
- * price. Every part of a token that is the same for all tokens of this TSA (names, serial number and
- * hash of the certificate, the certificates themselves, algorithm identifiers) is encoded once at
- * construction. The certificates' own bytes are used as they are, never re-encoded.
+ * reader (der.ts, in tsa-request.ts): building a token with pkijs/asn1js objects cost ~2 ms of CPU,
+ * most of a token's price. Every part of a token that is the same for all tokens of this TSA
+ * (names, serial number and hash of the certificate, the certificates themselves, algorithm
+ * identifiers) is encoded once at construction (token-parts.ts). The certificates' own bytes are
+ * used as they are, never re-encoded.
  */
 import { type KeyObject, createPublicKey, verify as nodeVerify } from 'node:crypto';
 import type { IssuedTimestamp, TimestampAuthority } from '../ports.js';
 import { randomPositiveBigInt } from './asn1.js';
-import { certificateDer, importPrivateKey, parseCertificate, timeStampingUsageProblem, validateCertificateChain } from './certificates.js';
-import {
-  DerCursor,
-  OID,
-  TAG,
-  absentOrNullParams,
-  checkStructure,
-  children,
-  decodeDer,
-  digest,
-  expectTag,
-  isContext,
-  readAlgorithmIdentifier,
-  readBoolean,
-  readInteger,
-  readOctetString,
-  readOid,
-  sequence as readSequence,
-} from './der.js';
+import { certificateDer, importPrivateKey, parseCertificate } from './certificates.js';
+import { OID, digest } from './identifiers.js';
 import {
   explicit,
   generalizedTime,
-  implicitConstructed,
   integer,
-  namedBitString,
   nullValue,
   octetString,
   oid,
   retag,
   sequence,
   setOf,
-  utf8String,
 } from './der-writer.js';
 import { ID_ML_DSA_65, NodeMlDsaSigner, mlDsa65PublicKeyFromSpki, mlDsa65SeedFromPkcs8, verifyMlDsa65 } from '../ml-dsa.js';
 import { type TsaKeySigner, MlDsaTsaKeySigner, WebCryptoTsaKeySigner, signerMatchesCertificate } from './key-signer.js';
 import { derToPem, pemToDer } from './pem.js';
 import { verifyTimestampResponse } from './verify.js';
-import { certificateFromDer, parseCertificateDer, validatePath } from './x509-verify.js';
+import { type PkiFailure, type TimeStampRequest, PkiFailureInfo, parseTimeStampRequest, rejection } from './tsa-request.js';
+import { type TokenParts, attribute, tokenParts } from './token-parts.js';
+import { validatePath } from './path.js';
+import { certificateFromDer, parseCertificateDer, safe, timeStampingUsageProblem } from './x509-verify.js';
 
 /** Configuration of an {@link EmbeddedTsa}; nothing is read from the environment. */
 export interface EmbeddedTsaOptions {
@@ -100,24 +84,8 @@ export interface EmbeddedIssuedTimestamp extends IssuedTimestamp {
   token: Uint8Array;
 }
 
-/** PKIStatus values (RFC 3161 §2.4.2). */
+/** PKIStatus granted (RFC 3161 §2.4.2). */
 const STATUS_GRANTED = 0;
-const STATUS_REJECTION = 2;
-
-/** PKIFailureInfo bit numbers (RFC 3161 §2.4.2). */
-export const PkiFailureInfo = {
-  badAlg: 0,
-  badRequest: 2,
-  badDataFormat: 5,
-  timeNotAvailable: 14,
-  unacceptedPolicy: 15,
-  unacceptedExtension: 16,
-  addInfoNotAvailable: 17,
-  systemFailure: 25,
-} as const;
-
-/** The name of a PKIFailureInfo bit. */
-export type PkiFailure = keyof typeof PkiFailureInfo;
 
 /** What {@link EmbeddedTsa.answer} made of a request: the DER TimeStampResp and whether it grants a token. */
 export type TimeStampAnswer =
@@ -154,23 +122,6 @@ const DIGEST_ALGORITHMS_SHA512 = setOf([SHA512_ABSENT]);
 const STATUS_GRANTED_INFO = sequence(integer(STATUS_GRANTED));
 /** The identifier octet of [0] IMPLICIT SignedAttributes in SignerInfo (RFC 5652 §5.3). */
 const SIGNED_ATTRS_TAG = 0xa0;
-
-/** The parts of every token that depend only on the TSA's certificates and options. */
-interface TokenParts {
-  /** TSTInfo.policy, encoded. */
-  policy: Uint8Array;
-  /** TSTInfo.tsa: [0] GeneralName directoryName, or undefined when includeTsaName is false. */
-  tsaName: Uint8Array | undefined;
-  /** SignerInfo.sid: IssuerAndSerialNumber of the TSA certificate (RFC 5652 §5.3). */
-  issuerAndSerialNumber: Uint8Array;
-  /** The signingCertificateV2 attribute (RFC 5035 §3). */
-  signingCertificateV2: Uint8Array;
-  /** SignedData.certificates for certReq (RFC 3161 §2.4.1). */
-  certificates: Uint8Array;
-  /** genTime must lie in [validFrom, validUntil] (ms since the epoch): every certificate is valid then. */
-  validFrom: number;
-  validUntil: number;
-}
 
 /** What signing needs, once the start-up checks passed. */
 interface TsaMaterial {
@@ -215,10 +166,12 @@ export class EmbeddedTsa implements TimestampAuthority {
     this.serialSource = options.serial ?? (() => randomPositiveBigInt(128));
     const tsaCert = parseCertificate(options.tsaCertPem);
     const rootCert = parseCertificate(options.rootCertPem);
-    const usage = timeStampingUsageProblem(tsaCert);
-    if (usage) throw new Error(`TSA certificate refused: ${usage}`);
     const tsaCertDer = certificateDer(tsaCert);
     const rootCertDer = certificateDer(rootCert);
+    // RFC 3161 §2.3, checked as every verifier of its tokens checks it (x509-verify.ts). A leaf
+    // that is not strict DER is refused by tokenParts below.
+    const usage = safe(() => timeStampingUsageProblem(certificateFromDer(tsaCertDer)));
+    if (usage) throw new Error(`TSA certificate refused: ${usage}`);
     this.certificatesPem = [derToPem(tsaCertDer), derToPem(rootCertDer)];
     this.parts = tokenParts(options, tsaCertDer, rootCertDer);
     try {
@@ -242,11 +195,8 @@ export class EmbeddedTsa implements TimestampAuthority {
       if (!(await signerMatchesCertificate(signer, tsaCert))) {
         throw new Error('TSA certificate refused: the private key does not match the certificate');
       }
-      // pkijs validates through WebCrypto, which has no ML-DSA: an ML-DSA path is validated by
-      // x509-verify.ts, the verifier every token of this TSA meets.
-      const chain = isMlDsaCertificate(tsaCertDer)
-        ? validatePath(certificateFromDer(tsaCertDer), { anchors: [certificateFromDer(rootCertDer)], checkDate: clock() })
-        : await validateCertificateChain(tsaCert, { anchors: [rootCert], checkDate: clock() });
+      // The one path validation (path.ts): the one every token of this TSA meets in a verifier.
+      const chain = validatePath(certificateFromDer(tsaCertDer), { anchors: [certificateFromDer(rootCertDer)], checkDate: clock() });
       if (!chain.ok) throw new Error(`TSA certificate refused: it does not chain to the root: ${chain.reason}`);
       // SignerInfo.signatureAlgorithm (RFC 5652 §5.3): RFC 4055 §5 wants NULL parameters for RSA,
       // RFC 5758 §3.2 wants them absent for ECDSA; the signer says which.
@@ -488,136 +438,4 @@ function imprintAlgorithm(hashOid: string, nullParams: boolean): Uint8Array {
 
 function rejected(failure: PkiFailure, text: string): TimeStampAnswer {
   return { granted: false, response: rejection(PkiFailureInfo[failure], text), failure, text };
-}
-
-/**
- * Attribute ::= SEQUENCE { attrType OID, attrValues SET OF AttributeValue } with one value
- * (RFC 5652 §5.3). `typeDer` saves re-encoding a constant type.
- */
-function attribute(type: string, value: Uint8Array, typeDer: Uint8Array = oid(type)): Uint8Array {
-  return sequence(typeDer, setOf([value]));
-}
-
-/**
- * The token parts fixed by the certificates and options, from the certificates' own DER.
- * @throws Error when a certificate is not strict DER (its tokens would not pass the verifier).
- */
-function tokenParts(options: EmbeddedTsaOptions, tsaCertDer: Uint8Array, rootCertDer: Uint8Array): TokenParts {
-  let tsa;
-  let root;
-  let tsaSerial: Uint8Array;
-  try {
-    tsa = parseCertificateDer(tsaCertDer);
-    root = parseCertificateDer(rootCertDer);
-    tsaSerial = certificateSerialDer(tsa.tbs);
-  } catch (err) {
-    throw new Error(`TSA certificate refused: not a strict DER certificate (${err instanceof Error ? err.message : String(err)})`);
-  }
-  // GeneralName ::= CHOICE { …, directoryName [4] Name, … } (RFC 5280 §4.2.1.6). Name is itself a
-  // CHOICE, so the tag is explicit (X.680 §31.2.7); TSTInfo.tsa [0] around the GeneralName CHOICE
-  // likewise.
-  const directoryName = (name: Uint8Array) => explicit(4, name);
-  // SigningCertificateV2 ::= SEQUENCE { certs SEQUENCE OF ESSCertIDv2, policies OPTIONAL }
-  // ESSCertIDv2 ::= SEQUENCE { hashAlgorithm DEFAULT {id-sha256}, certHash, issuerSerial OPTIONAL }
-  // IssuerSerial ::= SEQUENCE { issuer GeneralNames, serialNumber CertificateSerialNumber }
-  // (RFC 5035 §3, §4). hashAlgorithm is SHA-256, the default, so DER leaves it out (X.690 §11.5).
-  const issuerSerial = sequence(sequence(directoryName(tsa.issuer)), tsaSerial);
-  const essCertIdV2 = sequence(octetString(digest('SHA-256', tsaCertDer)), issuerSerial);
-  const signingCertificateV2 = attribute(OID.signingCertificateV2, sequence(sequence(essCertIdV2)));
-  // CertificateSet ::= SET OF CertificateChoices (RFC 5652 §10.2.3), [0] IMPLICIT in SignedData.
-  // Written leaf first, as the tokens of this TSA always were: RFC 5652 asks DER only of the signed
-  // attributes (§5.3, §5.4), and verifiers look certificates up rather than rely on their order.
-  const certificates = implicitConstructed(0, options.includeRootCertificate === false ? [tsaCertDer] : [tsaCertDer, rootCertDer]);
-  return {
-    policy: oid(options.policyOid),
-    tsaName: options.includeTsaName !== false ? explicit(0, directoryName(tsa.subject)) : undefined,
-    // IssuerAndSerialNumber ::= SEQUENCE { issuer Name, serialNumber } (RFC 5652 §10.2.4).
-    issuerAndSerialNumber: sequence(tsa.issuer, tsaSerial),
-    signingCertificateV2,
-    certificates,
-    validFrom: Math.max(tsa.notBefore.getTime(), root.notBefore.getTime()),
-    validUntil: Math.min(tsa.notAfter.getTime(), root.notAfter.getTime()),
-  };
-}
-
-/**
- * The serialNumber INTEGER of a certificate exactly as encoded in it: the component of
- * tbsCertificate after the optional [0] EXPLICIT version (RFC 5280 §4.1).
- */
-function certificateSerialDer(tbsDer: Uint8Array): Uint8Array {
-  const tbs = new DerCursor(readSequence(decodeDer(tbsDer, 'tbsCertificate'), 'tbsCertificate'), 'tbsCertificate');
-  tbs.optional((el) => isContext(el, 0, true));
-  return expectTag(tbs.next('serialNumber'), TAG.INTEGER, 'serialNumber').der;
-}
-
-/** The fields of a TimeStampReq that the TSA acts on (RFC 3161 §2.4.1). */
-export interface TimeStampRequest {
-  version: bigint;
-  hashAlgorithm: { oid: string; params: boolean; nullOrAbsent: boolean };
-  hashedMessage: Uint8Array;
-  reqPolicy?: string;
-  nonce?: bigint;
-  certReq: boolean;
-  extensionCount: number;
-}
-
-/**
- * Reads a TimeStampReq (RFC 3161 §2.4.1) with the strict DER reader:
- *
- *   TimeStampReq ::= SEQUENCE { version INTEGER { v1(1) }, messageImprint MessageImprint,
- *     reqPolicy TSAPolicyId OPTIONAL, nonce INTEGER OPTIONAL, certReq BOOLEAN DEFAULT FALSE,
- *     extensions [0] IMPLICIT Extensions OPTIONAL }
- *   MessageImprint ::= SEQUENCE { hashAlgorithm AlgorithmIdentifier, hashedMessage OCTET STRING }
- *
- * Only the shape is checked here; what the values may be is the caller's (badRequest, badAlg, …).
- * @throws DerError when the bytes are not one DER TimeStampReq.
- */
-export function parseTimeStampRequest(der: Uint8Array): TimeStampRequest {
-  const top = decodeDer(der, 'TimeStampReq');
-  checkStructure(top);
-  const c = new DerCursor(readSequence(top, 'TimeStampReq'), 'TimeStampReq');
-  const version = readInteger(c.next('version'), 'version');
-  const imprint = new DerCursor(readSequence(c.next('messageImprint'), 'messageImprint'), 'messageImprint');
-  const alg = readAlgorithmIdentifier(imprint.next('hashAlgorithm'), 'hashAlgorithm');
-  const hashedMessage = readOctetString(imprint.next('hashedMessage'), 'hashedMessage');
-  imprint.end();
-  const policyEl = c.optional((el) => el.tag === TAG.OID);
-  const nonceEl = c.optional((el) => el.tag === TAG.INTEGER);
-  const certReqEl = c.optional((el) => el.tag === TAG.BOOLEAN);
-  const extensionsEl = c.optional((el) => isContext(el, 0, true));
-  c.end();
-  // Extensions ::= SEQUENCE SIZE (1..MAX) OF Extension; Extension ::= SEQUENCE { extnID OID,
-  // critical BOOLEAN DEFAULT FALSE, extnValue OCTET STRING } (RFC 5280 §4.1). Read so that a
-  // malformed one is badDataFormat; any well-formed one is refused by the caller.
-  let extensionCount = 0;
-  if (extensionsEl) {
-    for (const extEl of children(extensionsEl)) {
-      const e = new DerCursor(readSequence(extEl, 'Extension'), 'Extension');
-      readOid(e.next('extnID'), 'extnID');
-      const critical = e.optional((el) => el.tag === TAG.BOOLEAN);
-      if (critical) readBoolean(critical, 'critical');
-      readOctetString(e.next('extnValue'), 'extnValue');
-      e.end();
-      extensionCount++;
-    }
-  }
-  return {
-    version,
-    hashAlgorithm: { oid: alg.oid, params: alg.params !== undefined, nullOrAbsent: absentOrNullParams(alg) },
-    // A copy: the reader's values are views into the caller's buffer.
-    hashedMessage: Uint8Array.from(hashedMessage),
-    ...(policyEl ? { reqPolicy: readOid(policyEl, 'reqPolicy') } : {}),
-    ...(nonceEl ? { nonce: readInteger(nonceEl, 'nonce') } : {}),
-    certReq: certReqEl ? readBoolean(certReqEl, 'certReq') : false,
-    extensionCount,
-  };
-}
-
-/**
- * A TimeStampResp with status rejection, one PKIFailureInfo bit and a text (RFC 3161 §2.4.2):
- * PKIStatusInfo ::= SEQUENCE { status, statusString PKIFreeText OPTIONAL, failInfo OPTIONAL },
- * PKIFreeText ::= SEQUENCE SIZE (1..MAX) OF UTF8String (RFC 4210 §5.1.1).
- */
-function rejection(failBit: number, text: string): Uint8Array {
-  return sequence(sequence(integer(STATUS_REJECTION), sequence(utf8String(text)), namedBitString([failBit])));
 }

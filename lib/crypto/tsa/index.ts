@@ -3,7 +3,6 @@
  * certificates of the embedded TSA.
  */
 export {
-  type ChainValidation,
   type DistinguishedName,
   type GenerateTsaCertificatesOptions,
   type IssueTsaCertificateOptions,
@@ -19,16 +18,14 @@ export {
   loadTsaCertificates,
   parseCertificate,
   parseCertificates,
-  timeStampingUsageProblem,
-  validateCertificateChain,
 } from './certificates.js';
 export {
   type EmbeddedIssuedTimestamp,
   type EmbeddedTimestampRequest,
   type EmbeddedTsaOptions,
   EmbeddedTsa,
-  PkiFailureInfo,
 } from './embedded.js';
+export { PkiFailureInfo } from './tsa-request.js';
 export { TsaUnavailableError } from './errors.js';
 export { type TsaKeySigner, KmsTsaKeySigner, WebCryptoTsaKeySigner, signerMatchesCertificate } from './key-signer.js';
 export { type PemBlock, derToPem, pemBlocks, pemToDer } from './pem.js';

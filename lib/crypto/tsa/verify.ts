@@ -1,61 +1,35 @@
 /**
  * Verification of RFC 3161 time-stamp responses and tokens, over a strict DER reader and
- * node:crypto (no ASN.1 library): the PKIStatus, the imprint, nonce and policy, the CMS signature
- * (RFC 5652 §5.4, §5.6), the ESS signing-certificate attribute (RFC 5035, RFC 2634), the TSA's
- * ExtendedKeyUsage (RFC 3161 §2.3), the TSTInfo `tsa` name, and the certificate path (RFC 5280 §6).
- * Each is checked and reported separately, so that a caller can tell a wrong root from a wrong
- * imprint.
+ * node:crypto (no ASN.1 library: why, at the top of path.ts): the PKIStatus, the imprint, nonce and
+ * policy, the CMS signature (RFC 5652 §5.4, §5.6), the ESS signing-certificate attribute (RFC 5035,
+ * RFC 2634), the TSA's ExtendedKeyUsage (RFC 3161 §2.3), the TSTInfo `tsa` name, and the
+ * certificate path (RFC 5280 §6). Each is checked and reported separately, so that a caller can
+ * tell a wrong root from a wrong imprint. Decoding is token.ts's, the signer's checks signer.ts's,
+ * the path path.ts's.
  */
-import {
-  type AlgorithmIdentifier,
-  type DerElement,
-  type HashName,
-  CLASS,
-  DerCursor,
-  DerError,
-  OID,
-  TAG,
-  absentOrNullParams,
-  bitsSet,
-  bytesEqual,
-  checkStructure,
-  children,
-  decodeDer,
-  digest,
-  expectTag,
-  hashByOid,
-  integerValue,
-  isContext,
-  isString,
-  readAlgorithmIdentifier,
-  readBitString,
-  readBoolean,
-  readGeneralizedTime,
-  readInteger,
-  readOctetString,
-  readOid,
-  readSmallInteger,
-  sequence,
-  stringValue,
-  toHex,
-} from './der.js';
+import { type DerElement, absentOrNullParams } from './der.js';
+import { type HashName, bytesEqual, digest, hashByOid, toHex } from './identifiers.js';
 import {
   type Certificate,
-  certificateFromDer,
   certificatePem,
   certificatesFromPem,
   describeCertificate,
-  hasKeyIdentifier,
-  issuerNameMatcher,
-  nameToString,
   namesEqual,
   subjectAltNames,
   timeStampingUsageProblem,
-  unvouchedCertificates,
-  validatePath,
-  verifySignature,
 } from './x509-verify.js';
-import { ID_ML_DSA_65 } from '../ml-dsa.js';
+import {
+  type DecodedToken,
+  type TstInfo,
+  MalformedError,
+  decodeResponse,
+  decodeToken,
+  directoryName,
+  generalNameToString,
+  summarizeTst,
+} from './token.js';
+import { unvouchedCertificates, validatePath } from './path.js';
+import { checkEssCertId, checkSignature, fail, findSigner, pass, skipped } from './signer.js';
 
 /** Result of one check. */
 export type CheckResult = 'pass' | 'fail' | 'skipped';
@@ -172,326 +146,21 @@ export interface VerifyTimestampOptions {
 
 const ACCEPTED_IMPRINT_HASHES: readonly HashName[] = ['SHA-256', 'SHA-384', 'SHA-512'];
 
-const STATUS_NAMES = ['granted', 'grantedWithMods', 'rejection', 'waiting', 'revocationWarning', 'revocationNotification'];
-
-// RFC 3161 §2.4.2 PKIFailureInfo bit numbers.
-const FAILURE_NAMES: Readonly<Record<number, string>> = {
-  0: 'badAlg',
-  2: 'badRequest',
-  5: 'badDataFormat',
-  14: 'timeNotAvailable',
-  15: 'unacceptedPolicy',
-  16: 'unacceptedExtension',
-  17: 'addInfoNotAvailable',
-  25: 'systemFailure',
-};
-
-const pass = (reason: string): CheckOutcome => ({ result: 'pass', reason });
-const fail = (reason: string): CheckOutcome => ({ result: 'fail', reason });
-const skipped = (reason: string): CheckOutcome => ({ result: 'skipped', reason });
-
-class MalformedError extends Error {}
-
-// ---------------------------------------------------------------------------------------------
-// Decoding
-
-/** Attribute ::= SEQUENCE { attrType OID, attrValues SET OF AttributeValue } (RFC 5652 §5.3). */
-export interface Attribute {
-  type: string;
-  values: DerElement[];
-}
-
-/** SignerInfo (RFC 5652 §5.3), with the parts this verifier uses; the PAdES verifier (../pdf-sign/verify.ts) reads it too. */
-export interface SignerInfo {
-  sid: { issuer: Uint8Array; serial: bigint } | { keyId: Uint8Array };
-  digestAlgorithm: AlgorithmIdentifier;
-  /** The signed attributes and the bytes the signature covers (their DER with the SET OF tag). */
-  signedAttrs?: { attributes: Attribute[]; signedBytes: Uint8Array };
-  signatureAlgorithm: AlgorithmIdentifier;
-  signature: Uint8Array;
-}
-
-/** TSTInfo (RFC 3161 §2.4.2). */
-interface TstInfo {
-  policy: string;
-  hashAlgorithm: AlgorithmIdentifier;
-  hashedMessage: Uint8Array;
-  serial: bigint;
-  genTime: Date;
-  accuracy?: { seconds?: number; millis?: number; micros?: number };
-  ordering: boolean;
-  nonce?: bigint;
-  /** The `tsa` GeneralName element. */
-  tsa?: DerElement;
-}
-
-interface DecodedToken {
-  tokenDer: Uint8Array;
-  tstInfo: TstInfo;
-  /** The eContent octets: what messageDigest is computed over (RFC 5652 §5.4). */
-  eContent: Uint8Array;
-  certificates: Certificate[];
-  signerInfos: SignerInfo[];
-}
-
-interface DecodedResponse {
-  pkiStatus: PkiStatusSummary;
-  token?: DecodedToken;
-}
-
-/** Runs a decoding step; any DER problem becomes a MalformedError with `message`. */
-function decoding<T>(message: string, step: () => T): T {
-  try {
-    return step();
-  } catch (err) {
-    if (err instanceof MalformedError) throw err;
-    const detail = err instanceof Error ? err.message : String(err);
-    throw new MalformedError(`${message} (${detail})`);
-  }
-}
-
-/** TimeStampResp ::= SEQUENCE { status PKIStatusInfo, timeStampToken TimeStampToken OPTIONAL } */
-function decodeResponse(der: Uint8Array): DecodedResponse {
-  const { pkiStatus, tokenEl } = decoding('malformed: not a DER TimeStampResp (RFC 3161 §2.4.2)', () => {
-    const top = decodeDer(der, 'TimeStampResp');
-    checkStructure(top);
-    const c = new DerCursor(sequence(top, 'TimeStampResp'), 'TimeStampResp');
-    const status = decodeStatus(c.next('status'));
-    const token = c.optional(() => true);
-    c.end();
-    return { pkiStatus: status, tokenEl: token };
-  });
-  if (!tokenEl) return { pkiStatus };
-  // A copy: the result must not change when the caller reuses its buffer.
-  return { pkiStatus, token: decodeToken(Uint8Array.from(tokenEl.der)) };
-}
-
-/** PKIStatusInfo ::= SEQUENCE { status INTEGER, statusString PKIFreeText OPTIONAL, failInfo BIT STRING OPTIONAL } */
-function decodeStatus(el: DerElement): PkiStatusSummary {
-  const c = new DerCursor(sequence(el, 'PKIStatusInfo'), 'PKIStatusInfo');
-  const status = readSmallInteger(c.next('status'), 'status');
-  const text = c.optional((e) => e.tag === TAG.SEQUENCE);
-  const statusStrings = text ? children(text).map((s) => (isString(s) ? stringValue(s) : '')) : [];
-  const failEl = c.optional((e) => e.tag === TAG.BIT_STRING);
-  c.end();
-  const failInfo = failEl ? bitsSet(readBitString(failEl, 'failInfo')).map((b) => FAILURE_NAMES[b] ?? `bit${b}`) : [];
-  return { status, name: STATUS_NAMES[status] ?? `status${status}`, statusStrings, failInfo };
-}
-
-/** TimeStampToken ::= ContentInfo { id-signedData, SignedData } (RFC 3161 §2.4.2, RFC 5652 §3, §5.1). */
-function decodeToken(tokenDer: Uint8Array): DecodedToken {
-  const signedDataEl = decoding('malformed: the time-stamp token is not a DER ContentInfo (RFC 5652 §3)', () => {
-    const top = decodeDer(tokenDer, 'ContentInfo');
-    checkStructure(top);
-    const c = new DerCursor(sequence(top, 'ContentInfo'), 'ContentInfo');
-    const contentType = readOid(c.next('contentType'), 'contentType');
-    const content = c.next('content');
-    c.end();
-    if (contentType !== OID.signedData) throw new MalformedError('malformed: the time-stamp token is not CMS SignedData (RFC 3161 §2.4.2)');
-    if (!isContext(content, 0, true)) throw new DerError('content is not [0] EXPLICIT');
-    const inner = children(content);
-    if (inner.length !== 1) throw new DerError('content is not [0] EXPLICIT');
-    return inner[0] as DerElement;
-  });
-
-  const sd = decoding('malformed: the SignedData cannot be decoded', () => {
-    const c = new DerCursor(sequence(signedDataEl, 'SignedData'), 'SignedData');
-    const version = readInteger(c.next('version'), 'version');
-    const digestAlgorithms = sequence(c.next('digestAlgorithms'), 'digestAlgorithms', TAG.SET).map((a) => {
-      const alg = readAlgorithmIdentifier(a, 'digestAlgorithm');
-      // RFC 5754 §2 (and RFC 3370 §2.1 for SHA-1): parameters absent or NULL.
-      if (hashByOid(alg.oid) && !absentOrNullParams(alg)) throw new MalformedError('malformed: a SignedData digest algorithm has parameters (RFC 5754 §2, RFC 5652 §5.1)');
-      return alg.oid;
-    });
-    const encap = new DerCursor(sequence(c.next('encapContentInfo'), 'encapContentInfo'), 'encapContentInfo');
-    const eContentType = readOid(encap.next('eContentType'), 'eContentType');
-    const eContentWrap = encap.optional((el) => isContext(el, 0, true));
-    encap.end();
-    const certsEl = c.optional((el) => isContext(el, 0, true));
-    const crlsEl = c.optional((el) => isContext(el, 1, true)); // crls: not used beyond the version rule
-    const signerInfosEl = c.next('signerInfos');
-    c.end();
-    let eContent: Uint8Array | undefined;
-    if (eContentWrap) {
-      const inner = children(eContentWrap);
-      if (inner.length !== 1) throw new DerError('eContent is not [0] EXPLICIT OCTET STRING');
-      eContent = readOctetString(inner[0], 'eContent');
-    }
-    // CertificateChoices (RFC 5652 §10.2.2): only plain certificates are used; the tagged
-    // choices [0]–[3] (attribute and other certificates) are skipped. A certificate that is not
-    // strict DER (RFC 5280 §4.1) makes the SignedData undecodable, even one the path does not need.
-    const certificates: Certificate[] = [];
-    for (const el of certsEl ? children(certsEl) : []) {
-      if (el.tag === TAG.SEQUENCE) certificates.push(certificateFromDer(el.der));
-      else if (!(el.cls === CLASS.context && el.constructed && el.tagNumber <= 3)) throw new DerError('CertificateChoices: unexpected tag');
-    }
-    const signerInfos = sequence(signerInfosEl, 'signerInfos', TAG.SET).map(decodeSignerInfo);
-    // The version and digestAlgorithms are outside the signature. RFC 5652 fixes both, so a stored
-    // token whose bytes changed there is refused like any other change (test/evidence/verify-tamper).
-    // §5.1: 5 with "other" certificates or revocation info, else 4 with v2 attribute certificates,
-    // else 3 (the eContentType, id-ct-TSTInfo, is not id-data).
-    const choices = certsEl ? children(certsEl) : [];
-    const otherRevocation = (crlsEl ? children(crlsEl) : []).some((el) => isContext(el, 1, true));
-    const expected = choices.some((el) => isContext(el, 3, true)) || otherRevocation ? 5n : choices.some((el) => isContext(el, 2, true)) ? 4n : 3n;
-    if (version !== expected) throw new MalformedError(`malformed: SignedData version ${version}, RFC 5652 §5.1 requires ${expected} here`);
-    // §5.1: digestAlgorithms lists the message digest algorithm of every signer.
-    for (const info of signerInfos) {
-      if (!digestAlgorithms.includes(info.digestAlgorithm.oid)) {
-        throw new MalformedError('malformed: the signer\'s digest algorithm is not among the SignedData digestAlgorithms (RFC 5652 §5.1)');
-      }
-    }
-    return { eContentType, eContent, certificates, signerInfos };
-  });
-  if (sd.eContentType !== OID.ctTSTInfo || !sd.eContent) {
-    throw new MalformedError('malformed: the SignedData does not encapsulate a TSTInfo (id-ct-TSTInfo)');
-  }
-  const eContent = sd.eContent;
-  const tstInfo = decoding('malformed: the TSTInfo cannot be decoded', () => decodeTstInfo(eContent));
-  return { tokenDer, tstInfo, eContent, certificates: sd.certificates, signerInfos: sd.signerInfos };
-}
-
-export function decodeSignerInfo(el: DerElement): SignerInfo {
-  const c = new DerCursor(sequence(el, 'SignerInfo'), 'SignerInfo');
-  const version = readInteger(c.next('version'), 'SignerInfo version');
-  // SignerIdentifier ::= CHOICE { issuerAndSerialNumber, subjectKeyIdentifier [0] IMPLICIT OCTET STRING }
-  const sidEl = c.next('sid');
-  let sid: SignerInfo['sid'];
-  if (sidEl.tag === TAG.SEQUENCE) {
-    const parts = children(sidEl);
-    if (parts.length !== 2) throw new DerError('IssuerAndSerialNumber: malformed');
-    sid = { issuer: expectTag(parts[0], TAG.SEQUENCE, 'sid issuer').der, serial: readInteger(parts[1], 'sid serialNumber') };
-  } else if (isContext(sidEl, 0, false)) {
-    sid = { keyId: sidEl.value };
-  } else {
-    throw new DerError('SignerIdentifier: unexpected choice');
-  }
-  // RFC 5652 §5.3: version 1 with issuerAndSerialNumber, 3 with subjectKeyIdentifier.
-  if (version !== ('issuer' in sid ? 1n : 3n)) {
-    throw new MalformedError(`malformed: SignerInfo version ${version} does not match its signer identifier (RFC 5652 §5.3)`);
-  }
-  const digestAlgorithm = readAlgorithmIdentifier(c.next('digestAlgorithm'), 'digestAlgorithm');
-  const attrsEl = c.optional((e) => isContext(e, 0, true));
-  const signatureAlgorithm = readAlgorithmIdentifier(c.next('signatureAlgorithm'), 'signatureAlgorithm');
-  const signature = readOctetString(c.next('signature'), 'signature');
-  c.optional((e) => isContext(e, 1, true)); // unsignedAttrs: not used
-  c.end();
-  const info: SignerInfo = { sid, digestAlgorithm, signatureAlgorithm, signature };
-  if (attrsEl) {
-    const attributes = children(attrsEl).map((a) => {
-      const parts = sequence(a, 'Attribute');
-      if (parts.length !== 2) throw new DerError('Attribute: malformed');
-      return { type: readOid(parts[0], 'attrType'), values: sequence(parts[1], 'attrValues', TAG.SET) };
-    });
-    // RFC 5652 §5.4: the signature covers the DER of the attributes with the EXPLICIT SET OF tag.
-    const signedBytes = Uint8Array.from(attrsEl.der);
-    signedBytes[0] = TAG.SET;
-    info.signedAttrs = { attributes, signedBytes };
-  }
-  return info;
-}
-
-/** TSTInfo (RFC 3161 §2.4.2). */
-function decodeTstInfo(der: Uint8Array): TstInfo {
-  const top = decodeDer(der, 'TSTInfo');
-  checkStructure(top);
-  const c = new DerCursor(sequence(top, 'TSTInfo'), 'TSTInfo');
-  const version = readInteger(c.next('version'), 'version');
-  if (version !== 1n) throw new MalformedError(`malformed: unsupported TSTInfo version ${version}`);
-  const policy = readOid(c.next('policy'), 'policy');
-  const mi = sequence(c.next('messageImprint'), 'messageImprint');
-  if (mi.length !== 2) throw new DerError('messageImprint: malformed');
-  const hashAlgorithm = readAlgorithmIdentifier(mi[0], 'hashAlgorithm');
-  const hashedMessage = readOctetString(mi[1], 'hashedMessage');
-  const serial = readInteger(c.next('serialNumber'), 'serialNumber');
-  const genTime = readGeneralizedTime(c.next('genTime'), 'genTime');
-  const tst: TstInfo = { policy, hashAlgorithm, hashedMessage, serial, genTime, ordering: false };
-  const accuracyEl = c.optional((e) => e.tag === TAG.SEQUENCE);
-  if (accuracyEl) {
-    // Accuracy ::= SEQUENCE { seconds INTEGER OPTIONAL, millis [0] IMPLICIT INTEGER OPTIONAL, micros [1] IMPLICIT INTEGER OPTIONAL }
-    const a = new DerCursor(children(accuracyEl), 'accuracy');
-    const seconds = a.optional((e) => e.tag === TAG.INTEGER);
-    const millis = a.optional((e) => isContext(e, 0, false));
-    const micros = a.optional((e) => isContext(e, 1, false));
-    a.end();
-    tst.accuracy = {
-      ...(seconds ? { seconds: readSmallInteger(seconds, 'accuracy seconds') } : {}),
-      ...(millis ? { millis: smallValue(millis, 'accuracy millis') } : {}),
-      ...(micros ? { micros: smallValue(micros, 'accuracy micros') } : {}),
-    };
-  }
-  const orderingEl = c.optional((e) => e.tag === TAG.BOOLEAN);
-  if (orderingEl) tst.ordering = readBoolean(orderingEl, 'ordering');
-  const nonceEl = c.optional((e) => e.tag === TAG.INTEGER);
-  if (nonceEl) tst.nonce = readInteger(nonceEl, 'nonce');
-  const tsaEl = c.optional((e) => isContext(e, 0, true));
-  if (tsaEl) {
-    const inner = children(tsaEl);
-    if (inner.length !== 1) throw new DerError('tsa: malformed');
-    tst.tsa = checkGeneralName(inner[0] as DerElement);
-  }
-  c.optional((e) => isContext(e, 1, true)); // extensions: not used
-  c.end();
-  return tst;
-}
-
-function smallValue(el: DerElement, what: string): number {
-  const n = integerValue(el.value, what);
-  if (n < 0n || n > 0x7fffffffn) throw new DerError(`${what}: out of range`);
-  return Number(n);
-}
-
-/** GeneralName (RFC 5280 §4.2.1.6): context tags 0–8; directoryName [4] holds a Name. */
-function checkGeneralName(el: DerElement): DerElement {
-  if (el.cls !== CLASS.context || el.tagNumber > 8) throw new DerError('GeneralName: unexpected tag');
-  if (el.tagNumber === 4) {
-    const inner = children(el);
-    if (inner.length !== 1) throw new DerError('directoryName: malformed');
-    expectTag(inner[0], TAG.SEQUENCE, 'directoryName');
-  }
-  return el;
-}
-
-/** The Name DER of a directoryName GeneralName, or undefined for other choices. */
-function directoryName(el: DerElement): Uint8Array | undefined {
-  if (!isContext(el, 4, true)) return undefined;
-  return children(el)[0]?.der;
-}
-
-function summarizeTst(tst: TstInfo): TimestampSummary {
-  const alg = tst.hashAlgorithm.oid;
-  const summary: TimestampSummary = {
-    genTime: tst.genTime,
-    serial: tst.serial.toString(10),
-    serialHex: tst.serial.toString(16),
-    policy: tst.policy,
-    ordering: tst.ordering,
-    hashAlgorithm: hashByOid(alg)?.name ?? alg,
-    imprintHex: toHex(tst.hashedMessage),
-  };
-  if (tst.nonce !== undefined) summary.nonce = tst.nonce;
-  if (tst.tsa) summary.tsaName = generalNameToString(tst.tsa);
-  if (tst.accuracy) summary.accuracy = { ...tst.accuracy };
-  return summary;
-}
-
-// rfc822Name [1], dNSName [2] and uniformResourceIdentifier [6] are IA5Strings.
-const TEXT_GENERAL_NAMES: ReadonlySet<number> = new Set([1, 2, 6]);
-
-function generalNameToString(name: DerElement): string {
-  const dn = directoryName(name);
-  if (dn) return `DirName:${nameToString(dn)}`;
-  if (!name.constructed && TEXT_GENERAL_NAMES.has(name.tagNumber)) return Buffer.from(name.value).toString('latin1');
-  return `GeneralName[${name.tagNumber}]`;
-}
 
 /**
  * Decodes a DER TimeStampResp for display, without verifying anything.
  * @throws Error when it is malformed or carries no token (e.g. a rejection).
  */
 export function parseTimestampResponse(responseDer: Uint8Array): TimestampSummary & { pkiStatus: PkiStatusSummary } {
-  const decoded = decodeResponse(responseDer);
-  if (!decoded.token) throw new MalformedError(`the response carries no token (status ${decoded.pkiStatus.name})`);
-  return { ...summarizeTst(decoded.token.tstInfo), pkiStatus: decoded.pkiStatus };
+  const { pkiStatus, token } = responseWithToken(responseDer);
+  return { ...summarizeTst(token.tstInfo), pkiStatus };
+}
+
+/** A decoded response that carries a token. @throws Error when it is malformed or carries none. */
+function responseWithToken(responseDer: Uint8Array): { pkiStatus: PkiStatusSummary; token: DecodedToken } {
+  const { pkiStatus, token } = decodeResponse(responseDer);
+  if (!token) throw new MalformedError(`the response carries no token (status ${pkiStatus.name})`);
+  return { pkiStatus, token };
 }
 
 /**
@@ -507,9 +176,7 @@ export function parseTimestampToken(tokenDer: Uint8Array): TimestampSummary {
  * @throws Error when it is malformed or carries no token.
  */
 export function extractTimestampToken(responseDer: Uint8Array): Uint8Array {
-  const decoded = decodeResponse(responseDer);
-  if (!decoded.token) throw new MalformedError(`the response carries no token (status ${decoded.pkiStatus.name})`);
-  return decoded.token.tokenDer;
+  return responseWithToken(responseDer).token.tokenDer;
 }
 
 /**
@@ -721,146 +388,6 @@ function checkNonce(tst: TstInfo, expected: bigint | undefined): CheckOutcome {
   if (tst.nonce === undefined) return fail('the token has no nonce but the request had one');
   const got = tst.nonce;
   return got === expected ? pass('nonce matches') : fail(`nonce ${got.toString(16)} differs from the one sent (${expected.toString(16)})`);
-}
-
-/** RFC 5652 §5.3 SignerIdentifier: issuerAndSerialNumber or [0] subjectKeyIdentifier. */
-export function findSigner(signerInfo: SignerInfo, candidates: Certificate[]): Certificate | undefined {
-  const sid = signerInfo.sid;
-  if ('issuer' in sid) {
-    // The name is decoded once: the token supplies it and the candidates (RFC 5652 §5.1: unsigned).
-    const issuedBy = issuerNameMatcher(sid.issuer);
-    return candidates.find((c) => c.serial === sid.serial && issuedBy(c));
-  }
-  return candidates.find((c) => hasKeyIdentifier(c, sid.keyId));
-}
-
-export function singleAttributeValue(signerInfo: SignerInfo, type: string): { value?: DerElement; problem?: string } {
-  const attrs = (signerInfo.signedAttrs?.attributes ?? []).filter((a) => a.type === type);
-  if (attrs.length === 0) return {};
-  // RFC 5652 §5.3 / §11: these attributes are single-valued and appear once.
-  if (attrs.length > 1 || attrs[0]?.values.length !== 1) return { problem: `attribute ${type} must appear once with one value` };
-  return { value: attrs[0].values[0] };
-}
-
-function checkSignature(signerInfo: SignerInfo, signer: Certificate, eContent: Uint8Array): CheckOutcome {
-  // RFC 5652 §5.3: signed attributes are required when the content is not id-data.
-  if (!signerInfo.signedAttrs || signerInfo.signedAttrs.attributes.length === 0) return fail('the SignerInfo has no signed attributes');
-  const digestAlg = hashByOid(signerInfo.digestAlgorithm.oid);
-  if (!digestAlg) return fail(`unsupported digest algorithm ${signerInfo.digestAlgorithm.oid}`);
-  // RFC 9882 §3.3: with signed attributes, the digest must match the signature's strength: for
-  // ML-DSA-65 (category 3) SHA-384 or SHA-512, never SHA-256 or SHA-1.
-  if (signerInfo.signatureAlgorithm.oid === ID_ML_DSA_65 && digestAlg.name !== 'SHA-384' && digestAlg.name !== 'SHA-512') {
-    return fail(`digest ${digestAlg.name} is too weak for ML-DSA-65 (RFC 9882 §3.3: SHA-384 or SHA-512)`);
-  }
-
-  // RFC 5652 §11.1: content-type attribute equal to the eContentType.
-  const ct = singleAttributeValue(signerInfo, OID.contentType);
-  if (ct.problem) return fail(ct.problem);
-  let contentType: string | undefined;
-  try {
-    contentType = ct.value ? readOid(ct.value, 'content-type') : undefined;
-  } catch {
-    contentType = undefined;
-  }
-  if (contentType !== OID.ctTSTInfo) return fail('the content-type attribute is missing or is not id-ct-TSTInfo');
-  // RFC 5652 §11.2: message-digest attribute = digest of the eContent octets.
-  const md = singleAttributeValue(signerInfo, OID.messageDigest);
-  if (md.problem) return fail(md.problem);
-  if (md.value?.tag !== TAG.OCTET_STRING) return fail('the message-digest attribute is missing');
-  if (!bytesEqual(md.value.value, digest(digestAlg.name, eContent))) {
-    return fail('the message-digest attribute does not match the TSTInfo');
-  }
-
-  // RFC 5652 §5.4: the signature covers the DER of the signed attributes with a SET OF tag.
-  try {
-    const { ok, description } = verifySignature(
-      signerInfo.signatureAlgorithm,
-      signer,
-      signerInfo.signedAttrs.signedBytes,
-      signerInfo.signature,
-      digestAlg.name,
-    );
-    return ok ? pass(`signature verified (${description})`) : fail('the signature does not verify with the signer certificate');
-  } catch (err) {
-    return fail(`the signature cannot be verified: ${err instanceof Error ? err.message : String(err)}`);
-  }
-}
-
-/**
- * RFC 5035 §5.4.1 / RFC 2634 §5.4: the first ESSCertID(v2) in the signing-certificate attribute
- * must identify the signer certificate by hash (and by issuer/serial when present).
- */
-function checkEssCertId(signerInfo: SignerInfo, signer: Certificate): CheckOutcome {
-  const v2 = singleAttributeValue(signerInfo, OID.signingCertificateV2);
-  const v1 = singleAttributeValue(signerInfo, OID.signingCertificate);
-  if (v2.problem) return fail(v2.problem);
-  if (v1.problem) return fail(v1.problem);
-  if (v2.value === undefined && v1.value === undefined) {
-    return fail('no signingCertificateV2 (RFC 5035) nor signingCertificate (RFC 2634) attribute');
-  }
-  const reasons: string[] = [];
-  for (const [value, isV2] of [
-    [v2.value, true],
-    [v1.value, false],
-  ] as const) {
-    if (value === undefined) continue;
-    const label = isV2 ? 'ESSCertIDv2' : 'ESSCertID';
-    let outcome: { hash: HashName } | { problem: string };
-    try {
-      outcome = matchEssCertId(value, isV2, signer);
-    } catch (err) {
-      outcome = { problem: `malformed signing-certificate attribute (${err instanceof Error ? err.message : String(err)})` };
-    }
-    if ('problem' in outcome) return fail(`${label}: ${outcome.problem}`);
-    reasons.push(`${label} (${outcome.hash}) matches the signer certificate`);
-  }
-  return pass(reasons.join('; '));
-}
-
-/**
- * SigningCertificate(V2) ::= SEQUENCE { certs SEQUENCE OF ESSCertID(v2), policies OPTIONAL }
- * ESSCertIDv2 ::= SEQUENCE { hashAlgorithm DEFAULT id-sha256, certHash OCTET STRING, issuerSerial OPTIONAL }
- * ESSCertID   ::= SEQUENCE { certHash OCTET STRING (SHA-1), issuerSerial OPTIONAL }
- * The hash algorithm when the first one names the signer, else the problem.
- * @throws DerError when the attribute is malformed.
- */
-export function matchEssCertId(value: DerElement, isV2: boolean, signer: Certificate): { hash: HashName } | { problem: string } {
-  const certs = sequence(value, 'SigningCertificate')[0];
-  const first = sequence(certs, 'certs')[0];
-  const c = new DerCursor(sequence(first, 'ESSCertID'), 'ESSCertID');
-  let hash = isV2 ? hashByOid(OID.sha256) : hashByOid(OID.sha1);
-  if (isV2) {
-    const algEl = c.optional((e) => e.tag === TAG.SEQUENCE);
-    if (algEl) {
-      const alg = readAlgorithmIdentifier(algEl, 'hashAlgorithm');
-      hash = hashByOid(alg.oid);
-      if (!hash) return { problem: `unsupported hash algorithm ${alg.oid}` };
-    }
-  }
-  const certHash = c.optional((e) => e.tag === TAG.OCTET_STRING);
-  if (!hash || !certHash) return { problem: 'malformed certHash' };
-  if (!bytesEqual(certHash.value, digest(hash.name, signer.der))) {
-    return { problem: `the ${hash.name} certificate hash does not match the signer certificate` };
-  }
-  const issuerSerial = c.optional(() => true);
-  if (issuerSerial !== undefined) {
-    const problem = issuerSerialProblem(issuerSerial, signer);
-    if (problem) return { problem };
-  }
-  return { hash: hash.name };
-}
-
-/** IssuerSerial ::= SEQUENCE { issuer GeneralNames, serialNumber CertificateSerialNumber } */
-function issuerSerialProblem(value: DerElement, signer: Certificate): string | undefined {
-  if (value.tag !== TAG.SEQUENCE) return 'malformed issuerSerial';
-  const [names, serial] = children(value);
-  if (names?.tag !== TAG.SEQUENCE || serial?.tag !== TAG.INTEGER) return 'malformed issuerSerial';
-  if (readInteger(serial, 'serialNumber') !== signer.serial) return 'issuerSerial names another serial number';
-  const dirNames = children(names)
-    .map((n) => directoryName(checkGeneralName(n)))
-    .filter((n): n is Uint8Array => n !== undefined);
-  if (!dirNames.some((n) => issuerNameMatcher(n)(signer))) return 'issuerSerial names another issuer';
-  return undefined;
 }
 
 function checkTsaName(tst: TstInfo, signer: Certificate): CheckOutcome {
