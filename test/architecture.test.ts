@@ -203,7 +203,6 @@ export function importsOf(file: string, text: string): Import[] {
       continue;
     }
     const to = path.posix.normalize(path.posix.join(path.posix.dirname(file), spec)).replace(/\.js$/, '');
-    // A .cjs or .json target keeps its extension (there is no .ts source of it).
     out.push({ from: file, to, external: false });
   }
   return out;

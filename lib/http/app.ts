@@ -14,13 +14,14 @@
  * 1. One app per module, built at module level by {@link createApp}; `handler` (the Lambda entry
  *    serverless.yml names) wraps it, and the local server dispatches to the same `app`. No
  *    factories: a test that needs other dependencies passes them per request as the binding
- *    `deps` (`app.request(url, init, { deps: { accounts: () => testDeps } })`), which the deps
- *    middleware lays over the module's own.
+ *    `deps` (`app.request(url, init, { deps: { accounts: () => testDeps } })`), which the
+ *    request-context middleware lays over the module's own.
  * 2. Dependencies through middleware: the module names the providers it uses (the lazy getters of
- *    lib/deps, the one composition root) in `createApp({ deps })`; the middleware puts them on
- *    `c.var.deps`, and the handler calls them when it needs them (a provider that fails, e.g. a
- *    key that cannot be read, fails where the handler asks for it, after auth and validation, as
- *    before). A handler never builds an adapter itself and never imports lib/deps.
+ *    lib/deps, the one composition root) in `createApp({ deps })`; createApp's request-context
+ *    middleware puts them on `c.var.deps`, and the handler calls them where it needs them (a
+ *    provider that fails, e.g. a key that cannot be read, fails there, after auth and validation).
+ *    A handler never builds an adapter and never calls a lib/deps getter itself: the module
+ *    imports them only to name them (test/functions/handler-shape.test.ts holds this).
  * 3. Every middleware of a function is in its route's `middleware` (auth, limits, bulkhead), so
  *    that the variables it sets are typed in the handler.
  * 4. One way to get the caller: `c.var.caller`, set by apiKeyAuth (account, tier, key) and
