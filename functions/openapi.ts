@@ -12,14 +12,14 @@ import { loadDocumentedApps } from './openapi-sources.js';
  */
 export const DOCUMENTED_APPS = await loadDocumentedApps();
 
-export const app = createApp({ publicCors: true });
-
 /** Built once per process from the configuration (rebuilt after resetDeps(), like every lazy()). */
-const document = lazy(() => buildOpenApiDocument(Object.values(DOCUMENTED_APPS), getConfig().publicBaseUrl));
+const openApiDocument = lazy(() => buildOpenApiDocument(Object.values(DOCUMENTED_APPS), getConfig().publicBaseUrl));
+
+export const app = createApp({ publicCors: true, deps: { document: openApiDocument } });
 
 app.get('/api/openapi.json', (c) => {
   c.header('Cache-Control', 'public, max-age=300');
-  return c.json(document());
+  return c.json(c.var.deps.document());
 });
 
 export const handler = handle(app);

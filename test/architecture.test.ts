@@ -9,9 +9,14 @@
  *     base       lib/log.ts, lib/errors.ts, lib/state-machines.ts, lib/package-files.ts, lib/types.d.ts
  *
  * Every file under lib/ and functions/ belongs to exactly one layer (a file in a folder the map
- * does not name fails the test), and the eight rules below say which imports may not be made.
- * Static imports, re-exports and dynamic import() all count; type-only imports too (a type
- * import up the layers is the first step of a real one).
+ * does not name fails the test), and the rules below say which imports may not be made.
+ * Static imports, re-exports, dynamic import() and require() all count; type-only imports too (a
+ * type import up the layers is the first step of a real one).
+ *
+ * Beside the layers: the adapters do not lean on each other (rules 9–12: lib/crypto is the
+ * primitives the others may use, and imports none of them), nothing that ships imports the tests
+ * or the benchmarks (13), and the tools around the service, infra/ (deployment) and bench/
+ * (measurements), are held to what they may reach (14, 15).
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -52,6 +57,21 @@ const PORTS = [
   'lib/accounts/tiers.ts',
 ];
 
+/**
+ * The modules of test/support that bench/ may import, and why: each is a harness the tests prove
+ * (the crash harness behind the crash-point sweep, the bundler settings serverless.yml uses, the
+ * client's anchor body, the pkijs TSA and its verifier that the differential tests keep as an
+ * oracle), so that a benchmark measures exactly what the tests check. A new one must be added
+ * here with its reason; bench/ imports nothing else of test/.
+ */
+const BENCH_TEST_SUPPORT = [
+  'test/support/crash-harness',
+  'test/support/serverless-esbuild',
+  'test/support/client',
+  'test/support/pkijs-tsa-issue',
+  'test/support/pkijs-tsa-verify',
+];
+
 interface Rule {
   name: string;
   /** Who may not import… */
@@ -63,7 +83,7 @@ interface Rule {
   why: string;
 }
 
-/** The eight rules. Each must hold on the real code, and each is shown to catch a planted violation. */
+/** The rules. Each must hold on the real code, and each is shown to catch a planted violation. */
 export const RULES: readonly Rule[] = [
   {
     name: '1. domain ↛ wiring',
@@ -114,6 +134,51 @@ export const RULES: readonly Rule[] = [
     forbidden: [...ENTRY, ...DELIVERY],
     why: 'the composition root builds what the functions and the delivery layers use; it never depends on one of them',
   },
+  {
+    name: '9. crypto ↛ store, ledger, pdf',
+    importers: ['lib/crypto'],
+    forbidden: ['lib/store', 'lib/ledger', 'lib/pdf'],
+    why: 'lib/crypto holds the primitives (hashes, signatures, DER, CMS, RFC 3161, ERS) that the other adapters build on; it imports no other adapter, so that it can be checked, replaced and bundled alone',
+  },
+  {
+    name: '10. store ↛ ledger, pdf',
+    importers: ['lib/store'],
+    forbidden: ['lib/ledger', 'lib/pdf'],
+    why: 'the store keeps records in DynamoDB; it may encode them with lib/crypto (the archive table writes RFC 4998 records, lib/crypto/ers) but knows nothing of the chain or of documents',
+  },
+  {
+    name: '11. ledger ↛ store, pdf, but the store\'s conditional-write test',
+    importers: ['lib/ledger'],
+    forbidden: ['lib/store', 'lib/pdf'],
+    except: ['lib/store/dynamo'],
+    why: 'the ledger adapter talks to the chain; its own DynamoDB items (the nonce lease, the sent transactions) come through the client lib/deps hands it, and it shares with the store only the one test of a failed conditional write (lib/store/dynamo.ts isConditionalCheckFailed), so that both read a lost race the same way',
+  },
+  {
+    name: '12. pdf ↛ store, ledger',
+    importers: ['lib/pdf'],
+    forbidden: ['lib/store', 'lib/ledger'],
+    why: 'the PDF adapter renders and signs the model it is handed (its CMS and DER from lib/crypto); it reads no table and no chain',
+  },
+  {
+    name: '13. lib, functions, infra ↛ test, bench',
+    importers: ['lib', 'functions', 'infra'],
+    forbidden: ['test', 'bench'],
+    why: 'what ships (the Lambdas, the local stack, the CLIs) and what deploys it never depends on the tests or the benchmarks: they are not in the package and may change freely',
+  },
+  {
+    name: '14. infra ↛ lib, functions, but the local chain history',
+    importers: ['infra'],
+    forbidden: ['lib', 'functions'],
+    except: ['lib/local/chain-history.cjs'],
+    why: 'the deployment tools read the registry (infra/functions.json, tables.json) and generate the template from it; they do not load the service (the Hardhat config alone installs the local chain\'s history recorder, lib/local/chain-history.cjs)',
+  },
+  {
+    name: '15. bench ↛ test, but the shared harnesses',
+    importers: ['bench'],
+    forbidden: ['test'],
+    except: BENCH_TEST_SUPPORT,
+    why: 'a benchmark drives the service (lib/, functions/) as the tests do, and shares with them only the harnesses listed in BENCH_TEST_SUPPORT, each with its reason; anything else it needs lives in bench/lib',
+  },
 ];
 
 interface Import {
@@ -123,7 +188,7 @@ interface Import {
   external: boolean;
 }
 
-const SPECIFIER = /(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+const SPECIFIER = /(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)|\brequire\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 /** The imports of one source text: relative ones resolved to repository paths, packages by name. */
 export function importsOf(file: string, text: string): Import[] {
@@ -131,7 +196,7 @@ export function importsOf(file: string, text: string): Import[] {
   // Comments may quote import statements; they are not imports.
   const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
   for (const m of code.matchAll(SPECIFIER)) {
-    const spec = m[1] ?? m[2] ?? m[3];
+    const spec = m[1] ?? m[2] ?? m[3] ?? m[4];
     if (!spec || spec.startsWith('node:')) continue;
     if (!spec.startsWith('.')) {
       out.push({ from: file, to: spec, external: true });
@@ -183,7 +248,10 @@ export function domainImportsOf(imports: Import[], packagePrefix: string): strin
 
 const files = [...allFiles('lib'), ...allFiles('functions')];
 const sources = files.filter(isSource);
+/** The tools around the service, held by rules 13–15 (not layers of it). */
+const toolSources = [...allFiles('infra'), ...allFiles('bench')].filter((f) => isSource(f) && !f.startsWith('bench/results/'));
 const imports = sources.flatMap((f) => importsOf(f, readFileSync(path.join(ROOT, f), 'utf8')));
+const toolImports = toolSources.flatMap((f) => importsOf(f, readFileSync(path.join(ROOT, f), 'utf8')));
 
 describe('the layers of lib/ and functions/', () => {
   it('finds the import statements it judges (the reader has not rotted)', () => {
@@ -192,6 +260,9 @@ describe('the layers of lib/ and functions/', () => {
     assert.ok(imports.some((i) => i.from === 'lib/evidence/anchor.ts' && i.to.startsWith('lib/')), 'the domain imports something');
     assert.ok(imports.some((i) => i.from === 'lib/deps/pq-key.ts' && i.to === 'lib/deps/anchoring'), 'dynamic import() is read');
     assert.ok(imports.some((i) => i.from === 'lib/store/dynamo.ts' && i.external && i.to === '@aws-sdk/lib-dynamodb'), 'package imports are read');
+    assert.ok(toolImports.some((i) => i.from === 'infra/hardhat.config.cjs' && i.to === 'lib/local/chain-history.cjs'), 'require() is read');
+    assert.ok(toolImports.some((i) => i.from === 'bench/sweep.ts' && i.to === 'test/support/crash-harness'), 'bench/ is read');
+    assert.ok(toolImports.some((i) => i.from === 'infra/check-template.ts' && i.to === 'infra/template-rules'), 'infra/ is read');
   });
 
   it('maps every file under lib/ and functions/ to a layer (a new folder must be placed first)', () => {
@@ -203,8 +274,8 @@ describe('the layers of lib/ and functions/', () => {
     assert.equal(layerOf('lib/config/presets.ts'), 'wiring', 'the parts of lib/config.ts are wiring too');
   });
 
-  it('states eight rules, each with its reason', () => {
-    assert.equal(RULES.length, 8);
+  it('states fifteen rules, each with its reason', () => {
+    assert.equal(RULES.length, 15);
     for (const rule of RULES) assert.ok(rule.why.length > 40 && rule.importers.length > 0 && rule.forbidden.length > 0, rule.name);
   });
 
@@ -218,6 +289,13 @@ describe('the layers of lib/ and functions/', () => {
       [6, 'lib/web/x.ts', "import { verifyReceipt } from '../cli/verify-receipt.js';"],
       [7, 'lib/cli/x.ts', "import { runQuotaReset } from '../../functions/jobs/quota-reset.js';"],
       [8, 'lib/deps/x.ts', "import { createApp } from '../http/app.js';"],
+      [9, 'lib/crypto/x.ts', "import { isConditionalCheckFailed } from '../store/dynamo.js';"],
+      [10, 'lib/store/x.ts', "import { RpcReader } from '../ledger/rpc-reader.js';"],
+      [11, 'lib/ledger/x.ts', "import { EvidenceTable } from '../store/evidence-table.js';"],
+      [12, 'lib/pdf/x.ts', "import { RpcReader } from '../ledger/rpc-reader.js';"],
+      [13, 'lib/local/x.ts', "import { waitFor } from '../../test/support/wait.js';"],
+      [14, 'infra/x.cjs', "const { loadConfig } = require('../lib/config.js');"],
+      [15, 'bench/x.ts', "import { waitFor } from '../test/support/wait.js';"],
     ];
     for (const [n, file, text] of planted) {
       const found = violations(importsOf(file, text));
@@ -231,6 +309,11 @@ describe('the layers of lib/ and functions/', () => {
       ...importsOf('lib/web/y.ts', "import { problemTypePath } from '../http/problem-titles.js';"),
       ...importsOf('functions/v2/y.ts', "import { getConfig } from '../../lib/deps/core.js';"),
       ...importsOf('lib/store/y.ts', "import type { EvidenceItemStore } from '../evidence/ports.js';"),
+      ...importsOf('lib/store/z.ts', "import { buildEvidenceRecord } from '../crypto/ers.js';"),
+      ...importsOf('lib/ledger/y.ts', "import { isConditionalCheckFailed } from '../store/dynamo.js';"),
+      ...importsOf('lib/pdf/y.ts', "import { readDer } from '../crypto/tsa/der.js';"),
+      ...importsOf('infra/hardhat.config.cjs', "const { installChainHistory } = require('../lib/local/chain-history.cjs');"),
+      ...importsOf('bench/y.ts', "import { runCrashExperiment } from '../test/support/crash-harness.js';\nimport { anchorEvidence } from '../lib/evidence/anchor.js';"),
     ]);
     assert.deepEqual(allowed, []);
     // The ports are the only way in: an adapter that imports a domain service is flagged.
@@ -245,6 +328,14 @@ describe('the layers of lib/ and functions/', () => {
 
   it('has no import that breaks a rule', () => {
     assert.deepEqual(violations(imports), []);
+  });
+
+  it('has no import of infra/ or bench/ that breaks a rule, and bench/ imports each shared harness it is allowed', () => {
+    assert.ok(toolSources.length > 20, `${toolSources.length} files`);
+    assert.deepEqual(violations(toolImports), []);
+    // The list of allowed harnesses is exact: one bench/ no longer needs is taken off it.
+    const used = new Set(toolImports.filter((i) => i.from.startsWith('bench/') && i.to.startsWith('test/')).map((i) => i.to));
+    assert.deepEqual([...used].sort(), [...BENCH_TEST_SUPPORT].sort());
   });
 
   it('keeps the AWS SDK out of the domain: the store implements its ports', () => {

@@ -37,14 +37,14 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true });
+export const app = createApp({ publicCors: true, deps: { evidenceRepo: getEvidenceRepo } });
 
 app.openapi(route, async (c) => {
   const { public_key_hex } = c.req.valid('param');
   const { limit, cursor } = c.req.valid('query');
   const from = parseChainCursor(cursor);
   if (from === undefined) throw badRequest('invalid_cursor', 'cursor must be the next_cursor of a previous page.');
-  const page = await readChainPage(getEvidenceRepo(), public_key_hex, from, limit ?? DEFAULT_LIMIT);
+  const page = await readChainPage(c.var.deps.evidenceRepo(), public_key_hex, from, limit ?? DEFAULT_LIMIT);
   if (!page) throw notFound('device_not_found', `No chain for the device key ${public_key_hex}.`);
   c.header('Cache-Control', 'public, max-age=5');
   return c.json(page, 200);

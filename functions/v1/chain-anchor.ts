@@ -4,7 +4,7 @@ import { getAnchorDeps } from '../../lib/deps/anchoring.js';
 import { anchorEvidence } from '../../lib/evidence/anchor.js';
 import { V1AnchorRequest, V1AnchorResponse } from '../../lib/http/schemas/v1.js';
 import { createApp } from '../../lib/http/app.js';
-import { apiKeyAuth, apiKeyCaller, requestQuotaPort } from '../../lib/http/auth.js';
+import { apiKeyAuth, requestQuotaPort } from '../../lib/http/auth.js';
 import { anchorBulkhead } from '../../lib/http/bulkhead.js';
 import { jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
 
@@ -36,12 +36,12 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp();
+export const app = createApp({ deps: { anchorDeps: getAnchorDeps } });
 
 app.openapi(route, async (c) => {
   const body = c.req.valid('json');
-  const caller = apiKeyCaller(c);
-  const deps = await getAnchorDeps();
+  const caller = c.var.caller;
+  const deps = await c.var.deps.anchorDeps();
   const result = await anchorEvidence({ ...deps, quota: requestQuotaPort(c, deps.quota) }, {
     imageHash: body.image_hash,
     chainIndex: body.chain_index,

@@ -32,11 +32,11 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true, etag: true });
+export const app = createApp({ publicCors: true, etag: true, deps: { config: getConfig, verifyDeps: getVerifyDeps } });
 
 app.openapi(route, async (c) => {
   const { image_hash } = c.req.valid('param');
-  const v = await verifyEvidence(getVerifyDeps(), image_hash);
+  const v = await verifyEvidence(c.var.deps.verifyDeps(), image_hash);
   const r = v.record;
   const verdict = v.verdict;
   if (!r || !verdict) {
@@ -62,7 +62,7 @@ app.openapi(route, async (c) => {
       tx_status: ledger.status === 'unchecked' ? 'pending' : ledger.status,
       confirmations: ledger.confirmations,
       ledger_final: ledger.final,
-      explorer_url: explorerUrl(getConfig().ledger.explorerTxUrl, r.tx_hash),
+      explorer_url: explorerUrl(c.var.deps.config().ledger.explorerTxUrl, r.tx_hash),
       anchored_at: r.anchored_at,
       public_key_hex: r.public_key_hex,
       ...(r.device_id ? { device_id: r.device_id } : {}),

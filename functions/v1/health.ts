@@ -35,6 +35,9 @@ export const route = createRoute({
   path: '/api/v1/health',
   tags: ['v1'],
   summary: 'State of every part: tables, chain, signing keys',
+  // Health runs a query per part: limited per client address like every public endpoint (in
+  // memory or at the edge, so a database outage cannot turn it into a 503 of its own).
+  middleware: [publicRateLimit()] as const,
   responses: {
     200: { description: 'Every part is up.', content: { 'application/json': { schema: Health } } },
     503: { description: 'At least one part is down.', content: { 'application/json': { schema: Health } } },
@@ -42,20 +45,17 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true });
-// Health runs a query per part: limited per client address like every public endpoint (in
-// memory or at the edge, so a database outage cannot turn it into a 503 of its own).
-app.use('*', publicRateLimit());
-
-/** Signing keys loaded: the ML-DSA-65 signer answers with its key, the TSA with its certificate chain. */
-const keys = async () => {
-  const [signer, tsa] = await Promise.all([getSigner(), getTsa()]);
-  const certificates = await tsa.certificates();
-  return { pq_key_id: signer.keyId, pq_algorithm: signer.algorithm, tsa_scheme: tsa.scheme, tsa_certificates: certificates.length };
-};
+export const app = createApp({ publicCors: true, deps: { signer: getSigner, tsa: getTsa, config: getConfig, db: getDb } });
 
 app.openapi(route, async (c) => {
-  const result = await checkHealth(getConfig(), getDb, { keys });
+  const { signer: signerOf, tsa: tsaOf } = c.var.deps;
+  /** Signing keys loaded: the ML-DSA-65 signer answers with its key, the TSA with its certificate chain. */
+  const keys = async () => {
+    const [signer, tsa] = await Promise.all([signerOf(), tsaOf()]);
+    const certificates = await tsa.certificates();
+    return { pq_key_id: signer.keyId, pq_algorithm: signer.algorithm, tsa_scheme: tsa.scheme, tsa_certificates: certificates.length };
+  };
+  const result = await checkHealth(c.var.deps.config(), c.var.deps.db, { keys });
   c.header('Cache-Control', 'no-store');
   return c.json({ ...result, time: new Date().toISOString() }, result.status === 'ok' ? 200 : 503);
 });

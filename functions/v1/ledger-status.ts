@@ -28,11 +28,11 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true });
+export const app = createApp({ publicCors: true, deps: { ledgerSender: getLedgerSender, config: getConfig, rpcReader: getRpcReader } });
 
 app.openapi(route, async (c) => {
-  const { ledger } = getConfig();
-  const [status, latestBlock] = await Promise.all([(await getLedgerSender()).walletStatus(), getRpcReader().blockNumber()]);
+  const { ledger } = c.var.deps.config();
+  const [status, latestBlock] = await Promise.all([(await c.var.deps.ledgerSender()).walletStatus(), c.var.deps.rpcReader().blockNumber()]);
   const currency = CURRENCY[ledger.network] ?? null;
   c.header('Cache-Control', 'no-cache');
   return c.json(

@@ -31,12 +31,12 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true, etag: true });
+export const app = createApp({ publicCors: true, etag: true, deps: { config: getConfig, verifyDeps: getVerifyDeps } });
 
 app.openapi(route, async (c) => {
   const { image_hash } = c.req.valid('param');
-  const config = getConfig();
-  const v = await verifyEvidence(getVerifyDeps(), image_hash);
+  const config = c.var.deps.config();
+  const v = await verifyEvidence(c.var.deps.verifyDeps(), image_hash);
   const item = v.record;
   const verdict = v.verdict;
   if (!item || !verdict) {

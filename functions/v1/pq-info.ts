@@ -25,14 +25,14 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true });
+export const app = createApp({ publicCors: true, deps: { trustedPqKeys: loadTrustedPqKeys, servicePqPublicKey: loadServicePqPublicKey } });
 
 app.openapi(route, async (c) => {
   let publicKey: Uint8Array;
   let trusted: string[];
   try {
     // Every ML-DSA-65 key whose signatures verify: the current one, the key registry's (retired ones too) and PQ_TRUSTED_KEY_FINGERPRINTS.
-    [publicKey, trusted] = await Promise.all([loadServicePqPublicKey(), loadTrustedPqKeys().then((keys) => keys.map((k) => (typeof k === 'string' ? k : k.sha256)))]);
+    [publicKey, trusted] = await Promise.all([c.var.deps.servicePqPublicKey(), c.var.deps.trustedPqKeys().then((keys) => keys.map((k) => (typeof k === 'string' ? k : k.sha256)))]);
   } catch (error) {
     log.warn('ML-DSA-65 public key not available', describeError(error));
     throw serviceUnavailable('signer_unavailable', 'The post-quantum public key is not available right now.');

@@ -31,26 +31,26 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true });
+export const app = createApp({ publicCors: true, deps: { config: getConfig, pqRegistrations: getPqRegistrations, rpcReader: getRpcReader, servicePqPublicKey: loadServicePqPublicKey } });
 
 app.openapi(route, async (c) => {
-  const config = getConfig();
+  const config = c.var.deps.config();
   let publicKey: Uint8Array;
   try {
-    publicKey = await loadServicePqPublicKey();
+    publicKey = await c.var.deps.servicePqPublicKey();
   } catch (error) {
     log.warn('ML-DSA-65 public key not available', describeError(error));
     throw serviceUnavailable('signer_unavailable', 'The post-quantum public key is not available right now.');
   }
   const fingerprint = mlDsaPublicKeyFingerprint(publicKey);
   const base = { algorithm: 'ML-DSA-65' as const, fingerprint, key_id: mlDsaKeyId(publicKey) };
-  const registration = await getPqRegistrations().read(fingerprint);
+  const registration = await c.var.deps.pqRegistrations().read(fingerprint);
   const txHash = registration?.tx_hash;
   if (!registration || !txHash) {
     c.header('Cache-Control', 'no-cache');
     return c.json({ registered: false, ...base }, 404);
   }
-  const check = await checkPqRegistrationOnChain(getRpcReader(), { ...registration, tx_hash: txHash });
+  const check = await checkPqRegistrationOnChain(c.var.deps.rpcReader(), { ...registration, tx_hash: txHash });
   c.header('Cache-Control', check.status === 'confirmed' ? 'public, max-age=60' : 'no-cache');
   return c.json(
     {

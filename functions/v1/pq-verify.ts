@@ -25,11 +25,11 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true, etag: true });
+export const app = createApp({ publicCors: true, etag: true, deps: { verifyDeps: getVerifyDeps } });
 
 app.openapi(route, async (c) => {
   const { image_hash } = c.req.valid('param');
-  const deps = getVerifyDeps();
+  const deps = c.var.deps.verifyDeps();
   const result = await verifyPqRecord({ repo: deps.repo, trustedPqKeys: () => deps.trustedPqKeys() }, image_hash);
   c.header('Cache-Control', 'public, max-age=30');
   if (!result) return c.json({ found: false, image_hash, verified: false }, 404);

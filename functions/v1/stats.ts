@@ -24,10 +24,10 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true });
+export const app = createApp({ publicCors: true, deps: { stats: getStats } });
 
 app.openapi(route, async (c) => {
-  const snapshot = await getStats().read();
+  const snapshot = await c.var.deps.stats().read();
   c.header('Cache-Control', 'public, max-age=10');
   return c.json(snapshot, 200);
 });

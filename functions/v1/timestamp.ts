@@ -29,12 +29,12 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp();
+export const app = createApp({ deps: { tsa: getTsa } });
 
 app.openapi(route, async (c) => {
   const { hash, nonce } = c.req.valid('json');
   const requestedNonce = nonce === undefined ? undefined : BigInt(nonce);
-  const tsa = await tsaOrUnavailable();
+  const tsa = await tsaOrUnavailable(c.var.deps.tsa);
   if (requestedNonce !== undefined && !(tsa instanceof EmbeddedTsa)) {
     throw badRequest('nonce_not_supported', 'The configured time-stamping authority chooses its own nonce; send the request without one.');
   }
@@ -62,8 +62,8 @@ app.openapi(route, async (c) => {
   );
 });
 
-async function tsaOrUnavailable(): Promise<TimestampAuthority> {
-  return unavailableOnError(() => getTsa());
+async function tsaOrUnavailable(tsa: () => Promise<TimestampAuthority>): Promise<TimestampAuthority> {
+  return unavailableOnError(tsa);
 }
 
 /** A failing authority is a 503 with a stable code; its cause is logged, not sent. */

@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { ACTIVITY_KINDS } from '../../lib/evidence/activity.js';
-import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
+import { getAccountDeps } from '../../lib/deps/accounts.js';
 import { getActivityRepo } from '../../lib/deps/activity.js';
 import { jwtAuth } from '../../lib/http/account-auth.js';
 import { createApp } from '../../lib/http/app.js';
@@ -36,6 +36,7 @@ export const route = createRoute({
     'through an index of the evidence table: nothing is written for it. It links to the proofs (the public verify and receipt endpoints, and the certificate) and is not a proof itself. ' +
     'In AWS the index is eventually consistent: an item of the last second may not show yet.',
   security: [{ Bearer: [] }],
+  middleware: [jwtAuth()] as const,
   request: { query: EvidenceQuery },
   responses: {
     200: { description: 'The hashes.', content: { 'application/json': { schema: AccountEvidence } } },
@@ -43,18 +44,13 @@ export const route = createRoute({
   },
 });
 
-/** The listing function with its dependencies (tests pass their own). */
-export function createAccountEvidenceApp(deps: AccountDepsProvider = getAccountDeps) {
-  const app = createApp();
-  app.use('*', jwtAuth({ deps }));
-  app.openapi(route, async (c) => {
-    const { limit } = c.req.valid('query');
-    const items = await getActivityRepo().recent(c.get('accountId') as string, limit ?? 20);
-    c.header('Cache-Control', 'no-store');
-    return c.json({ items }, 200);
-  });
-  return app;
-}
+export const app = createApp({ deps: { accounts: getAccountDeps, activity: getActivityRepo } });
 
-export const app = createAccountEvidenceApp();
+app.openapi(route, async (c) => {
+  const { limit } = c.req.valid('query');
+  const items = await c.var.deps.activity().recent(c.var.caller.accountId, limit ?? 20);
+  c.header('Cache-Control', 'no-store');
+  return c.json({ items }, 200);
+});
+
 export const handler = handle(app);

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
+import { getAccountDeps } from '../../lib/deps/accounts.js';
 import { FeatureName, IsoTime, Tier, TierLimitsSchema } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
 import { jwtAuth } from '../../lib/http/account-auth.js';
@@ -26,23 +26,19 @@ export const route = createRoute({
   tags: ['v2 accounts'],
   summary: 'The account, its tier, limits and features',
   security: [{ Bearer: [] }],
+  middleware: [jwtAuth()] as const,
   responses: {
     200: { description: 'Account information.', content: { 'application/json': { schema: AccountInfo } } },
     ...problemResponses(401, 404, 429),
   },
 });
 
-/** The account-information function with its dependencies (tests pass their own). */
-export function createAccountInfoApp(deps: AccountDepsProvider = getAccountDeps) {
-  const app = createApp();
-  app.use('*', jwtAuth({ deps }));
-  app.openapi(route, async (c) => {
-    const info = await deps().accounts.info(c.get('accountId') as string);
-    c.header('Cache-Control', 'no-store');
-    return c.json(info, 200);
-  });
-  return app;
-}
+export const app = createApp({ deps: { accounts: getAccountDeps } });
 
-export const app = createAccountInfoApp();
+app.openapi(route, async (c) => {
+  const info = await c.var.deps.accounts().accounts.info(c.var.caller.accountId);
+  c.header('Cache-Control', 'no-store');
+  return c.json(info, 200);
+});
+
 export const handler = handle(app);

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
+import { getAccountDeps } from '../../lib/deps/accounts.js';
 import { ApiKeyValue, IsoTime, Label } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
 import { jwtAuth } from '../../lib/http/account-auth.js';
@@ -19,6 +19,7 @@ export const route = createRoute({
   summary: 'Create an API key (at most 5 active per account)',
   description: 'The key is shown only in this response; the service keeps its SHA-256. A sixth active key → 409 `key_limit_reached`.',
   security: [{ Bearer: [] }],
+  middleware: [jwtAuth()] as const,
   request: { body: { required: false, content: { 'application/json': { schema: CreateKeyRequest } } } },
   responses: {
     200: { description: 'The new key.', content: { 'application/json': { schema: NewApiKey } } },
@@ -26,18 +27,13 @@ export const route = createRoute({
   },
 });
 
-/** The key-creation function with its dependencies (tests pass their own). */
-export function createAccountKeysCreateApp(deps: AccountDepsProvider = getAccountDeps) {
-  const app = createApp();
-  app.use('*', jwtAuth({ deps }));
-  app.openapi(route, async (c) => {
-    const body = c.req.valid('json') as { name?: string } | undefined;
-    const key = await deps().apiKeys.create(c.get('accountId') as string, body?.name ?? null);
-    c.header('Cache-Control', 'no-store');
-    return c.json(key, 200);
-  });
-  return app;
-}
+export const app = createApp({ deps: { accounts: getAccountDeps } });
 
-export const app = createAccountKeysCreateApp();
+app.openapi(route, async (c) => {
+  const body = c.req.valid('json') as { name?: string } | undefined;
+  const key = await c.var.deps.accounts().apiKeys.create(c.var.caller.accountId, body?.name ?? null);
+  c.header('Cache-Control', 'no-store');
+  return c.json(key, 200);
+});
+
 export const handler = handle(app);

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
+import { getAccountDeps } from '../../lib/deps/accounts.js';
 import { IsoTime } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
 import { jwtAuth } from '../../lib/http/account-auth.js';
@@ -23,6 +23,7 @@ export const route = createRoute({
     'The key stops working at once. Deactivating an already deactivated key answers the same again. ' +
     "Another account's key or an unknown id → 404 `key_not_found`.",
   security: [{ Bearer: [] }],
+  middleware: [jwtAuth()] as const,
   request: { params: KeyIdParam },
   responses: {
     200: { description: 'The key is deactivated.', content: { 'application/json': { schema: DeactivatedKey } } },
@@ -30,18 +31,13 @@ export const route = createRoute({
   },
 });
 
-/** The key-deactivation function with its dependencies (tests pass their own). */
-export function createAccountKeysDeleteApp(deps: AccountDepsProvider = getAccountDeps) {
-  const app = createApp();
-  app.use('*', jwtAuth({ deps }));
-  app.openapi(route, async (c) => {
-    const { key_id } = c.req.valid('param');
-    const result = await deps().apiKeys.deactivate(c.get('accountId') as string, key_id);
-    c.header('Cache-Control', 'no-store');
-    return c.json(result, 200);
-  });
-  return app;
-}
+export const app = createApp({ deps: { accounts: getAccountDeps } });
 
-export const app = createAccountKeysDeleteApp();
+app.openapi(route, async (c) => {
+  const { key_id } = c.req.valid('param');
+  const result = await c.var.deps.accounts().apiKeys.deactivate(c.var.caller.accountId, key_id);
+  c.header('Cache-Control', 'no-store');
+  return c.json(result, 200);
+});
+
 export const handler = handle(app);

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
+import { getAccountDeps } from '../../lib/deps/accounts.js';
 import { ApiKeyRecordSchema } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
 import { jwtAuth } from '../../lib/http/account-auth.js';
@@ -15,23 +15,19 @@ export const route = createRoute({
   summary: "List the account's API keys, active and deactivated",
   description: 'Oldest first. Each key shows its first characters (`prefix`), never the key or its hash.',
   security: [{ Bearer: [] }],
+  middleware: [jwtAuth()] as const,
   responses: {
     200: { description: 'The keys.', content: { 'application/json': { schema: ApiKeyList } } },
     ...problemResponses(401, 429),
   },
 });
 
-/** The key-listing function with its dependencies (tests pass their own). */
-export function createAccountKeysListApp(deps: AccountDepsProvider = getAccountDeps) {
-  const app = createApp();
-  app.use('*', jwtAuth({ deps }));
-  app.openapi(route, async (c) => {
-    const keys = await deps().apiKeys.list(c.get('accountId') as string);
-    c.header('Cache-Control', 'no-store');
-    return c.json({ keys }, 200);
-  });
-  return app;
-}
+export const app = createApp({ deps: { accounts: getAccountDeps } });
 
-export const app = createAccountKeysListApp();
+app.openapi(route, async (c) => {
+  const keys = await c.var.deps.accounts().apiKeys.list(c.var.caller.accountId);
+  c.header('Cache-Control', 'no-store');
+  return c.json({ keys }, 200);
+});
+
 export const handler = handle(app);

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
+import { getAccountDeps } from '../../lib/deps/accounts.js';
 import { Email, TokenFields } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
 import { loginLockout } from '../../lib/http/account-auth.js';
@@ -18,6 +18,7 @@ export const route = createRoute({
   summary: 'Exchange e-mail and password for a JWT',
   description: 'An unknown e-mail address and a wrong password give the same 401. Attempts are limited per client address.',
   security: [],
+  middleware: [publicRateLimit({ scope: 'auth' }), loginLockout()] as const,
   request: jsonBody(LoginRequest),
   responses: {
     200: { description: 'A JWT for the account endpoints.', content: { 'application/json': { schema: Login } } },
@@ -25,19 +26,13 @@ export const route = createRoute({
   },
 });
 
-/** The login function with its dependencies (tests pass their own). */
-export function createAccountLoginApp(deps: AccountDepsProvider = getAccountDeps) {
-  const app = createApp();
-  app.use('*', publicRateLimit({ scope: 'auth', deps }));
-  app.use('*', loginLockout({ deps }));
-  app.openapi(route, async (c) => {
-    const { email, password } = c.req.valid('json');
-    const login = await deps().accounts.login(email, password);
-    c.header('Cache-Control', 'no-store');
-    return c.json(login, 200);
-  });
-  return app;
-}
+export const app = createApp({ deps: { accounts: getAccountDeps } });
 
-export const app = createAccountLoginApp();
+app.openapi(route, async (c) => {
+  const { email, password } = c.req.valid('json');
+  const login = await c.var.deps.accounts().accounts.login(email, password);
+  c.header('Cache-Control', 'no-store');
+  return c.json(login, 200);
+});
+
 export const handler = handle(app);

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
+import { getAccountDeps } from '../../lib/deps/accounts.js';
 import { ApiKeyValue, Email, Label, Password, Tier, TokenFields } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
@@ -21,6 +21,7 @@ export const route = createRoute({
     'The e-mail address is normalised to lower case; the password needs at least 12 characters. ' +
     'The API key is shown only in this response. Attempts are limited per client address.',
   security: [],
+  middleware: [publicRateLimit({ scope: 'auth' })] as const,
   request: jsonBody(RegisterRequest),
   responses: {
     200: { description: 'The account, its first API key and a JWT.', content: { 'application/json': { schema: Registration } } },
@@ -28,18 +29,13 @@ export const route = createRoute({
   },
 });
 
-/** The register function with its dependencies (tests pass their own). */
-export function createAccountRegisterApp(deps: AccountDepsProvider = getAccountDeps) {
-  const app = createApp();
-  app.use('*', publicRateLimit({ scope: 'auth', deps }));
-  app.openapi(route, async (c) => {
-    const body = c.req.valid('json');
-    const registration = await deps().accounts.register(body);
-    c.header('Cache-Control', 'no-store');
-    return c.json(registration, 200);
-  });
-  return app;
-}
+export const app = createApp({ deps: { accounts: getAccountDeps } });
 
-export const app = createAccountRegisterApp();
+app.openapi(route, async (c) => {
+  const body = c.req.valid('json');
+  const registration = await c.var.deps.accounts().accounts.register(body);
+  c.header('Cache-Control', 'no-store');
+  return c.json(registration, 200);
+});
+
 export const handler = handle(app);

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
+import { getAccountDeps } from '../../lib/deps/accounts.js';
 import { IsoTime, Tier } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
 import { jwtAuth } from '../../lib/http/account-auth.js';
@@ -24,25 +24,21 @@ export const route = createRoute({
   tags: ['v2 accounts'],
   summary: "This month's consumption and the account's limits",
   security: [{ Bearer: [] }],
+  middleware: [jwtAuth()] as const,
   responses: {
     200: { description: 'Consumption and quotas.', content: { 'application/json': { schema: Usage } } },
     ...problemResponses(401, 404, 429),
   },
 });
 
-/** The usage function with its dependencies (tests pass their own). */
-export function createAccountUsageApp(deps: AccountDepsProvider = getAccountDeps) {
-  const app = createApp();
-  app.use('*', jwtAuth({ deps }));
-  app.openapi(route, async (c) => {
-    const d = deps();
-    const account = await d.accounts.get(c.get('accountId') as string);
-    const usage = await d.limits.usage(account.account_id, account.tier);
-    c.header('Cache-Control', 'no-store');
-    return c.json(usage, 200);
-  });
-  return app;
-}
+export const app = createApp({ deps: { accounts: getAccountDeps } });
 
-export const app = createAccountUsageApp();
+app.openapi(route, async (c) => {
+  const d = c.var.deps.accounts();
+  const account = await d.accounts.get(c.var.caller.accountId);
+  const usage = await d.limits.usage(account.account_id, account.tier);
+  c.header('Cache-Control', 'no-store');
+  return c.json(usage, 200);
+});
+
 export const handler = handle(app);

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
-import { type AccountDepsProvider, getAccountDeps } from '../../lib/deps/accounts.js';
+import { getAccountDeps } from '../../lib/deps/accounts.js';
 import { Tier } from '../../lib/http/schemas/accounts.js';
 import { createApp } from '../../lib/http/app.js';
 import { adminAuth } from '../../lib/http/account-auth.js';
@@ -22,6 +22,7 @@ export const route = createRoute({
     'Authorization: Bearer $ADMIN_TOKEN. When ADMIN_TOKEN is not configured the admin API does not exist (404). ' +
     'The new tier applies to the next request (limits and feature gates read the account on every request).',
   security: [{ AdminToken: [] }],
+  middleware: [adminAuth()] as const,
   request: { params: AccountIdParam, ...jsonBody(SetTierRequest) },
   responses: {
     200: { description: 'The tier is set.', content: { 'application/json': { schema: TierAssignment } } },
@@ -29,19 +30,14 @@ export const route = createRoute({
   },
 });
 
-/** The admin set-tier function with its dependencies (tests pass their own). */
-export function createAdminSetTierApp(deps: AccountDepsProvider = getAccountDeps) {
-  const app = createApp();
-  app.use('*', adminAuth({ deps }));
-  app.openapi(route, async (c) => {
-    const { account_id } = c.req.valid('param');
-    const { tier } = c.req.valid('json');
-    const result = await deps().accounts.setTier(account_id, tier);
-    c.header('Cache-Control', 'no-store');
-    return c.json(result, 200);
-  });
-  return app;
-}
+export const app = createApp({ deps: { accounts: getAccountDeps } });
 
-export const app = createAdminSetTierApp();
+app.openapi(route, async (c) => {
+  const { account_id } = c.req.valid('param');
+  const { tier } = c.req.valid('json');
+  const result = await c.var.deps.accounts().accounts.setTier(account_id, tier);
+  c.header('Cache-Control', 'no-store');
+  return c.json(result, 200);
+});
+
 export const handler = handle(app);

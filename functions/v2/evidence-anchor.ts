@@ -1,5 +1,13 @@
 import { handle } from 'hono/aws-lambda';
-import { createAnchorApp } from '../../lib/http/routes/evidence-anchor.js';
+import { getAnchorDeps } from '../../lib/deps/anchoring.js';
+import { getConfig } from '../../lib/deps/core.js';
+import { createApp } from '../../lib/http/app.js';
+import { anchorHandler, anchorRoute } from '../../lib/http/routes/evidence-anchor.js';
 
-export const app = createAnchorApp('/api/v2/evidence/anchor');
+export const route = anchorRoute('/api/v2/evidence/anchor');
+
+export const app = createApp({ deps: { anchorDeps: getAnchorDeps, config: getConfig } });
+
+app.openapi(route, anchorHandler);
+
 export const handler = handle(app);

@@ -3,7 +3,7 @@ import { handle } from 'hono/aws-lambda';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { registerHash } from '../../lib/evidence/registration.js';
 import { createApp } from '../../lib/http/app.js';
-import { apiKeyAuth, apiKeyCaller, chargeRequest, requestLimits } from '../../lib/http/auth.js';
+import { apiKeyAuth, chargeRequest, requestLimits } from '../../lib/http/auth.js';
 import { IsoTime, jsonBody, problemResponses, Sha256Hex } from '../../lib/http/schemas/common.js';
 
 const HashRegistration = z
@@ -29,12 +29,12 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp();
+export const app = createApp({ deps: { evidenceRepo: getEvidenceRepo } });
 
 app.openapi(route, async (c) => {
   const { sha256_hash } = c.req.valid('json');
-  const { accountId } = apiKeyCaller(c);
-  const { registeredAt } = await registerHash({ repo: getEvidenceRepo(), limits: requestLimits(c), charge: (holdId) => chargeRequest(c, holdId) }, sha256_hash, accountId);
+  const { accountId } = c.var.caller;
+  const { registeredAt } = await registerHash({ repo: c.var.deps.evidenceRepo(), limits: requestLimits(c), charge: (holdId) => chargeRequest(c, holdId) }, sha256_hash, accountId);
   return c.json({ sha256_hash, algorithm: 'SHA-256' as const, timestamp: registeredAt }, 200);
 });
 

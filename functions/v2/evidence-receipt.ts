@@ -24,15 +24,15 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true, etag: true });
+export const app = createApp({ publicCors: true, etag: true, deps: { config: getConfig, evidenceRepo: getEvidenceRepo } });
 
 app.openapi(route, async (c) => {
   const { image_hash } = c.req.valid('param');
-  const item = await getEvidenceRepo().get(image_hash);
+  const item = await c.var.deps.evidenceRepo().get(image_hash);
   if (!isAnchored(item)) throw notFound('evidence_not_found', `No anchored evidence for ${image_hash}.`);
   // A receipt whose transaction is final (ledger.final present) can no longer change: cached for a
   // year, immutable. Until then every use revalidates (ETag, 304).
-  const receipt = buildReceipt(item, getConfig().ledger.explorerTxUrl, getConfig().publicBaseUrl);
+  const receipt = buildReceipt(item, c.var.deps.config().ledger.explorerTxUrl, c.var.deps.config().publicBaseUrl);
   c.header('Cache-Control', receipt.ledger.final ? 'public, max-age=31536000, immutable' : 'no-cache');
   c.header('Content-Disposition', `inline; filename="receipt-${image_hash}.json"`);
   return c.json(receipt, 200);

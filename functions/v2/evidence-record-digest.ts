@@ -3,7 +3,7 @@ import { handle } from 'hono/aws-lambda';
 import { getArchiveSettings, getArchiveStore } from '../../lib/deps/archive.js';
 import { offerDigest } from '../../lib/evidence/archive.js';
 import { createApp } from '../../lib/http/app.js';
-import { apiKeyAuth, apiKeyCaller } from '../../lib/http/auth.js';
+import { apiKeyAuth } from '../../lib/http/auth.js';
 import { HashParam, IsoTime, jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
 
 /** A digest with its algorithm: exactly the hex length of that algorithm (upper case accepted). */
@@ -53,12 +53,12 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp();
+export const app = createApp({ deps: { archiveSettings: getArchiveSettings, archiveStore: getArchiveStore } });
 
 app.openapi(route, async (c) => {
   const { image_hash } = c.req.valid('param');
   const { algorithm, digest } = c.req.valid('json');
-  const offered = await offerDigest({ store: getArchiveStore(), settings: getArchiveSettings() }, apiKeyCaller(c).accountId, image_hash, algorithm, digest);
+  const offered = await offerDigest({ store: c.var.deps.archiveStore(), settings: c.var.deps.archiveSettings() }, c.var.caller.accountId, image_hash, algorithm, digest);
   return c.json({ ...offered, algorithm: offered.algorithm as 'SHA-384' | 'SHA-512' }, 202);
 });
 

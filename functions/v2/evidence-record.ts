@@ -48,14 +48,14 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true, etag: true });
+export const app = createApp({ publicCors: true, etag: true, deps: { archiveStore: getArchiveStore } });
 
 app.openapi(route, async (c) => {
   const { image_hash } = c.req.valid('param');
   const { sha384, sha512 } = c.req.valid('query');
   const digest = sha512 ?? sha384;
   const select = digest ? { algorithm: sha512 ? ('SHA-512' as const) : ('SHA-384' as const), digest: Uint8Array.from(Buffer.from(digest, 'hex')) } : undefined;
-  const { der } = await evidenceRecordOf(getArchiveStore(), image_hash, select);
+  const { der } = await evidenceRecordOf(c.var.deps.archiveStore(), image_hash, select);
   // A renewal appends to the record: every use revalidates (ETag, 304).
   c.header('Cache-Control', 'no-cache');
   c.header('Content-Type', EVIDENCE_RECORD_MEDIA_TYPE);

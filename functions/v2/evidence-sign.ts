@@ -6,7 +6,7 @@ import { getEd25519Signer } from '../../lib/deps/signing.js';
 import { unavailable } from '../../lib/errors.js';
 import { signHash } from '../../lib/evidence/signature.js';
 import { createApp } from '../../lib/http/app.js';
-import { apiKeyAuth, apiKeyCaller } from '../../lib/http/auth.js';
+import { apiKeyAuth } from '../../lib/http/auth.js';
 import { jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
 import { SignRequest, SignResponse } from '../../lib/http/schemas/starter.js';
 import { describeError, log } from '../../lib/log.js';
@@ -32,19 +32,19 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp();
+export const app = createApp({ deps: { config: getConfig, evidenceRepo: getEvidenceRepo, ed25519Signer: getEd25519Signer } });
 
 app.openapi(route, async (c) => {
   const input = c.req.valid('json');
   let signer;
   try {
-    signer = await getEd25519Signer();
+    signer = await c.var.deps.ed25519Signer();
   } catch (error) {
     log.warn('Ed25519 signer unavailable', describeError(error));
     throw unavailable('signer_unavailable', 'The signing key is unavailable; nothing was signed. Retry the request.');
   }
-  const recorder = { store: getEvidenceRepo(), accountId: apiKeyCaller(c).accountId };
-  const answer = await signHash({ signer, issuer: getConfig().publicBaseUrl, recorder }, input);
+  const recorder = { store: c.var.deps.evidenceRepo(), accountId: c.var.caller.accountId };
+  const answer = await signHash({ signer, issuer: c.var.deps.config().publicBaseUrl, recorder }, input);
   return c.json(answer, 200);
 });
 

@@ -4,7 +4,7 @@ import { getTimestampAuthorities } from '../../lib/deps/anchoring.js';
 import { getEvidenceRepo } from '../../lib/deps/evidence.js';
 import { authorityForPolicy, timestampHash } from '../../lib/evidence/timestamp.js';
 import { createApp } from '../../lib/http/app.js';
-import { apiKeyAuth, apiKeyCaller } from '../../lib/http/auth.js';
+import { apiKeyAuth } from '../../lib/http/auth.js';
 import { jsonBody, problemResponses } from '../../lib/http/schemas/common.js';
 import { TimestampHashRequest, TimestampHashResponse } from '../../lib/http/schemas/starter.js';
 
@@ -33,12 +33,12 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp();
+export const app = createApp({ deps: { timestampAuthorities: getTimestampAuthorities, evidenceRepo: getEvidenceRepo } });
 
 app.openapi(route, async (c) => {
   const { sha256_hash, policy } = c.req.valid('json');
-  const authority = authorityForPolicy(getTimestampAuthorities(), policy);
-  const recorder = { store: getEvidenceRepo(), accountId: apiKeyCaller(c).accountId };
+  const authority = authorityForPolicy(c.var.deps.timestampAuthorities(), policy);
+  const recorder = { store: c.var.deps.evidenceRepo(), accountId: c.var.caller.accountId };
   const answer = await timestampHash(authority, sha256_hash, recorder);
   return c.json(answer, 200);
 });

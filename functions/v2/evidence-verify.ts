@@ -34,12 +34,12 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true, etag: true });
+export const app = createApp({ publicCors: true, etag: true, deps: { config: getConfig, verifyDeps: getVerifyDeps } });
 
 app.openapi(route, async (c) => {
   const { image_hash } = c.req.valid('param');
   const { recheck } = c.req.valid('query');
-  const v = await verifyEvidence(getVerifyDeps(), image_hash, { recheck: recheck === '1' });
+  const v = await verifyEvidence(c.var.deps.verifyDeps(), image_hash, { recheck: recheck === '1' });
   const r = v.record;
   const verdict = v.verdict;
   if (!r || !verdict) {
@@ -58,7 +58,7 @@ app.openapi(route, async (c) => {
       chain_index: r.chain_index,
       anchored_at: r.anchored_at,
       ledger_tx: r.tx_hash,
-      ledgerscan_url: explorerUrl(getConfig().ledger.explorerTxUrl, r.tx_hash),
+      ledgerscan_url: explorerUrl(c.var.deps.config().ledger.explorerTxUrl, r.tx_hash),
       confirmations: ledger.confirmations,
       ledger_final: ledger.final,
       ...(ledger.block_number !== null ? { block_number: ledger.block_number } : {}),

@@ -33,14 +33,14 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true });
+export const app = createApp({ publicCors: true, deps: { config: getConfig, pqTsaCertificates: getPqTsaCertificates, tsaCertificates: getTsaCertificates } });
 
 app.openapi(route, async (c) => {
   const { policy } = c.req.valid('query');
-  const { tsa } = getConfig();
+  const { tsa } = c.var.deps.config();
   let chain: string[] | undefined;
-  if (policy === undefined || policy === tsa.policyOid) chain = await getTsaCertificates();
-  else if (policy === tsa.pq?.policyOid) chain = await getPqTsaCertificates();
+  if (policy === undefined || policy === tsa.policyOid) chain = await c.var.deps.tsaCertificates();
+  else if (policy === tsa.pq?.policyOid) chain = await c.var.deps.pqTsaCertificates();
   if (!chain) throw notFound('unknown_tsa_policy', `No time-stamping authority of this service has the policy ${policy ?? ''}.`);
   return c.body(chain.map((pem) => (pem.endsWith('\n') ? pem : `${pem}\n`)).join(''), 200, {
     'Content-Type': 'application/pem-certificate-chain',

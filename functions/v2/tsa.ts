@@ -50,7 +50,7 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp();
+export const app = createApp({ deps: { pqTsa: getPqTsa, tsa: getTsa, config: getConfig } });
 
 app.openapi(route, async (c) => {
   const body = new Uint8Array(await c.req.arrayBuffer());
@@ -64,8 +64,8 @@ app.openapi(route, async (c) => {
   try {
     // The policy chooses the TSA (decisions.md "Post-quantum time"); any other policy reaches the
     // classic TSA, which rejects it with unacceptedPolicy (RFC 3161 §2.4.2).
-    const pq = reqPolicy !== undefined && reqPolicy === getConfig().tsa.pq?.policyOid ? await getPqTsa() : undefined;
-    tsa = pq ?? (await getTsa());
+    const pq = reqPolicy !== undefined && reqPolicy === c.var.deps.config().tsa.pq?.policyOid ? await c.var.deps.pqTsa() : undefined;
+    tsa = pq ?? (await c.var.deps.tsa());
   } catch (error) {
     log.warn('time-stamping authority failed', describeError(error));
     throw tsaUnavailable();

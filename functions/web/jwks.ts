@@ -23,10 +23,10 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true });
+export const app = createApp({ publicCors: true, deps: { publishedKeys: getPublishedKeys } });
 
 app.openapi(route, async (c) => {
-  const keys = await getPublishedKeys();
+  const keys = await c.var.deps.publishedKeys();
   c.header('Cache-Control', 'public, max-age=300');
   return c.json({ keys }, 200);
 });

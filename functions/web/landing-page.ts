@@ -20,11 +20,11 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true });
+export const app = createApp({ publicCors: true, deps: { config: getConfig } });
 app.openAPIRegistry.registerPath(route);
 app.onError(renderHtmlError);
 
 // The tier table is configuration (TIER_LIMITS): the page shows the limits in force.
-app.get('/', (c) => sendPage(c, jsx(LandingPage, { tiers: getConfig().tiers }), 200, 'public, max-age=300'));
+app.get('/', (c) => sendPage(c, jsx(LandingPage, { tiers: c.var.deps.config().tiers }), 200, 'public, max-age=300'));
 
 export const handler = handle(app);

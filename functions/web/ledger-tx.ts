@@ -47,7 +47,7 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true });
+export const app = createApp({ publicCors: true, deps: { rpcReader: getRpcReader } });
 app.openAPIRegistry.registerPath(route);
 app.onError(renderHtmlError);
 
@@ -59,7 +59,7 @@ app.get('/ledger/tx/:tx_hash', publicRateLimit(), async (c) => {
     if (json) throw badRequest('invalid_tx_hash', 'A transaction hash is 0x followed by 64 hexadecimal characters.');
     return sendPage(c, jsx(ErrorPage, { title: 'Not a transaction hash', detail: 'A transaction hash is 0x followed by 64 hexadecimal characters.' }), 400);
   }
-  const tx = await readLedgerTx(getRpcReader(), given);
+  const tx = await readLedgerTx(c.var.deps.rpcReader(), given);
   if (!tx) {
     const detail = `The chain has no transaction ${given.toLowerCase()}.`;
     if (json) throw notFound('tx_not_found', detail);

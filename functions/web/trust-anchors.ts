@@ -22,11 +22,11 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true });
+export const app = createApp({ publicCors: true, deps: { trustAnchors: getTrustAnchors } });
 
 app.openapi(route, async (c) => {
   c.header('Cache-Control', 'public, max-age=300');
-  return c.json(await getTrustAnchors(), 200);
+  return c.json(await c.var.deps.trustAnchors(), 200);
 });
 
 export const handler = handle(app);

@@ -31,7 +31,7 @@ export const route = createRoute({
   },
 });
 
-export const app = createApp({ publicCors: true });
+export const app = createApp({ publicCors: true, deps: { config: getConfig, verifyDeps: getVerifyDeps } });
 app.openAPIRegistry.registerPath(route);
 app.onError(renderHtmlError);
 
@@ -39,8 +39,8 @@ app.get('/verify/:image_hash', publicRateLimit(), async (c) => {
   const given = c.req.param('image_hash');
   if (!isSha256Hex(given)) return sendPage(c, jsx(BadHashPage, { given }), 400);
   const imageHash = given.toLowerCase();
-  const v = await verifyEvidence(getVerifyDeps(), imageHash);
-  const model = buildVerifyPageModel(v, getConfig().ledger.explorerTxUrl);
+  const v = await verifyEvidence(c.var.deps.verifyDeps(), imageHash);
+  const model = buildVerifyPageModel(v, c.var.deps.config().ledger.explorerTxUrl);
   const page = jsx(VerifyPage, { model });
   if (model.kind === 'unknown') return sendPage(c, page, 404, 'public, max-age=5');
   const settled = model.kind === 'anchored' && model.ledger.status === 'confirmed';

@@ -10,7 +10,7 @@
 import { rawPublicKeyOf, windowOfJwk } from '../crypto/jwk.js';
 import { TIMESTAMP_CHECKS } from '../evidence/proof-check.js';
 import { judgeStandaloneSignature, verifyStandaloneTimestamp } from '../evidence/standalone-verdict.js';
-import { describeSigningTime, foldStatus, judgeUnpinned } from '../evidence/verdict.js';
+import { describeSigningTime, foldProofs, judgeUnpinned } from '../evidence/verdict.js';
 import type { EvidenceStatus, ProofState, TrustSnapshot } from '../evidence/verdict.js';
 import { STATUS_WORD } from './receipt-report.js';
 import type { VerifySubject } from './verify-receipt.js';
@@ -37,7 +37,7 @@ const what = (subject: VerifySubject) => (subject.kind === 'file' ? `SHA-256 of 
 
 /** The report of proofs: failed if one fails, not established (pending) if one is unchecked or pending, else verified. */
 export function finish(proofs: StandaloneProof[], notes: string[]): StandaloneVerification {
-  const status = foldStatus(proofs.map((p) => p.state));
+  const { status } = foldProofs(proofs.map((p) => [p.id, p.state] as const));
   return { status, ok: status === 'verified', proofs, notes };
 }
 
@@ -143,8 +143,7 @@ export function formatStandalone(report: StandaloneVerification): string[] {
   const lines = report.proofs.map((c) => `  ${c.state.padEnd(9)}  ${c.label.padEnd(width)}  ${c.reason}`);
   lines.push('');
   lines.push(...report.notes);
-  const failed = report.proofs.filter((p) => p.state === 'fails').map((p) => p.id);
-  const open = report.proofs.filter((p) => p.state === 'unchecked' || p.state === 'pending').map((p) => p.id);
+  const { failed, open } = foldProofs(report.proofs.map((p) => [p.id, p.state] as const));
   const summary =
     report.status === 'verified'
       ? 'every proof was checked and holds.'

@@ -4,7 +4,8 @@
  * KMS key of key spec `ECC_NIST_EDWARDS25519`, signing algorithm `ED25519_SHA_512`, `MessageType:
  * RAW`; the private key never leaves KMS). Device keys are not this: lib/crypto/ed25519.ts.
  */
-import { GetPublicKeyCommand, SignCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { SignCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { readKmsPublicKey } from './kms-client.js';
 import { ED25519_PUBLIC_KEY_BYTES, ED25519_SIGNATURE_BYTES, ed25519PublicKeyFromSeed, signEd25519, verifyEd25519 } from './ed25519.js';
 import { sha256Hex } from './hash.js';
 import type { Ed25519Signer } from './ports.js';
@@ -94,20 +95,7 @@ export class KmsEd25519Signer implements Ed25519Signer {
 
   async publicKey(): Promise<Uint8Array> {
     if (this.#publicKey === undefined) {
-      let response;
-      try {
-        response = await this.#client.send(new GetPublicKeyCommand({ KeyId: this.kmsKeyId }));
-      } catch (err) {
-        throw new Error(`KMS GetPublicKey failed for ${this.kmsKeyId}: ${errorName(err)}`, { cause: err });
-      }
-      if (response.KeySpec !== undefined && response.KeySpec !== 'ECC_NIST_EDWARDS25519') {
-        throw new Error(`KMS key ${this.kmsKeyId} has key spec ${response.KeySpec}, expected ECC_NIST_EDWARDS25519`);
-      }
-      if (response.KeyUsage !== undefined && response.KeyUsage !== 'SIGN_VERIFY') {
-        throw new Error(`KMS key ${this.kmsKeyId} has key usage ${response.KeyUsage}, expected SIGN_VERIFY`);
-      }
-      if (response.PublicKey === undefined) throw new Error(`KMS GetPublicKey for ${this.kmsKeyId} returned no public key`);
-      this.#publicKey = ed25519PublicKeyFromSpki(response.PublicKey);
+      this.#publicKey = ed25519PublicKeyFromSpki(await readKmsPublicKey(this.#client, this.kmsKeyId, 'ECC_NIST_EDWARDS25519'));
     }
     return Uint8Array.from(this.#publicKey);
   }

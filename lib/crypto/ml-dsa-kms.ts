@@ -2,7 +2,8 @@
  * ML-DSA-65 signing with an AWS KMS key (key spec `ML_DSA_65`, `ML_DSA_SHAKE_256`, RAW messages).
  * Apart from lib/crypto/ml-dsa.ts so that functions which only verify never load the KMS client.
  */
-import { GetPublicKeyCommand, SignCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { SignCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { readKmsPublicKey } from './kms-client.js';
 import {
   assertBytes,
   errorName,
@@ -91,20 +92,7 @@ export class KmsMlDsaSigner implements PqSigner {
   }
 
   async #fetchPublicKey(): Promise<Uint8Array> {
-    let response;
-    try {
-      response = await this.#client.send(new GetPublicKeyCommand({ KeyId: this.kmsKeyId }));
-    } catch (err) {
-      throw new Error(`KMS GetPublicKey failed for ${this.kmsKeyId}: ${errorName(err)}`, { cause: err });
-    }
-    if (response.KeySpec !== undefined && response.KeySpec !== 'ML_DSA_65') {
-      throw new Error(`KMS key ${this.kmsKeyId} has key spec ${response.KeySpec}, expected ML_DSA_65`);
-    }
-    if (response.KeyUsage !== undefined && response.KeyUsage !== 'SIGN_VERIFY') {
-      throw new Error(`KMS key ${this.kmsKeyId} has key usage ${response.KeyUsage}, expected SIGN_VERIFY`);
-    }
-    if (response.PublicKey === undefined) throw new Error(`KMS GetPublicKey for ${this.kmsKeyId} returned no public key`);
-    return mlDsa65PublicKeyFromSpki(response.PublicKey);
+    return mlDsa65PublicKeyFromSpki(await readKmsPublicKey(this.#client, this.kmsKeyId, 'ML_DSA_65'));
   }
 
   /**

@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { createKmsClient } from '../crypto/kms-client.js';
 import { Wallet } from 'ethers';
 import { LocalMlDsaSigner } from '../crypto/ml-dsa.js';
 import { KmsMlDsaSigner } from '../crypto/ml-dsa-kms.js';
@@ -24,6 +23,7 @@ import { assertNotRetired, getKeyRegistry } from './key-registry.js';
 import { getConfig, getDb } from './core.js';
 import { getEvidenceRepo, getPqRegistrations, getRpcReader, getStats } from './evidence.js';
 import { getKeyAuthDeps } from './key-auth.js';
+import { getKmsClient } from './kms.js';
 import { lazy } from './lazy.js';
 import { watchPort } from './port-hooks.js';
 
@@ -32,16 +32,11 @@ import { watchPort } from './port-hooks.js';
  * and the ledger sender, each chosen by its configured scheme. Built once per process on first use
  * (lib/deps/lazy.ts); only the functions that anchor, time-stamp or register the key import this module.
  */
-const kmsClient = /* @__PURE__ */ lazy(
-  () => createKmsClient(getConfig().aws.region),
-  (kms) => kms.destroy(),
-);
-
 export const getSigner: () => Promise<PqSigner> = /* @__PURE__ */ lazy(async () => {
   const { signer: cfg } = getConfig();
   const signer =
     cfg.scheme === 'kms'
-      ? await KmsMlDsaSigner.connect(kmsClient(), cfg.kmsKeyId ?? '')
+      ? await KmsMlDsaSigner.connect(getKmsClient(), cfg.kmsKeyId ?? '')
       : LocalMlDsaSigner.fromSeed(Buffer.from(cfg.seedHex ?? (await readFile(cfg.seedFile, 'utf8')).trim(), 'hex'));
   // A key the registry retired never signs again (decisions.md "Key validity windows").
   await assertNotRetired('ml-dsa-65', signer.keyId);
@@ -64,7 +59,7 @@ export const getTsa: () => Promise<TimestampAuthority> = /* @__PURE__ */ lazy(as
       readFile(config.tsa.rootFile ?? '', 'utf8'),
       readFile(config.tsa.certFile ?? '', 'utf8'),
     ]);
-    const keySigner = new KmsTsaKeySigner(kmsClient(), config.tsa.kmsKeyId);
+    const keySigner = new KmsTsaKeySigner(getKmsClient(), config.tsa.kmsKeyId);
     return EmbeddedTsa.create({ rootCertPem, tsaCertPem, keySigner, policyOid: config.tsa.policyOid });
   }
   const files = tsaFiles(config.tsa.dir);
@@ -90,7 +85,7 @@ export const getPqTsa: () => Promise<EmbeddedTsa | undefined> = /* @__PURE__ */ 
   if (pq.kmsKeyId) {
     const [rootCertPem, tsaCertPem] = await Promise.all([readFile(pq.rootFile ?? '', 'utf8'), readFile(pq.certFile ?? '', 'utf8')]);
     // create() signs a challenge with the KMS key and verifies it with the certificate's key.
-    return EmbeddedTsa.create({ rootCertPem, tsaCertPem, keySigner: new KmsMlDsaTsaKeySigner(kmsClient(), pq.kmsKeyId), policyOid: pq.policyOid });
+    return EmbeddedTsa.create({ rootCertPem, tsaCertPem, keySigner: new KmsMlDsaTsaKeySigner(getKmsClient(), pq.kmsKeyId), policyOid: pq.policyOid });
   }
   const files = pqTsaFiles(tsa.dir);
   const [rootCertPem, tsaCertPem, tsaKeyPkcs8Pem] = await Promise.all([
@@ -131,7 +126,7 @@ export const getLedgerSender: () => Promise<LedgerSender> = /* @__PURE__ */ lazy
   const provider = ledgerProvider();
   let wallet: KmsLedgerSigner | Wallet;
   if (ledger.walletScheme === 'kms') {
-    wallet = new KmsLedgerSigner(kmsClient(), ledger.walletKmsKeyId ?? '', provider);
+    wallet = new KmsLedgerSigner(getKmsClient(), ledger.walletKmsKeyId ?? '', provider);
   } else {
     const key = ledger.walletPrivateKey ?? (await readFile(ledger.walletKeyFile, 'utf8')).trim();
     wallet = new Wallet(key.startsWith('0x') ? key : `0x${key}`, provider);

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { createKmsClient } from '../crypto/kms-client.js';
 import { type PdfSigningIdentity, buildCadesDetached } from '../crypto/pdf-sign/cades.js';
 import { pdfSignerFiles } from '../crypto/pdf-sign/files.js';
 import { KmsTsaKeySigner, WebCryptoTsaKeySigner } from '../crypto/tsa/key-signer.js';
@@ -22,6 +21,7 @@ import { getConfig } from './core.js';
 import { getEvidenceRepo } from './evidence.js';
 import { sha256Hex } from '../crypto/hash.js';
 import { assertNotRetired } from './key-registry.js';
+import { getKmsClient } from './kms.js';
 import { lazy } from './lazy.js';
 import { getPublishedKeys } from './signing.js';
 import { getVerifyDeps } from './verification.js';
@@ -32,18 +32,13 @@ import { getVerifyDeps } from './verification.js';
  * adapters as the TSA key), its certificate and root, and the TSA that stamps the signature.
  * Only functions/v2/evidence-certificate.ts imports this module (pdf-lib stays out of the others).
  */
-const kmsClient = /* @__PURE__ */ lazy(
-  () => createKmsClient(getConfig().aws.region),
-  (kms) => kms.destroy(),
-);
-
 export const getPdfSigningIdentity: () => Promise<PdfSigningIdentity> = /* @__PURE__ */ lazy(async () => {
   const { pdfSigner, tsa } = getConfig();
   const rootFile = tsa.rootFile ?? path.join(tsa.dir, 'root.pem');
   const local = pdfSignerFiles(pdfSigner.dir);
   const [certPem, rootPem] = await Promise.all([readFile(pdfSigner.certFile ?? local.cert, 'utf8'), readFile(rootFile, 'utf8')]);
   const signer = pdfSigner.kmsKeyId
-    ? new KmsTsaKeySigner(kmsClient(), pdfSigner.kmsKeyId)
+    ? new KmsTsaKeySigner(getKmsClient(), pdfSigner.kmsKeyId)
     : new WebCryptoTsaKeySigner(await importPrivateKey(await readFile(local.key, 'utf8')));
   const identity: PdfSigningIdentity = { signer, certificateDer: pemToDer(certPem, 'CERTIFICATE'), chainDer: [pemToDer(rootPem, 'CERTIFICATE')] };
   // A certificate the registry retired never signs again (decisions.md "Key validity windows").

@@ -10,8 +10,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { GetPublicKeyCommand } from '@aws-sdk/client-kms';
-import { createKmsClient } from '../crypto/kms-client.js';
+import { readKmsPublicKey } from '../crypto/kms-client.js';
 import { KmsEd25519Signer, LocalEd25519Signer } from '../crypto/ed25519-signer.js';
 import { addressFromPrivateKey, addressFromSecp256k1Spki } from '../crypto/eth-address.js';
 import { sha256Hex } from '../crypto/hash.js';
@@ -24,12 +23,8 @@ import { type TsaCertificateEntry, tsaCertificateEntry } from '../crypto/tsa/his
 import { pemBlocks, derToPem } from '../crypto/tsa/pem.js';
 import { getConfig } from './core.js';
 import { assertNotRetired, getKeyRegistry, getTsaHistory, otherEntries, windowIn } from './key-registry.js';
+import { getKmsClient } from './kms.js';
 import { lazy } from './lazy.js';
-
-const kmsClient = /* @__PURE__ */ lazy(
-  () => createKmsClient(getConfig().aws.region),
-  (client) => client.destroy(),
-);
 
 /** The service's Ed25519 signer, to sign with: {@link loadEd25519Signer}, unless the registry retired its key. */
 export async function getEd25519Signer(): Promise<Ed25519Signer> {
@@ -43,7 +38,7 @@ export async function getEd25519Signer(): Promise<Ed25519Signer> {
 const loadEd25519Signer: () => Promise<Ed25519Signer> = /* @__PURE__ */ lazy(async () => {
   const { ed25519: cfg } = getConfig();
   let signer: Ed25519Signer;
-  if (cfg.scheme === 'kms') signer = await KmsEd25519Signer.connect(kmsClient(), cfg.kmsKeyId ?? '');
+  if (cfg.scheme === 'kms') signer = await KmsEd25519Signer.connect(getKmsClient(), cfg.kmsKeyId ?? '');
   else {
     const seedHex = (await readFile(cfg.seedFile, 'utf8')).trim();
     if (!/^[0-9a-fA-F]{64}$/.test(seedHex)) throw new Error('the Ed25519 seed file does not hold 32 bytes of hex');
@@ -133,9 +128,7 @@ export async function getPqTsaCertificates(): Promise<string[] | undefined> {
 export const getWalletAddress: () => Promise<string> = /* @__PURE__ */ lazy(async () => {
   const { ledger } = getConfig();
   if (ledger.walletScheme === 'kms') {
-    const response = await kmsClient().send(new GetPublicKeyCommand({ KeyId: ledger.walletKmsKeyId ?? '' }));
-    if (!response.PublicKey) throw new Error('KMS GetPublicKey returned no public key for the ledger wallet');
-    return addressFromSecp256k1Spki(response.PublicKey);
+    return addressFromSecp256k1Spki(await readKmsPublicKey(getKmsClient(), ledger.walletKmsKeyId ?? '', 'ECC_SECG_P256K1'));
   }
   const key = ledger.walletPrivateKey ?? (await readFile(ledger.walletKeyFile, 'utf8')).trim();
   return addressFromPrivateKey(key);

@@ -12,7 +12,7 @@ import type { AnchoredEvidence, EvidenceItem } from './records.js';
 import { isAnchored, type StandaloneAnswers, standaloneAnswers } from './records.js';
 import type { SignatureResponse } from './signature.js';
 import type { HashTimestamp } from './timestamp.js';
-import { describeSigningTime, type ProofResult } from './verdict.js';
+import { describeSigningTime, foldProofs, foldStatus, type ProofResult } from './verdict.js';
 import type { CertificateModel as PdfCertificateModel, CertificateProof as PdfCertificateProof, ProofStatus } from '../pdf/certificate-model.js';
 import type { EvidenceVerification } from './verify.js';
 
@@ -345,7 +345,7 @@ function verdictOf(item: EvidenceItem, v: EvidenceVerification, proofs: Certific
   if (!isAnchored(item) && proofs.length > 0) {
     const kinds = proofs.map((p) => (p.id === 'standalone_timestamp' ? 'TIME-STAMPED' : 'SIGNED'));
     const when = registeredAt ? ` Your account also registered it with us on ${registeredAt}.` : '';
-    if (proofs.every((p) => p.status === 'verified')) {
+    if (foldStatus(proofs.map((p) => p.status)) === 'verified') {
       return {
         tone: 'ok',
         headline: `${kinds.join(' AND ')}: the proof${proofs.length > 1 ? 's' : ''} below check${proofs.length > 1 ? '' : 's'} out`,
@@ -388,16 +388,16 @@ function verdictOf(item: EvidenceItem, v: EvidenceVerification, proofs: Certific
   };
 }
 
-/** The certificate's status of a group of proofs of the one verdict: any fails → failed; all hold (or absent) → verified; else pending. */
+/** The certificate's status of a group of proofs of the one verdict, by the one folding rule (verdict.ts foldStatus). */
 function statusOf(...results: ProofResult[]): ProofStatus {
-  if (results.some((r) => r.state === 'fails')) return 'failed';
-  return results.every((r) => r.state === 'holds' || r.state === 'absent') ? 'verified' : 'pending';
+  return foldStatus(results.map((r) => r.state));
 }
 
 /** One line: what checks out, or the verdict's reason for what does not (yet). */
 function wordsOf(status: ProofStatus, holds: string, ...results: ProofResult[]): string {
   if (status === 'verified') return `Checks out: ${holds}.`;
-  const bad = results.find((r) => r.state === 'fails') ?? results.find((r) => r.state === 'pending' || r.state === 'unchecked');
+  const folded = foldProofs(results.map((r) => [r, r.state] as const));
+  const bad = folded.failed[0] ?? folded.open[0];
   return status === 'failed' ? `Does NOT check out: ${bad?.reason ?? 'see the verify page'}.` : `Not established yet when this certificate was issued: ${bad?.reason ?? 'see the verify page'}.`;
 }
 

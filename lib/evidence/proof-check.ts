@@ -364,6 +364,19 @@ export function countConfirmations(blockNumber: number, latestBlock: number): nu
   return Math.max(0, latestBlock - blockNumber + 1);
 }
 
+/**
+ * What a read of the chain says of a transaction, the one reading every reader uses (the
+ * verdict's ledger proof below, the transaction page lib/web/ledger-tx-model.ts): not mined yet,
+ * mined but the node has no receipt, mined and succeeded, or mined and reverted.
+ */
+export type TransactionState = 'not_mined' | 'no_receipt' | 'succeeded' | 'reverted';
+
+export function transactionState(tx: Pick<RpcTransaction, 'blockNumber'>, receipt: Pick<RpcReceipt, 'status'> | null | undefined): TransactionState {
+  if (tx.blockNumber === null) return 'not_mined';
+  if (!receipt) return 'no_receipt';
+  return receipt.status === 'success' ? 'succeeded' : 'reverted';
+}
+
 /** Judges a transaction read from the chain against what the evidence says it must be. */
 export function checkLedgerTransaction(read: LedgerRead, expected: LedgerExpectation): LedgerVerdict {
   const { tx } = read;
@@ -373,14 +386,15 @@ export function checkLedgerTransaction(read: LedgerRead, expected: LedgerExpecta
   }
   const data = checkLedgerData(tx.input, expected);
   const base = { found: true, data_matches: data.ok, from: tx.from, data };
-  if (tx.blockNumber === null) {
+  const state = transactionState(tx, read.receipt);
+  if (tx.blockNumber === null || state === 'not_mined') {
     return { ...base, valid: false, status: 'pending', block_number: null, confirmations: 0, transaction: no('the transaction is not mined yet (0 confirmations); retry later') };
   }
-  const succeeded = read.receipt?.status === 'success';
+  const succeeded = state === 'succeeded';
   const confirmations = countConfirmations(tx.blockNumber, read.latestBlock ?? tx.blockNumber);
   const min = expected.minConfirmations ?? 1;
   let transaction: Verdict;
-  if (!read.receipt) transaction = no('the node has no receipt for the mined transaction');
+  if (state === 'no_receipt') transaction = no('the node has no receipt for the mined transaction');
   else if (!succeeded) transaction = no(`the transaction reverted in block ${tx.blockNumber}`);
   else if (expected.from !== undefined && expected.from.toLowerCase() !== tx.from.toLowerCase()) transaction = no(`the transaction was sent by ${tx.from}, expected ${expected.from}`);
   else if (confirmations < min) transaction = no(`${confirmations} confirmations, ${min} required`);

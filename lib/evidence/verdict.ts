@@ -70,18 +70,34 @@ export const PROOF_TITLES: Record<ProofName, string> = {
 
 export type EvidenceStatus = 'verified' | 'pending' | 'failed';
 
+/** What the one fold finds: the status, and (in the order given) what fails and what is open (pending or unchecked). */
+export interface FoldedProofs<Id> {
+  status: EvidenceStatus;
+  failed: Id[];
+  open: Id[];
+}
+
 /**
  * The one folding rule (docs/verify-without-us.md "What the verdict means"): `failed` when anything fails, else
  * `pending` when anything is pending or unchecked, else `verified` (`absent` counts as nothing).
- * It folds a record's proofs, and the reports of one `evidence verify` run the same way.
+ * Every reader folds with it: a record's proofs (judgeEvidence), a group of them (the certificate's
+ * and the verify page's cards), the proofs of one stand-alone answer and the reports of one
+ * `evidence verify` run (lib/cli). Each entry is a name (whatever the reader calls the proof) and
+ * its state; a report already folded folds again by its status.
  */
-export function foldStatus(states: Iterable<ProofState | EvidenceStatus>): EvidenceStatus {
-  let open = false;
-  for (const s of states) {
-    if (s === 'fails' || s === 'failed') return 'failed';
-    if (s === 'pending' || s === 'unchecked') open = true;
+export function foldProofs<Id>(proofs: Iterable<readonly [Id, ProofState | EvidenceStatus]>): FoldedProofs<Id> {
+  const failed: Id[] = [];
+  const open: Id[] = [];
+  for (const [id, state] of proofs) {
+    if (state === 'fails' || state === 'failed') failed.push(id);
+    else if (state === 'pending' || state === 'unchecked') open.push(id);
   }
-  return open ? 'pending' : 'verified';
+  return { status: failed.length > 0 ? 'failed' : open.length > 0 ? 'pending' : 'verified', failed, open };
+}
+
+/** {@link foldProofs}' status of states that need no names. */
+export function foldStatus(states: Iterable<ProofState | EvidenceStatus>): EvidenceStatus {
+  return foldProofs(Array.from(states, (state, i) => [i, state] as const)).status;
 }
 
 export interface LedgerSummary {
@@ -297,9 +313,7 @@ export function judgeEvidence(input: VerdictInputs): EvidenceVerdict {
   const { proof: ledgerProof, summary: ledger } = judgeLedger(b, realHash, input.ledger, asOf);
   proofs.ledger = judgeWalletWindow(ledgerProof, ledger.from, input.walletWindows ?? [], asOf);
 
-  const failed = PROOF_NAMES.filter((n) => proofs[n].state === 'fails');
-  const open = PROOF_NAMES.filter((n) => proofs[n].state === 'pending' || proofs[n].state === 'unchecked');
-  const status = foldStatus(PROOF_NAMES.map((n) => proofs[n].state));
+  const { status, failed, open } = foldProofs(PROOF_NAMES.map((n) => [n, proofs[n].state] as const));
   const { headline, detail } = summarise(status, failed, open, proofs, asOf);
   return {
     status,

@@ -9,14 +9,23 @@ import type { GuessScope } from '../accounts/limits.js';
 import { API_KEY_PATTERN } from '../accounts/api-key-format.js';
 import { type AccountDepsProvider, getAccountDeps } from '../deps/accounts.js';
 import { InvalidTokenError } from '../accounts/jwt.js';
-import type { AppContext, AppEnv } from './app.js';
+import type { AppContext, AppEnv, Caller } from './app.js';
 import { notFound, tooManyRequests, unauthorized } from './errors.js';
 import { setRateLimitHeaders } from './limits.js';
 
 /** Options of {@link jwtAuth} and {@link adminAuth}. */
 export interface AuthOptions {
+  /** By default the function's own (`c.var.deps.accounts`), else the process-wide ones. */
   deps?: AccountDepsProvider;
 }
+
+/** The account dependencies of this request: the option, the function's, or the process-wide ones. */
+function accountDepsOf(c: AppContext, options: AuthOptions): ReturnType<AccountDepsProvider> {
+  return (options.deps ?? c.var.deps?.accounts ?? getAccountDeps)();
+}
+
+/** The environment jwtAuth leaves to the handler: `c.var.caller` with the account. */
+export type JwtEnv = AppEnv & { Variables: { caller: Caller } };
 
 /** The token of `Authorization: Bearer <token>`, or undefined. */
 function bearerToken(c: AppContext): string | undefined {
@@ -32,17 +41,16 @@ function bearerToken(c: AppContext): string | undefined {
  * bearer token, and a token whose account no longer exists (one rule for every account endpoint).
  * Then the account's per-minute limit of the account endpoints (ACCOUNT_RATE_PER_MINUTE): 429
  * `rate_limit_exceeded` with Retry-After past it, RateLimit-* headers on every answer. The account
- * read and the counter write run side by side. Sets `accountId` (the `sub` claim).
+ * read and the counter write run side by side. Sets `c.var.caller` (the `sub` claim's account).
  */
-export function jwtAuth(options: AuthOptions = {}): MiddlewareHandler<AppEnv> {
-  const resolve = options.deps ?? getAccountDeps;
+export function jwtAuth(options: AuthOptions = {}): MiddlewareHandler<JwtEnv> {
   return async (c, next) => {
     const token = bearerToken(c);
     if (!token) throw unauthorized('invalid_token', 'Missing token: send Authorization: Bearer <JWT> (from POST /api/v2/account/login).');
     if (API_KEY_PATTERN.test(token)) {
       throw unauthorized('invalid_token', 'An API key is not a bearer token: account endpoints take the JWT from POST /api/v2/account/login.');
     }
-    const deps = resolve();
+    const deps = accountDepsOf(c, options);
     let accountId: string;
     try {
       accountId = await deps.tokens.verify(token);
@@ -61,7 +69,7 @@ export function jwtAuth(options: AuthOptions = {}): MiddlewareHandler<AppEnv> {
         { limit: rate.limit, window: 'minute', scope: 'account' },
       );
     }
-    c.set('accountId', accountId);
+    c.set('caller', { accountId });
     await next();
   };
 }
@@ -90,8 +98,7 @@ async function guarded(c: AppContext, next: Next, scope: GuessScope, deps: Retur
 
 /** {@link guarded} for the login function (its 401 is `invalid_credentials`). */
 export function loginLockout(options: AuthOptions = {}): MiddlewareHandler<AppEnv> {
-  const resolve = options.deps ?? getAccountDeps;
-  return (c, next) => guarded(c, next, 'login', resolve());
+  return (c, next) => guarded(c, next, 'login', accountDepsOf(c, options));
 }
 
 /**
@@ -101,9 +108,8 @@ export function loginLockout(options: AuthOptions = {}): MiddlewareHandler<AppEn
  * 404, like any unknown path, and nothing is counted.
  */
 export function adminAuth(options: AuthOptions = {}): MiddlewareHandler<AppEnv> {
-  const resolve = options.deps ?? getAccountDeps;
   return async (c, next) => {
-    const deps = resolve();
+    const deps = accountDepsOf(c, options);
     const expected = deps.config.adminToken;
     if (!expected) throw notFound('not_found', `No endpoint ${c.req.method} ${c.req.path}.`);
     await guarded(c, async () => {

@@ -1,3 +1,35 @@
+/**
+ * THE HANDLER SHAPE (issue 35): every HTTP function is written one way, as Hono writes it.
+ *
+ *   // functions/<area>/<endpoint>.ts
+ *   export const route = createRoute({ method, path, …, middleware: [apiKeyAuth({ … })] as const, … });
+ *   export const app = createApp({ publicCors: true, deps: { evidence: getEvidenceRepo } });
+ *   app.openapi(route, async (c) => {
+ *     const repo = c.var.deps.evidence();         // dependencies: through middleware, on c.var
+ *     const { accountId } = c.var.caller;         // the caller: set by the auth middleware
+ *     return c.json(await domainOperation(repo, accountId, c.req.valid('json')), 200);
+ *   });
+ *   export const handler = handle(app);
+ *
+ * 1. One app per module, built at module level by {@link createApp}; `handler` (the Lambda entry
+ *    serverless.yml names) wraps it, and the local server dispatches to the same `app`. No
+ *    factories: a test that needs other dependencies passes them per request as the binding
+ *    `deps` (`app.request(url, init, { deps: { accounts: () => testDeps } })`), which the
+ *    request-context middleware lays over the module's own.
+ * 2. Dependencies through middleware: the module names the providers it uses (the lazy getters of
+ *    lib/deps, the one composition root) in `createApp({ deps })`; createApp's request-context
+ *    middleware puts them on `c.var.deps`, and the handler calls them where it needs them (a
+ *    provider that fails, e.g. a key that cannot be read, fails there, after auth and validation).
+ *    A handler never builds an adapter and never calls a lib/deps getter itself: the module
+ *    imports them only to name them (test/functions/handler-shape.test.ts holds this).
+ * 3. Every middleware of a function is in its route's `middleware` (auth, limits, bulkhead), so
+ *    that the variables it sets are typed in the handler.
+ * 4. One way to get the caller: `c.var.caller`, set by apiKeyAuth (account, tier, key) and
+ *    jwtAuth (account) (lib/http/auth.ts, lib/http/account-auth.ts).
+ * 5. lib/http/routes holds only what two modules share: a route the OpenAPI document needs without
+ *    the function's heavy app (certificate, docs assets), or one implementation behind two routes
+ *    (anchor and full). It never builds an app of its own for a Lambda.
+ */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
@@ -5,6 +37,8 @@ import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { etag } from 'hono/etag';
 import { HTTPException } from 'hono/http-exception';
+import type { TierName } from '../accounts/tiers.js';
+import type { AccountDepsProvider } from '../deps/accounts.js';
 import { DomainError, type DomainErrorKind } from '../errors.js';
 import { describeError, log } from '../log.js';
 import { getConfig } from '../deps/core.js';
@@ -14,19 +48,41 @@ import { HttpError, badRequest, dependencyUnavailable, payloadTooLarge } from '.
 /** Largest accepted request body (decisions.md "Formats": 64 KiB, else 413). */
 export const MAX_BODY_BYTES = 64 * 1024;
 
+/** Who calls: set by the API-key middleware (with tier and key) or the JWT middleware (the account alone). */
+export interface Caller {
+  accountId: string;
+  tier?: TierName;
+  keyId?: string;
+}
+
+/**
+ * The dependencies a function names in `createApp({ deps })`: providers (lib/deps getters),
+ * called by the handler when it needs them. `accounts` is also what the account middleware
+ * (jwtAuth, adminAuth, loginLockout) and the limits of an account function use.
+ */
+export interface AppDeps {
+  accounts?: AccountDepsProvider;
+}
+
 /** What middleware leaves on the context for the handlers. */
 export interface AppVariables {
   requestId: string;
   clientIp: string;
-  /** Set by the API-key or JWT middleware. */
-  accountId?: string;
+  /** Set by the API-key or JWT middleware: the one way to learn who calls. */
+  caller?: Caller;
+  /** The function's dependencies (see the rule at the top of this file). */
+  deps: AppDeps;
   [key: string]: unknown;
 }
 
-/** Bindings differ by host: API Gateway gives `event`/`lambdaContext`, @hono/node-server gives `incoming`. */
+/** Bindings differ by host: API Gateway gives `event`/`lambdaContext`, @hono/node-server gives `incoming`; a test may give `deps`. */
 export type AppBindings = Record<string, unknown>;
-export type AppEnv = { Variables: AppVariables; Bindings: AppBindings };
-export type AppContext = Context<AppEnv>;
+export type AppEnv<D extends object = AppDeps> = { Variables: AppVariables & { deps: D }; Bindings: AppBindings };
+/**
+ * The context as the shared helpers (errors, limits, headers) take it: any function's, whatever
+ * its `deps` and `caller` (Hono's own helpers take a `Context` the same way).
+ */
+export type AppContext = Context;
 
 export interface AppOptions {
   /** Public endpoints answer CORS requests from any origin (they carry no credentials). */
@@ -44,8 +100,8 @@ export interface AppOptions {
  * `onError`. Each function is its own app (its own Lambda); the local server dispatches to the
  * same app objects, so local and deployed behaviour cannot diverge.
  */
-export function createApp(options: AppOptions = {}): OpenAPIHono<AppEnv> {
-  const app = new OpenAPIHono<AppEnv>({
+export function createApp<D extends object = AppDeps>(options: AppOptions & { deps?: D } = {}): OpenAPIHono<AppEnv<D>> {
+  const app = new OpenAPIHono<AppEnv<D>>({
     defaultHook: (result) => {
       if (!result.success) throw validationError(result.error);
     },
@@ -57,7 +113,7 @@ export function createApp(options: AppOptions = {}): OpenAPIHono<AppEnv> {
     await next();
     c.header('X-Content-Type-Options', 'nosniff');
   });
-  app.use('*', requestContext());
+  app.use('*', requestContext(options.deps ?? {}));
   if (options.publicCors) {
     app.use(
       '*',
@@ -88,8 +144,14 @@ export function createApp(options: AppOptions = {}): OpenAPIHono<AppEnv> {
   return app;
 }
 
-/** Request id (from a sane `X-Request-Id`, API Gateway's id, or a new UUID), client IP and one access-log line. */
-function requestContext(): MiddlewareHandler<AppEnv> {
+/**
+ * Request id (from a sane `X-Request-Id`, API Gateway's id, or a new UUID), client IP, the
+ * function's dependencies and one access-log line. The dependencies on `c.var.deps` are the
+ * function's own providers, with a test's laid over them when the request carries the binding
+ * `deps` (which neither API Gateway nor the local server sets). (One middleware rather than two:
+ * the smallest bundles have no bytes to spare.)
+ */
+function requestContext(deps: object): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const started = performance.now();
     const given = c.req.header('x-request-id');
@@ -97,6 +159,7 @@ function requestContext(): MiddlewareHandler<AppEnv> {
     const requestId = given && /^[A-Za-z0-9._-]{1,64}$/.test(given) ? given : (lambdaId ?? randomUUID());
     c.set('requestId', requestId);
     c.set('clientIp', clientIp(c));
+    c.set('deps', { ...deps, ...(c.env?.deps as object | undefined) });
     try {
       const edge = getConfig().edgeOriginSecret;
       if (edge !== undefined) {
@@ -118,7 +181,7 @@ function requestContext(): MiddlewareHandler<AppEnv> {
         path: c.req.path,
         status: c.res.status,
         duration_ms: Math.round((performance.now() - started) * 10) / 10,
-        ...(c.get('accountId') ? { account_id: c.get('accountId') } : {}),
+        ...(c.var.caller ? { account_id: c.var.caller.accountId } : {}),
       });
     }
   };

@@ -4,9 +4,12 @@ import { getKeyAuthDeps, type KeyAuthDepsProvider } from '../deps/key-auth.js';
 import { type Charge, type LimitService, newHoldId, type QuotaReservation, rateLimitExceeded } from '../accounts/limits.js';
 import { quotaExceeded } from '../accounts/quota-holds.js';
 import type { QuotaPort } from '../evidence/ports.js';
-import { assertFeature, type Feature, isTierName, tierAllows, type TierName } from '../accounts/tiers.js';
+import { assertFeature, type Feature, isTierName, tierAllows } from '../accounts/tiers.js';
 import { describeError, log } from '../log.js';
 import type { AppContext, AppEnv } from './app.js';
+
+/** The environment apiKeyAuth leaves to the handler: `c.var.caller` with account, tier and key. */
+export type ApiKeyEnv = AppEnv & { Variables: { caller: AuthenticatedKey } };
 import { HttpError, unauthorized } from './errors.js';
 import { runWithQuota, setRateLimitHeaders } from './limits.js';
 
@@ -52,7 +55,7 @@ const CHARGED = 'charged';
  *    and 429 `rate_limit_exceeded` with Retry-After once the minute's budget is spent;
  * 3. the tier gate: 403 `tier_insufficient` naming the tier needed;
  * 4. with a quota charge, the monthly quota: 429 `quota_exceeded` with Retry-After until the month ends.
- * Sets the context variables `accountId`, `tier` and `keyId` (read them with {@link apiKeyCaller}).
+ * Sets `c.var.caller` (account, tier and key id), typed in the handler of a route that lists it.
  *
  * Round trips: none for the key while this instance read it less than API_KEY_CACHE_MS ago
  * (lib/accounts/key-auth.ts), then one conditional write on the account meter, which checks and
@@ -61,7 +64,7 @@ const CHARGED = 'charged';
  * rate unit and holds no quota; a request refused for quota has spent its rate unit, as every
  * authenticated request does.
  */
-export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler<AppEnv> {
+export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler<ApiKeyEnv> {
   const resolve = options.deps ?? getKeyAuthDeps;
   const mode = options.charge ?? 'rate';
   const refuse = (detail: string) =>
@@ -86,9 +89,7 @@ export function apiKeyAuth(options: ApiKeyAuthOptions): MiddlewareHandler<AppEnv
     const deps = resolve();
     const caller = await deps.apiKeys.authenticate(key);
     if (!caller) throw refuse('The API key is malformed, unknown or deactivated.');
-    c.set('accountId', caller.accountId);
-    c.set('tier', caller.tier);
-    c.set('keyId', caller.keyId);
+    c.set('caller', caller);
 
     const { limits } = deps;
     if (mode === 'rate' || !tierAllows(caller.tier, options.feature)) {
@@ -127,16 +128,16 @@ async function chargeRate(c: AppContext, limits: LimitService, caller: Authentic
  */
 export async function chargeRequest(c: AppContext, holdId: string): Promise<QuotaReservation> {
   const charge = await chargeQuota(c, holdId);
-  if (!charge.rate.allowed) throw rateLimitExceeded(charge.rate, apiKeyCaller(c).tier);
+  if (!charge.rate.allowed) throw rateLimitExceeded(charge.rate, keyCaller(c).tier);
   const quota = charge.quota as QuotaReservation;
-  if (!quota.allowed) throw quotaExceeded(quota, apiKeyCaller(c).tier);
+  if (!quota.allowed) throw quotaExceeded(quota, keyCaller(c).tier);
   return quota;
 }
 
 /** The charge of {@link chargeRequest} as it came (the caller decides what a refusal means). */
 export async function chargeQuota(c: AppContext, holdId: string): Promise<Charge> {
   const limits = requestLimits(c);
-  const caller = apiKeyCaller(c);
+  const caller = keyCaller(c);
   c.set(CHARGED, true);
   const charge = await limits.charge(caller.accountId, caller.tier, holdId);
   setRateLimitHeaders(c, charge.rate, 'account');
@@ -177,13 +178,11 @@ function basicPassword(header: string | undefined): string | undefined {
   return password || undefined;
 }
 
-/** The caller that {@link apiKeyAuth} authenticated (throws if it did not run). */
-export function apiKeyCaller(c: AppContext): AuthenticatedKey {
-  const accountId = c.get('accountId');
-  const tier = c.get('tier');
-  const keyId = c.get('keyId');
-  if (typeof accountId !== 'string' || !isTierName(tier) || typeof keyId !== 'string') {
-    throw new Error('apiKeyCaller() needs apiKeyAuth() before the handler');
+/** The caller {@link apiKeyAuth} authenticated, for the charges above (throws if it did not run). */
+function keyCaller(c: AppContext): AuthenticatedKey {
+  const caller = c.var.caller;
+  if (!caller || !isTierName(caller.tier) || typeof caller.keyId !== 'string') {
+    throw new Error('chargeRequest() needs apiKeyAuth() before the handler');
   }
-  return { accountId, tier: tier as TierName, keyId };
+  return { accountId: caller.accountId, tier: caller.tier, keyId: caller.keyId };
 }

@@ -12,8 +12,9 @@ import { tooManyRequests } from './errors.js';
 /** Options shared by the limit middleware. */
 export interface LimitOptions {
   /**
-   * Dependencies (tests inject a clock or a config); the process-wide ones by default. Only the
-   * limits are used, so the full AccountDeps provider fits as well.
+   * Dependencies (tests inject a clock or a config); by default the function's account
+   * dependencies when it names them (`c.var.deps.accounts`), else the process-wide key-auth ones.
+   * Only the limits are used, so the full AccountDeps provider fits as well.
    */
   deps?: KeyAuthDepsProvider;
 }
@@ -123,9 +124,9 @@ function publicWindowOf(limits: LimitService): IpRateWindow {
 
 /** Per-client-IP fixed-window rate limit (`c.get('clientIp')`); 429 `rate_limit_exceeded`. */
 export function publicRateLimit(options: PublicRateLimitOptions = {}): MiddlewareHandler<AppEnv> {
-  const resolve = options.deps ?? getKeyAuthDeps;
   const scope = options.scope ?? 'public';
   return async (c, next) => {
+    const resolve = options.deps ?? c.var.deps?.accounts ?? getKeyAuthDeps;
     const ip = c.get('clientIp') || 'unknown';
     let d: RateDecision;
     if (scope === 'public') {

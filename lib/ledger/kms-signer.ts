@@ -5,7 +5,8 @@
  * the DER signature into Ethereum's (r, s, v).
  */
 import { createPublicKey } from 'node:crypto';
-import { GetPublicKeyCommand, SignCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { SignCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { readKmsPublicKey } from '../crypto/kms-client.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import {
   AbstractSigner,
@@ -111,20 +112,7 @@ export class KmsLedgerSigner extends AbstractSigner {
   }
 
   async #fetchAddress(): Promise<string> {
-    let response;
-    try {
-      response = await this.#client.send(new GetPublicKeyCommand({ KeyId: this.kmsKeyId }));
-    } catch (err) {
-      throw new Error(`KMS GetPublicKey failed for ${this.kmsKeyId}: ${errorName(err)}`, { cause: err });
-    }
-    if (response.KeySpec !== undefined && response.KeySpec !== 'ECC_SECG_P256K1') {
-      throw new Error(`KMS key ${this.kmsKeyId} has key spec ${response.KeySpec}, expected ECC_SECG_P256K1`);
-    }
-    if (response.KeyUsage !== undefined && response.KeyUsage !== 'SIGN_VERIFY') {
-      throw new Error(`KMS key ${this.kmsKeyId} has key usage ${response.KeyUsage}, expected SIGN_VERIFY`);
-    }
-    if (response.PublicKey === undefined) throw new Error(`KMS GetPublicKey for ${this.kmsKeyId} returned no public key`);
-    return addressFromSpki(response.PublicKey);
+    return addressFromSpki(await readKmsPublicKey(this.#client, this.kmsKeyId, 'ECC_SECG_P256K1'));
   }
 
   /**

@@ -13,6 +13,7 @@ import {
   type AnchorReceipt,
 } from '../evidence/records.js';
 import type { Registration } from '../evidence/ports.js';
+import { ProcessCache } from '../memo.js';
 import { EVIDENCE_ITEM } from '../state-machines.js';
 import { isConditionalCheckFailed } from './dynamo.js';
 import { type Blob, decodeItem, encodeFields, encodeRemove, missingBlobs } from './evidence-codec.js';
@@ -47,10 +48,13 @@ const ANCHORED_SUBSTATES: Record<string, { expression: string; values: Record<st
 
 /**
  * Blob values by key (lib/store/evidence-codec.ts): content-addressed and never changed, so one
- * process-wide map serves every table; and the write of each blob, per table (done or under way).
+ * process-wide cache serves every table; and the write of each blob, per table (done or under
+ * way; a failed one is forgotten, so the next write tries again). ProcessCaches (lib/memo.ts, the
+ * one idiom): bounded, and cleared with the rest by resetDeps(). A blob that fell out is read or
+ * written again (the write is conditional on its absence: at most a refused put).
  */
-const blobValues = new Map<string, unknown>();
-const blobWrites = new Map<string, Promise<void>>();
+const blobValues = new ProcessCache<string, unknown>('evidence blobs by key', 1000);
+const blobWrites = new ProcessCache<string, Promise<void>>('evidence blob writes by table and key', 1000);
 
 /** What a move of an evidence item writes besides its state and version. */
 interface MoveOptions {
@@ -114,7 +118,7 @@ export class EvidenceTable implements EvidenceItemStore {
    * is read once per process (strongly consistent: it was stored before the item named it).
    */
   private async decode(raw: Record<string, unknown>): Promise<EvidenceItem> {
-    const missing = missingBlobs(raw, (key) => blobValues.has(key));
+    const missing = missingBlobs(raw, (key) => blobValues.get(key) !== undefined);
     await Promise.all(
       missing.map(async (key) => {
         const r = await this.db.send(new GetCommand({ TableName: this.table, Key: { image_hash: key }, ConsistentRead: true }));
@@ -131,16 +135,7 @@ export class EvidenceTable implements EvidenceItemStore {
   private async storeBlobs(blobs: Blob[]): Promise<void> {
     await Promise.all(
       blobs.map(({ key, value }) => {
-        const known = `${this.table}|${key}`;
-        let write = blobWrites.get(known);
-        if (!write) {
-          write = this.putBlob(key, value).catch((error: unknown) => {
-            blobWrites.delete(known);
-            throw error;
-          });
-          blobWrites.set(known, write);
-        }
-        return write;
+        return blobWrites.getOrSet(`${this.table}|${key}`, () => this.putBlob(key, value));
       }),
     );
   }

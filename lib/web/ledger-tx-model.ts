@@ -2,7 +2,7 @@
  * The local chain's explorer (GET /ledger/tx/{tx_hash}): a transaction as read from the chain
  * now, with its input data decoded as the service writes it (lib/ledger/anchor-data.ts).
  */
-import { countConfirmations } from '../evidence/proof-check.js';
+import { countConfirmations, transactionState } from '../evidence/proof-check.js';
 import { decodeLedgerData } from '../ledger/anchor-data.js';
 import type { RpcReader } from '../ledger/rpc-reader.js';
 
@@ -71,9 +71,10 @@ export async function readLedgerTx(rpc: LedgerTxReader, txHash: string): Promise
     return { ...base, status: 'pending', block_number: null, block_hash: null, block_time: null, confirmations: 0, checked_at: new Date().toISOString(), gas_used: null };
   }
   const [receipt, latest, block] = await Promise.all([rpc.getTransactionReceipt(hash), rpc.blockNumber(), rpc.getBlock(tx.blockNumber)]);
+  const state = transactionState(tx, receipt);
   return {
     ...base,
-    status: receipt?.status === 'success' ? 'confirmed' : receipt ? 'reverted' : 'pending',
+    status: state === 'succeeded' ? 'confirmed' : state === 'reverted' ? 'reverted' : 'pending',
     block_number: tx.blockNumber,
     block_hash: tx.blockHash,
     block_time: block ? new Date(block.timestamp * 1000).toISOString() : null,

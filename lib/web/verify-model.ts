@@ -4,7 +4,7 @@
  * its own: every tone and every status line below is read off the verdict's proof states.
  */
 import { describeSubject } from '../crypto/tsa/x509-verify.js';
-import type { EvidenceVerdict, LedgerSummary, ProofResult } from '../evidence/verdict.js';
+import { type EvidenceVerdict, foldProofs, type LedgerSummary, type ProofResult } from '../evidence/verdict.js';
 import type { EvidenceVerification } from '../evidence/verify.js';
 import { explorerUrl } from '../ledger/anchor-data.js';
 
@@ -51,11 +51,12 @@ export type VerifyPageModel =
  * bad; all hold (or are absent) → ok; else warn (pending, or not checked).
  */
 function card(okStatus: string, results: [string, ProofResult][]): ProofCard {
-  const failing = results.find(([, r]) => r.state === 'fails');
-  const open = results.find(([, r]) => r.state === 'pending' || r.state === 'unchecked');
+  const { failed, open } = foldProofs(results.map(([line, r]) => [[line, r] as const, r.state] as const));
   const reasons = results.filter(([, r]) => r.state !== 'absent').map(([, r]) => r.reason);
+  const failing = failed[0];
+  const first = open[0];
   if (failing) return { tone: 'bad', status: failing[0], reasons };
-  if (open) return { tone: 'warn', status: open[1].state === 'pending' ? 'Pending' : 'Not checked', reasons };
+  if (first) return { tone: 'warn', status: first[1].state === 'pending' ? 'Pending' : 'Not checked', reasons };
   return { tone: 'ok', status: okStatus, reasons };
 }
 

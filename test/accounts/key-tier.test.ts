@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { createAccountKeysCreateApp } from '../../functions/v2/account-keys-create.js';
-import { createAdminSetTierApp } from '../../functions/v2/admin-set-tier.js';
+import { app as keysCreateApp } from '../../functions/v2/account-keys-create.js';
+import { app as adminSetTierApp } from '../../functions/v2/admin-set-tier.js';
 import type { AccountRecord } from '../../lib/accounts/account-repository.js';
 import { generateApiKey, hashApiKey } from '../../lib/accounts/api-key-format.js';
 import type { ApiKeyRecord } from '../../lib/accounts/api-key-repository.js';
@@ -15,7 +15,7 @@ import { getConfig, getDb } from '../../lib/deps/core.js';
 import { AccountTable } from '../../lib/store/account-table.js';
 import { ApiKeyTable } from '../../lib/store/api-key-table.js';
 import { useStack } from '../support/stack.js';
-import { bearer, evidenceTestApp, fastHasher, post, provider, registerDirect, testDeps, uniqueEmail, withKey } from './support.js';
+import { bearer, evidenceTestApp, fastHasher, post, registerDirect, testDeps, uniqueEmail, withKey, withAccountDeps } from './support.js';
 
 // At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
 await useStack();
@@ -191,8 +191,8 @@ describe('a key created while its account changes tier', () => {
       return out;
     }) as typeof base.send;
     const racing = createAccountDeps({ config: deps.config, db: jittery, passwords: fastHasher });
-    const createKey = createAccountKeysCreateApp(provider(racing));
-    const admin = createAdminSetTierApp(provider(racing));
+    const createKey = withAccountDeps(keysCreateApp, racing);
+    const admin = withAccountDeps(adminSetTierApp, racing);
     const registrations = await Promise.all(Array.from({ length: 12 }, () => registerDirect(deps)));
     const keysOf = new Map<string, string[]>(registrations.map((r) => [r.account_id, [r.api_key]]));
 

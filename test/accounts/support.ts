@@ -46,6 +46,24 @@ export function provider(deps: AccountDeps): AccountDepsProvider {
   return () => deps;
 }
 
+/** What {@link withAccountDeps} needs of a function's app: Hono's `request`, which takes the bindings third. */
+interface RequestableApp {
+  request(input: string | Request | URL, init?: RequestInit, env?: Record<string, unknown>): Response | Promise<Response>;
+}
+
+/**
+ * A function's own `app` (functions/v2/account-*.ts) with the test's account dependencies: given
+ * per request as the binding `deps`, which the app's deps middleware lays over the module's own
+ * (lib/http/app.ts, the handler shape).
+ */
+export function withAccountDeps(app: RequestableApp, deps: AccountDeps) {
+  const bindings = { deps: { accounts: provider(deps) } };
+  return {
+    request: (input: string | Request | URL, init?: RequestInit, env?: Record<string, unknown>) => app.request(input, init, { ...env, ...bindings }),
+    fetch: (request: Request) => app.request(request, undefined, bindings),
+  };
+}
+
 /** A fresh e-mail address. */
 export function uniqueEmail(label = 'user'): string {
   return `${label}-${randomBytes(5).toString('hex')}@example.com`;
@@ -101,7 +119,7 @@ export function fromRandomIp(): { incoming: { socket: { remoteAddress: string } 
 export function evidenceTestApp(deps: AccountDeps, feature: Feature = 'hash') {
   const app = createApp();
   app.use('*', apiKeyAuth({ feature, charge: 'quota', deps: provider(deps) }));
-  app.post('/op', (c) => c.json({ ok: true, account_id: c.get('accountId'), tier: c.get('tier'), key_id: c.get('keyId') }));
+  app.post('/op', (c) => c.json({ ok: true, account_id: c.var.caller?.accountId, tier: c.var.caller?.tier, key_id: c.var.caller?.keyId }));
   app.post('/fail', () => {
     throw badRequest('invalid_request', 'The downstream handler refused the request.');
   });

@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createAdminSetTierApp } from '../../functions/v2/admin-set-tier.js';
+import { app as adminSetTierApp } from '../../functions/v2/admin-set-tier.js';
 import { getConfig } from '../../lib/deps/core.js';
 import { useStack } from '../support/stack.js';
-import { bearer, body, fromRandomIp, provider, registerDirect, testDeps } from '../accounts/support.js';
+import { bearer, body, fromRandomIp, registerDirect, testDeps, withAccountDeps } from '../accounts/support.js';
 
 // At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
 await useStack();
 
 const deps = testDeps();
-const app = createAdminSetTierApp(provider(deps));
+const app = withAccountDeps(adminSetTierApp, deps);
 const adminToken = getConfig().adminToken ?? '';
 const path = (accountId: string) => `/api/v2/admin/accounts/${accountId}/tier`;
 const put = (payload: unknown, headers: Record<string, string> = bearer(adminToken)): RequestInit => ({
@@ -50,7 +50,7 @@ describe('PUT /api/v2/admin/accounts/{account_id}/tier', () => {
   });
 
   it('does not exist (404) when ADMIN_TOKEN is not configured', async () => {
-    const withoutAdmin = createAdminSetTierApp(provider(testDeps({ config: { adminToken: undefined } })));
+    const withoutAdmin = withAccountDeps(adminSetTierApp, testDeps({ config: { adminToken: undefined } }));
     const account = await registerDirect(deps);
     const res = await withoutAdmin.request(path(account.account_id), put({ tier: 'pro' }));
     assert.equal(res.status, 404);
@@ -58,7 +58,7 @@ describe('PUT /api/v2/admin/accounts/{account_id}/tier', () => {
   });
 
   it('locks an address out after too many wrong admin tokens, the right one included', async () => {
-    const lockable = createAdminSetTierApp(provider(testDeps({ config: { authFailuresPerWindow: 5 } })));
+    const lockable = withAccountDeps(adminSetTierApp, testDeps({ config: { authFailuresPerWindow: 5 } }));
     const account = await registerDirect(deps);
     const ip = fromRandomIp();
     const statuses: number[] = [];

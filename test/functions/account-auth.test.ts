@@ -2,22 +2,22 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SignJWT, UnsecuredJWT, generateKeyPair } from 'jose';
 import type { Hono } from 'hono';
-import { createAccountInfoApp } from '../../functions/v2/account-info.js';
-import { createAccountKeysCreateApp } from '../../functions/v2/account-keys-create.js';
-import { createAccountKeysDeleteApp } from '../../functions/v2/account-keys-delete.js';
-import { createAccountKeysListApp } from '../../functions/v2/account-keys-list.js';
-import { createAccountUsageApp } from '../../functions/v2/account-usage.js';
+import { app as accountInfoApp } from '../../functions/v2/account-info.js';
+import { app as keysCreateApp } from '../../functions/v2/account-keys-create.js';
+import { app as keysDeleteApp } from '../../functions/v2/account-keys-delete.js';
+import { app as keysListApp } from '../../functions/v2/account-keys-list.js';
+import { app as usageApp } from '../../functions/v2/account-usage.js';
 import { generateApiKey } from '../../lib/accounts/api-key-format.js';
 import { loadJwtSecret } from '../../lib/accounts/jwt-secret.js';
 import { getConfig } from '../../lib/deps/core.js';
 import { useStack } from '../support/stack.js';
-import { bearer, body, evidenceTestApp, frozenClock, provider, registerDirect, testDeps, withKey } from '../accounts/support.js';
+import { bearer, body, evidenceTestApp, frozenClock, registerDirect, testDeps, withKey, withAccountDeps } from '../accounts/support.js';
 
 // At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
 await useStack();
 
 const deps = testDeps();
-const keysApp = createAccountKeysListApp(provider(deps));
+const keysApp = withAccountDeps(keysListApp, deps);
 const evidence = evidenceTestApp(deps);
 const account = await registerDirect(deps);
 const secret = await loadJwtSecret(getConfig().jwt);
@@ -110,10 +110,10 @@ describe('JWT authentication of account endpoints', () => {
     const token = await hs256(claims({ sub: 'acc_deleted0000000000000' }));
     const apps: [Hono<never>, string, RequestInit][] = [
       [keysApp as never, '/api/v2/account/keys', { headers: bearer(token) }],
-      [createAccountKeysCreateApp(provider(deps)) as never, '/api/v2/account/keys', { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: '{}' }],
-      [createAccountKeysDeleteApp(provider(deps)) as never, '/api/v2/account/keys/key_0000000000000000', { method: 'DELETE', headers: bearer(token) }],
-      [createAccountUsageApp(provider(deps)) as never, '/api/v2/account/usage', { headers: bearer(token) }],
-      [createAccountInfoApp(provider(deps)) as never, '/api/v2/account/info', { headers: bearer(token) }],
+      [withAccountDeps(keysCreateApp, deps) as never, '/api/v2/account/keys', { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: '{}' }],
+      [withAccountDeps(keysDeleteApp, deps) as never, '/api/v2/account/keys/key_0000000000000000', { method: 'DELETE', headers: bearer(token) }],
+      [withAccountDeps(usageApp, deps) as never, '/api/v2/account/usage', { headers: bearer(token) }],
+      [withAccountDeps(accountInfoApp, deps) as never, '/api/v2/account/info', { headers: bearer(token) }],
     ];
     for (const [app, path, init] of apps) {
       const res = await app.request(path, init);
@@ -126,7 +126,7 @@ describe('JWT authentication of account endpoints', () => {
     const limited = testDeps({ config: { accountRatePerMinute: 3 } });
     const own = await registerDirect(limited);
     const other = await registerDirect(limited);
-    const app = createAccountKeysListApp(provider(limited));
+    const app = withAccountDeps(keysListApp, limited);
     const statuses: number[] = [];
     let last: Response | undefined;
     for (let i = 0; i < 4; i++) {

@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createAccountInfoApp } from '../../functions/v2/account-info.js';
+import { app as accountInfoApp } from '../../functions/v2/account-info.js';
 import { useStack } from '../support/stack.js';
-import { bearer, body, provider, registerDirect, testDeps, uniqueEmail } from '../accounts/support.js';
+import { bearer, body, registerDirect, testDeps, uniqueEmail, withAccountDeps } from '../accounts/support.js';
 
 // At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
 await useStack();
 
 const PATH = '/api/v2/account/info';
 const deps = testDeps();
-const app = createAccountInfoApp(provider(deps));
+const app = withAccountDeps(accountInfoApp, deps);
 
 describe('GET /api/v2/account/info', () => {
   it('describes the account, its keys, limits and features, without secrets', async () => {

@@ -1,21 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createAccountInfoApp } from '../../functions/v2/account-info.js';
-import { createAccountKeysCreateApp } from '../../functions/v2/account-keys-create.js';
-import { createAccountKeysDeleteApp } from '../../functions/v2/account-keys-delete.js';
-import { createAccountKeysListApp } from '../../functions/v2/account-keys-list.js';
+import { app as accountInfoApp } from '../../functions/v2/account-info.js';
+import { app as keysCreateApp } from '../../functions/v2/account-keys-create.js';
+import { app as keysDeleteApp } from '../../functions/v2/account-keys-delete.js';
+import { app as keysListApp } from '../../functions/v2/account-keys-list.js';
 import { isWellFormedApiKey } from '../../lib/accounts/api-key-format.js';
 import { useStack } from '../support/stack.js';
-import { bearer, body, evidenceTestApp, post, provider, registerDirect, testDeps, withKey } from '../accounts/support.js';
+import { bearer, body, evidenceTestApp, post, registerDirect, testDeps, withKey, withAccountDeps } from '../accounts/support.js';
 
 // At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
 await useStack();
 
 const deps = testDeps();
-const create = createAccountKeysCreateApp(provider(deps));
-const list = createAccountKeysListApp(provider(deps));
-const remove = createAccountKeysDeleteApp(provider(deps));
-const info = createAccountInfoApp(provider(deps));
+const create = withAccountDeps(keysCreateApp, deps);
+const list = withAccountDeps(keysListApp, deps);
+const remove = withAccountDeps(keysDeleteApp, deps);
+const info = withAccountDeps(accountInfoApp, deps);
 const evidence = evidenceTestApp(deps);
 const KEYS = '/api/v2/account/keys';
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createAdminSetTierApp } from '../../functions/v2/admin-set-tier.js';
-import { createAccountUsageApp } from '../../functions/v2/account-usage.js';
+import { app as adminSetTierApp } from '../../functions/v2/admin-set-tier.js';
+import { app as usageApp } from '../../functions/v2/account-usage.js';
 import { getConfig } from '../../lib/deps/core.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
 import { useStack } from '../support/stack.js';
-import { bearer, body, evidenceTestApp, fromRandomIp, frozenClock, provider, registerDirect, testDeps, withKey } from '../accounts/support.js';
+import { bearer, body, evidenceTestApp, fromRandomIp, frozenClock, provider, registerDirect, testDeps, withKey, withAccountDeps } from '../accounts/support.js';
 import type { AccountDeps } from '../../lib/deps/accounts.js';
 
 // At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
@@ -16,7 +16,7 @@ await useStack();
 const MID_MINUTE = '2030-11-22T10:15:30.000Z';
 
 async function usage(deps: AccountDeps, token: string) {
-  const res = await createAccountUsageApp(provider(deps)).request('/api/v2/account/usage', { headers: bearer(token) });
+  const res = await withAccountDeps(usageApp, deps).request('/api/v2/account/usage', { headers: bearer(token) });
   assert.equal(res.status, 200);
   return body(res);
 }
@@ -157,7 +157,7 @@ describe('tier gate', () => {
     assert.equal(problem.required_tier, 'pro');
     assert.match(String(problem.detail), /needs the Pro tier/);
 
-    const admin = createAdminSetTierApp(provider(deps));
+    const admin = withAccountDeps(adminSetTierApp, deps);
     const upgrade = await admin.request(`/api/v2/admin/accounts/${account.account_id}/tier`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json', ...bearer(getConfig().adminToken ?? '') },

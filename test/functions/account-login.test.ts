@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
-import { app as defaultLoginApp, createAccountLoginApp } from '../../functions/v2/account-login.js';
+import { app as defaultLoginApp } from '../../functions/v2/account-login.js';
 import { app as defaultRegisterApp } from '../../functions/v2/account-register.js';
 import type { PasswordHasher } from '../../lib/accounts/passwords.js';
 import { useStack } from '../support/stack.js';
-import { PASSWORD, body, fastHasher, fromRandomIp, post, provider, registerDirect, testDeps, uniqueEmail } from '../accounts/support.js';
+import { PASSWORD, body, fastHasher, fromRandomIp, post, registerDirect, testDeps, uniqueEmail, withAccountDeps } from '../accounts/support.js';
 
 // At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
 await useStack();
@@ -42,7 +42,7 @@ describe('POST /api/v2/account/login', () => {
   it('gives the same 401 body for an unknown e-mail address and a wrong password', async () => {
     const deps = testDeps();
     const { email } = await registerDirect(deps);
-    const app = createAccountLoginApp(provider(deps));
+    const app = withAccountDeps(defaultLoginApp, deps);
     const unknown = await app.request(PATH, post({ email: uniqueEmail('nobody'), password: PASSWORD }));
     const wrong = await app.request(PATH, post({ email, password: `${PASSWORD}!` }));
     assert.equal(unknown.status, 401);
@@ -58,14 +58,14 @@ describe('POST /api/v2/account/login', () => {
     const passwords = countingHasher();
     const deps = testDeps({ passwords });
     const { email } = await registerDirect(deps);
-    const app = createAccountLoginApp(provider(deps));
+    const app = withAccountDeps(defaultLoginApp, deps);
     await app.request(PATH, post({ email: uniqueEmail('nobody'), password: PASSWORD }));
     await app.request(PATH, post({ email, password: `${PASSWORD}!` }));
     assert.deepEqual(passwords.verified, ['dummy', 'account']);
   });
 
   it('refuses unknown fields with 400', async () => {
-    const app = createAccountLoginApp(provider(testDeps()));
+    const app = withAccountDeps(defaultLoginApp, testDeps());
     const res = await app.request(PATH, post({ email: uniqueEmail(), password: PASSWORD, remember: true }));
     assert.equal(res.status, 400);
   });
@@ -73,7 +73,7 @@ describe('POST /api/v2/account/login', () => {
   it('slows password guessing down to a few attempts a minute per client address', async () => {
     const deps = testDeps({ config: { publicRatePerMinute: 60 } });
     const { email } = await registerDirect(deps);
-    const app = createAccountLoginApp(provider(deps));
+    const app = withAccountDeps(defaultLoginApp, deps);
     const ip = fromRandomIp();
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await app.request(PATH, post({ email, password: `guess number ${i}` }), ip)).status);
@@ -83,7 +83,7 @@ describe('POST /api/v2/account/login', () => {
   it('locks an address out after too many failed log-ins, until the window ends, without counting successes', async () => {
     const deps = testDeps({ config: { authFailuresPerWindow: 3 } });
     const { email } = await registerDirect(deps);
-    const app = createAccountLoginApp(provider(deps));
+    const app = withAccountDeps(defaultLoginApp, deps);
     const ip = fromRandomIp();
     // Successful log-ins give their slot back: any number of them locks nothing.
     for (let i = 0; i < 4; i++) assert.equal((await app.request(PATH, post({ email, password: PASSWORD }), ip)).status, 200);
@@ -104,7 +104,7 @@ describe('POST /api/v2/account/login', () => {
   it('admits at most the failure limit of concurrent guesses from one address', async () => {
     const deps = testDeps({ config: { authFailuresPerWindow: 4 } });
     const { email } = await registerDirect(deps);
-    const app = createAccountLoginApp(provider(deps));
+    const app = withAccountDeps(defaultLoginApp, deps);
     const ip = fromRandomIp();
     const statuses = await Promise.all(
       Array.from({ length: 12 }, async (_, i) => (await app.request(PATH, post({ email, password: `parallel guess ${i}` }), ip)).status),

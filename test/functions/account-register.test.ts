@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { decodeJwt } from 'jose';
-import { app as defaultRegisterApp, createAccountRegisterApp } from '../../functions/v2/account-register.js';
+import { app as defaultRegisterApp } from '../../functions/v2/account-register.js';
 import { isWellFormedApiKey } from '../../lib/accounts/api-key-format.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { useStack } from '../support/stack.js';
 import type { PasswordHasher } from '../../lib/accounts/passwords.js';
-import { PASSWORD, body, fastHasher, fromRandomIp, post, provider, testDeps, uniqueEmail } from '../accounts/support.js';
+import { PASSWORD, body, fastHasher, fromRandomIp, post, testDeps, uniqueEmail, withAccountDeps } from '../accounts/support.js';
 
 // At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
 await useStack();
@@ -31,7 +31,7 @@ describe('POST /api/v2/account/register', () => {
   });
 
   it('answers 409 email_exists for an address already registered, whatever its case', async () => {
-    const app = createAccountRegisterApp(provider(testDeps()));
+    const app = withAccountDeps(defaultRegisterApp, testDeps());
     const email = uniqueEmail();
     assert.equal((await app.request(PATH, post({ email, password: PASSWORD }))).status, 200);
     const res = await app.request(PATH, post({ email: email.toUpperCase(), password: PASSWORD }));
@@ -44,7 +44,7 @@ describe('POST /api/v2/account/register', () => {
     // A hasher that records what it hashed, around the real (fast) one.
     const hashed: string[] = [];
     const counting: PasswordHasher = { ...fastHasher, hash: (password) => (hashed.push(password), fastHasher.hash(password)) };
-    const app = createAccountRegisterApp(provider(testDeps({ passwords: counting })));
+    const app = withAccountDeps(defaultRegisterApp, testDeps({ passwords: counting }));
     const email = uniqueEmail();
     assert.equal((await app.request(PATH, post({ email, password: PASSWORD }))).status, 200);
     assert.deepEqual(hashed, [PASSWORD]);
@@ -59,7 +59,7 @@ describe('POST /api/v2/account/register', () => {
   });
 
   it('lets exactly one of 10 concurrent registrations of one address succeed and leaves one account', async () => {
-    const app = createAccountRegisterApp(provider(testDeps()));
+    const app = withAccountDeps(defaultRegisterApp, testDeps());
     const email = uniqueEmail('race');
     const responses = await Promise.all(Array.from({ length: 10 }, () => app.request(PATH, post({ email, password: PASSWORD }))));
     const statuses = responses.map((r) => r.status).sort();
@@ -76,14 +76,14 @@ describe('POST /api/v2/account/register', () => {
   });
 
   it('refuses a password under 12 characters with 400 password_too_short', async () => {
-    const app = createAccountRegisterApp(provider(testDeps()));
+    const app = withAccountDeps(defaultRegisterApp, testDeps());
     const res = await app.request(PATH, post({ email: uniqueEmail(), password: 'elevenchars' }));
     assert.equal(res.status, 400);
     assert.equal((await body(res)).code, 'password_too_short');
   });
 
   it('refuses unknown fields, a bad e-mail address and malformed JSON with 400', async () => {
-    const app = createAccountRegisterApp(provider(testDeps()));
+    const app = withAccountDeps(defaultRegisterApp, testDeps());
     const unknown = await app.request(PATH, post({ email: uniqueEmail(), password: PASSWORD, tier: 'pro' }));
     const badEmail = await app.request(PATH, post({ email: 'not-an-address', password: PASSWORD }));
     const malformed = await app.request(PATH, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"email":' });
@@ -93,7 +93,7 @@ describe('POST /api/v2/account/register', () => {
 
   it('limits attempts per client address and answers 429 with Retry-After', async () => {
     // 40 public requests a minute → 2 register/login attempts a minute per address.
-    const app = createAccountRegisterApp(provider(testDeps({ config: { publicRatePerMinute: 40 } })));
+    const app = withAccountDeps(defaultRegisterApp, testDeps({ config: { publicRatePerMinute: 40 } }));
     const env = fromRandomIp();
     const attempt = () => app.request(PATH, post({ email: uniqueEmail(), password: 'short' }), env);
     await attempt();

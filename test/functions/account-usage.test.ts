@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createAccountUsageApp } from '../../functions/v2/account-usage.js';
+import { app as usageApp } from '../../functions/v2/account-usage.js';
 import { useStack } from '../support/stack.js';
-import { bearer, body, evidenceTestApp, frozenClock, provider, registerDirect, testDeps, withKey } from '../accounts/support.js';
+import { bearer, body, evidenceTestApp, frozenClock, registerDirect, testDeps, withKey, withAccountDeps } from '../accounts/support.js';
 
 // At module level, not in a `before` hook (see test/functions/lambda-handler.test.ts).
 await useStack();
@@ -13,7 +13,7 @@ describe('GET /api/v2/account/usage', () => {
   it("reports a new account's month: nothing used, the Free quota and rate", async () => {
     const deps = testDeps({ clock: frozenClock('2030-02-14T08:00:00.000Z') });
     const account = await registerDirect(deps);
-    const res = await createAccountUsageApp(provider(deps)).request(PATH, { headers: bearer(account.token) });
+    const res = await withAccountDeps(usageApp, deps).request(PATH, { headers: bearer(account.token) });
     assert.equal(res.status, 200);
     assert.deepEqual(await body(res), {
       tier: 'free',
@@ -32,7 +32,7 @@ describe('GET /api/v2/account/usage', () => {
     const app = evidenceTestApp(deps);
     await app.request('/op', withKey(account.api_key));
     await app.request('/op', withKey(account.api_key));
-    const usage = await body(await createAccountUsageApp(provider(deps)).request(PATH, { headers: bearer(account.token) }));
+    const usage = await body(await withAccountDeps(usageApp, deps).request(PATH, { headers: bearer(account.token) }));
     assert.equal(usage.used, 2);
     assert.equal(usage.remaining, 48);
   });
@@ -40,12 +40,12 @@ describe('GET /api/v2/account/usage', () => {
   it('shows the figures of TIER_LIMITS when the operator overrides the tier table', async () => {
     const deps = testDeps({ tiers: { free: { monthly_quota: 7, rate_per_minute: 3 } } });
     const account = await registerDirect(deps);
-    const usage = await body(await createAccountUsageApp(provider(deps)).request(PATH, { headers: bearer(account.token) }));
+    const usage = await body(await withAccountDeps(usageApp, deps).request(PATH, { headers: bearer(account.token) }));
     assert.equal(usage.monthly_quota, 7);
     assert.equal(usage.rate_per_minute, 3);
   });
 
   it('answers 401 without a token', async () => {
-    assert.equal((await createAccountUsageApp(provider(testDeps())).request(PATH)).status, 401);
+    assert.equal((await withAccountDeps(usageApp, testDeps()).request(PATH)).status, 401);
   });
 });

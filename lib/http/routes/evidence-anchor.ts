@@ -1,20 +1,27 @@
-import { createRoute } from '@hono/zod-openapi';
-import { getAnchorDeps } from '../../deps/anchoring.js';
-import { getConfig } from '../../deps/core.js';
-import { createApp } from '../app.js';
-import { apiKeyAuth, apiKeyCaller, requestQuotaPort } from '../auth.js';
+import { createRoute, type RouteConfigToEnv, type RouteHandler } from '@hono/zod-openapi';
+import type { Config } from '../../config.js';
+import type { AnchorDeps } from '../../evidence/anchor.js';
+import type { AppEnv } from '../app.js';
+import { apiKeyAuth, requestQuotaPort } from '../auth.js';
 import { anchorBulkhead } from '../bulkhead.js';
 import { jsonBody, problemResponses } from '../schemas/common.js';
 import { explorerUrl } from '../../ledger/anchor-data.js';
 import { anchorEvidence } from '../../evidence/anchor.js';
 import { AnchorRequest, AnchorResult } from '../schemas/evidence.js';
 
+/** What the anchor functions name in `createApp({ deps })`. */
+export interface AnchorAppDeps {
+  anchorDeps: () => Promise<AnchorDeps>;
+  config: () => Config;
+}
+
 /**
  * POST /api/v2/evidence/anchor and POST /api/v2/evidence/full: one implementation, two routes,
- * two Lambdas (api-v2.md rule 3: /full behaves identically to /anchor).
+ * two Lambdas (api-v2.md rule 3: /full behaves identically to /anchor). Each function module
+ * builds its own app and serves {@link anchorRoute} of its path with {@link anchorHandler}.
  */
-export function createAnchorApp(path: '/api/v2/evidence/anchor' | '/api/v2/evidence/full') {
-  const route = createRoute({
+export function anchorRoute(path: '/api/v2/evidence/anchor' | '/api/v2/evidence/full') {
+  return createRoute({
     method: 'post',
     path,
     tags: ['v2 evidence'],
@@ -40,38 +47,40 @@ export function createAnchorApp(path: '/api/v2/evidence/anchor' | '/api/v2/evide
       ...problemResponses(400, 401, 403, 409, 413, 429, 503),
     },
   });
-
-  const app = createApp();
-  app.openapi(route, async (c) => {
-    const body = c.req.valid('json');
-    const caller = apiKeyCaller(c);
-    const deps = await getAnchorDeps();
-    const result = await anchorEvidence({ ...deps, quota: requestQuotaPort(c, deps.quota) }, {
-      imageHash: body.sha256_hash,
-      chainIndex: body.chain_index,
-      chainHash: body.chain_hash,
-      previousHash: body.previous_hash,
-      signatureHex: body.signature_hex,
-      publicKeyHex: body.public_key_hex,
-      accountId: caller.accountId,
-      tier: caller.tier,
-      apiVersion: 'v2',
-    });
-    return c.json(
-      {
-        status: 'anchored' as const,
-        image_hash: result.image_hash,
-        server_hash: result.server_hash,
-        anchored_at: result.anchored_at,
-        has_timestamp: true,
-        pq_signed: true,
-        pq_algorithm: 'ML-DSA-65' as const,
-        blockchain_anchored: result.tx_status === 'confirmed',
-        tx_hash: result.tx_hash,
-        ledgerscan_url: explorerUrl(getConfig().ledger.explorerTxUrl, result.tx_hash),
-      },
-      200,
-    );
-  });
-  return app;
 }
+
+/** The one implementation of both routes. */
+type AnchorRoute = ReturnType<typeof anchorRoute>;
+
+/** The one implementation of both routes. */
+export const anchorHandler: RouteHandler<AnchorRoute, RouteConfigToEnv<AnchorRoute> & AppEnv<AnchorAppDeps>> = async (c) => {
+  const body = c.req.valid('json');
+  const caller = c.var.caller;
+  const deps = await c.var.deps.anchorDeps();
+  const result = await anchorEvidence({ ...deps, quota: requestQuotaPort(c, deps.quota) }, {
+    imageHash: body.sha256_hash,
+    chainIndex: body.chain_index,
+    chainHash: body.chain_hash,
+    previousHash: body.previous_hash,
+    signatureHex: body.signature_hex,
+    publicKeyHex: body.public_key_hex,
+    accountId: caller.accountId,
+    tier: caller.tier,
+    apiVersion: 'v2',
+  });
+  return c.json(
+    {
+      status: 'anchored' as const,
+      image_hash: result.image_hash,
+      server_hash: result.server_hash,
+      anchored_at: result.anchored_at,
+      has_timestamp: true,
+      pq_signed: true,
+      pq_algorithm: 'ML-DSA-65' as const,
+      blockchain_anchored: result.tx_status === 'confirmed',
+      tx_hash: result.tx_hash,
+      ledgerscan_url: explorerUrl(c.var.deps.config().ledger.explorerTxUrl, result.tx_hash),
+    },
+    200,
+  );
+};
