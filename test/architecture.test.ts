@@ -61,8 +61,10 @@ const PORTS = [
  * The modules of test/support that bench/ may import, and why: each is a harness the tests prove
  * (the crash harness behind the crash-point sweep, the bundler settings serverless.yml uses, the
  * client's anchor body, the pkijs TSA and its verifier that the differential tests keep as an
- * oracle), so that a benchmark measures exactly what the tests check. A new one must be added
- * here with its reason; bench/ imports nothing else of test/.
+ * oracle; pkijs's chain engine, the path oracle, and the token builder of the adversarial tests,
+ * which bench/asn1-stack.ts measures our path validation against), so that a benchmark measures
+ * exactly what the tests check. A new one must be added here with its reason; bench/ imports
+ * nothing else of test/.
  */
 const BENCH_TEST_SUPPORT = [
   'test/support/crash-harness',
@@ -70,6 +72,8 @@ const BENCH_TEST_SUPPORT = [
   'test/support/client',
   'test/support/pkijs-tsa-issue',
   'test/support/pkijs-tsa-verify',
+  'test/support/pkijs-chain',
+  'test/crypto/tsa-token-builder',
 ];
 
 interface Rule {
