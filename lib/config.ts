@@ -52,7 +52,8 @@ export interface Config {
   apiKeyCacheMs: number;
   /**
    * ANCHOR_CONCURRENCY: anchors one process works on at once (lib/http/bulkhead.ts); the others wait
-   * their turn up to ANCHOR_WAIT_MS, then 503 server_busy. 0: no bound. A Lambda instance serves one
+   * their turn up to ANCHOR_WAIT_MS, then 503 server_busy; an anchor waiting for its batch gives its
+   * slot back meanwhile (lib/work-slots.ts). 0: no bound. A Lambda instance serves one
    * request at a time, so it matters where one process serves many: `npm start`.
    */
   anchorConcurrency: number;
