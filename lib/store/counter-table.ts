@@ -1,18 +1,14 @@
 import {
-  BatchGetCommand,
   DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
-  QueryCommand,
   ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { CounterRepository, SweepStep } from '../accounts/counter-repository.js';
 import { isConditionalCheckFailed } from './dynamo.js';
+import { HOLD_SHARD, getManyByPk, openHoldKeys } from './open-holds.js';
 import { SegmentScan } from './segment-scan.js';
-
-/** The one partition of the sparse index `open_holds` (infra/tables.json). */
-const HOLD_SHARD = 'open';
 
 /**
  * Windowed counters in the counters table (infra/tables.json), behind the domain's
@@ -133,21 +129,7 @@ export class CounterTable implements CounterRepository {
    * (lib/store/segment-scan.ts): the local net for an index entry dynalite lost.
    */
   async listHolds(prefix: string, sweep?: SweepStep): Promise<{ holds: { pk: string; holds: string[] }[]; swept?: boolean }> {
-    const keys = new Set<string>();
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: 'open_holds',
-          KeyConditionExpression: 'hold_shard = :s AND begins_with(pk, :p)',
-          ExpressionAttributeValues: { ':s': HOLD_SHARD, ':p': prefix },
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      for (const item of page.Items ?? []) keys.add(String(item.pk));
-      start = page.LastEvaluatedKey;
-    } while (start);
+    const keys = await openHoldKeys(this.db, this.table, prefix);
     let swept: boolean | undefined;
     if (sweep && sweep.items > 0) {
       const segment = await this.safetyScan(prefix).next(sweep.items, sweep.restart);
@@ -155,26 +137,12 @@ export class CounterTable implements CounterRepository {
       swept = segment.complete;
     }
     const out: { pk: string; holds: string[] }[] = [];
-    for (const item of await this.getMany([...keys])) {
+    for (const item of await getManyByPk(this.db, this.table, [...keys])) {
       const holds = item.inflight instanceof Set ? [...(item.inflight as Set<string>)] : [];
       if (holds.length > 0) out.push({ pk: String(item.pk), holds });
       else if (item.hold_shard !== undefined) await this.leaveHoldIndex(String(item.pk));
     }
     return { holds: out.sort((a, b) => (a.pk < b.pk ? -1 : 1)), ...(swept !== undefined ? { swept } : {}) };
-  }
-
-  /** The counters of `pks` that exist, read strongly consistent, 100 to a request (BatchGetItem's limit). */
-  private async getMany(pks: string[]): Promise<Record<string, unknown>[]> {
-    const out: Record<string, unknown>[] = [];
-    for (let i = 0; i < pks.length; i += 100) {
-      let keys: Record<string, unknown>[] = pks.slice(i, i + 100).map((pk) => ({ pk }));
-      while (keys.length > 0) {
-        const r = await this.db.send(new BatchGetCommand({ RequestItems: { [this.table]: { Keys: keys, ConsistentRead: true } } }));
-        out.push(...(r.Responses?.[this.table] ?? []));
-        keys = r.UnprocessedKeys?.[this.table]?.Keys ?? [];
-      }
-    }
-    return out;
   }
 
   private scans = new Map<string, SegmentScan>();

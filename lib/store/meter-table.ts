@@ -1,11 +1,10 @@
-import { BatchGetCommand, DeleteCommand, type DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SweepStep } from '../accounts/counter-repository.js';
 import type { MeterCharge, MeterOutcome, MeterRepository } from '../accounts/meter-repository.js';
 import { isConditionalCheckFailed } from './dynamo.js';
+import { HOLD_SHARD, getManyByPk, openHoldKeys } from './open-holds.js';
 import { SegmentScan } from './segment-scan.js';
 
-/** The one partition of the sparse index `open_holds` (infra/tables.json). */
-const HOLD_SHARD = 'open';
 /** Key prefix of the meter items in the counters table. */
 export const METER_PREFIX = 'meter#';
 /** A hold's attribute: `h#<hold id>` (its value: the epoch ms it was taken). */
@@ -259,21 +258,7 @@ export class MeterTable implements MeterRepository {
   }
 
   async listHolds(sweep?: SweepStep): Promise<{ holds: { pk: string; holds: string[] }[]; swept?: boolean }> {
-    const keys = new Set<string>();
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: 'open_holds',
-          KeyConditionExpression: 'hold_shard = :s AND begins_with(pk, :p)',
-          ExpressionAttributeValues: { ':s': HOLD_SHARD, ':p': METER_PREFIX },
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      for (const item of page.Items ?? []) keys.add(String(item.pk));
-      start = page.LastEvaluatedKey;
-    } while (start);
+    const keys = await openHoldKeys(this.db, this.table, METER_PREFIX);
     let swept: boolean | undefined;
     if (sweep && sweep.items > 0) {
       this.scan ??= new SegmentScan(this.db, {
@@ -287,7 +272,7 @@ export class MeterTable implements MeterRepository {
       swept = segment.complete;
     }
     const out: { pk: string; holds: string[] }[] = [];
-    for (const item of await this.getMany([...keys])) {
+    for (const item of await getManyByPk(this.db, this.table, [...keys])) {
       const holds = holdsOf(item);
       if (holds.length > 0) out.push({ pk: String(item.pk), holds });
       else if (item.hold_shard !== undefined) await this.leaveHoldIndex(String(item.pk), item);
@@ -307,20 +292,6 @@ export class MeterTable implements MeterRepository {
 
   private async get(pk: string): Promise<Item | undefined> {
     return (await this.db.send(new GetCommand({ TableName: this.table, Key: { pk }, ConsistentRead: true }))).Item;
-  }
-
-  /** The meters of `pks` that exist, read strongly consistent, 100 to a request (BatchGetItem's limit). */
-  private async getMany(pks: string[]): Promise<Item[]> {
-    const out: Item[] = [];
-    for (let i = 0; i < pks.length; i += 100) {
-      let keys: Item[] = pks.slice(i, i + 100).map((pk) => ({ pk }));
-      while (keys.length > 0) {
-        const r = await this.db.send(new BatchGetCommand({ RequestItems: { [this.table]: { Keys: keys, ConsistentRead: true } } }));
-        out.push(...(r.Responses?.[this.table] ?? []));
-        keys = r.UnprocessedKeys?.[this.table]?.Keys ?? [];
-      }
-    }
-    return out;
   }
 
   /**
