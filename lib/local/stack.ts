@@ -36,6 +36,7 @@ import { PortInUseError } from './net.js';
 import { exitWithParent } from './parent-watch.js';
 import { portInUseLine, type LocalPlan } from './preflight.js';
 import { buildLocalApi, listenLocalApi } from './server.js';
+import { retryStartStep } from './start-retry.js';
 import { Supervisor } from './supervisor.js';
 
 /** How often `npm start` applies the evidence table's changes (the statistics' lag: at most about a second and a half, stated in the API reference; in AWS the stream function batches for up to 1 s as well). */
@@ -119,7 +120,8 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
       startDynamoProcess({ port: config.aws.dynamoPort, dir: path.join(config.dataDir, 'dynamodb'), logFile: path.join(config.dataDir, 'dynamodb.log') });
     // Meanwhile: the tables as soon as dynalite answers, and the API's modules loaded.
     const dynamoP = embeddedDynamo ? startDynamo() : Promise.resolve(null);
-    const tablesP = dynamoP.then(() => ensureTables(getDb(), config.tables, { afterRebuild: (table) => forgetLocalChanges(config, table) }));
+    const retry = <T>(what: string, step: () => Promise<T>) => retryStartStep(what, step, { onRetry: (line) => say(`wait       ${line}`) });
+    const tablesP = dynamoP.then(() => retry('the tables', () => ensureTables(getDb(), config.tables, { afterRebuild: (table) => forgetLocalChanges(config, table) })));
     // Every wallet that ever sent (a rotation's pending new one included), the genesis one first.
     const everyWallet = async () => {
       if (config.ledger.walletScheme !== 'local' || config.ledger.walletPrivateKey) return secrets.walletAddress ? [secrets.walletAddress.toLowerCase()] : [];
@@ -203,7 +205,7 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
       // wallet's funding came from them); otherwise replayAll below does it once.
       const pendingRotation = await readLocalWalletKey(localWalletFiles(config.ledger.walletKeyFile).next).catch(() => null);
       const liveKey = pendingRotation ? await readLocalWalletKey(config.ledger.walletKeyFile).catch(() => null) : null;
-      const resentBefore = liveKey ? await resendRotatedAway(first, computeAddress(liveKey)) : 0;
+      const resentBefore = liveKey ? await retry('the retired wallets', () => resendRotatedAway(first, computeAddress(liveKey))) : 0;
       const rotate = () =>
         finishWalletRotation({
           walletKeyFile: config.ledger.walletKeyFile,
@@ -212,14 +214,14 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
           balanceOf: async (a) => BigInt((await jsonRpc(first.url, 'eth_getBalance', [a, 'latest'])) as string),
           maxFeePerGasWei: BigInt(Math.ceil(config.ledger.maxFeeGwei * 1e9)),
         });
-      const rotation = faultHook && !armFeed ? await faultHook.arm('wallet rotation', rotate) : await rotate();
+      const rotation = faultHook && !armFeed ? await faultHook.arm('wallet rotation', rotate) : await retry('the wallet rotation', rotate);
       if (rotation?.state === 'done') {
         secrets.walletAddress = rotation.to;
         say(`wallet     rotated ${rotation.from} → ${rotation.to}${rotation.fundingTxHash ? ` (funded in ${rotation.fundingTxHash})` : ''}; ${rotation.from} retired`);
       } else if (rotation) {
         say(`wallet     rotation to ${rotation.to} not finished: ${rotation.reason}`);
       }
-      const replayed = await replayAll(first, resentBefore);
+      const replayed = await retry('the ledger replay', () => replayAll(first, resentBefore));
       say(
         `ledger     ${first.url} (hardhat, pid ${first.pid}, chain id ${first.chainId}, ${config.ledger.blockTimeMs === 0 ? 'automine' : `${config.ledger.blockTimeMs} ms blocks`}, ` +
           `wallet ${secrets.walletAddress}, ${replayed})`,
@@ -229,7 +231,7 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
     }
 
     // Publish the ML-DSA-65 key's fingerprint on the ledger once (idempotent: nothing is sent when it is there).
-    const pq = await ensurePqKeyRegistered(await getPqRegistrationDeps());
+    const pq = await retry('the ML-DSA key registration', async () => ensurePqKeyRegistered(await getPqRegistrationDeps()));
     say(`pq key     ${pq.registration.fingerprint.slice(0, 16)}… on the ledger in ${pq.registration.tx_hash} (${pq.sentNow ? 'registered now' : 'already registered'})`);
 
     say(`tsa        ${config.tsa.scheme === 'embedded' ? `embedded RFC 3161 TSA, root ${path.join(config.tsa.dir, 'root.pem')}` : 'remote RFC 3161 TSA'}`);
