@@ -60,17 +60,20 @@ before(async () => {
   rpc = new RpcReader(env.LEDGER_RPC_URL ?? '');
   rootPem = await readFile(path.join(env.DATA_DIR ?? '', 'tsa', 'root.pem'), 'utf8');
   const { anchor, receipt } = await apps();
-  // Four photos in one window (started early in a window, so that they share it).
-  const left = WINDOW_MS - (Date.now() % WINDOW_MS);
-  if (left < 1600) await new Promise((r) => setTimeout(r, left + 5));
-  photos = Array.from({ length: 4 }, () => Buffer.from(`batched photo ${randomHash()}`));
-  anchors = await Promise.all(
-    photos.map(async (photo) => {
-      const res = await anchor.request('/api/v2/evidence/anchor', json(new Device().next(sha256Hex(photo)), { 'x-api-key': pro.apiKey }));
-      assert.equal(res.status, 200, await res.clone().text());
-      return (await res.json()) as Record<string, unknown>;
-    }),
-  );
+  // Four photos in one window, sent at a window's start. Windows are aligned to the clock, so on a
+  // loaded machine the four can still straddle its end (two transactions): the four are then sent
+  // again, as new photos, at the next window's start (a bounded number of times).
+  for (let attempt = 0; attempt < 6 && new Set(anchors?.map((a) => a.tx_hash)).size !== 1; attempt++) {
+    await new Promise((r) => setTimeout(r, WINDOW_MS - (Date.now() % WINDOW_MS) + 5));
+    photos = Array.from({ length: 4 }, () => Buffer.from(`batched photo ${randomHash()}`));
+    anchors = await Promise.all(
+      photos.map(async (photo) => {
+        const res = await anchor.request('/api/v2/evidence/anchor', json(new Device().next(sha256Hex(photo)), { 'x-api-key': pro.apiKey }));
+        assert.equal(res.status, 200, await res.clone().text());
+        return (await res.json()) as Record<string, unknown>;
+      }),
+    );
+  }
   receipts = await Promise.all(
     photos.map(async (photo) => {
       const r = await receipt.request(`/api/v2/evidence/receipt/${sha256Hex(photo)}`);
