@@ -22,8 +22,8 @@ export interface WorkPool {
 }
 
 interface Slot {
-  release(): void;
-  reacquire(): Promise<void>;
+  /** Awaits `wait` with the slot given back, then holds it again (see {@link whileIdle}). */
+  idle<T>(wait: Promise<T>): Promise<T>;
 }
 
 const current = new AsyncLocalStorage<Slot>();
@@ -67,23 +67,40 @@ export function workPool(max: () => number): WorkPool {
         });
         if (!admitted) return { admitted: false };
       } else inHand++;
+      // One piece of work may wait in several branches at once (the batch anchor finishes its
+      // entries side by side): the first branch to wait gives the slot back, the first to come back
+      // takes it again, and the others share that take; the slot is never given or taken twice.
       let holding = true;
+      let done = false;
+      let taking: Promise<void> | undefined;
       const slot: Slot = {
-        release: () => {
-          if (!holding) return;
-          holding = false;
-          pass();
-        },
-        reacquire: async () => {
-          if (holding) return;
-          await take();
-          holding = true;
+        idle: async (wait) => {
+          if (holding && !taking) {
+            holding = false;
+            pass();
+          }
+          try {
+            return await wait;
+          } finally {
+            if (!holding) {
+              taking ??= take().then(() => {
+                taking = undefined;
+                if (done) pass(); // the work ended while this branch waited for its turn
+                else holding = true;
+              });
+              await taking;
+            }
+          }
         },
       };
       try {
         return { admitted: true, value: await current.run(slot, work) };
       } finally {
-        slot.release();
+        done = true;
+        if (holding) {
+          holding = false;
+          pass();
+        }
       }
     },
   };
@@ -95,11 +112,5 @@ export function workPool(max: () => number): WorkPool {
  */
 export async function whileIdle<T>(wait: Promise<T>): Promise<T> {
   const slot = current.getStore();
-  if (!slot) return wait;
-  slot.release();
-  try {
-    return await wait;
-  } finally {
-    await slot.reacquire();
-  }
+  return slot ? slot.idle(wait) : wait;
 }

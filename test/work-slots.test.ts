@@ -82,6 +82,45 @@ describe('a work pool', () => {
     assert.deepEqual(await pool.run(async () => 7, 1000), { admitted: true, value: 7 });
   });
 
+  it('gives one slot back and takes one again when one piece of work waits in several branches at once (the batch anchor)', async () => {
+    const pool = workPool(() => 1);
+    const waits = [deferred(), deferred(), deferred()];
+    const other = deferred();
+    const order: string[] = [];
+    const batch = pool.run(async () => {
+      await Promise.all(
+        waits.map(async (w, i) => {
+          await whileIdle(w.promise);
+          order.push(`branch ${i} resumes`);
+        }),
+      );
+      return 'done';
+    }, 10_000);
+    await drain();
+    assert.equal(pool.inHand(), 0, 'the one slot was given back once');
+    const b = pool.run(async () => {
+      order.push('other starts');
+      await other.promise;
+    }, 10_000);
+    await drain();
+    assert.equal(pool.inHand(), 1);
+    // Two branches come back while the other work holds the slot: they wait for it together.
+    waits[0]?.resolve();
+    waits[1]?.resolve();
+    await drain();
+    assert.deepEqual(order, ['other starts']);
+    other.resolve();
+    await b;
+    await drain();
+    assert.deepEqual(order, ['other starts', 'branch 0 resumes', 'branch 1 resumes']);
+    assert.equal(pool.inHand(), 1, 'one slot taken again, for both');
+    waits[2]?.resolve();
+    assert.deepEqual(await batch, { admitted: true, value: 'done' });
+    assert.equal(pool.inHand(), 0, 'nothing leaked: the pool is empty again');
+    // And the pool still admits up to its bound.
+    assert.deepEqual(await pool.run(async () => pool.inHand(), 10), { admitted: true, value: 1 });
+  });
+
   it('outside a pool, whileIdle only awaits', async () => {
     assert.equal(await whileIdle(Promise.resolve(5)), 5);
   });

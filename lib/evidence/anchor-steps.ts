@@ -129,8 +129,17 @@ export async function makeProofs(deps: AnchorDeps, claim: AnchorClaim): Promise<
  * or the claim barred (nothing went out; the ledger gives the nonce back), a 503 DomainError when a
  * dependency failed.
  */
-export async function publishClaim(deps: AnchorDeps, claim: AnchorClaim, proofs: SignedProofs, progress: PublishProgress): Promise<{ item: EvidenceItem; sent: boolean }> {
-  if (deps.batching && deps.batching.windowMs > 0) return { item: await publishBatched({ ...deps, batching: deps.batching }, claim, proofs, progress), sent: true };
+export async function publishClaim(
+  deps: AnchorDeps,
+  claim: AnchorClaim,
+  proofs: SignedProofs,
+  progress: PublishProgress,
+  batch: BatchPublishOptions = {},
+): Promise<{ item: EvidenceItem; sent: boolean; leafDeferred?: boolean }> {
+  if (deps.batching && deps.batching.windowMs > 0) {
+    const item = await publishBatched({ ...deps, batching: deps.batching }, claim, proofs, progress, batch);
+    return batch.deferLeaf ? { item, sent: false, leafDeferred: true } : { item, sent: true };
+  }
   const sent = await dependency('ledger_unavailable', 'The ledger', () =>
     deps.ledger.publish(deps.encodeAnchorData(claim.image_hash, proofs.server_hash), claim.image_hash, async (tx) => {
       const stored = storedTx(tx, deps.ledger.chainId);
@@ -152,19 +161,40 @@ export async function publishClaim(deps: AnchorDeps, claim: AnchorClaim, proofs:
   return { item: progress.item, sent: sent.broadcast === 'accepted' };
 }
 
+/** How a publish in batch mode names its batch and writes its leaf (the batch anchor's choices: anchor-batch.ts). */
+export interface BatchPublishOptions {
+  /**
+   * The batch to name instead of the window open now. A batch sealed before the leaf is written
+   * leaves it out, and the finish moves it on to the window open then (batch-publish.ts step 4).
+   */
+  batchKey?: string;
+  /**
+   * The caller writes the leaf itself, with others (BatchStore.putLeaves), before it finishes the
+   * anchor. Until then the item names a batch its leaf is missing from, as after a crash between
+   * the two writes: whoever resumes it writes the leaf again (batch-publish.ts step 1).
+   */
+  deferLeaf?: boolean;
+}
+
 /**
- * publish in batch mode: the proofs are stored with the batch of the window open now (the item
- * first, then its leaf: batch-publish.ts). Nothing reaches the ledger here; the batch's sealer
- * signs one transaction for the window.
+ * publish in batch mode: the proofs are stored with the batch of the window open now, or the one
+ * the caller names (the item first, then its leaf: batch-publish.ts). Nothing reaches the ledger
+ * here; the batch's sealer signs one transaction for the window.
  */
-async function publishBatched(deps: AnchorDeps & { batching: BatchingDeps }, claim: AnchorClaim, proofs: SignedProofs, progress: PublishProgress): Promise<EvidenceItem> {
+async function publishBatched(
+  deps: AnchorDeps & { batching: BatchingDeps },
+  claim: AnchorClaim,
+  proofs: SignedProofs,
+  progress: PublishProgress,
+  options: BatchPublishOptions,
+): Promise<EvidenceItem> {
   const clock = deps.clock ?? (() => new Date());
-  const pk = await dependency('ledger_unavailable', 'The ledger', () => currentBatchKey({ ...deps, batching: deps.batching }, clock().getTime()));
+  const pk = options.batchKey ?? (await dependency('ledger_unavailable', 'The ledger', () => currentBatchKey({ ...deps, batching: deps.batching }, clock().getTime())));
   const batch = { batch_pk: pk, ledger_address: pk.split('#')[1] as string, ledger_chain_id: deps.ledger.chainId };
   const published = await stored503(() => deps.repo.publish(claim, proofs, batch));
   if (!published.ok) throw new PublishRefusedError(claim.image_hash, published.current);
   progress.item = published.item;
-  await stored503(() => joinBatch({ ...deps, batching: deps.batching }, pk, claim.image_hash, proofs.server_hash));
+  if (!options.deferLeaf) await stored503(() => joinBatch({ ...deps, batching: deps.batching }, pk, claim.image_hash, proofs.server_hash));
   return published.item;
 }
 

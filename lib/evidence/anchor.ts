@@ -6,6 +6,7 @@ import { conflictError, DomainError, invalid, unavailable } from '../errors.js';
 import { describeError, log } from '../log.js';
 import {
   type AnchorDeps,
+  type BatchPublishOptions,
   DEFAULT_LEASE_MS,
   finishPublishing,
   makeProofs,
@@ -55,6 +56,36 @@ export interface AnchorInput extends DeviceProof {
  * answers the anchored result as the first request would have. Any other request for the hash gets 409.
  */
 export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Promise<AnchoredEvidence> {
+  const published = await publishAnchor(deps, input);
+  return finishPublishing(deps, published.item, deps.receiptTimeoutMs, { sent: published.sent });
+}
+
+/** An anchor past its publish: from here it is only ever finished ({@link finishPublishing}). */
+export interface PublishedAnchor {
+  /** The item as published (or as the identical request's earlier attempt left it: publishing or anchored). */
+  item: EvidenceItem;
+  /** This call just handed the named transaction to the node (direct mode) or wrote the leaf (batch mode). */
+  sent?: boolean;
+  /** Batch mode with `deferLeaf`: this call published the item and left its leaf to the caller. */
+  leafDeferred?: boolean;
+}
+
+/** The batch anchor's choices (anchor-batch.ts): how a batched publish names its batch and writes its leaf, and what its link may skip. */
+export interface PublishOptions extends BatchPublishOptions {
+  /**
+   * The previous link of the device's chain was published by this very caller, with this entry's
+   * previous_hash as its chain_hash: the claim of the link may skip reading its neighbours
+   * (EvidenceRepository.claimLink).
+   */
+  previousPublished?: boolean;
+}
+
+/**
+ * Steps 1 to 3 of {@link anchorEvidence}: checked, charged, linked, proven and published. Throws
+ * what the request answers when it fails; a failure after the publish leaves the anchor publishing
+ * (the item then names this request's claim, and the identical retry finishes it).
+ */
+export async function publishAnchor(deps: AnchorDeps, input: AnchorInput, options: PublishOptions = {}): Promise<PublishedAnchor> {
   const clock = deps.clock ?? (() => new Date());
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
   const previousHash = checkDeviceProof(input);
@@ -97,6 +128,7 @@ export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Prom
           lease_expires_at: leaseExpiresAt,
         },
         now.getTime(),
+        options.previousPublished === true,
       ),
     ),
     makeProofs(deps, claim),
@@ -125,9 +157,9 @@ export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Prom
   const proofs = proven.value;
 
   const progress: PublishProgress = {};
-  let published: { item: EvidenceItem; sent: boolean };
+  let published: PublishedAnchor;
   try {
-    published = await publishClaim(deps, claim, proofs, progress);
+    published = await publishClaim(deps, claim, proofs, progress, options);
   } catch (error) {
     if (progress.item) {
       // Publishing: never undone. The identical retry, the replay or the reconciler finishes it;
@@ -150,7 +182,7 @@ export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Prom
   }
   // A publishing anchor is always finished: the unit is kept.
   await endHold(deps, reservation, 'settle');
-  return finishPublishing(deps, published.item, deps.receiptTimeoutMs, { sent: published.sent });
+  return published;
 }
 
 /**
@@ -158,12 +190,12 @@ export async function anchorEvidence(deps: AnchorDeps, input: AnchorInput): Prom
  * request's anchor is finished and answered as its own (this request's unit and link go back: the
  * item names the first attempt's); another request's is a 409.
  */
-async function refused(deps: AnchorDeps, claim: AnchorClaim, current: EvidenceItem | undefined, fingerprint: string): Promise<AnchoredEvidence> {
+async function refused(deps: AnchorDeps, claim: AnchorClaim, current: EvidenceItem | undefined, fingerprint: string): Promise<PublishedAnchor> {
   const identical = current?.fingerprint === fingerprint && current.anchor_state !== undefined;
   const sameSlot = current?.public_key_hex === claim.public_key_hex && current.chain_index === claim.chain_index;
   // The link is this request's to give back unless the anchor on the hash holds that very slot.
   await releaseClaim(deps, claim, !sameSlot, true);
-  if (identical) return finishPublishing(deps, current, deps.receiptTimeoutMs);
+  if (identical) return { item: current };
   if (!current?.anchor_state) {
     // Barred: the claim lapsed (this request outlived its lease) and its link was freed.
     throw unavailable('database_unavailable', 'This request took too long and gave its claim up. Retry the identical request: it starts afresh.', 1);

@@ -51,6 +51,8 @@ export interface SealContents {
 export interface BatchStore {
   /** Writes (or writes again: idempotent) an anchor's leaf into a batch. */
   putLeaf(pk: string, leaf: BatchLeaf, nowMs: number): Promise<void>;
+  /** Writes (or writes again) many leaves of one batch, in as few requests as the store allows. */
+  putLeaves(pk: string, leaves: readonly BatchLeaf[], nowMs: number): Promise<void>;
   /** Every leaf of a batch, in image-hash order, read strongly consistent. */
   listLeaves(pk: string): Promise<BatchLeaf[]>;
   /** The seal of a batch, read strongly consistent (undefined: nobody holds a claim on it). */

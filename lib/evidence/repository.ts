@@ -225,15 +225,17 @@ export class EvidenceRepository implements StandaloneProofStore {
    *   its claim, an anchored one is its own); or it is held by a claim that can never publish (its
    *   lease lapsed and no anchor holds the slot: the claim is barred first, then the link freed).
    * `held`: the slot holds this hash already (the caller's publish then decides between a retry
-   * and a rival; it never frees such a link).
+   * and a rival; it never frees such a link). `previousPublished`: the caller itself published the
+   * previous link's anchor, with this link's previous_hash (the batch anchor's earlier entry).
    */
-  async claimLink(link: ChainLink, nowMs: number): Promise<ChainClaimResult> {
+  async claimLink(link: ChainLink, nowMs: number, previousPublished = false): Promise<ChainClaimResult> {
     const i = link.chain_index;
     // The shortcut (no read): where no link ever was, a put if absent is the whole claim when the
-    // previous link is known anchored with this previous_hash (this process anchored it: anchored
-    // links never go) or there is none (index 0). No next link can exist then: a link is claimed
-    // only on an existing previous one, and links are released, never deleted.
-    const known = i === 0 || knownAnchored.get(linkKey(link.public_key_hex, i - 1)) === link.previous_hash;
+    // previous link is known to stay with this previous_hash (this process anchored it, or the
+    // caller published its anchor: a published anchor's link never goes) or there is none (index 0).
+    // No next link can exist then: a link is claimed only on an existing previous one, and links
+    // are released, never deleted.
+    const known = i === 0 || previousPublished || knownAnchored.get(linkKey(link.public_key_hex, i - 1)) === link.previous_hash;
     if (known && (await this.links.putLink(link, 'never-claimed'))) return { ok: true, held: false };
     for (let attempt = 0; attempt < 4; attempt++) {
       const around = await this.links.linksAround(link.public_key_hex, i);

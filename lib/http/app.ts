@@ -92,6 +92,8 @@ export interface AppOptions {
    * (RFC 9110 §13.1.2): for reads whose answer rarely changes (receipts, verify).
    */
   etag?: boolean;
+  /** The largest request body taken (default {@link MAX_BODY_BYTES}; the batch anchor takes 100 entries). */
+  maxBodyBytes?: number;
 }
 
 /**
@@ -133,9 +135,9 @@ export function createApp<D extends object = AppDeps>(options: AppOptions & { de
   app.use(
     '*',
     bodyLimit({
-      maxSize: MAX_BODY_BYTES,
+      maxSize: options.maxBodyBytes ?? MAX_BODY_BYTES,
       onError: () => {
-        throw payloadTooLarge(`The request body is larger than ${MAX_BODY_BYTES} bytes.`);
+        throw payloadTooLarge(`The request body is larger than ${options.maxBodyBytes ?? MAX_BODY_BYTES} bytes.`);
       },
     }),
   );
@@ -219,7 +221,7 @@ function clientIp(c: AppContext): string {
 }
 
 /** Turns zod issues into a 400 that names each bad field. */
-function validationError(error: { issues: { path: PropertyKey[]; message: string; code?: string }[] }): HttpError {
+export function validationError(error: { issues: { path: PropertyKey[]; message: string; code?: string }[] }): HttpError {
   const errors = error.issues.map((i) => ({
     field: i.path.map(String).join('.') || '(body)',
     message: i.message,
@@ -234,32 +236,34 @@ function validationError(error: { issues: { path: PropertyKey[]; message: string
  * down" (ledger, database) as 503 naming it; anything else a logged, generic 500.
  */
 export function renderError(error: Error, c: AppContext): Response {
-  if (error instanceof HttpError) return problem(c, error);
-  if (error instanceof DomainError) return problem(c, fromDomain(error));
+  return problem(c, toHttpError(error, c));
+}
+
+/** What {@link renderError} answers for an error (the batch anchor puts it in an entry's slot); the log line of a 503 or 500 is written here. */
+export function toHttpError(error: unknown, c: AppContext): HttpError {
+  if (error instanceof HttpError) return error;
+  if (error instanceof DomainError) return fromDomain(error);
   if (error instanceof HTTPException) {
     const status = error.status;
-    if (status === 413) return problem(c, payloadTooLarge(`The request body is larger than ${MAX_BODY_BYTES} bytes.`));
+    if (status === 413) return payloadTooLarge(`The request body is larger than ${MAX_BODY_BYTES} bytes.`);
     if (status === 400) {
       const detail = /json/i.test(error.message) ? 'The request body is not valid JSON.' : error.message || 'Bad request.';
-      return problem(c, badRequest(/json/i.test(error.message) ? 'malformed_json' : 'invalid_request', detail));
+      return badRequest(/json/i.test(error.message) ? 'malformed_json' : 'invalid_request', detail);
     }
     if (status === 415) {
-      return problem(c, new HttpError(415, 'unsupported_media_type', 'Unsupported Media Type', 'Send the body as JSON with Content-Type: application/json.'));
+      return new HttpError(415, 'unsupported_media_type', 'Unsupported Media Type', 'Send the body as JSON with Content-Type: application/json.');
     }
-    return problem(c, new HttpError(status as 400, 'http_error', error.message || 'Error', error.message || 'Error'));
+    return new HttpError(status as 400, 'http_error', error.message || 'Error', error.message || 'Error');
   }
   const unavailable = dependencyUnavailable(error);
   if (unavailable) {
-    log.warn('dependency unavailable', { request_id: c.get('requestId'), code: unavailable.code, ...describeError(error), ...dependencyDetail(error) });
-    return problem(c, unavailable);
+    log.warn('dependency unavailable', { request_id: c.get('requestId'), code: unavailable.code, ...describeError(error), ...dependencyDetail(error as Error) });
+    return unavailable;
   }
   log.error('unhandled error', { request_id: c.get('requestId'), ...describeError(error) });
-  return problem(
-    c,
-    new HttpError(500, 'internal_error', 'Internal Server Error', 'An unexpected error occurred. Quote the request id when you report it.', {
-      request_id: c.get('requestId'),
-    }),
-  );
+  return new HttpError(500, 'internal_error', 'Internal Server Error', 'An unexpected error occurred. Quote the request id when you report it.', {
+    request_id: c.get('requestId'),
+  });
 }
 
 const DOMAIN_STATUS = {

@@ -1,4 +1,5 @@
 import { GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { putAll } from './batch-write.js';
 import type { BatchLeaf, BatchSeal, BatchStore, SealContents } from '../evidence/batch-store.js';
 import type { StoredTx } from '../evidence/records.js';
 import { BATCH_SEAL } from '../state-machines.js';
@@ -34,6 +35,12 @@ export class BatchTable implements BatchStore {
         Item: { pk, sk: `${LEAF}${leaf.image_hash}`, ...leaf, expires_at: Math.floor(nowMs / 1000) + LEAF_TTL_SECONDS },
       }),
     );
+  }
+
+  /** Writes (or writes again) many leaves of one batch, 25 to a request (the batch anchor's entries). */
+  async putLeaves(pk: string, leaves: readonly BatchLeaf[], nowMs: number): Promise<void> {
+    const expires = Math.floor(nowMs / 1000) + LEAF_TTL_SECONDS;
+    await putAll(this.db, this.table, leaves.map((leaf) => ({ pk, sk: `${LEAF}${leaf.image_hash}`, ...leaf, expires_at: expires })));
   }
 
   /** Every leaf of a batch, in image-hash order (the sort key), read strongly consistent. */

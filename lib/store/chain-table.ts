@@ -1,4 +1,5 @@
-import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { putAll } from './batch-write.js';
 import type { ChainLinkStore } from '../evidence/ports.js';
 import type { ChainLink } from '../evidence/records.js';
 import { tryWrite } from './conditional.js';
@@ -155,15 +156,7 @@ export class ChainTable implements ChainLinkStore {
    * anyone, and a second put writes the same values.
    */
   async putAnchoredLinks(links: ChainLink[]): Promise<void> {
-    for (let i = 0; i < links.length; i += 25) {
-      let requests: Record<string, unknown>[] = links.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
-      for (let attempt = 0; requests.length > 0; attempt++) {
-        if (attempt >= 8) throw new Error('chains: the anchored links were not all written (throttled)');
-        const out = await this.db.send(new BatchWriteCommand({ RequestItems: { [this.table]: requests } }));
-        requests = (out.UnprocessedItems?.[this.table] ?? []) as Record<string, unknown>[];
-        if (requests.length) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
-      }
-    }
+    await putAll(this.db, this.table, links as unknown as Record<string, unknown>[]);
   }
 
   /** Names `txHash` (a replacement of the link's transaction) on the link of `imageHash`. */

@@ -5,7 +5,8 @@ import {
   type DescribeTableCommandOutput,
   ResourceNotFoundException,
 } from '@aws-sdk/client-dynamodb';
-import { BatchWriteCommand, type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { putAll } from './batch-write.js';
 import { TABLE_DEFINITIONS, TABLE_KEYS, type TableDefinition, type TableNames } from './dynamo.js';
 
 /**
@@ -114,13 +115,7 @@ async function copyItems(client: DynamoDBDocumentClient, from: string, to: strin
   do {
     const page = await client.send(new ScanCommand({ TableName: from, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start } : {}) }));
     const items = page.Items ?? [];
-    for (let i = 0; i < items.length; i += 25) {
-      let requests = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
-      while (requests.length) {
-        const out = await client.send(new BatchWriteCommand({ RequestItems: { [to]: requests } }));
-        requests = (out.UnprocessedItems?.[to] ?? []) as typeof requests;
-      }
-    }
+    await putAll(client, to, items);
     start = page.LastEvaluatedKey;
   } while (start);
 }

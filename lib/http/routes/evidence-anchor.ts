@@ -1,12 +1,14 @@
-import { createRoute, type RouteConfigToEnv, type RouteHandler } from '@hono/zod-openapi';
+import { createRoute, type RouteConfigToEnv, type RouteHandler, type z } from '@hono/zod-openapi';
 import type { Config } from '../../config.js';
 import type { AnchorDeps } from '../../evidence/anchor.js';
+import type { AuthenticatedKey } from '../../accounts/key-auth.js';
 import type { AppEnv } from '../app.js';
 import { apiKeyAuth, requestQuotaPort } from '../auth.js';
 import { anchorBulkhead } from '../bulkhead.js';
 import { jsonBody, problemResponses } from '../schemas/common.js';
 import { explorerUrl } from '../../ledger/anchor-data.js';
-import { anchorEvidence } from '../../evidence/anchor.js';
+import { anchorEvidence, type AnchorInput } from '../../evidence/anchor.js';
+import type { AnchoredEvidence } from '../../evidence/records.js';
 import { AnchorRequest, AnchorResult } from '../schemas/evidence.js';
 
 /** What the anchor functions name in `createApp({ deps })`. */
@@ -57,7 +59,13 @@ export const anchorHandler: RouteHandler<AnchorRoute, RouteConfigToEnv<AnchorRou
   const body = c.req.valid('json');
   const caller = c.var.caller;
   const deps = await c.var.deps.anchorDeps();
-  const result = await anchorEvidence({ ...deps, quota: requestQuotaPort(c, deps.quota) }, {
+  const result = await anchorEvidence({ ...deps, quota: requestQuotaPort(c, deps.quota) }, anchorInputOf(body, caller));
+  return c.json(anchorResultBody(result, c.var.deps.config()), 200);
+};
+
+/** A v2 anchor request (validated) as the domain's input. */
+export function anchorInputOf(body: z.output<typeof AnchorRequest>, caller: AuthenticatedKey): AnchorInput {
+  return {
     imageHash: body.sha256_hash,
     chainIndex: body.chain_index,
     chainHash: body.chain_hash,
@@ -67,20 +75,21 @@ export const anchorHandler: RouteHandler<AnchorRoute, RouteConfigToEnv<AnchorRou
     accountId: caller.accountId,
     tier: caller.tier,
     apiVersion: 'v2',
-  });
-  return c.json(
-    {
-      status: 'anchored' as const,
-      image_hash: result.image_hash,
-      server_hash: result.server_hash,
-      anchored_at: result.anchored_at,
-      has_timestamp: true,
-      pq_signed: true,
-      pq_algorithm: 'ML-DSA-65' as const,
-      blockchain_anchored: result.tx_status === 'confirmed',
-      tx_hash: result.tx_hash,
-      ledgerscan_url: explorerUrl(c.var.deps.config().ledger.explorerTxUrl, result.tx_hash),
-    },
-    200,
-  );
-};
+  };
+}
+
+/** The anchor result (api-v2.md "Anchor result") of an anchored record: the single anchor's answer and a batch entry's. */
+export function anchorResultBody(result: AnchoredEvidence, config: Config) {
+  return {
+    status: 'anchored' as const,
+    image_hash: result.image_hash,
+    server_hash: result.server_hash,
+    anchored_at: result.anchored_at,
+    has_timestamp: true,
+    pq_signed: true,
+    pq_algorithm: 'ML-DSA-65' as const,
+    blockchain_anchored: result.tx_status === 'confirmed',
+    tx_hash: result.tx_hash,
+    ledgerscan_url: explorerUrl(config.ledger.explorerTxUrl, result.tx_hash),
+  };
+}
