@@ -47,7 +47,8 @@ function httpPaths() {
  * - `r`: GetItem, Query, BatchGetItem (statistics), DescribeTable (health);
  * - `w`: PutItem, UpdateItem (every request-path write is a single-item conditional Put or Update);
  * - `b`: BatchWriteItem: the chain links' anchored marks the evidence stream derives
- *   (lib/store/chain-table.ts putAnchoredLinks: unconditional, idempotent puts, 25 to a request).
+ *   (lib/store/chain-table.ts putAnchoredLinks) and the leaves of the batch anchor's entries
+ *   (lib/store/batch-table.ts putLeaves): unconditional, idempotent puts, 25 to a request.
  *   IAM has this one action for a batch's puts and its deletes alike (no condition key tells them
  *   apart), so `b` lets a role delete by batch too: give it only to a function that batches;
  * - `d`: DeleteItem (registration clean-up, releasing a chain link, expired counters);

@@ -35,6 +35,8 @@ export const PROBLEM_TITLES: Record<string, string> = {
   tx_not_found: 'Transaction not found',
   method_not_allowed: 'Method not allowed',
   hash_already_anchored: 'Hash already anchored',
+  chain_order: 'Entries out of chain order',
+  previous_entry_failed: 'Previous entry not anchored',
   chain_index_conflict: 'Chain position taken',
   email_exists: 'E-mail address already registered',
   key_limit_reached: 'Key limit reached',

@@ -192,7 +192,7 @@ describe('generated least-privilege roles', () => {
     }
   });
 
-  test('grant no transactions, no table outside the access map, Scan only to the three jobs that scan, BatchWriteItem and stream reads only to the stream function', () => {
+  test('grant no transactions, no table outside the access map, Scan only to the three jobs that scan, BatchWriteItem only to the stream function (links) and the batch anchor (leaves), stream reads only to the stream function', () => {
     // The reconciler's hourly pass and the quota reset's sweep send Scan (lib/evidence/repository.ts
     // scanUnfinished, lib/accounts/counter-repository.ts listHolds and removeExpired), and the archive
     // job's backfill (lib/store/archive-table.ts sweepUngrouped, an operator's invocation); nothing else does.
@@ -206,7 +206,7 @@ describe('generated least-privilege roles', () => {
           .filter((s) => (s.Action as string[]).includes(action))
           .map((s) => `${fn.name} ${JSON.stringify(s.Resource)}`),
       );
-    assert.deepEqual(granting('dynamodb:BatchWriteItem'), ['evidenceStream [{"Fn::GetAtt":["ChainsTable","Arn"]}]']);
+    assert.deepEqual(granting('dynamodb:BatchWriteItem').sort(), ['evidenceStream [{"Fn::GetAtt":["ChainsTable","Arn"]}]', 'v2EvidenceAnchorBatch [{"Fn::GetAtt":["BatchesTable","Arn"]}]']);
     for (const action of registry.STREAM_READ_ACTIONS) assert.deepEqual(granting(action), ['evidenceStream [{"Fn::GetAtt":["EvidenceTable","StreamArn"]}]'], action);
     for (const fn of registry.allFunctions()) {
       const text = JSON.stringify(roleStatements(Resources, registry.naming.role(fn.name)));
@@ -231,7 +231,7 @@ describe('generated least-privilege roles', () => {
       return out;
     };
     const sign = ['kms:GetPublicKey', 'kms:Sign'];
-    for (const anchoring of ['v2EvidenceAnchor', 'v2EvidenceFull', 'v1ChainAnchor']) {
+    for (const anchoring of ['v2EvidenceAnchor', 'v2EvidenceAnchorBatch', 'v2EvidenceFull', 'v1ChainAnchor']) {
       assert.deepEqual(actionsOn(anchoring), { pqSigner: sign, tsa: sign, tsaPq: sign, ledgerWallet: sign }, anchoring);
     }
     assert.deepEqual(actionsOn('v1Timestamp'), { tsa: sign });
@@ -239,7 +239,7 @@ describe('generated least-privilege roles', () => {
     assert.deepEqual(actionsOn('v2Tsa'), { tsa: sign, tsaPq: sign });
     assert.deepEqual(actionsOn('v2EvidenceTimestamp'), { tsa: sign, tsaPq: sign });
     const withPq = registry.allFunctions().filter((fn) => 'tsaPq' in actionsOn(fn.name)).map((fn) => fn.name).sort();
-    assert.deepEqual(withPq, ['v1ChainAnchor', 'v2EvidenceAnchor', 'v2EvidenceFull', 'v2EvidenceTimestamp', 'v2Tsa']);
+    assert.deepEqual(withPq, ['v1ChainAnchor', 'v2EvidenceAnchor', 'v2EvidenceAnchorBatch', 'v2EvidenceFull', 'v2EvidenceTimestamp', 'v2Tsa']);
     assert.deepEqual(actionsOn('v2AccountInfo'), { jwtSecret: ['kms:Decrypt'] });
     assert.deepEqual(actionsOn('v2EvidenceVerify'), {});
     for (const fn of registry.allFunctions().filter((f) => registry.isPublicRead(f))) {
