@@ -5,7 +5,7 @@
  */
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { chmod, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ed25519PublicKeyFromSeed, signEd25519 } from '../crypto/ed25519.js';
 import { computeChainHash, hexToBytes } from '../crypto/hash.js';
@@ -31,7 +31,21 @@ export interface ChainState {
   last_image_hash: string | null;
   last_tx_hash: string | null;
   updated_at: string;
+  /**
+   * `evidence sync`'s plan (lib/cli/sync.ts): the next links, in chain order, each with the file
+   * it anchors and the exact request body, written before any of them is sent. Until each is
+   * answered, a run sends them again byte for byte (identical retries) before anything new.
+   */
+  pending?: PlannedLink[];
 }
+
+/** One planned link of `evidence sync`: the photo and the anchor request that anchors it. */
+export interface PlannedLink {
+  file: string;
+  body: AnchorRequestBody;
+}
+
+export type AnchorRequestBody = ReturnType<typeof buildAnchorRequest>;
 
 /** A failure the user can act on; `message` says what to do. */
 export class CliError extends Error {
@@ -42,6 +56,22 @@ export class CliError extends Error {
     super(message);
     this.name = 'CliError';
   }
+}
+
+/** A command line the CLI cannot run: the message, then the usage (exit code 2). */
+export class UsageError extends Error {}
+
+/** The service a command talks to: --url (else EVIDENCE_URL, else the local one) and the API key of EVIDENCE_API_KEY. */
+export function serviceOf(urlFlag: string | undefined, env: NodeJS.ProcessEnv): { url: string; apiKey: string } {
+  const apiKey = env.EVIDENCE_API_KEY;
+  if (!apiKey) throw new CliError('Set EVIDENCE_API_KEY to an API key of your account (it is shown once, at register or when a key is created).');
+  const url = (urlFlag ?? env.EVIDENCE_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
+  try {
+    new URL(url);
+  } catch {
+    throw new UsageError(`--url ${url} is not a URL.`);
+  }
+  return { url, apiKey };
 }
 
 /** A new Ed25519 device key (node:crypto), as the key file stores it. */
@@ -124,27 +154,52 @@ export async function readChainState(file: string, publicKeyHex: string): Promis
   if (state.next_index > 0 && (typeof state.last_chain_hash !== 'string' || !/^[0-9a-f]{64}$/.test(state.last_chain_hash))) {
     throw new CliError(`${file} is damaged: last_chain_hash is missing.`);
   }
+  const pending = state.pending ?? [];
+  if (!Array.isArray(pending) || pending.some((p, i) => typeof p?.file !== 'string' || p.body?.chain_index !== state.next_index + i)) {
+    throw new CliError(`${file} is damaged: its sync plan (pending) does not continue the chain.`);
+  }
   return state;
 }
 
 /** Writes the state atomically (temporary file + rename), so a crash never leaves half a file. */
 export async function writeChainState(file: string, state: ChainState): Promise<void> {
+  await writeFileAtomically(file, `${JSON.stringify(state, null, 2)}\n`, 0o600);
+}
+
+/** Writes a file whole or not at all (a temporary file, flushed, then renamed over it). */
+export async function writeFileAtomically(file: string, text: string, mode = 0o644): Promise<void> {
   const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+  const handle = await open(tmp, 'w', mode);
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
   await rename(tmp, file);
 }
 
-/** Holds `<file>.lock` while `work` runs: two anchors with one key would race for one chain index. */
+/**
+ * Holds `<file>.lock` while `work` runs: two anchors with one key would race for one chain index.
+ * The lock names its process; a lock whose process is gone (killed: SIGKILL leaves it behind) is
+ * taken over, so that a run after a kill just goes on. (Two runs that find the same dead lock at
+ * the same instant could both take it over: the window is the read-compare-remove below.)
+ */
 export async function withLock<T>(file: string, work: () => Promise<T>): Promise<T> {
   const lock = `${file}.lock`;
   let handle;
-  try {
-    handle = await open(lock, 'wx', 0o600);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new CliError(`Another "evidence anchor" is using this device chain (${lock} exists). If none is running, delete that file.`);
+  for (let attempt = 0; !handle; attempt++) {
+    try {
+      handle = await open(lock, 'wx', 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const holder = await readFile(lock, 'utf8').catch(() => '');
+      if (attempt === 0 && /^\d+$/.test(holder) && !processAlive(Number(holder))) {
+        await rm(lock, { force: true });
+        continue;
+      }
+      throw new CliError(`Another "evidence" command is using this device chain (${lock} exists${/^\d+$/.test(holder) ? `, held by process ${holder}` : ''}). If none is running, delete that file.`);
     }
-    throw error;
   }
   try {
     await handle.writeFile(String(process.pid));
@@ -152,6 +207,16 @@ export async function withLock<T>(file: string, work: () => Promise<T>): Promise
     return await work();
   } finally {
     await rm(lock, { force: true });
+  }
+}
+
+/** Whether a process of this machine with this id runs (EPERM: it runs as another user). */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -293,6 +358,11 @@ export async function anchorFile(options: AnchorFileOptions): Promise<AnchorFile
 
   return withLock(stateFile, async () => {
     const state = await readChainState(stateFile, key.public_key_hex);
+    if (state.pending?.length) {
+      throw new CliError(
+        `An "evidence sync" of this device chain is not finished (${state.pending.length} planned link${state.pending.length === 1 ? '' : 's'} in ${stateFile}, the first ${state.pending[0]?.file}): run "evidence sync" on that folder again first, so that the chain goes on from where it stopped.`,
+      );
+    }
     const body = buildAnchorRequest(key, state, imageHash);
     progress(`Signed with device key ${key.public_key_hex.slice(0, 16)}… as chain link ${body.chain_index}.`);
     progress(`Anchoring at ${url} (ML-DSA-65 signature, RFC 3161 timestamp, ledger transaction)…`);
@@ -325,7 +395,7 @@ export async function anchorFile(options: AnchorFileOptions): Promise<AnchorFile
         `Anchored, but the receipt could not be downloaded (HTTP ${receipt.status}). Download it later: curl -o '${receiptFile}' ${url}/api/v2/evidence/receipt/${imageHash}`,
       );
     }
-    await writeFile(receiptFile, `${JSON.stringify(receipt.body, null, 2)}\n`);
+    await writeFileAtomically(receiptFile, `${JSON.stringify(receipt.body, null, 2)}\n`);
     return { anchor, receiptFile, chainIndex: body.chain_index };
   });
 }

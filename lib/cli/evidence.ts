@@ -3,6 +3,7 @@
  *
  *     evidence keygen [--out device-key.json]
  *     evidence anchor photo.jpg [--url http://127.0.0.1:3000] [--key device-key.json]
+ *     evidence sync photos/ [--url http://127.0.0.1:3000] [--key device-key.json]
  *     evidence verify <photo.jpg|hash> [--receipt photo.jpg.receipt.json | --certificate cert.pdf] [--rpc URL] [--root tsa-root.pem]
  *                     [--wallet 0x…] [--timestamp t.json] [--signature s.json] [--jwks jwks.json] [--evidence-record photo.ers]
  *     evidence trust add|list|remove [<base-url>]
@@ -18,7 +19,8 @@ import { parseArgs } from 'node:util';
 import { isSha256Hex } from '../crypto/hash.js';
 import { RpcReader } from '../ledger/rpc-reader.js';
 import { readAttachments } from '../pdf/attachments.js';
-import { CliError, anchorFile, chainStatePath, generateDeviceKey, hashWithProgress, writeKeyFile } from './client.js';
+import { CliError, UsageError, anchorFile, chainStatePath, generateDeviceKey, hashWithProgress, serviceOf, writeKeyFile } from './client.js';
+import { syncFolder } from './sync.js';
 import { addTrustedService, describeService, pinnedAnchors, readTrustFile, removeTrustedService, trustFilePath } from './trust.js';
 import { formatReport } from './receipt-report.js';
 import { type VerifySubject, verifyReceipt } from './verify-receipt.js';
@@ -38,6 +40,13 @@ Commands:
       Hash the file, sign the hash with the device key, anchor it (ML-DSA-65 signature, RFC 3161
       timestamp, ledger transaction) and save the receipt as <file>.receipt.json.
       The API key comes from the EVIDENCE_API_KEY environment variable. Only the hash is sent.
+
+  sync <folder> [--url http://127.0.0.1:3000] [--key device-key.json]
+      Anchor every photo of the folder that has no <file>.receipt.json yet, as the next links of
+      the device chain, 100 to a request (POST /api/v2/evidence/anchor/batch), and save each
+      receipt beside its photo. Killed and run again, it completes the folder: the links it had
+      planned are sent again unchanged, so nothing is anchored or charged twice. Progress
+      (done/total) on stderr. EVIDENCE_SYNC_CHUNK (1 to 100) sends fewer entries per request.
 
   verify <file|sha256> [--receipt <file>.receipt.json] [--root tsa-root.pem] [--pq-root pq-root.pem] [--rpc URL]
          [--pq-key FINGERPRINT] [--wallet 0xADDRESS] [--min-confirmations N]
@@ -88,17 +97,18 @@ after the trust file was written: refresh it with evidence trust add <url>).`;
 export interface EvidenceIo {
   out(line: string): void;
   err(line: string): void;
+  /** A status line redrawn in place (progress on a terminal); absent where there is none. */
+  status?(text: string): void;
 }
 
 const consoleIo: EvidenceIo = {
   out: (line) => process.stdout.write(`${line}\n`),
   err: (line) => process.stderr.write(`${line}\n`),
+  ...(process.stderr.isTTY ? { status: (text: string) => process.stderr.write(`\r\x1b[K${text}`) } : {}),
 };
 
-const DEFAULT_URL = 'http://127.0.0.1:3000';
 const DEFAULT_KEY = 'device-key.json';
 
-class UsageError extends Error {}
 
 /** Runs one command; resolves to the exit code. */
 export async function main(argv: readonly string[], io: EvidenceIo = consoleIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -113,6 +123,8 @@ export async function main(argv: readonly string[], io: EvidenceIo = consoleIo, 
         return await keygen(rest, io);
       case 'anchor':
         return await anchor(rest, io, env);
+      case 'sync':
+        return await sync(rest, io, env);
       case 'verify':
         return await verify(rest, io, env);
       case 'trust':
@@ -152,14 +164,7 @@ async function anchor(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
     allowPositionals: true,
   });
   if (positionals.length !== 1 || !positionals[0]) throw new UsageError('anchor needs exactly one file.');
-  const apiKey = env.EVIDENCE_API_KEY;
-  if (!apiKey) throw new CliError('Set EVIDENCE_API_KEY to an API key of your account (it is shown once, at register or when a key is created).');
-  const url = (values.url ?? env.EVIDENCE_URL ?? DEFAULT_URL).replace(/\/+$/, '');
-  try {
-    new URL(url);
-  } catch {
-    throw new UsageError(`--url ${url} is not a URL.`);
-  }
+  const { url, apiKey } = serviceOf(values.url, env);
   const result = await anchorFile({ file: positionals[0], keyFile: values.key ?? DEFAULT_KEY, url, apiKey, progress: (l) => io.err(l) });
   io.out(`anchored ${result.anchor.image_hash}`);
   io.out(`  server_hash  ${result.anchor.server_hash}`);
@@ -169,6 +174,18 @@ async function anchor(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   io.out(`  receipt      ${result.receiptFile}`);
   io.out(`  verify page  ${url}/verify/${result.anchor.image_hash}`);
   io.out(`Check it offline: evidence verify ${positionals[0]} --root tsa-root.pem`);
+  return 0;
+}
+
+async function sync(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options: { url: { type: 'string' }, key: { type: 'string', short: 'k' } }, allowPositionals: true });
+  if (positionals.length !== 1 || !positionals[0]) throw new UsageError('sync needs exactly one folder.');
+  const { url, apiKey } = serviceOf(values.url, env);
+  const chunk = env.EVIDENCE_SYNC_CHUNK ? Number(env.EVIDENCE_SYNC_CHUNK) : undefined;
+  if (chunk !== undefined && !(Number.isInteger(chunk) && chunk >= 1 && chunk <= 100)) throw new UsageError('EVIDENCE_SYNC_CHUNK must be an integer from 1 to 100.');
+  const done = await syncFolder({ folder: positionals[0], keyFile: values.key ?? DEFAULT_KEY, url, apiKey, io, ...(chunk ? { chunk } : {}) });
+  io.out(`synced ${done.anchored} photo${done.anchored === 1 ? '' : 's'} of ${done.total} without a receipt; ${done.receipts} receipt${done.receipts === 1 ? '' : 's'} saved beside ${done.receipts === 1 ? 'its photo' : 'their photos'}`);
+  for (const line of done.notes) io.out(`  ${line}`);
   return 0;
 }
 
