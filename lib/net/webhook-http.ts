@@ -64,6 +64,7 @@ export function sendWebhook(url: string, headers: Record<string, string>, body: 
   const { policy } = options;
   return new Promise<SendOutcome>((resolvePromise) => {
     let settled = false;
+    let timer: NodeJS.Timeout | undefined;
     const done = (outcome: SendOutcome) => {
       if (settled) return;
       settled = true;
@@ -90,7 +91,7 @@ export function sendWebhook(url: string, headers: Record<string, string>, body: 
       agent: false,
       lookup: guardedLookup(policy, options.resolve ?? systemResolve),
     });
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       done({ status: 0, error: `timeout: no answer within ${timeoutMs} ms` });
       req.destroy();
     }, timeoutMs);
