@@ -252,7 +252,7 @@ function buildOperations() {
     // Published every minute by the reconciler: silence means it is not running.
     TreatMissingData: 'breaching',
   });
-  // Webhooks (docs/webhooks.md "Operations"; EMF of functions/jobs/webhook-deliver.ts, every minute).
+  // Webhooks (docs/webhooks.md "Operations in AWS"; EMF of functions/jobs/webhook-deliver.ts, every minute).
   Resources.WebhookDeliveriesFailedAlarm = alarm('More than 10 webhook deliveries failed for good (their retry schedule ran out, or the endpoint was disabled) in an hour', {
     Namespace: METRICS_NAMESPACE,
     MetricName: 'WebhookDeliveriesFailed',

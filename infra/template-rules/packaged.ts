@@ -259,7 +259,7 @@ export function checkOperations(template: CfnTemplate): RuleResult {
   }
   has('anchors pending too long', (a) => metricOf(a) === 'OldestPendingAnchorAgeSeconds');
   has('a low wallet balance', (a) => metricOf(a) === 'WalletBalanceBelowLow' && a.Properties?.TreatMissingData === 'breaching');
-  // docs/webhooks.md "Operations": failed deliveries, and how late the oldest due one is (silence: the worker stopped).
+  // docs/webhooks.md "Operations in AWS": failed deliveries, and how late the oldest due one is (silence: the worker stopped).
   has('failed webhook deliveries', (a) => metricOf(a) === 'WebhookDeliveriesFailed');
   has('the oldest due webhook delivery', (a) => metricOf(a) === 'WebhookOldestDueAgeSeconds' && a.Properties?.TreatMissingData === 'breaching');
   const onQueue = (queue: string) => (a: CfnResource) =>

@@ -40,8 +40,10 @@ export type DispatchEvent =
   | { kind: 'delivered' | 'retry' | 'failed'; webhook_id: string; delivery_id: string; status: number; attempt: number; error?: string | undefined }
   | { kind: 'disabled'; webhook_id: string; reason: 'gone' | 'failing' };
 
-/** How long a claimed delivery stays off the index per place in its runner's queue (longer than an attempt's 15 s deadline plus its writes). */
+/** How long a claimed delivery stays off the index: longer than an attempt's 15 s deadline plus its writes. */
 export const CLAIM_LEASE_MS = 30_000;
+/** A claim with less than this left is renewed before its attempt starts. */
+const RENEW_BELOW_MS = 20_000;
 /** How far a tick pushes the due deliveries of a busy endpoint. */
 export const DEFER_MS = 5_000;
 /** Most deliveries one runner takes from one tick; the rest wait for the next. */
@@ -107,17 +109,25 @@ export class WebhookDispatcher {
     while (this.running.size > 0) await Promise.allSettled([...this.running.values()]);
   }
 
-  /** Claims the endpoint's deliveries (staggered leases), then sends them one after the other. */
+  /**
+   * Claims the endpoint's deliveries (one lease each), then sends them one after the other; a
+   * claim whose lease would end before its attempt could is renewed first (so a dead worker's
+   * deliveries are due again within one lease, and a live one's never are).
+   */
   private async runEndpoint(deliveries: Delivery[], stopAtMs: number): Promise<void> {
-    const nowMs = this.clock().getTime();
-    const claimed: Delivery[] = [];
-    for (const [i, d] of deliveries.entries()) {
-      const next = { ...strip(d), next_attempt_at: new Date(nowMs + CLAIM_LEASE_MS * (i + 1)).toISOString() };
-      if (await this.deps.store.updateDelivery(d, next).catch(() => false)) claimed.push({ ...next, v: d.v + 1 });
-    }
-    for (const d of claimed) {
+    const claim = async (d: Delivery): Promise<Delivery | undefined> => {
+      const next = { ...strip(d), next_attempt_at: new Date(this.clock().getTime() + CLAIM_LEASE_MS).toISOString() };
+      return (await this.deps.store.updateDelivery(d, next).catch(() => false)) ? { ...next, v: d.v + 1 } : undefined;
+    };
+    const claimed = (await Promise.all(deliveries.map(claim))).filter((d): d is Delivery => d !== undefined);
+    for (let d of claimed) {
       // Past the stop (the Lambda's time is running out): the rest come back when their lease ends.
       if (this.clock().getTime() >= stopAtMs) return;
+      if (Date.parse(d.next_attempt_at ?? '') - this.clock().getTime() < RENEW_BELOW_MS) {
+        const renewed = await claim(d);
+        if (!renewed) continue;
+        d = renewed;
+      }
       await this.attempt(d).catch(() => undefined);
     }
   }

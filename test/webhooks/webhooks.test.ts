@@ -142,7 +142,12 @@ describe('webhooks', () => {
     r.secret = hook.secret;
     const hash = await anchor(erin.apiKey);
     const dispatcher = worker();
-    const got = await runUntil('the anchored event at the receiver', dispatcher, () => r.received.find((x) => x.payload?.data.image_hash === hash));
+    const got = await runUntil('the anchored event at the receiver', dispatcher, () => r.received.find((x) => x.payload?.type === 'evidence.anchored' && x.payload.data.image_hash === hash));
+    // The local chain mines at once and counts mined as final: the final receipt's event follows, with its block.
+    const final = await runUntil('the final event at the receiver', dispatcher, () => r.received.find((x) => x.payload?.type === 'evidence.final' && x.payload.data.image_hash === hash));
+    assert.equal(final.verified, true);
+    assert.equal(typeof final.payload?.data.block_number, 'number');
+    assert.notEqual(final.headers['webhook-id'], got.headers['webhook-id']);
     await dispatcher.idle();
     assert.equal(got.verified, true, 'standardwebhooks verifies the signature');
     assert.equal(got.payload?.type, 'evidence.anchored');
