@@ -62,28 +62,26 @@ export function sendWebhook(url: string, headers: Record<string, string>, body: 
   const timeoutMs = options.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
   const maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES;
   const { policy } = options;
+  // Refused before any connection: not a URL, not https where https is required, a refused IP literal.
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    return Promise.resolve({ status: 0, error: 'refused: not an absolute URL' });
+  }
+  const secure = target.protocol === 'https:';
+  if (!secure && (target.protocol !== 'http:' || policy.requireHttps)) return Promise.resolve({ status: 0, error: 'refused: only https URLs are accepted' });
+  const host = target.hostname.replace(/^\[|\]$/g, '');
+  const literal = isIP(host) ? refusedAddressClass(host, policy) : undefined;
+  if (literal) return Promise.resolve({ status: 0, error: `refused: ${host} is ${literal}` });
   return new Promise<SendOutcome>((resolvePromise) => {
     let settled = false;
-    let timer: NodeJS.Timeout | undefined;
     const done = (outcome: SendOutcome) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       resolvePromise(outcome);
     };
-    let target: URL;
-    try {
-      target = new URL(url);
-    } catch {
-      return done({ status: 0, error: 'refused: not an absolute URL' });
-    }
-    const secure = target.protocol === 'https:';
-    if (!secure && (target.protocol !== 'http:' || policy.requireHttps)) return done({ status: 0, error: 'refused: only https URLs are accepted' });
-    const host = target.hostname.replace(/^\[|\]$/g, '');
-    if (isIP(host)) {
-      const refused = refusedAddressClass(host, policy);
-      if (refused) return done({ status: 0, error: `refused: ${host} is ${refused}` });
-    }
     const client = secure ? https : http;
     const req = client.request(target, {
       method: 'POST',
@@ -91,7 +89,7 @@ export function sendWebhook(url: string, headers: Record<string, string>, body: 
       agent: false,
       lookup: guardedLookup(policy, options.resolve ?? systemResolve),
     });
-    timer = setTimeout(() => {
+    const timer = setTimeout(() => {
       done({ status: 0, error: `timeout: no answer within ${timeoutMs} ms` });
       req.destroy();
     }, timeoutMs);
