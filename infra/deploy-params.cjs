@@ -32,6 +32,7 @@ const PARAMETERS = [
   { param: 'jwtSecretKmsKeyArn', path: 'custom.kms.jwtSecretKeyArn', kind: 'kmsKeyArn' },
   { param: 'ed25519SignerKmsKeyArn', path: 'custom.kms.ed25519SignerKeyArn', kind: 'kmsKeyArn' },
   { param: 'pdfSignerKmsKeyArn', path: 'custom.kms.pdfSignerKeyArn', kind: 'kmsKeyArn' },
+  { param: 'webhookSecretsKmsKeyArn', path: 'custom.kms.webhookSecretsKeyArn', kind: 'kmsKeyArn' },
   // The post-quantum TSA: required like the classic one (docs/decisions.md "Post-quantum time").
   { param: 'tsaPqKmsKeyArn', path: 'custom.kms.tsaPqKeyArn', kind: 'kmsKeyArn' },
   { param: 'jwtSecretKmsCiphertext', path: 'provider.environment.JWT_SECRET_KMS_CIPHERTEXT', kind: 'kmsCiphertext' },

@@ -110,6 +110,9 @@ const KMS_KEYS = {
   jwtSecret: { custom: 'jwtSecretKeyArn', envVar: 'JWT_SECRET_KMS_CIPHERTEXT', spec: 'SYMMETRIC_DEFAULT' },
   ed25519Signer: { custom: 'ed25519SignerKeyArn', envVar: 'ED25519_SIGNER_KMS_KEY_ID', spec: 'ECC_NIST_EDWARDS25519' },
   pdfSigner: { custom: 'pdfSignerKeyArn', envVar: 'PDF_SIGNER_KMS_KEY_ID', spec: 'ECC_NIST_P256' },
+  // The webhooks' signing secrets (docs/webhooks.md "The signing secret"): sealed by the create
+  // endpoint (Encrypt only), opened by the delivery worker (Decrypt only).
+  webhookSecrets: { custom: 'webhookSecretsKeyArn', envVar: 'WEBHOOK_SECRETS_KMS_KEY_ID', spec: 'SYMMETRIC_DEFAULT' },
 };
 
 /** What a function may do with a key: sign (and read the public key), only read the public key, or decrypt. */
@@ -117,6 +120,7 @@ const KMS_ACTIONS = {
   sign: ['kms:Sign', 'kms:GetPublicKey'],
   public: ['kms:GetPublicKey'],
   decrypt: ['kms:Decrypt'],
+  encrypt: ['kms:Encrypt'],
 };
 
 /**

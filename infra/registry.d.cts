@@ -2,8 +2,8 @@
 
 /** Letters of r (read), w (put/update), b (batch write), d (delete), s (scan), in that order. */
 export type AccessMode = string;
-export type KmsKey = 'pqSigner' | 'tsa' | 'tsaPq' | 'ledgerWallet' | 'jwtSecret' | 'ed25519Signer' | 'pdfSigner';
-export type KmsUse = 'sign' | 'public' | 'decrypt';
+export type KmsKey = 'pqSigner' | 'tsa' | 'tsaPq' | 'ledgerWallet' | 'jwtSecret' | 'ed25519Signer' | 'pdfSigner' | 'webhookSecrets';
+export type KmsUse = 'sign' | 'public' | 'decrypt' | 'encrypt';
 
 export interface TableDefinition {
   envVar: string;

@@ -17,7 +17,7 @@
  *  - the variables lib/config.ts reads are taken from the environment osls runs in, which is
  *    how test/offline/run.ts hands over the addresses of the stack it started;
  *  - ADMIN_TOKEN only reaches the functions that declare it (v2AdminSetTier), as on AWS;
- *  - the stream consumers (infra/functions.json `stream`: evidenceStream) are left out:
+ *  - the stream consumers (infra/functions.json `stream`: evidenceStream, webhookOutbox) are left out:
  *    serverless-offline has no DynamoDB stream events, and locally the embedded stack's own change
  *    feed applies the evidence table's changes with the same code (`npm start`,
  *    lib/local/change-feed.ts), so nothing bundles, serves or invokes them offline.

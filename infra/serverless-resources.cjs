@@ -252,6 +252,30 @@ function buildOperations() {
     // Published every minute by the reconciler: silence means it is not running.
     TreatMissingData: 'breaching',
   });
+  // Webhooks (docs/webhooks.md "Operations in AWS"; EMF of functions/jobs/webhook-deliver.ts, every minute).
+  Resources.WebhookDeliveriesFailedAlarm = alarm('More than 10 webhook deliveries failed for good (their retry schedule ran out, or the endpoint was disabled) in an hour', {
+    Namespace: METRICS_NAMESPACE,
+    MetricName: 'WebhookDeliveriesFailed',
+    Dimensions: [{ Name: 'service', Value: 'evidence-anchoring' }],
+    Statistic: 'Sum',
+    Period: 3600,
+    EvaluationPeriods: 1,
+    Threshold: 10,
+    ComparisonOperator: 'GreaterThanThreshold',
+    TreatMissingData: 'notBreaching',
+  });
+  Resources.WebhookDeliveriesLateAlarm = alarm('The oldest due webhook delivery has waited more than 5 minutes past its time (or the delivery worker stopped reporting)', {
+    Namespace: METRICS_NAMESPACE,
+    MetricName: 'WebhookOldestDueAgeSeconds',
+    Dimensions: [{ Name: 'service', Value: 'evidence-anchoring' }],
+    Statistic: 'Maximum',
+    Period: 300,
+    EvaluationPeriods: 2,
+    Threshold: 300,
+    ComparisonOperator: 'GreaterThanThreshold',
+    // Published every minute by the worker: silence means it is not running.
+    TreatMissingData: 'breaching',
+  });
   // The runbook's former hand-made alarms (docs/runbook.md "Alarms"), from the reconciler's own lines.
   const reconcileLogs = { Ref: registry.naming.logGroup('reconcile') };
   Resources.ReconcileStuckAlarm = alarm('Anchors the reconciler could not advance, in every run for 15 minutes (EMF ReconcileFailures)', {

@@ -6,6 +6,7 @@ import { MAX_KEY_CACHE_MS } from './accounts/key-auth.js';
 import type { TierTable } from './accounts/tiers.js';
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_TSA_POLICY_OID, DEFAULT_TSA_PQ_POLICY_OID, NETWORK_PRESETS, type NetworkName } from './config/presets.js';
 import { type Env, parseTierLimits, Reader } from './config/reader.js';
+import { DEFAULT_RETRY_SCHEDULE_SECONDS } from './webhooks/schedule.js';
 
 /**
  * Every setting of the service, read from the environment once and validated as a whole:
@@ -197,6 +198,23 @@ export interface Config {
      */
     batchWindowMs: number;
   };
+  /** Webhooks (docs/webhooks.md). */
+  webhooks: {
+    /** WEBHOOK_RETRY_SCHEDULE: seconds before each retry after a failed attempt (lib/webhooks/schedule.ts). */
+    retryScheduleSeconds: number[];
+    /**
+     * WEBHOOK_ALLOW_PRIVATE_TARGETS: `true` lets `npm start` send to loopback over http (its default);
+     * `false` (always in AWS: anything else is a configuration error) accepts only https URLs
+     * whose every address is public unicast (lib/net/address-policy.ts).
+     */
+    allowPrivateTargets: boolean;
+    /** WEBHOOK_SECRETS_KMS_KEY_ID (AWS): the symmetric KMS key the signing secrets are sealed with. */
+    secretsKmsKeyId: string | undefined;
+    /** Locally: the AES-256-GCM key the signing secrets are sealed with (lib/crypto/secret-box.ts). */
+    secretsKeyFile: string;
+    /** `npm start` only (WEBHOOK_INTERVAL_MS): how often the delivery worker looks at the due deliveries. */
+    intervalMs: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -312,8 +330,23 @@ export function loadConfig(env: Env = process.env): Config {
   // Node's HTTP server needs the headers' deadline within the whole request's.
   if (localHttp.headersTimeoutMs > localHttp.requestTimeoutMs) problems.push('HEADERS_TIMEOUT_MS must not be above REQUEST_TIMEOUT_MS');
 
+  const retrySchedule = r.list('WEBHOOK_RETRY_SCHEDULE', /^\d+(\.\d+)?$/, 'seconds (a number)').map(Number);
+  if (retrySchedule.length > 20) problems.push('WEBHOOK_RETRY_SCHEDULE lists at most 20 waits');
+  const allowPrivateTargets = r.oneOf('WEBHOOK_ALLOW_PRIVATE_TARGETS', ['true', 'false'] as const, local ? 'true' : 'false') === 'true';
+  // A deployed stage never sends to loopback or plain http (docs/webhooks.md "Server-side request forgery").
+  if (!local && allowPrivateTargets) problems.push('WEBHOOK_ALLOW_PRIVATE_TARGETS must be false when DEPLOYMENT=aws');
+
+  const webhooks: Config['webhooks'] = {
+    retryScheduleSeconds: retrySchedule.length > 0 ? retrySchedule : [...DEFAULT_RETRY_SCHEDULE_SECONDS],
+    allowPrivateTargets,
+    secretsKmsKeyId: r.optional('WEBHOOK_SECRETS_KMS_KEY_ID'),
+    secretsKeyFile: path.join(dataDir, 'secrets', 'webhook-secrets.key'),
+    intervalMs: r.integer('WEBHOOK_INTERVAL_MS', 1000, 100),
+  };
+
   const config: Config = {
     deployment,
+    webhooks,
     port,
     host,
     dataDir,

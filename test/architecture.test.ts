@@ -4,8 +4,8 @@
  *     entry      functions/<area>/<endpoint>.ts, functions/jobs/
  *     delivery   lib/http, lib/web, lib/cli, lib/local
  *     wiring     lib/deps (the one composition root), lib/config.ts and lib/config/, lib/health.ts
- *     domain     lib/evidence, lib/accounts
- *     adapters   lib/crypto, lib/ledger, lib/store, lib/pdf
+ *     domain     lib/evidence, lib/accounts, lib/webhooks
+ *     adapters   lib/crypto, lib/ledger, lib/store, lib/pdf, lib/net
  *     base       lib/log.ts, lib/errors.ts, lib/state-machines.ts, lib/package-files.ts, lib/types.d.ts
  *
  * Every file under lib/ and functions/ belongs to exactly one layer (a file in a folder the map
@@ -30,8 +30,8 @@ const LAYERS = {
   entry: ['functions'],
   delivery: ['lib/http', 'lib/web', 'lib/cli', 'lib/local'],
   wiring: ['lib/deps', 'lib/config.ts', 'lib/config', 'lib/health.ts'],
-  domain: ['lib/evidence', 'lib/accounts'],
-  adapters: ['lib/crypto', 'lib/ledger', 'lib/store', 'lib/pdf'],
+  domain: ['lib/evidence', 'lib/accounts', 'lib/webhooks'],
+  adapters: ['lib/crypto', 'lib/ledger', 'lib/store', 'lib/pdf', 'lib/net'],
   base: ['lib/log.ts', 'lib/errors.ts', 'lib/state-machines.ts', 'lib/memo.ts', 'lib/work-slots.ts', 'lib/package-files.ts', 'lib/types.d.ts'],
 } as const;
 type Layer = keyof typeof LAYERS;
@@ -55,6 +55,7 @@ const PORTS = [
   'lib/accounts/meter-repository.ts',
   'lib/evidence/activity.ts',
   'lib/accounts/tiers.ts',
+  'lib/webhooks/records.ts',
 ];
 
 /**

@@ -71,6 +71,8 @@ export function checkFunctions(template: CfnTemplate): RuleResult {
     const env = isObject(p.Environment) && isObject(p.Environment.Variables) ? p.Environment.Variables : {};
     for (const name of Object.keys(env)) if (LAMBDA_RESERVED_ENV.has(name)) problems.push(`${fn.name}: sets the reserved variable ${name}`);
     if (env.DEPLOYMENT !== 'aws') problems.push(`${fn.name}: DEPLOYMENT must be "aws"`);
+    // docs/webhooks.md "Server-side request forgery": a deployed stage never sends to loopback, private addresses or plain http.
+    if (env.WEBHOOK_ALLOW_PRIVATE_TARGETS !== 'false') problems.push(`${fn.name}: WEBHOOK_ALLOW_PRIVATE_TARGETS must be "false" in a deployed stage, is ${JSON.stringify(env.WEBHOOK_ALLOW_PRIVATE_TARGETS)}`);
     for (const [key, def] of Object.entries(registry.TABLES)) {
       if (!isDeepStrictEqual(env[def.envVar], { Ref: registry.naming.table(key) })) {
         problems.push(`${fn.name}: ${def.envVar} must be { Ref: ${registry.naming.table(key)} }, is ${JSON.stringify(env[def.envVar])}`);
@@ -84,7 +86,7 @@ export function checkFunctions(template: CfnTemplate): RuleResult {
   for (const [id, res] of Object.entries(resources)) {
     if (res.Type === 'AWS::Lambda::Function' && !known.has(id)) problems.push(`${id}: a function that infra/functions.json does not list`);
   }
-  return { name: 'functions: handler, nodejs24.x arm64, table names, no reserved or stray secrets', summary: `${fns.length} functions`, problems };
+  return { name: 'functions: handler, nodejs24.x arm64, table names, webhooks to public addresses only, no reserved or stray secrets', summary: `${fns.length} functions`, problems };
 }
 
 /** Every HTTP function has its route `METHOD /path` on an integration that invokes exactly it; no other routes. */
@@ -257,6 +259,9 @@ export function checkOperations(template: CfnTemplate): RuleResult {
   }
   has('anchors pending too long', (a) => metricOf(a) === 'OldestPendingAnchorAgeSeconds');
   has('a low wallet balance', (a) => metricOf(a) === 'WalletBalanceBelowLow' && a.Properties?.TreatMissingData === 'breaching');
+  // docs/webhooks.md "Operations in AWS": failed deliveries, and how late the oldest due one is (silence: the worker stopped).
+  has('failed webhook deliveries', (a) => metricOf(a) === 'WebhookDeliveriesFailed');
+  has('the oldest due webhook delivery', (a) => metricOf(a) === 'WebhookOldestDueAgeSeconds' && a.Properties?.TreatMissingData === 'breaching');
   const onQueue = (queue: string) => (a: CfnResource) =>
     a.Properties?.Namespace === 'AWS/SQS' && isDeepStrictEqual(dimensionValue(a), { 'Fn::GetAtt': [queue, 'QueueName'] });
   has('failed scheduled runs', onQueue(registry.naming.failureQueue));

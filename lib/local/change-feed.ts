@@ -1,5 +1,6 @@
-import { applyChanges, type DerivedStores } from '../evidence/derived.js';
+import { applyChanges, type DerivedStores, type ItemChange } from '../evidence/derived.js';
 import { itemChangeOf, type StreamRecord } from '../deps/derived.js';
+import { getWebhookOutbox } from '../deps/webhooks.js';
 import { describeError, log } from '../log.js';
 
 /**
@@ -12,6 +13,10 @@ import { describeError, log } from '../log.js';
  * consumers on one feed (tests in parallel) are safe for the same reason.
  *
  * The local feed is one shard (`local`) whose sequence numbers never repeat (SQLite AUTOINCREMENT).
+ *
+ * Each batch also goes to the webhooks' outbox (lib/webhooks/outbox.ts; in AWS its own stream
+ * function, functions/jobs/webhook-outbox.ts), in the same pass and before the trim: a webhook
+ * event is never trimmed before its deliveries are written, and every drain (a test's too) writes them.
  */
 export const LOCAL_SHARD = 'local';
 const TARGET = 'LocalChangeFeed.';
@@ -31,6 +36,8 @@ export class LocalChangeFeed {
     private readonly batchSize = 500,
     /** Runs each batch's applying (the crash-point sweep arms it: lib/local/fault-hook.ts). */
     private readonly around: <T>(apply: () => Promise<T>) => Promise<T> = (apply) => apply(),
+    /** The other consumer of the same changes: the webhooks' outbox. */
+    private readonly outbox: (changes: ItemChange[]) => Promise<unknown> = async () => undefined,
   ) {}
 
   /** Applies every change the feed holds now; how many. One pass at a time (a second call waits for the first, then runs). */
@@ -49,7 +56,10 @@ export class LocalChangeFeed {
     for (;;) {
       const page = (await this.call('ReadChanges', { TableName: this.table, After: this.after, Limit: this.batchSize })) as { Records: StreamRecord[]; Last: number };
       if (page.Records.length === 0) return applied;
-      await this.around(() => applyChanges(this.stores, LOCAL_SHARD, page.Records.map(itemChangeOf)));
+      const changes = page.Records.map(itemChangeOf);
+      await this.around(async () => {
+        await Promise.all([applyChanges(this.stores, LOCAL_SHARD, changes), this.outbox(changes)]);
+      });
       await this.call('TrimChanges', { TableName: this.table, UpTo: page.Last });
       this.after = page.Last;
       applied += page.Records.length;
@@ -91,9 +101,10 @@ export function localChangeFeed(
   config: { aws: { dynamoEndpoint: string | undefined }; tables: { evidence: string } },
   stores: DerivedStores,
   around?: <T>(apply: () => Promise<T>) => Promise<T>,
+  outbox: (changes: ItemChange[]) => Promise<unknown> = getWebhookOutbox(),
 ): LocalChangeFeed {
   if (!config.aws.dynamoEndpoint) throw new Error('the local change feed needs DYNAMODB_ENDPOINT (the embedded dynalite)');
-  return new LocalChangeFeed(config.aws.dynamoEndpoint, config.tables.evidence, stores, 500, around);
+  return new LocalChangeFeed(config.aws.dynamoEndpoint, config.tables.evidence, stores, 500, around, outbox);
 }
 
 /**

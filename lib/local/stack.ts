@@ -37,6 +37,7 @@ import { exitWithParent } from './parent-watch.js';
 import { portInUseLine, type LocalPlan } from './preflight.js';
 import { buildLocalApi, listenLocalApi } from './server.js';
 import { retryStartStep } from './start-retry.js';
+import { startLocalWebhookWorker } from './webhook-worker.js';
 import { Supervisor } from './supervisor.js';
 
 /** How often `npm start` applies the evidence table's changes (the statistics' lag: at most about a second and a half, stated in the API reference; in AWS the stream function batches for up to 1 s as well). */
@@ -297,6 +298,8 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
     const feed = localChangeFeed(config, getDerivedStores(), armFeed ? (apply) => armFeed.arm('change feed', apply) : undefined);
     feed.start(CHANGE_FEED_INTERVAL_MS);
     stops.push(async () => feed.stop());
+    // The webhook-deliver function's local twin: the due deliveries, every second (docs/webhooks.md).
+    stops.push(startLocalWebhookWorker(config));
 
     say(`ready in ${since()}: Ctrl-C stops every part`);
   } catch (error) {

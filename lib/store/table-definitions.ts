@@ -6,8 +6,8 @@
 import tableSpec from '../../infra/tables.json' with { type: 'json' };
 
 /** Logical names of the service's tables, as in infra/tables.json. */
-export type TableKey = 'accounts' | 'apiKeys' | 'evidence' | 'chains' | 'counters' | 'ledger' | 'batches' | 'archive';
-export const TABLE_KEYS: readonly TableKey[] = ['accounts', 'apiKeys', 'evidence', 'chains', 'counters', 'ledger', 'batches', 'archive'];
+export type TableKey = 'accounts' | 'apiKeys' | 'evidence' | 'chains' | 'counters' | 'ledger' | 'batches' | 'archive' | 'webhooks';
+export const TABLE_KEYS: readonly TableKey[] = ['accounts', 'apiKeys', 'evidence', 'chains', 'counters', 'ledger', 'batches', 'archive', 'webhooks'];
 
 /** Physical table name for each logical table. */
 export type TableNames = Readonly<Record<TableKey, string>>;

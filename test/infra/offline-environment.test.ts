@@ -53,6 +53,8 @@ const AWS_ENVIRONMENT: Record<string, unknown> = {
   KEY_REGISTRY_FILE: 'infra/keys/dev/key-registry.json',
   PDF_SIGNER_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/6',
   PDF_SIGNER_CERT_FILE: 'infra/keys/dev/pdf-signer.pem',
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false',
+  WEBHOOK_SECRETS_KMS_KEY_ID: 'arn:aws:kms:eu-central-1:000000000000:key/8',
 };
 /** What test/offline/run.ts hands osls: the test stack's environment (and a stray KMS setting). */
 const SHELL = {
@@ -115,7 +117,7 @@ describe('osls offline environment (infra/serverless-offline-local.cjs)', () => 
 
   test('the stream consumers are left out before serverless-esbuild bundles: offline builds, serves and invokes no stream function', () => {
     const stream = registry.allFunctions().filter((fn) => fn.kind === 'stream').map((fn) => fn.name);
-    assert.deepEqual(stream, ['evidenceStream']);
+    assert.deepEqual(stream, ['evidenceStream', 'webhookOutbox']);
     assert.deepEqual(streamConsumers(functions), stream, 'found by their stream event');
     const service = { provider: { environment: { ...AWS_ENVIRONMENT } }, functions: structuredClone(functions) };
     const plugin = new OfflineLocalPlugin({ service, processedInput: { commands: ['offline'] } }, { httpPort: 4000 });

@@ -192,14 +192,15 @@ describe('generated least-privilege roles', () => {
     }
   });
 
-  test('grant no transactions, no table outside the access map, Scan only to the three jobs that scan, BatchWriteItem only to the stream function (links) and the batch anchor (leaves), stream reads only to the stream function', () => {
+  test('grant no transactions, no table outside the access map, Scan only to the three jobs that scan, BatchWriteItem only to the evidence stream function (links) and the batch anchor (leaves), stream reads only to the two stream functions', () => {
     // The reconciler's hourly pass and the quota reset's sweep send Scan (lib/evidence/repository.ts
     // scanUnfinished, lib/accounts/counter-repository.ts listHolds and removeExpired), and the archive
     // job's backfill (lib/store/archive-table.ts sweepUngrouped, an operator's invocation); nothing else does.
     const scanners = registry.allFunctions().filter((fn) => JSON.stringify(roleStatements(Resources, registry.naming.role(fn.name))).includes('dynamodb:Scan'));
     assert.deepEqual(scanners.map((fn) => fn.name).sort(), ['archive', 'quotaReset', 'reconcile']);
     // The chain links' anchored marks (lib/store/chain-table.ts putAnchoredLinks) are the one batched
-    // write, from the evidence stream; only it reads a stream (its event source mapping does, with its role).
+    // write, from the evidence stream; only the two consumers of the evidence table's stream read one
+    // (their event source mappings do, with their roles): the derived data and the webhooks' outbox.
     const granting = (action: string) =>
       registry.allFunctions().flatMap((fn) =>
         roleStatements(Resources, registry.naming.role(fn.name))
@@ -207,7 +208,9 @@ describe('generated least-privilege roles', () => {
           .map((s) => `${fn.name} ${JSON.stringify(s.Resource)}`),
       );
     assert.deepEqual(granting('dynamodb:BatchWriteItem').sort(), ['evidenceStream [{"Fn::GetAtt":["ChainsTable","Arn"]}]', 'v2EvidenceAnchorBatch [{"Fn::GetAtt":["BatchesTable","Arn"]}]']);
-    for (const action of registry.STREAM_READ_ACTIONS) assert.deepEqual(granting(action), ['evidenceStream [{"Fn::GetAtt":["EvidenceTable","StreamArn"]}]'], action);
+    for (const action of registry.STREAM_READ_ACTIONS) {
+      assert.deepEqual(granting(action), ['evidenceStream [{"Fn::GetAtt":["EvidenceTable","StreamArn"]}]', 'webhookOutbox [{"Fn::GetAtt":["EvidenceTable","StreamArn"]}]'], action);
+    }
     for (const fn of registry.allFunctions()) {
       const text = JSON.stringify(roleStatements(Resources, registry.naming.role(fn.name)));
       assert.doesNotMatch(text, /dynamodb:(Transact|ConditionCheck|\*)/, fn.name);
