@@ -1,4 +1,5 @@
 import { Transaction, type JsonRpcProvider } from 'ethers';
+import { lazy } from '../memo.js';
 import { LedgerUnavailableError, sanitizeDetail } from './errors.js';
 import { FeeOracle, gwei } from './fees.js';
 import { LedgerNode } from './node.js';
@@ -141,7 +142,6 @@ export class LedgerSender {
 
   /** Submits shared, rebroadcastPending/replay/resume exclusive. */
   private readonly lock = new SharedExclusiveLock();
-  private readyPromise: Promise<string> | null = null;
   private readonly unsettled: Unsettled = new Map();
 
   constructor(options: LedgerSenderOptions) {
@@ -324,23 +324,16 @@ export class LedgerSender {
 
   // ---------------------------------------------------------------- internals
 
-  /** The wallet address, after checking once that the node serves the configured chain. */
-  private ready(): Promise<string> {
-    this.readyPromise ??= (async () => {
-      const address = await this.address();
-      const network = await this.node.rpc('read the chain id', () => this.provider.send('eth_chainId', []) as Promise<string>);
-      if (Number(BigInt(network)) !== this.chainId) {
-        throw new LedgerUnavailableError(
-          `The ledger node serves chain ${Number(BigInt(network))}, the service is configured for chain ${this.chainId}`,
-          'misconfigured',
-        );
-      }
-      return address;
-    })();
-    const p = this.readyPromise;
-    p.catch(() => {
-      if (this.readyPromise === p) this.readyPromise = null;
-    });
-    return p;
-  }
+  /** The wallet address, after checking once that the node serves the configured chain (a failed check is tried again). */
+  private readonly ready = lazy(async () => {
+    const address = await this.address();
+    const network = await this.node.rpc('read the chain id', () => this.provider.send('eth_chainId', []) as Promise<string>);
+    if (Number(BigInt(network)) !== this.chainId) {
+      throw new LedgerUnavailableError(
+        `The ledger node serves chain ${Number(BigInt(network))}, the service is configured for chain ${this.chainId}`,
+        'misconfigured',
+      );
+    }
+    return address;
+  });
 }
