@@ -33,7 +33,8 @@ class PartDown extends Error {
 /**
  * Parts the local supervisor (lib/local/stack.ts) knows to be down before any probe could tell:
  * a child process it is restarting, or a ledger node it is replaying the transactions into.
- * Never set in Lambda.
+ * Never set in Lambda. State the supervisor sets, not a cache (no lazy or ProcessCache): one entry
+ * at most per part it supervises.
  */
 const known = new Map<string, DownReason>();
 

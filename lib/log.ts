@@ -5,6 +5,7 @@
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
+/** A setting (LOG_LEVEL, setLogLevel), not a cache (no lazy). */
 let threshold: Level = (process.env.LOG_LEVEL as Level | undefined) ?? 'info';
 if (!(threshold in ORDER)) threshold = 'info';
 

@@ -1,14 +1,46 @@
 /**
- * The one idiom for what a process keeps between requests, next to the composition root's
- * `lazy()` (lib/deps/lazy.ts): a bounded map, least recently used out first, that
- * {@link forgetProcessCaches} clears (lib/deps `resetDeps()` calls it, so one call forgets both).
+ * The two caching idioms of the code, for what a process keeps between requests:
+ * - `lazy(build)`: ONE value, built on first use and handed out afterwards. A build that throws,
+ *   or whose promise rejects, is not kept: the next call builds again (a KMS or file read that
+ *   failed once is retried, never cached as a failure). A module's lazy lives as long as the
+ *   process, an object's as long as the object. The composition root's dependencies are lazies
+ *   that resetDeps() also forgets (lib/deps/lazy.ts).
+ * - `ProcessCache`: MANY values by key, a bounded map, least recently used out first, that
+ *   {@link forgetProcessCaches} clears (lib/deps `resetDeps()` calls it, so one call forgets both).
  *
- * Use it for values that are the same computation every time (a parsed certificate, a verified
- * token, a final record that can no longer change, a secret read once from KMS): a hit must be
- * indistinguishable from computing again. A promise is kept as it is; one that rejects is
- * forgotten, so a failure is retried, never cached. Objects that key a memo by identity use a
- * WeakMap instead (they go with their object).
+ * Use them for values that are the same computation every time (a parsed certificate, a verified
+ * token, a final record that can no longer change, a secret read once from KMS, a key's public
+ * key): a hit must be indistinguishable from computing again. A promise is kept as it is; one that
+ * rejects is forgotten, so a failure is retried, never cached. Objects that key a memo by identity
+ * use a WeakMap instead (they go with their object).
  */
+
+/** A lazily built value: call it to get (or build) the value. */
+export interface Lazy<T> {
+  (): T;
+  /** Forgets the value (disposing of it) so that the next call builds it again. */
+  reset(): void;
+}
+
+/** `dispose` is called with a value forgotten by reset(); `resets`, when given, collects reset() (lib/deps/lazy.ts resetDeps). */
+export function lazy<T>(build: () => T, dispose?: (value: T) => void, resets?: (() => void)[]): Lazy<T> {
+  let cell: { value: T } | undefined;
+  const get = (() => {
+    if (!cell) {
+      const built = (cell = { value: build() });
+      // A failed build is forgotten (unless a reset or a newer build replaced it meanwhile).
+      if (built.value instanceof Promise) built.value.catch(() => cell === built && (cell = undefined));
+    }
+    return cell.value;
+  }) as Lazy<T>;
+  get.reset = () => {
+    const old = cell;
+    cell = undefined;
+    if (old && dispose) dispose(old.value);
+  };
+  resets?.push(get.reset);
+  return get;
+}
 
 const all: ProcessCache<unknown, unknown>[] = [];
 

@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getArchiveSettings, getArchiveStore } from '../../lib/deps/archive.js';
-import { offerDigest } from '../../lib/evidence/archive.js';
+import { offerDigest } from '../../lib/evidence/archive-rehash.js';
 import { createApp } from '../../lib/http/app.js';
 import { apiKeyAuth } from '../../lib/http/auth.js';
 import { HashParam, IsoTime, jsonBody, problemResponses } from '../../lib/http/schemas/common.js';

@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { handle } from 'hono/aws-lambda';
 import { getArchiveStore } from '../../lib/deps/archive.js';
-import { evidenceRecordOf } from '../../lib/evidence/archive.js';
+import { evidenceRecordOf } from '../../lib/evidence/archive-record.js';
 import { createApp } from '../../lib/http/app.js';
 import { publicRateLimit } from '../../lib/http/limits.js';
 import { HashParam, problemResponses } from '../../lib/http/schemas/common.js';

@@ -3,6 +3,7 @@
  * Apart from lib/crypto/ml-dsa.ts so that functions which only verify never load the KMS client.
  */
 import { SignCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { lazy } from '../memo.js';
 import { readKmsPublicKey } from './kms-client.js';
 import {
   assertBytes,
@@ -43,8 +44,9 @@ export class KmsMlDsaSigner implements PqSigner {
   readonly kmsKeyId: string;
   readonly #client: KMSClient;
   readonly #verifyAfterSign: boolean;
+  /** The public key once fetched (keyId needs it at once). */
   #publicKey: Uint8Array | undefined;
-  #loading: Promise<Uint8Array> | undefined;
+  readonly #fetchPublicKey = lazy(async () => mlDsa65PublicKeyFromSpki(await readKmsPublicKey(this.#client, this.kmsKeyId, 'ML_DSA_65')));
 
   constructor(client: KMSClient, kmsKeyId: string, options: KmsMlDsaSignerOptions = {}) {
     if (typeof kmsKeyId !== 'string' || kmsKeyId.length === 0) throw new TypeError('KMS key id: expected a non-empty string');
@@ -82,17 +84,8 @@ export class KmsMlDsaSigner implements PqSigner {
    * returns. Fetched once; a failed fetch is not cached, so the next call retries.
    */
   async publicKey(): Promise<Uint8Array> {
-    if (this.#publicKey === undefined) {
-      this.#loading ??= this.#fetchPublicKey().finally(() => {
-        this.#loading = undefined;
-      });
-      this.#publicKey = await this.#loading;
-    }
+    this.#publicKey = await this.#fetchPublicKey();
     return Uint8Array.from(this.#publicKey);
-  }
-
-  async #fetchPublicKey(): Promise<Uint8Array> {
-    return mlDsa65PublicKeyFromSpki(await readKmsPublicKey(this.#client, this.kmsKeyId, 'ML_DSA_65'));
   }
 
   /**

@@ -19,6 +19,7 @@
 import { createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify } from 'node:crypto';
 import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js';
 import type { MLDSA65 } from '@oqs/liboqs-js/sig';
+import { lazy } from '../memo.js';
 import { sha256Hex } from './hash.js';
 import type { PqSigner } from './ports.js';
 
@@ -137,8 +138,6 @@ export function mlDsa65SeedFromPkcs8(der: Uint8Array): Uint8Array {
   return Uint8Array.from(bytes.subarray(PKCS8_SEED_PREFIX.length));
 }
 
-let nodeSupport: boolean | undefined;
-
 /**
  * Whether this Node signs and verifies ML-DSA-65 in node:crypto (Node ≥ 24.6, OpenSSL 3.5; Node 22
  * bundles OpenSSL 3.5 as well and imports the key, but its signing and verification fail).
@@ -148,26 +147,28 @@ let nodeSupport: boolean | undefined;
  * tests (test/crypto/ml-dsa-node.test.ts: the NIST vectors, and noble and liboqs both ways).
  */
 export function nodeCryptoMlDsa65(): boolean {
-  if (nodeSupport === undefined) {
-    try {
-      const key = createPrivateKey({ key: Buffer.concat([PKCS8_SEED_PREFIX, Buffer.alloc(ML_DSA_65_SEED_BYTES, 0x5a)]), format: 'der', type: 'pkcs8' });
-      const spki = createPublicKey(key).export({ format: 'der', type: 'spki' });
-      const message = Buffer.from('ML-DSA-65 in node:crypto');
-      const signature = nodeSign(null, message, key);
-      const tampered = Buffer.from(signature);
-      tampered[100]! ^= 1;
-      nodeSupport =
-        spki.length === SPKI_PREFIX.length + ML_DSA_65_PUBLIC_KEY_BYTES &&
-        spki.subarray(0, SPKI_PREFIX.length).equals(SPKI_PREFIX) &&
-        signature.length === ML_DSA_65_SIGNATURE_BYTES &&
-        nodeVerify(null, message, { key: spki, format: 'der', type: 'spki' }, signature) &&
-        !nodeVerify(null, message, { key: spki, format: 'der', type: 'spki' }, tampered);
-    } catch {
-      nodeSupport = false;
-    }
-  }
-  return nodeSupport;
+  return nodeSupport();
 }
+
+const nodeSupport = /* @__PURE__ */ lazy((): boolean => {
+  try {
+    const key = createPrivateKey({ key: Buffer.concat([PKCS8_SEED_PREFIX, Buffer.alloc(ML_DSA_65_SEED_BYTES, 0x5a)]), format: 'der', type: 'pkcs8' });
+    const spki = createPublicKey(key).export({ format: 'der', type: 'spki' });
+    const message = Buffer.from('ML-DSA-65 in node:crypto');
+    const signature = nodeSign(null, message, key);
+    const tampered = Buffer.from(signature);
+    tampered[100]! ^= 1;
+    return (
+      spki.length === SPKI_PREFIX.length + ML_DSA_65_PUBLIC_KEY_BYTES &&
+      spki.subarray(0, SPKI_PREFIX.length).equals(SPKI_PREFIX) &&
+      signature.length === ML_DSA_65_SIGNATURE_BYTES &&
+      nodeVerify(null, message, { key: spki, format: 'der', type: 'spki' }, signature) &&
+      !nodeVerify(null, message, { key: spki, format: 'der', type: 'spki' }, tampered)
+    );
+  } catch {
+    return false;
+  }
+});
 
 /** Full SHA-256 of a raw ML-DSA-65 public key, as 64 lower-case hex characters. */
 export function mlDsaPublicKeyFingerprint(publicKey: Uint8Array): string {
@@ -180,20 +181,22 @@ export function mlDsaKeyId(publicKey: Uint8Array): string {
   return `mldsa65:${mlDsaPublicKeyFingerprint(publicKey).slice(0, 16)}`;
 }
 
-let liboqs: Promise<MLDSA65> | undefined;
-
 /**
  * The process's one liboqs ML-DSA-65 instance, loaded on first use (bundled, instantiating the
  * WASM module takes ~8 ms) and shared: its calls are synchronous, so concurrent signers never
  * interleave inside it. A failed load is not cached; the next call tries again.
  */
 export function liboqsMlDsa65(): Promise<MLDSA65> {
-  liboqs ??= import('./liboqs-ml-dsa-65.js').then(({ createMLDSA65 }) => createMLDSA65()).catch((err: unknown) => {
-    liboqs = undefined;
-    throw new Error(`liboqs ML-DSA-65 failed to load: ${errorName(err)}`, { cause: err });
-  });
-  return liboqs;
+  return liboqs();
 }
+
+const liboqs = /* @__PURE__ */ lazy(() =>
+  import('./liboqs-ml-dsa-65.js')
+    .then(({ createMLDSA65 }) => createMLDSA65())
+    .catch((err: unknown) => {
+      throw new Error(`liboqs ML-DSA-65 failed to load: ${errorName(err)}`, { cause: err });
+    }),
+);
 
 /** Options of {@link LocalMlDsaSigner.fromSeed}. */
 export interface LocalMlDsaSignerOptions {

@@ -12,6 +12,7 @@ import { AccountTable } from '../store/account-table.js';
 import { ApiKeyTable } from '../store/api-key-table.js';
 import { getConfig, getDb } from './core.js';
 import { createLimitService, type KeyAuthDeps } from './key-auth.js';
+import { getKmsClient } from './kms.js';
 import { lazy } from './lazy.js';
 
 /**
@@ -51,8 +52,8 @@ export function createAccountDeps(options: AccountDepsOptions): AccountDeps {
   const clock = options.clock ?? systemClock;
   const accountRepo = new AccountTable(db, config.tables.accounts);
   const keyRepo = new ApiKeyTable(db, config.tables.apiKeys);
-  // KMS only for a KMS-encrypted secret: the client is built when the secret is first read.
-  const decrypt: KmsDecrypt = options.kmsDecrypt ?? ((ciphertext) => kmsDecrypt(config.aws.region)(ciphertext));
+  // KMS only for a KMS-encrypted secret: the process's one KMS client is built when the secret is first read.
+  const decrypt: KmsDecrypt = options.kmsDecrypt ?? ((ciphertext) => kmsDecrypt(getKmsClient())(ciphertext));
   const secret = options.jwtSecret ?? (() => cachedJwtSecret(config.jwt, decrypt));
   const tokens = new TokenService(secret, { issuer: config.jwt.issuer, audience: config.jwt.audience, ttlSeconds: config.jwt.ttlSeconds }, clock);
   const passwords = options.passwords ?? productionHasher();

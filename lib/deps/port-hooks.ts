@@ -8,6 +8,7 @@ export type Port = 'dynamodb' | 'ledger';
 export type Send = (...args: never[]) => Promise<unknown>;
 export type PortWrapper = (port: Port, send: Send) => Send;
 
+/** A registration, not a cache (no lazy): set by the local stack before anything is built. */
 let wrapper: PortWrapper | undefined;
 
 /** Registers the wrapper every port built from now on goes through (the local stack, before it builds anything). */

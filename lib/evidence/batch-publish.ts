@@ -109,6 +109,7 @@ interface Shared {
   /** Transactions this process has just broadcast (no need to resume them). */
   broadcast: Set<string>;
 }
+/** Keyed by the batch store object (the process's, or a test's), whose lifetime the state must follow: a WeakMap, not a ProcessCache. */
 const sharedState = new WeakMap<BatchStore, Shared>();
 function shared(deps: BatchStepDeps): Shared {
   let s = sharedState.get(deps.batching.store);

@@ -20,6 +20,7 @@ import { type WorkPool, workPool } from '../work-slots.js';
  * hand, and a batch is not capped at the pool's size. A Lambda instance serves one request at a time, so there the bulkhead never holds anything back;
  * `npm start` serves every request from one process, as does the in-process test stack.
  */
+/** The pools by bulkhead name (a handful, declared at module level): live state, not a cache (no ProcessCache). */
 const pools = new Map<string, WorkPool>();
 
 export function bulkhead(options: { name: string; max: () => number; waitMs: () => number }): MiddlewareHandler<AppEnv> {

@@ -112,7 +112,8 @@ export interface PublicRateLimitOptions extends LimitOptions {
 /**
  * The in-memory windows of the public reads, one per limit service (per set of dependencies: the
  * process-wide one, or a test's). Here rather than in LimitService so that only the functions with
- * a public read carry it.
+ * a public read carry it. A WeakMap, not a ProcessCache (lib/memo.ts): a window is the state of
+ * its limit service and must go with it (a test's), never be dropped while it counts.
  */
 const publicWindows = new WeakMap<LimitService, IpRateWindow>();
 

@@ -27,6 +27,7 @@ export function gwei(value: number): bigint {
  * and maxFeePerGas = min(2 × base fee + priority fee, cap). Nothing is ever signed above the cap.
  */
 export class FeeOracle {
+  /** Fees expire (feeCacheMs) and a replacement forgets them: not a lazy, which keeps its value until reset. */
   private feeCache: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | null = null;
   private feeInFlight: Promise<Fees> | null = null;
 

@@ -7,6 +7,7 @@
 import { createPublicKey } from 'node:crypto';
 import { SignCommand, type KMSClient } from '@aws-sdk/client-kms';
 import { readKmsPublicKey } from '../crypto/kms-client.js';
+import { lazy } from '../memo.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import {
   AbstractSigner,
@@ -84,8 +85,9 @@ export class KmsLedgerSigner extends AbstractSigner {
   /** The KMS key id, ARN or alias this signer was given. */
   readonly kmsKeyId: string;
   readonly #client: KMSClient;
+  /** The address once known (given, or fetched): connect() hands it on. */
   #address: string | undefined;
-  #loading: Promise<string> | undefined;
+  readonly #fetchAddress = lazy(async () => addressFromSpki(await readKmsPublicKey(this.#client, this.kmsKeyId, 'ECC_SECG_P256K1')));
 
   constructor(client: KMSClient, kmsKeyId: string, provider: Provider | null = null, address?: string) {
     super(provider);
@@ -102,17 +104,8 @@ export class KmsLedgerSigner extends AbstractSigner {
 
   /** The checksummed address of the KMS key (GetPublicKey once). */
   async getAddress(): Promise<string> {
-    if (this.#address === undefined) {
-      this.#loading ??= this.#fetchAddress().finally(() => {
-        this.#loading = undefined;
-      });
-      this.#address = await this.#loading;
-    }
+    if (this.#address === undefined) this.#address = await this.#fetchAddress();
     return this.#address;
-  }
-
-  async #fetchAddress(): Promise<string> {
-    return addressFromSpki(await readKmsPublicKey(this.#client, this.kmsKeyId, 'ECC_SECG_P256K1'));
   }
 
   /**

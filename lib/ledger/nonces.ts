@@ -44,6 +44,7 @@ export class NonceAllocator {
    * came after it, the re-send job's gap filling covers them (fillGaps, after its grace).
    */
   private readonly unanswered: { token: string; count: number }[] = [];
+  /** The settling under way, shared by the allocations meanwhile: a job run again each time, not a cached value. */
   private recovering: Promise<void> | null = null;
   private readonly db: DynamoDBDocumentClient;
   private readonly table: string;

@@ -8,7 +8,7 @@ import type { ReceiptBook } from './receipts.js';
 import type { LedgerRecords } from './records.js';
 import type { Replacer } from './replacement.js';
 import type { TxSigner } from './signing.js';
-import { LIVE, type LedgerLog, type LedgerSlot, type ResendReport, type WalletItem } from './types.js';
+import { LIVE, type LedgerLog, type LedgerSlot, type ResendReport, type Unsettled, type WalletItem } from './types.js';
 
 /**
  * The re-send job (rebroadcastPending) and the local replay: fills abandoned nonce gaps, re-sends
@@ -28,7 +28,7 @@ export class ResendJob {
     private readonly replacer: Replacer,
     private readonly lock: SharedExclusiveLock,
     /** This process's ambiguous broadcasts, by nonce (see LedgerSender). */
-    private readonly unsettled: Map<number, { raw: string; txHash: string }>,
+    private readonly unsettled: Unsettled,
     private readonly wallet: { ready: () => Promise<string>; address: () => Promise<string>; chainId: number; lowBalanceWei: bigint },
     private readonly clock: () => Date,
     private readonly log: LedgerLog,

@@ -3,7 +3,7 @@ import type { LedgerNode } from './node.js';
 import type { NonceAllocator } from './nonces.js';
 import type { ReceiptBook } from './receipts.js';
 import type { LedgerRecords } from './records.js';
-import { LIVE, type LedgerLog, type LedgerReceipt, type LedgerSlot, type LedgerSlotStatus, type LedgerTxKind, type ResumeResult } from './types.js';
+import { LIVE, type LedgerLog, type LedgerReceipt, type LedgerSlot, type LedgerSlotStatus, type LedgerTxKind, type ResumeResult, type Unsettled } from './types.js';
 
 /**
  * The decisions of LedgerSender.resume() (see there): finish a transaction signed earlier, or
@@ -17,7 +17,7 @@ export class Resumer {
     private readonly nonces: NonceAllocator,
     private readonly receipts: ReceiptBook,
     /** This process's ambiguous broadcasts, by nonce (see LedgerSender). */
-    private readonly unsettled: Map<number, { raw: string; txHash: string }>,
+    private readonly unsettled: Unsettled,
     private readonly confirmationTag: 'latest' | 'finalized',
     private readonly log: LedgerLog,
   ) {}

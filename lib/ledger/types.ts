@@ -247,3 +247,9 @@ export interface Fees {
 
 /** Operational log line (never secrets). */
 export type LedgerLog = NonNullable<LedgerSenderOptions['log']>;
+
+/**
+ * A sender's broadcasts the node has not surely taken (ambiguous, or refused while the slot holds
+ * them), by nonce: re-sent before its next broadcast so they cannot block it.
+ */
+export type Unsettled = Map<number, { raw: string; txHash: string }>;

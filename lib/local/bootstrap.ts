@@ -10,6 +10,7 @@ import { generateTsaCertificates, issueDocumentSigningCertificate } from '../cry
 import { pqTsaFiles, tsaFiles } from '../crypto/tsa/files.js';
 import { generatePqTsaCertificates } from '../crypto/tsa/pq-certificates.js';
 import { loadOrCreateLocalWallet, localWalletFiles, readLocalWalletKey } from '../ledger/local-wallet.js';
+import { lazy } from '../memo.js';
 
 /** What the local stack needs to know after bootstrapping (never the secrets themselves). */
 export interface LocalSecrets {
@@ -54,8 +55,7 @@ export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> 
   }
   if (config.tsa.scheme === 'embedded') {
     const files = tsaFiles(config.tsa.dir);
-    let bundle: Awaited<ReturnType<typeof generateTsaCertificates>> | undefined;
-    const make = async () => (bundle ??= await generateTsaCertificates());
+    const make = lazy(() => generateTsaCertificates());
     let wrote = false;
     wrote = (await writeIfMissing(files.rootKey, async () => (await make()).rootKeyPkcs8Pem)) || wrote;
     if (wrote) {
@@ -84,8 +84,7 @@ export async function ensureLocalSecrets(config: Config): Promise<LocalSecrets> 
   if (config.tsa.pq && !config.tsa.pq.kmsKeyId) {
     // The post-quantum TSA (ML-DSA-65 root and leaf), generated once like the classic one.
     const files = pqTsaFiles(config.tsa.dir);
-    let bundle: Awaited<ReturnType<typeof generatePqTsaCertificates>> | undefined;
-    const make = async () => (bundle ??= await generatePqTsaCertificates());
+    const make = lazy(() => generatePqTsaCertificates());
     if (await writeIfMissing(files.rootKey, async () => (await make()).rootKeyPkcs8Pem)) {
       await writeFile(files.rootCert, (await make()).rootCertPem, { mode: 0o644 });
       await writeFile(files.tsaCert, (await make()).tsaCertPem, { mode: 0o644 });

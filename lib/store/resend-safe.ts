@@ -62,6 +62,7 @@ function stripOutput(output: Record<string, unknown>): void {
 }
 
 export function installResendSafeWrites(client: DynamoDBClient): void {
+  // The tables' key names, read once per client (a handful of tables): they go with this client, not a ProcessCache.
   const keySchemas = new Map<string, Promise<string[]>>();
   const keyNames = (table: string): Promise<string[]> => {
     let known = keySchemas.get(table);

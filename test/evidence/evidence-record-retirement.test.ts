@@ -25,7 +25,8 @@ import { EmbeddedTsa, issueTsaCertificate, pemToDer, timestampSigner } from '../
 import { sha256Hex } from '../../lib/crypto/hash.js';
 import { getArchiveDeps } from '../../lib/deps/archive-job.js';
 import { getConfig, resetCoreDeps } from '../../lib/deps/core.js';
-import { type ArchiveDeps, type ArchivePassReport, evidenceRecordOf, runArchivePass } from '../../lib/evidence/archive.js';
+import { type ArchiveDeps, type ArchivePassReport, runArchivePass } from '../../lib/evidence/archive.js';
+import { evidenceRecordOf } from '../../lib/evidence/archive-record.js';
 import { freePort } from '../../lib/local/net.js';
 import { onlyMine } from '../support/archive.js';
 import { createAccount, Device, json } from '../support/client.js';

@@ -21,6 +21,7 @@ import { type HashName, OID, hashByOid, nodeHashName } from './identifiers.js';
 import type { Certificate } from './x509-verify.js';
 import { ID_ML_DSA_65, ML_DSA_65_PUBLIC_KEY_BYTES, verifyMlDsa65 } from '../ml-dsa.js';
 
+// Each certificate's public key, imported once; keyed by the certificate object, so it goes with it (lib/memo.ts).
 const publicKeys = new WeakMap<Certificate, KeyObject>();
 
 /**
