@@ -14,12 +14,15 @@
  *   feed      the change feed's applying of an anchor's changes (statistics, the link's anchored
  *             mark), direct; feed-batched the same in batch mode. The photo is anchored unarmed;
  *             the feed's k-th call kills the service.
+ *   batch-request  POST /api/v2/evidence/anchor/batch of 4 consecutive photos of one device, batch
+ *             mode (every entry's charge, link, proofs, publish, the leaves' BatchWriteItem, the
+ *             seal, the finish); after the restart the identical batch is sent again.
  *
  * First the path's length is measured (three armed requests that are not killed report how many
  * calls they made); then the points are 1…max+2 calls × {before, after}.
  *
  * Environment (all optional):
- *   SWEEP_MODE=all          direct | batched | register | feed | feed-batched, several with commas;
+ *   SWEEP_MODE=all          direct | batched | register | feed | feed-batched | batch-request, several with commas;
  *                           both = direct,batched; all = every path
  *   SWEEP_WHEN=both         before | after | both
  *   SWEEP_FROM=1 SWEEP_TO=  a part of the path only (k from … to)
@@ -37,15 +40,15 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const env = (name: string, fallback: string) => process.env[name] || fallback;
-const ALL = ['direct', 'batched', 'register', 'feed', 'feed-batched'];
+const ALL = ['direct', 'batched', 'register', 'feed', 'feed-batched', 'batch-request'];
 const modeSetting = env('SWEEP_MODE', 'all');
 const modes = modeSetting === 'all' ? ALL : modeSetting === 'both' ? ['direct', 'batched'] : modeSetting.split(',').map((m) => m.trim());
 for (const m of modes) if (!ALL.includes(m)) throw new Error(`SWEEP_MODE: unknown path ${m} (${ALL.join(', ')})`);
 const whens: CrashPoint['when'][] = env('SWEEP_WHEN', 'both') === 'both' ? ['before', 'after'] : [env('SWEEP_WHEN', 'before') as CrashPoint['when']];
 
 /** LEDGER_BATCH_WINDOW_MS of each mode (250: the default of npm start). */
-const WINDOW: Record<string, string> = { direct: '0', batched: '250', register: '0', feed: '0', 'feed-batched': '250' };
-const OPERATION: Record<string, 'anchor' | 'register' | 'feed'> = { direct: 'anchor', batched: 'anchor', register: 'register', feed: 'feed', 'feed-batched': 'feed' };
+const WINDOW: Record<string, string> = { direct: '0', batched: '250', register: '0', feed: '0', 'feed-batched': '250', 'batch-request': '250' };
+const OPERATION: Record<string, 'anchor' | 'register' | 'feed' | 'batch'> = { direct: 'anchor', batched: 'anchor', register: 'register', feed: 'feed', 'feed-batched': 'feed', 'batch-request': 'batch' };
 
 let broken = 0;
 const summary: string[] = [];

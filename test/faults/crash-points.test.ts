@@ -62,3 +62,21 @@ describe('crash points along a hash registration and along the change feed', () 
     });
   }
 });
+
+describe('crash points along a batch anchor request (issue 36)', () => {
+  it('a SIGKILL at calls spread over a batch of 4 photos, then the identical batch again: each entry anchored once, no fork or hole, each root on the chain once, the charge exact', { timeout: 300_000 }, async () => {
+    const env = { LEDGER_BATCH_WINDOW_MS: '250' };
+    const measured = await runCrashExperiment({ devices: 1, photos: 5, kills: 0, env, operation: 'batch', forkProbe: false, crashPoints: [{ killAt: 1e6, when: 'before' }, { killAt: 1e6, when: 'before' }], log: say });
+    const length = Math.min(...measured.crashPoints.map((p) => p.calls ?? 0));
+    assert.ok(length >= 16, `the batch path made ${length} calls`);
+    const points = spread(Math.floor(length * 0.9));
+    const report = await runCrashExperiment({ devices: 1, photos: 30, kills: 0, env, operation: 'batch', crashPoints: points, log: say });
+    say(formatReport(report));
+    for (const p of report.crashPoints) say(`  call ${p.killAt} ${p.when}: ${p.reached ? `killed at ${p.call ?? '?'}` : `not reached (${p.calls} calls)`}`);
+    assert.ok(report.crashPoints.filter((p) => p.reached).length >= 5, 'the service was killed at (almost) every sampled point');
+    for (const [name, items] of Object.entries(report.violations)) assert.deepEqual(items, [], `${name} (seed ${report.seed})`);
+    assert.equal(report.unsettled, 0);
+    assert.equal(report.hashes, points.length * 4, 'every entry of every batch is accounted for');
+    assert.equal(report.charged, report.anchorsHeld);
+  });
+});

@@ -45,6 +45,7 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'
 const ZERO32 = Buffer.alloc(32);
 const ANCHOR_PATH = '/api/v2/evidence/anchor';
 const REGISTER_PATH = '/api/v2/evidence/hash';
+const BATCH_PATH = '/api/v2/evidence/anchor/batch';
 
 /** A hash registration's body (32 random bytes), byte-identical on every retry. */
 function registrationBody(): { index: number; imageHash: string; body: string } {
@@ -415,6 +416,12 @@ interface Attempt {
   killedBy: number | undefined;
 }
 
+/** An armed batch request's photos and its exact body (operation 'batch'), sent again unchanged until they settle. */
+interface PendingBatch {
+  records: HashRecord[];
+  body: string;
+}
+
 /** The faults the harness injects: the whole service, or one part of it. */
 export type FaultKind = 'kill' | 'stop-database' | 'kill-ledger' | 'kill-database';
 /** What a crash point did: killed the service at its call, or the request made fewer calls (not reached). */
@@ -489,9 +496,13 @@ export interface CrashRunOptions {
    * What the crash points interrupt: `anchor` (default: the armed anchor request), `register` (an
    * armed hash registration), or `feed` (the change feed's applying of the derived data: the photo
    * is anchored unarmed, and the feed's k-th call to DynamoDB kills the service, before it leaves
-   * or after its answer, lib/local/fault-hook.ts with EVIDENCE_FAULT_ARM=feed).
+   * or after its answer, lib/local/fault-hook.ts with EVIDENCE_FAULT_ARM=feed), or `batch` (an
+   * armed POST /api/v2/evidence/anchor/batch of `batchSize` consecutive photos of device 0; after
+   * the restart the phone sends the identical batch again until every entry settles).
    */
-  operation?: 'anchor' | 'register' | 'feed';
+  operation?: 'anchor' | 'register' | 'feed' | 'batch';
+  /** operation 'batch': the photos of device 0 in each armed batch request (default 4). */
+  batchSize?: number;
   /** Extra environment for the service (e.g. LEDGER_BATCH_WINDOW_MS). */
   env?: Record<string, string>;
   /** After settling, send a different photo at each interrupted (device, index): it must be refused.
@@ -680,6 +691,63 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       }
     };
 
+    /**
+     * The batch's phone (operation 'batch'): sends the identical batch request until every entry
+     * settled (200, or 409 for a hash the public verify shows anchored) or was refused for good.
+     */
+    const sendBatchUntilSettled = async (batch: PendingBatch): Promise<void> => {
+      let backoff = 250;
+      for (;;) {
+        const open = batch.records.filter((r) => !r.settledAt && !r.rejected);
+        if (open.length === 0) return;
+        if (open.some((r) => Date.now() > giveUpAt(r))) {
+          for (const r of open) r.gaveUp = true;
+          return;
+        }
+        for (const r of open) r.attempts += 1;
+        requestsSent += 1;
+        let answer: { status: number; text: string } | undefined;
+        try {
+          const res = await fetch(`${service.base}${BATCH_PATH}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': account.apiKey },
+            body: batch.body,
+            signal: AbortSignal.timeout(60_000),
+          });
+          answer = { status: res.status, text: await res.text() };
+        } catch (error) {
+          for (const r of open) r.lastAnswer = `network error: ${(error as Error).message}`;
+        }
+        if (answer?.status === 200) {
+          const results = (JSON.parse(answer.text) as { results: { status: number; problem?: Problem }[] }).results;
+          for (const [i, record] of batch.records.entries()) {
+            const result = results[i];
+            if (record.settledAt || record.rejected || !result) continue;
+            if (result.status === 200) {
+              settle(record, '200');
+              continue;
+            }
+            record.lastAnswer = `${result.status} ${result.problem?.code ?? ''}: ${result.problem?.detail ?? ''}`;
+            if (result.status === 409 && result.problem?.code === 'hash_already_anchored' && !/being anchored/i.test(result.problem.detail ?? '')) {
+              const verified = await verifyHash(service, record.imageHash).catch(() => undefined);
+              if (verified?.verified) settle(record, '409-anchored');
+            } else if (result.status < 500 && result.status !== 429 && result.problem?.code !== 'previous_entry_failed') {
+              record.rejected = record.lastAnswer;
+            }
+          }
+        } else if (answer) {
+          for (const r of open) r.lastAnswer = `${answer.status} ${answer.text.slice(0, 200)}`;
+          if (answer.status < 500 && answer.status !== 429) {
+            for (const r of open) r.rejected = r.lastAnswer;
+            return;
+          }
+        }
+        if (batch.records.every((r) => r.settledAt || r.rejected)) return;
+        await sleep(backoff * (0.75 + random() * 0.5));
+        backoff = Math.min(backoff * 2, 2000);
+      }
+    };
+
     const settle = (record: HashRecord, how: '200' | '409-anchored') => {
       record.settledAt = Date.now();
       record.how = how;
@@ -760,6 +828,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       // Each photo's limit runs from the start that recovers it (giveUpAt).
       faultsDone = true;
       let pending: HashRecord | undefined;
+      let pendingBatch: PendingBatch | undefined;
       for (const [i, point] of points.entries()) {
         // The start with this point's hook is the recovery of the previous point's photo.
         await service.kill();
@@ -782,7 +851,50 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
         if (previous && previous.readyAt === undefined) previous.readyAt = ready;
         lastReadyAt = ready;
         if (pending) await sendUntilSettled(pending);
+        if (pendingBatch) await sendBatchUntilSettled(pendingBatch);
+        pendingBatch = undefined;
         const operation = options.operation ?? 'anchor';
+        if (operation === 'batch') {
+          const entries = Array.from({ length: options.batchSize ?? 4 }, () => device.nextBody());
+          const batch: PendingBatch = {
+            body: JSON.stringify({ anchors: entries.map((e) => JSON.parse(e.body) as unknown) }),
+            records: entries.map((e) => ({
+              device: device.id, index: e.index, imageHash: e.imageHash, body: e.body, path: ANCHOR_PATH, attempts: 1, firstSentAt: Date.now(),
+              interruptions: [], settledAt: undefined, how: undefined, settleAfterRestartMs: undefined, lastAnswer: undefined, rejected: undefined, gaveUp: false,
+            })),
+          };
+          records.push(...batch.records);
+          requestsSent += 1;
+          const logBefore = readLogLength(options, service);
+          const outcome: CrashPointOutcome = { ...point, reached: false, imageHash: entries[0]?.imageHash ?? '' };
+          pointOutcomes.push(outcome);
+          try {
+            const res = await fetch(`${service.base}${BATCH_PATH}`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', 'x-api-key': account.apiKey, 'x-fault-arm': '1' },
+              body: batch.body,
+              signal: AbortSignal.timeout(60_000),
+            });
+            const text = await res.text();
+            outcome.calls = Number(res.headers.get('x-fault-calls') ?? 'NaN');
+            if (res.status === 200) {
+              const results = (JSON.parse(text) as { results: { status: number }[] }).results;
+              for (const [k, record] of batch.records.entries()) if (results[k]?.status === 200) settle(record, '200');
+            }
+          } catch (error) {
+            outcome.reached = true;
+            outcome.call = /fault-hook: SIGKILL at call \d+ \(([^)]*)\)/.exec(service.logSince(logBefore))?.[1];
+            const n = faults.filter((f) => f.kind === 'kill').length + 1;
+            faults.push({ kind: 'kill', n, at: Date.now(), inFlight: batch.records.length, readyAt: undefined, note: `crash point ${i + 1}/${points.length}: call ${point.killAt} ${point.when}${outcome.call ? ` (${outcome.call})` : ''} in a batch of ${batch.records.length}` });
+            for (const r of batch.records) {
+              r.interruptions.push(n);
+              r.lastAnswer = `killed at call ${point.killAt} ${point.when}: ${(error as Error).message}`;
+            }
+          }
+          pending = undefined;
+          pendingBatch = batch.records.every((r) => r.settledAt) ? undefined : batch;
+          continue;
+        }
         const next = operation === 'register' ? registrationBody() : device.nextBody();
         const record: HashRecord = {
           device: operation === 'register' ? -1 : device.id, index: next.index, imageHash: next.imageHash, body: next.body,
@@ -857,6 +969,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       const last = faults.at(-1);
       if (last && last.readyAt === undefined) last.readyAt = lastReadyAt;
       if (pending) await sendUntilSettled(pending);
+      if (pendingBatch) await sendBatchUntilSettled(pendingBatch);
     };
 
     const chaos = async () => {
