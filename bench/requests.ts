@@ -98,8 +98,9 @@ const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length
 const rows: RequestRow[] = [];
 
 /** Runs `perClient` operations on each of `clients` concurrent clients (each client's in order, `k` = 0, 1, …), and counts. */
-async function measure(operation: string, clients: number, perClient: number, op: (client: number, k: number) => Promise<void>): Promise<void> {
-  const count = clients * perClient;
+async function measure(operation: string, clients: number, perClient: number, op: (client: number, k: number) => Promise<void>, perRequest = 1): Promise<RequestRow> {
+  const count = clients * perClient * perRequest;
+  const started = performance.now();
   // The reconciler's pass every 5 s runs beside the operations: its requests in the window are
   // charged to them (they are what the operations cost), and the idle rows show its own rate.
   const before = proxy.snapshot();
@@ -130,9 +131,12 @@ async function measure(operation: string, clients: number, perClient: number, op
     writeUnitsByTableEach: each(s.writeUnitsByTable),
     p50Ms: round(p50(latencies)),
     serviceCpuMsEach: round(cpu / count),
+    wallMs: Math.round(performance.now() - started),
+    ...(perRequest > 1 ? { perRequest } : {}),
   };
   rows.push(row);
-  log(`${operation} ×${count} at ${clients}: ${row.requestsEach} requests (${row.writesEach} writes, ${row.writeUnitsEach} WCU) each, p50 ${row.p50Ms} ms, ${row.serviceCpuMsEach} ms CPU`);
+  log(`${operation} ×${count} at ${clients}: ${row.requestsEach} requests (${row.writesEach} writes, ${row.writeUnitsEach} WCU) each, p50 ${row.p50Ms} ms, ${row.serviceCpuMsEach} ms CPU, ${row.wallMs} ms in all`);
+  return row;
 }
 const round = (x: number) => Math.round(x * 100) / 100;
 
@@ -181,6 +185,28 @@ await measure('hash registration', 10, Math.ceil(hashN / 10), hashOnce);
   const per = Math.ceil(anchorN / 16);
   const chains = Array.from({ length: 16 }, () => new BenchDevice().chain(per));
   await measure('anchor', 16, per, (c, k) => anchorOnce(chains[c]![k]!));
+}
+
+// A phone's queue (issue 36): 100 photos of one device sent one by one, against 100 more of the
+// same device in one POST /api/v2/evidence/anchor/batch (measured twice). Per entry: requests,
+// writes, CPU; the rows' wall time is the whole queue's.
+{
+  const device = new BenchDevice();
+  await measure('anchor, a queue of 100 one by one', 1, 100, async () => anchorOnce(device.next()));
+  const batches = [device.chain(100), device.chain(100)];
+  await measure('anchor batch of 100 (per entry)', 1, batches.length, async (_c, k) => {
+    const anchors = batches[k]!;
+    const out = await json<{ results: { status: number }[] }>(
+      await fetch(`${base}/api/v2/evidence/anchor/batch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+        body: JSON.stringify({ anchors }),
+      }),
+    );
+    const refused = out.results.filter((r) => r.status !== 200).length;
+    if (refused) throw new Error(`batch anchor: ${refused} of ${anchors.length} entries refused`);
+    anchored.push(...anchors.map((a) => a.sha256_hash));
+  }, 100);
 }
 
 // Verify of a final record: wait until the reconciler stored the final receipts.

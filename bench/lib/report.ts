@@ -182,6 +182,10 @@ export interface RequestRow {
   p50Ms: number;
   /** CPU of the API process and the ledger node per operation (ms). */
   serviceCpuMsEach: number;
+  /** Wall time of the whole measurement (ms): the batch against one by one (issue 36). */
+  wallMs?: number;
+  /** Operations per request (a batch anchor's entries); `count` and the per-operation figures are per entry. */
+  perRequest?: number;
 }
 
 export interface BackgroundRow {

@@ -3,8 +3,8 @@ import { describeError, log } from '../log.js';
 import { type BatchStepDeps, currentBatchKey } from './batch-publish.js';
 import type { BatchLeaf } from './batch-store.js';
 import { anchorLeafHash } from './merkle.js';
-import { type AnchorDeps, type AnchorInput, publishAnchor, type PublishedAnchor } from './anchor.js';
-import { finishPublishing } from './anchor-steps.js';
+import { type AnchorDeps, type AnchorInput, type PreparedAnchor, prepareAnchor, publishAnchor, type PublishedAnchor } from './anchor.js';
+import { finishPublishing, makeProofs } from './anchor-steps.js';
 import { requestFingerprint } from './device-proof.js';
 import type { AnchoredEvidence } from './records.js';
 
@@ -48,6 +48,8 @@ export type BatchOutcome = { ok: true; item: AnchoredEvidence } | { ok: false; e
 
 /** Devices whose entries are published side by side. */
 const LANES = 8;
+/** How many entries of a device have their claim and proofs made ahead of the one being published. */
+const LOOKAHEAD = 2;
 
 export async function anchorBatch(deps: AnchorDeps, entries: readonly BatchEntry[]): Promise<BatchOutcome[]> {
   const outcomes: (BatchOutcome | undefined)[] = entries.map((e) => (e.kind === 'refused' ? { ok: false, error: e.error } : undefined));
@@ -73,13 +75,32 @@ export async function anchorBatch(deps: AnchorDeps, entries: readonly BatchEntry
   };
 
   const runLane = async (lane: number[]) => {
+    // Each entry's claim and proofs are made up to LOOKAHEAD entries ahead (CPU: the signatures
+    // and tokens), while the entry before waits on the database: nothing of them is written until
+    // the entry's own turn, and an entry skipped then has only cost that computation.
+    const prepared = new Map<number, PreparedAnchor | { error: unknown }>();
+    const prepareAhead = (from: number) => {
+      for (const i of lane.slice(from, from + LOOKAHEAD + 1)) {
+        const entry = entries[i] as BatchEntry;
+        if (entry.kind !== 'anchor' || prepared.has(i)) continue;
+        try {
+          const p = prepareAnchor(deps, entry.input);
+          const proofs = makeProofs(deps, p.claim);
+          proofs.catch(() => undefined); // its rejection is handled at the entry's turn (or never needed)
+          prepared.set(i, { ...p, proofs });
+        } catch (error) {
+          prepared.set(i, { error });
+        }
+      }
+    };
     // The chain_hashes of this device's entries that were not published: what builds on them fails.
     const broken = new Map<string, number>();
     // The chain_hash of this device's entry published last by this request (the next link's shortcut).
     let publishedHash: string | undefined;
     let lastIndex = -1;
     let lastEntry = -1;
-    for (const i of lane) {
+    for (const [position, i] of lane.entries()) {
+      prepareAhead(position);
       const entry = entries[i] as BatchEntry;
       if (entry.kind === 'refused') {
         if (entry.chainHash !== undefined) broken.set(entry.chainHash, i);
@@ -102,7 +123,9 @@ export async function anchorBatch(deps: AnchorDeps, entries: readonly BatchEntry
       try {
         const batch = await requestBatch();
         const previousPublished = publishedHash !== undefined && publishedHash === input.previousHash;
-        published.set(i, await publishAnchor(deps, input, { previousPublished, ...(batch ? { batchKey: batch, deferLeaf: true } : {}) }));
+        const ahead = prepared.get(i);
+        if (ahead && 'error' in ahead) throw ahead.error;
+        published.set(i, await publishAnchor(deps, input, { previousPublished, ...(ahead ? { prepared: ahead } : {}), ...(batch ? { batchKey: batch, deferLeaf: true } : {}) }));
         publishedHash = input.chainHash;
       } catch (error) {
         outcomes[i] = { ok: false, error };

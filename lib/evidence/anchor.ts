@@ -17,7 +17,7 @@ import {
   stored503,
 } from './anchor-steps.js';
 import { checkDeviceProof, type DeviceProof, requestFingerprint } from './device-proof.js';
-import type { AnchorClaim, AnchoredEvidence, EvidenceItem } from './records.js';
+import type { AnchorClaim, AnchoredEvidence, EvidenceItem, SignedProofs } from './records.js';
 import type { ChainClaimResult } from './repository.js';
 
 export type { AnchorDeps } from './anchor-steps.js';
@@ -78,6 +78,8 @@ export interface PublishOptions extends BatchPublishOptions {
    * (EvidenceRepository.claimLink).
    */
   previousPublished?: boolean;
+  /** The claim made ahead ({@link prepareAnchor}), with its proofs when they were started ahead too. */
+  prepared?: PreparedAnchor;
 }
 
 /**
@@ -86,6 +88,48 @@ export interface PublishOptions extends BatchPublishOptions {
  * (the item then names this request's claim, and the identical retry finishes it).
  */
 export async function publishAnchor(deps: AnchorDeps, input: AnchorInput, options: PublishOptions = {}): Promise<PublishedAnchor> {
+  const { claim, leaseExpiresAt } = options.prepared ?? prepareAnchor(deps, input);
+  const now = (deps.clock ?? (() => new Date()))();
+
+  // The charge, the chain position and the proofs, side by side: one round trip of writes.
+  const [charged, linked, proven] = await Promise.allSettled([
+    deps.quota.charge(input.accountId, input.tier, claim.quota_hold, true),
+    stored503(() =>
+      deps.repo.claimLink(
+        {
+          public_key_hex: claim.public_key_hex,
+          chain_index: claim.chain_index,
+          image_hash: claim.image_hash,
+          chain_hash: claim.chain_hash,
+          previous_hash: claim.previous_hash,
+          signature_hex: claim.signature_hex,
+          device_id: claim.device_id,
+          state: 'claimed',
+          claim_id: claim.claim_id,
+          lease_expires_at: leaseExpiresAt,
+        },
+        now.getTime(),
+        options.previousPublished === true,
+      ),
+    ),
+    options.prepared?.proofs ?? makeProofs(deps, claim),
+  ]);
+  return publishCharged(deps, input, claim, { charged, linked, proven }, options);
+}
+
+/** An anchor request checked and turned into its claim, with its proofs on the way (the batch anchor makes them ahead). */
+export interface PreparedAnchor {
+  claim: AnchorClaim;
+  leaseExpiresAt: number;
+  proofs?: Promise<SignedProofs>;
+}
+
+/**
+ * Step 1 of {@link anchorEvidence}: the device's proof checked (a 400 DomainError, thrown before
+ * anything is written) and the request's claim made: its id, the time the proofs will state, the
+ * quota hold's name, the lease of its chain link.
+ */
+export function prepareAnchor(deps: AnchorDeps, input: AnchorInput): PreparedAnchor {
   const clock = deps.clock ?? (() => new Date());
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
   const previousHash = checkDeviceProof(input);
@@ -108,31 +152,19 @@ export async function publishAnchor(deps: AnchorDeps, input: AnchorInput, option
     quota_counter: quotaCounterKey(input.accountId, now),
     quota_hold: newHoldId('a', now, `${input.imageHash}:${claimId}`),
   };
-  const leaseExpiresAt = now.getTime() + leaseMs;
+  return { claim, leaseExpiresAt: now.getTime() + leaseMs };
+}
 
-  // The charge, the chain position and the proofs, side by side: one round trip of writes.
-  const [charged, linked, proven] = await Promise.allSettled([
-    deps.quota.charge(input.accountId, input.tier, claim.quota_hold, true),
-    stored503(() =>
-      deps.repo.claimLink(
-        {
-          public_key_hex: claim.public_key_hex,
-          chain_index: claim.chain_index,
-          image_hash: claim.image_hash,
-          chain_hash: claim.chain_hash,
-          previous_hash: claim.previous_hash,
-          signature_hex: claim.signature_hex,
-          device_id: claim.device_id,
-          state: 'claimed',
-          claim_id: claimId,
-          lease_expires_at: leaseExpiresAt,
-        },
-        now.getTime(),
-        options.previousPublished === true,
-      ),
-    ),
-    makeProofs(deps, claim),
-  ]);
+/** Steps 2 (what came of the charge, the link and the proofs) and 3 (the publish) of {@link anchorEvidence}. */
+async function publishCharged(
+  deps: AnchorDeps,
+  input: AnchorInput,
+  claim: AnchorClaim,
+  settled: { charged: PromiseSettledResult<Charge>; linked: PromiseSettledResult<ChainClaimResult>; proven: PromiseSettledResult<SignedProofs> },
+  options: PublishOptions,
+): Promise<PublishedAnchor> {
+  const { charged, linked, proven } = settled;
+  const fingerprint = claim.fingerprint;
   const charge = charged.status === 'fulfilled' ? charged.value : undefined;
   const held = charge?.rate.allowed === true && charge.quota?.allowed === true;
   const link = linked.status === 'fulfilled' ? linked.value : undefined;
