@@ -72,7 +72,7 @@ describe('the README walk-through, over real HTTP', () => {
     writeFileSync(path.join(dir, 'photo.jpg'), `a photo of a dented car ${Date.now()}`);
     writeFileSync(path.join(dir, 'anchor-photo.mjs'), readmeBlock('Save it as `anchor-photo.mjs`', 'js'));
     const blocks = sectionBlocks('README.md', '## The five-minute walk', 'sh');
-    assert.equal(blocks.length, 5, 'the walk: register and upgrade, anchor, verify online, openssl, evidence');
+    assert.equal(blocks.length, 6, 'the walk: register and upgrade, anchor, verify online, openssl, evidence, sync');
     // Then the PDF certificate of the same photo (docs/starter.md), with `evidence` as `npm link` puts it on the PATH.
     blocks.push(readmeBlock('## The PDF certificate', 'sh', 'docs/starter.md'));
     writeFileSync(path.join(dir, 'evidence'), `#!/bin/sh\nexec "${process.execPath}" "${path.join(root, 'bin', 'evidence.mjs')}" "$@"\n`, { mode: 0o755 });
@@ -108,6 +108,13 @@ describe('the README walk-through, over real HTTP', () => {
     assert.match(stdout, /Verification: OK/);
     assert.match(out, /Trusted http/);
     assert.match(stdout, /^VERIFIED: every proof was checked and holds\b/m, out);
+    // The sync block: three photos, three receipts beside them, links 0 to 2 of the new device's chain.
+    assert.match(stdout, /^synced 3 photos of 3 without a receipt; 3 receipts saved beside their photos$/m, out);
+    for (const i of [1, 2, 3]) {
+      const synced = JSON.parse(readFileSync(path.join(dir, 'photos', `IMG_${i}.jpg.receipt.json`), 'utf8')) as { image_hash: string; device: { chain_index: number } };
+      assert.equal(synced.image_hash, createHash('sha256').update(readFileSync(path.join(dir, 'photos', `IMG_${i}.jpg`))).digest('hex'));
+      assert.equal(synced.device.chain_index, i - 1);
+    }
     for (const proof of ['ML-DSA-65 signature', 'RFC 3161 timestamp', 'ledger transaction', 'Merkle inclusion']) assert.match(stdout, new RegExp(`holds\\s+${proof}`), stdout);
     // The PDF block: pdfsig's verdict, the text, the receipt it carries, and the CLI's verdict on the PDF.
     assert.match(stdout, /Signature is Valid/, out);
