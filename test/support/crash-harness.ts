@@ -823,6 +823,15 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
       return Date.now();
     };
 
+    /** A request armed for the fault hook (`x-fault-arm: 1`): its k-th call kills the service. */
+    const armedPost = (requestPath: string, body: string) =>
+      fetch(`${service.base}${requestPath}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': account.apiKey, 'x-fault-arm': '1' },
+        body,
+        signal: AbortSignal.timeout(60_000),
+      });
+
     /** The sweep's driver (see CrashRunOptions.crashPoints). */
     const runCrashPoints = async (points: CrashPoint[], device: DeviceChain) => {
       // Each photo's limit runs from the start that recovers it (giveUpAt).
@@ -869,12 +878,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
           const outcome: CrashPointOutcome = { ...point, reached: false, imageHash: entries[0]?.imageHash ?? '' };
           pointOutcomes.push(outcome);
           try {
-            const res = await fetch(`${service.base}${BATCH_PATH}`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json', 'x-api-key': account.apiKey, 'x-fault-arm': '1' },
-              body: batch.body,
-              signal: AbortSignal.timeout(60_000),
-            });
+            const res = await armedPost(BATCH_PATH, batch.body);
             const text = await res.text();
             outcome.calls = Number(res.headers.get('x-fault-calls') ?? 'NaN');
             if (res.status === 200) {
@@ -942,12 +946,7 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
           continue;
         }
         try {
-          const res = await fetch(`${service.base}${record.path}`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'x-api-key': account.apiKey, 'x-fault-arm': '1' },
-            body: record.body,
-            signal: AbortSignal.timeout(60_000),
-          });
+          const res = await armedPost(record.path, record.body);
           const text = await res.text();
           outcome.calls = Number(res.headers.get('x-fault-calls') ?? 'NaN');
           // Not killed: this request made fewer calls than the point (a path shorter this time).
