@@ -230,25 +230,9 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     const healthyAgain = async (partWasKilled = false): Promise<number> => {
       // A killed part: first its restart is noticed (health says down), so that "again" is not the answer from before.
       if (partWasKilled) {
-        await waitFor('health to notice the fault', 3_000, async () => {
-          try {
-            const res = await fetch(`${service.base}/api/v1/health`, { signal: AbortSignal.timeout(5000) });
-            await res.arrayBuffer();
-            return res.status !== 200 ? true : undefined;
-          } catch {
-            return true;
-          }
-        }, 20).catch(() => undefined);
+        await waitFor('health to notice the fault', 3_000, async () => !(await service.healthy()) || undefined, 20).catch(() => undefined);
       }
-      await waitFor('health 200 after the fault', 5 * 60_000, async () => {
-        try {
-          const res = await fetch(`${service.base}/api/v1/health`, { signal: AbortSignal.timeout(5000) });
-          await res.arrayBuffer();
-          return res.status === 200 ? true : undefined;
-        } catch {
-          return undefined;
-        }
-      }, 100);
+      await waitFor('health 200 after the fault', 5 * 60_000, async () => (await service.healthy()) || undefined, 100);
       return Date.now();
     };
 

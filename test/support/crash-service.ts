@@ -170,6 +170,17 @@ export class Service {
     });
   }
 
+  /** Whether GET /api/v1/health answers 200 now (within 5 s). */
+  async healthy(): Promise<boolean> {
+    try {
+      const res = await fetch(`${this.base}/api/v1/health`, { signal: AbortSignal.timeout(5000) });
+      await res.arrayBuffer();
+      return res.status === 200;
+    } catch {
+      return false;
+    }
+  }
+
   /** Starts the service and resolves when GET /api/v1/health answers 200. */
   async start(extraEnv: Record<string, string> = {}): Promise<void> {
     if (this.child) throw new Error('service already running');
@@ -201,13 +212,7 @@ export class Service {
     const deadline = this.options.startDeadlineMs ?? 90_000;
     await waitFor(`GET /api/v1/health 200 (start ${this.starts}, log ${this.options.logFile})`, deadline, async () => {
       if (exitCode !== undefined) throw new Error(`the service exited (${exitCode}) before it was ready; log: ${this.options.logFile}\n${this.logTail()}`);
-      try {
-        const res = await fetch(`${this.base}/api/v1/health`, { signal: AbortSignal.timeout(5000) });
-        await res.arrayBuffer();
-        return res.status === 200 ? true : undefined;
-      } catch {
-        return undefined;
-      }
+      return (await this.healthy()) || undefined;
     });
   }
 
