@@ -24,19 +24,24 @@ export interface Lazy<T> {
 
 /** `dispose` is called with a value forgotten by reset(); `resets`, when given, collects reset() (lib/deps/lazy.ts resetDeps). */
 export function lazy<T>(build: () => T, dispose?: (value: T) => void, resets?: (() => void)[]): Lazy<T> {
-  let cell: { value: T } | undefined;
-  const get = (() => {
-    if (!cell) {
-      const built = (cell = { value: build() });
+  // Whether a value is held (0 or 1: the smallest code, as every bundle carries this).
+  let built = 0;
+  let value: T | undefined;
+  function get(): T {
+    if (!built) {
+      const v = build();
+      value = v;
+      built = 1;
       // A failed build is forgotten (unless a reset or a newer build replaced it meanwhile).
-      if (built.value instanceof Promise) built.value.catch(() => cell === built && (cell = undefined));
+      if (v instanceof Promise) v.catch(() => value === v && (built = 0));
     }
-    return cell.value;
-  }) as Lazy<T>;
+    return value as T;
+  }
   get.reset = () => {
-    const old = cell;
-    cell = undefined;
-    if (old && dispose) dispose(old.value);
+    // The value stays referenced until the next build replaces it (less code in every bundle).
+    const had = built;
+    built = 0;
+    if (had && dispose) dispose(value as T);
   };
   resets?.push(get.reset);
   return get;

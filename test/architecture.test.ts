@@ -77,6 +77,27 @@ const BENCH_TEST_SUPPORT = [
   'test/crypto/tsa-token-builder',
 ];
 
+/**
+ * The oracles of the differential tests: the pkijs verifier, the pkijs token builder, their
+ * helpers and path validation, and the adversarial tests' token builder. Each imports only
+ * libraries (pkijs, asn1js, node:, @noble/*) and the other oracles: an oracle that shared the code
+ * it checks would share its bugs.
+ */
+const ORACLES = [
+  'test/support/pkijs-chain.ts',
+  'test/support/pkijs-common.ts',
+  'test/support/pkijs-tsa-decode.ts',
+  'test/support/pkijs-tsa-issue.ts',
+  'test/support/pkijs-tsa-verify.ts',
+  'test/crypto/tsa-token-builder.ts',
+];
+
+/** The imports of an oracle that are neither a library nor another oracle. */
+export function oracleLeaks(oracleImports: Import[]): string[] {
+  const oracles = ORACLES.map((o) => o.replace(/\.ts$/, ''));
+  return oracleImports.filter((i) => !i.external && !oracles.includes(i.to)).map((i) => `${i.from} imports ${i.to}`);
+}
+
 interface Rule {
   name: string;
   /** Who may not import… */
@@ -341,6 +362,15 @@ describe('the layers of lib/ and functions/', () => {
     // The list of allowed harnesses is exact: one bench/ no longer needs is taken off it.
     const used = new Set(toolImports.filter((i) => i.from.startsWith('bench/') && i.to.startsWith('test/')).map((i) => i.to));
     assert.deepEqual([...used].sort(), [...BENCH_TEST_SUPPORT].sort());
+  });
+
+  it('keeps the differential tests\' oracles independent: they import libraries and each other, nothing of ours', () => {
+    const oracleImports = ORACLES.flatMap((f) => importsOf(f, readFileSync(path.join(ROOT, f), 'utf8')));
+    assert.ok(oracleImports.some((i) => i.from === 'test/support/pkijs-tsa-verify.ts' && i.to === 'test/support/pkijs-common'), 'the oracles are read');
+    assert.deepEqual(oracleLeaks(oracleImports), []);
+    assert.deepEqual(oracleLeaks(importsOf('test/support/pkijs-tsa-verify.ts', "import type { CheckOutcome } from '../../lib/crypto/tsa/verify.js';")), [
+      'test/support/pkijs-tsa-verify.ts imports lib/crypto/tsa/verify',
+    ]);
   });
 
   it('keeps the AWS SDK out of the domain: the store implements its ports', () => {

@@ -21,7 +21,7 @@ describe('docs/decisions.md', () => {
   it('has a section for every citation of it', () => {
     const cited: { file: string; section: string }[] = [];
     for (const file of [...files('lib'), ...files('functions'), ...files('test'), ...files('bench'), ...files('infra'), ...files('docs'), 'README.md']) {
-      for (const m of readFileSync(path.join(ROOT, file), 'utf8').matchAll(/decisions\.md "([^"]+)"/g)) {
+      for (const m of readFileSync(path.join(ROOT, file), 'utf8').matchAll(/(?<![\w-])decisions\.md "([^"]+)"/g)) {
         // A citation may wrap across comment lines: " * " continues it.
         const section = (m[1] ?? '').replace(/\s*\n\s*\*?\s*/g, ' ');
         if (section !== 'Section') cited.push({ file, section });

@@ -44,14 +44,8 @@ export function parseTierLimits(raw: string | undefined, problems: string[]): Ti
 }
 
 /**
- * Small typed reader that records one problem per bad variable instead of throwing at the first.
- *
- * Hand-written rather than a zod schema (issue 35 asked for one) because every Lambda bundle
- * carries this module, and four carry no zod: quotaReset, reconcile, archive and evidenceStream.
- * Measured on 0a526b1 with a one-variable schema in loadConfig: zod adds about 188 KiB to each of
- * them (evidenceStream 48.3 → 236.7 KiB), zod/mini about 14 KiB (the four then exceed their
- * budgets in infra/functions.json by 2.8 to 12.7 KiB), and methodNotAllowed, which has zod already,
- * grows past its budget either way.
+ * Small typed reader that records one problem per bad variable instead of throwing at the first
+ * (why this and not a schema: lib/config.ts, at its top).
  */
 export class Reader {
   constructor(

@@ -11,7 +11,7 @@ import { Replacer } from './replacement.js';
 import { ResendJob } from './resend.js';
 import { Resumer } from './resume.js';
 import { TxSigner } from './signing.js';
-import { SubmitPipeline } from './submit.js';
+import { type SubmitParts, fillNonce, submitInOrder } from './submit.js';
 import type {
   LedgerLog,
   LedgerReceipt,
@@ -138,7 +138,7 @@ export class LedgerSender {
   private readonly nonces: NonceAllocator;
   private readonly resendJob: ResendJob;
   private readonly resumer: Resumer;
-  private readonly pipeline: SubmitPipeline;
+  private readonly parts: SubmitParts;
 
   /** Submits shared, rebroadcastPending/replay/resume exclusive. */
   private readonly lock = new SharedExclusiveLock();
@@ -166,8 +166,9 @@ export class LedgerSender {
     this.txSigner = new TxSigner(options.signer, options.chainId);
     const address = () => this.address();
     this.receipts = new ReceiptBook(this.node, this.records, address, options.pollingIntervalMs ?? options.provider.pollingInterval, this.log);
-    this.nonces = new NonceAllocator(this.records, this.node, clock, this.log, (a, n) => this.pipeline.fillNonce(a, n));
-    this.pipeline = new SubmitPipeline(this.records, this.node, this.feeOracle, this.txSigner, this.receipts, this.nonces, this.unsettled, this.log);
+    this.nonces = new NonceAllocator(this.records, this.node, clock, this.log, (a, n) => fillNonce(this.parts, a, n));
+    const { records, node, feeOracle, txSigner, receipts, nonces, unsettled, log } = this;
+    this.parts = { records, node, feeOracle, txSigner, receipts, nonces, unsettled, log };
     const replacer = new Replacer(this.records, this.node, this.feeOracle, this.txSigner, this.receipts, clock, options.onReplaced, this.log);
     this.resendJob = new ResendJob(
       this.records,
@@ -214,7 +215,7 @@ export class LedgerSender {
     // write of its own for `sent` on the request path (decisions.md "Cost"). The re-send job sends
     // what is still unmined after gapGraceMs again (the node answers "already known") and marks it
     // `sent` then, which is what a fee bump measures from.
-    return this.lock.runShared(() => this.pipeline.run(address, hex, meta, fees, options.beforePersist, transfer));
+    return this.lock.runShared(() => submitInOrder(this.parts, address, hex, meta, fees, options.beforePersist, transfer));
   }
 
   /**

@@ -11,21 +11,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
+// The oracles' own identifiers (test/support/pkijs-common.ts), never lib/'s.
+import { OID as OIDS } from '../support/pkijs-common.js';
 
 const OPENSSL = '/usr/bin/openssl';
 
-const OIDS = {
-  sha1: '1.3.14.3.2.26',
-  sha256: '2.16.840.1.101.3.4.2.1',
-  sha384: '2.16.840.1.101.3.4.2.2',
-  sha512: '2.16.840.1.101.3.4.2.3',
-  signedData: '1.2.840.113549.1.7.2',
-  ctTSTInfo: '1.2.840.113549.1.9.16.1.4',
-  contentType: '1.2.840.113549.1.9.3',
-  messageDigest: '1.2.840.113549.1.9.4',
-  signingCertificate: '1.2.840.113549.1.9.16.2.12',
-  signingCertificateV2: '1.2.840.113549.1.9.16.2.47',
-};
 
 export type KeyKind = 'rsa' | 'rsa-pss' | 'p256' | 'p384' | 'ed25519';
 export type Hash = 'sha1' | 'sha256' | 'sha384' | 'sha512';

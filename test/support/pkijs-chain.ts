@@ -7,6 +7,7 @@
  */
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
+import { nameToString } from './pkijs-common.js';
 
 /** Outcome of {@link validateCertificateChain}. */
 export interface ChainValidation {
@@ -21,16 +22,6 @@ const BASIC_CONSTRAINTS = '2.5.29.19';
 const KEY_USAGE = '2.5.29.15';
 const EXT_KEY_USAGE = '2.5.29.37';
 const KP_TIME_STAMPING = '1.3.6.1.5.5.7.3.8';
-// X.520 attribute types (RFC 5280 §4.1.2.4) as OpenSSL abbreviates them.
-const SHORT_NAMES: Readonly<Record<string, string>> = {
-  '2.5.4.3': 'CN',
-  '2.5.4.6': 'C',
-  '2.5.4.7': 'L',
-  '2.5.4.8': 'ST',
-  '2.5.4.10': 'O',
-  '2.5.4.11': 'OU',
-  '2.5.4.5': 'serialNumber',
-};
 
 function isCa(cert: pkijs.Certificate): boolean {
   const bc = cert.extensions?.find((e) => e.extnID === BASIC_CONSTRAINTS)?.parsedValue;
@@ -39,16 +30,6 @@ function isCa(cert: pkijs.Certificate): boolean {
 
 function sameCertificate(a: pkijs.Certificate, b: pkijs.Certificate): boolean {
   return Buffer.from(a.tbsView).equals(Buffer.from(b.tbsView));
-}
-
-function nameToString(name: pkijs.RelativeDistinguishedNames): string {
-  return name.typesAndValues
-    .map((tv) => {
-      const block = tv.value.valueBlock as { value?: unknown };
-      const value = typeof block.value === 'string' ? block.value : Buffer.from(tv.value.toBER()).toString('hex');
-      return `${SHORT_NAMES[tv.type] ?? tv.type}=${value}`;
-    })
-    .join(', ');
 }
 
 /**

@@ -2,21 +2,83 @@
  * Reference oracle for the byte-equality test of the embedded TSA: the pkijs/asn1js token builder
  * of lib/crypto/tsa/embedded.ts as it was before issuing moved to the DER writer
  * (lib/crypto/tsa/der-writer.ts). Same options, same checks, same structures; only the class is
- * renamed and the options and constants come from the production module. Test-only.
+ * renamed. It imports nothing of ours: its helpers (pkijs-common.ts, pkijs-chain.ts), its PKCS#8
+ * signer (node:crypto) and the verifier of `verifyIssued` (pkijs-tsa-verify.ts) are written on the
+ * libraries alone, so that the two builders share no code. Test-only.
  */
-import { type KeyObject, createPublicKey, verify as nodeVerify } from 'node:crypto';
+import { type KeyObject, createPrivateKey, createPublicKey, randomBytes, sign as nodeSign, verify as nodeVerify } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
-import type { IssuedTimestamp, TimestampAuthority } from '../../lib/crypto/ports.js';
-import { OID, compareDer, digest, integerFromBigInt, namedBitString, parseAsn1, randomPositiveBigInt, toArrayBuffer } from '../../lib/crypto/tsa/asn1.js';
-import { certificateDer, importPrivateKey, parseCertificate } from '../../lib/crypto/tsa/certificates.js';
 import { timeStampingUsageProblem, validateCertificateChain } from './pkijs-chain.js';
-import { type TsaKeySigner, WebCryptoTsaKeySigner, signerMatchesCertificate } from '../../lib/crypto/tsa/key-signer.js';
-import { derToPem } from '../../lib/crypto/tsa/pem.js';
-import { verifyTimestampResponse } from '../../lib/crypto/tsa/verify.js';
-import type { EmbeddedIssuedTimestamp, EmbeddedTimestampRequest, EmbeddedTsaOptions } from '../../lib/crypto/tsa/embedded.js';
-import { PkiFailureInfo } from '../../lib/crypto/tsa/tsa-request.js';
+import { OID, certificateDer, compareDer, derToPem, digest, namedBitString, parseAsn1, parseCertificate, randomPositiveBigInt, toArrayBuffer } from './pkijs-common.js';
+import { verifyTimestampResponse } from './pkijs-tsa-verify.js';
 
+/** The TSA's key as the builder uses it (lib/crypto/tsa/key-signer.ts TsaKeySigner fits it). */
+export interface TsaKeySigner {
+  /** SignerInfo.signatureAlgorithm; NULL parameters for RSA (RFC 4055 §5), none for ECDSA (RFC 5758 §3.2). */
+  readonly signatureAlgorithm: { oid: string; nullParameters: boolean };
+  /** A signature over SHA-256(`data`): DER ECDSA-Sig-Value or PKCS#1 v1.5. */
+  sign(data: Uint8Array): Promise<Uint8Array>;
+}
+
+/** The options of lib/crypto/tsa/embedded.ts EmbeddedTsa that the builder reads. */
+export interface EmbeddedTsaOptions {
+  tsaCertPem: string;
+  tsaKeyPkcs8Pem?: string;
+  keySigner?: TsaKeySigner;
+  rootCertPem: string;
+  policyOid: string;
+  clock?: () => Date;
+  serial?: () => bigint;
+  includeRootCertificate?: boolean;
+  includeTsaName?: boolean;
+  verifyIssued?: boolean;
+}
+
+export interface EmbeddedTimestampRequest {
+  imprint: Uint8Array;
+  nonce?: bigint;
+  certReq?: boolean;
+}
+
+export interface IssuedTimestamp {
+  response: Uint8Array;
+  genTime: Date;
+  serial: string;
+  policy: string;
+}
+
+export interface EmbeddedIssuedTimestamp extends IssuedTimestamp {
+  nonce?: bigint;
+  token: Uint8Array;
+}
+
+/** PKIFailureInfo bits (RFC 3161 §2.4.2). */
+const PkiFailureInfo = { badAlg: 0, badRequest: 2, badDataFormat: 5, unacceptedPolicy: 15, unacceptedExtension: 16, systemFailure: 25 } as const;
+
+/** An unencrypted PKCS#8 key (ECDSA or RSA) signing with SHA-256 in node:crypto (DER ECDSA-Sig-Value, PKCS#1 v1.5). */
+function pkcs8Signer(pem: string): TsaKeySigner {
+  const key = createPrivateKey(pem);
+  const signatureAlgorithm =
+    key.asymmetricKeyType === 'ec'
+      ? { oid: '1.2.840.10045.4.3.2', nullParameters: false }
+      : key.asymmetricKeyType === 'rsa'
+        ? { oid: '1.2.840.113549.1.1.11', nullParameters: true }
+        : undefined;
+  if (!signatureAlgorithm) throw new Error(`unsupported TSA key type ${key.asymmetricKeyType ?? '?'} (ECDSA and RSA are supported)`);
+  return { signatureAlgorithm, sign: async (data) => new Uint8Array(nodeSign('sha256', data, key)) };
+}
+
+/** Whether the signer holds the certificate's key: a challenge it signs verifies with the certificate's public key. */
+async function signerMatchesCertificate(signer: TsaKeySigner, cert: pkijs.Certificate): Promise<boolean> {
+  const challenge = randomBytes(32);
+  try {
+    const publicKey = createPublicKey({ key: Buffer.from(cert.subjectPublicKeyInfo.toSchema().toBER()), format: 'der', type: 'spki' });
+    return nodeVerify('sha256', challenge, publicKey, await signer.sign(challenge));
+  } catch {
+    return false;
+  }
+}
 
 /** Imprint lengths of the hash algorithms accepted in requests (RFC 3161 §2.4.1), as lib/crypto/tsa/embedded.ts. */
 const IMPRINT_LENGTHS: Readonly<Record<string, number>> = { [OID.sha256]: 32, [OID.sha384]: 48, [OID.sha512]: 64 };
@@ -41,7 +103,7 @@ interface TsaMaterial {
  * starts the asynchronous checks (key matches the leaf, leaf chains to the root); use
  * {@link EmbeddedTsa.create} to await them at start-up. A TSA whose checks fail never issues.
  */
-export class PkijsEmbeddedTsa implements TimestampAuthority {
+export class PkijsEmbeddedTsa {
   readonly scheme = 'embedded' as const;
   /** The TSA policy OID written in tokens. */
   readonly policyOid: string;
@@ -76,7 +138,7 @@ export class PkijsEmbeddedTsa implements TimestampAuthority {
     }
     this.ready = (async () => {
       // Only what signing needs: a root key passed along by mistake is never imported.
-      const signer = options.keySigner ?? new WebCryptoTsaKeySigner(await importPrivateKey(options.tsaKeyPkcs8Pem ?? ''));
+      const signer = options.keySigner ?? pkcs8Signer(options.tsaKeyPkcs8Pem ?? '');
       // The start-up checks of a TSA's own material (RFC 3161 §2.3 usage was checked above): the
       // key belongs to the leaf (one signature, verified with the leaf's public key: for a KMS key
       // this is one Sign call), and the leaf chains to the root now.
@@ -210,13 +272,13 @@ export class PkijsEmbeddedTsa implements TimestampAuthority {
         ),
         hashedMessage: new asn1js.OctetString({ valueHex: toArrayBuffer(imprint) }),
       }),
-      serialNumber: integerFromBigInt(serial),
+      serialNumber: asn1js.Integer.fromBigInt(serial),
       // asn1js writes the milliseconds as a GeneralizedTime fraction without trailing zeros,
       // as RFC 3161 §2.4.2 requires.
       genTime,
       accuracy: new pkijs.Accuracy({ seconds: 1 }),
       // `ordering` is left out: it is DEFAULT FALSE, and DER omits default values (X.690 §11.5).
-      ...(nonce !== undefined ? { nonce: integerFromBigInt(nonce) } : {}),
+      ...(nonce !== undefined ? { nonce: asn1js.Integer.fromBigInt(nonce) } : {}),
       ...(this.options.includeTsaName !== false ? { tsa: new pkijs.GeneralName({ type: 4, value: tsaCert.subject }) } : {}),
     });
     const tstDer = new Uint8Array(tstInfo.toSchema().toBER());
