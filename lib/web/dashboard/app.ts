@@ -45,6 +45,7 @@ import {
 } from './api.js';
 import { anchorBody, hex, loadDevice, putDevice, readChainPosition, type Device, type FileHash } from './device.js';
 import { $, busy, el, input, link, messageOf, number, say, show, when } from './dom.js';
+import { webhookPanel } from './webhooks.js';
 
 type Retry = () => unknown;
 
@@ -100,6 +101,7 @@ function logOut(): void {
   state.pending = null;
   input('auth-password').value = '';
   $('new-key-box').hidden = true;
+  webhooks.reset();
   $('result').replaceChildren();
   say('auth-message', 'You are logged out.', 'ok');
   show($('expired-note'), false);
@@ -166,7 +168,7 @@ async function authenticate(mode: 'register' | 'login'): Promise<void> {
  * the evidence load's failure included (it was left unhandled: a page error).
  */
 function refresh(): Promise<void> {
-  return Promise.all([loadInfo(), loadUsage(), loadKeys()])
+  return Promise.all([loadInfo(), loadUsage(), loadKeys(), webhooks.load(refresh)])
     .then(loadEvidence)
     .catch(() => {});
 }
@@ -464,6 +466,7 @@ async function loadEvidence(): Promise<void> {
 }
 
 // ---------------------------------------------------------------- wiring
+const webhooks = webhookPanel(accountCall);
 $('auth-form').addEventListener('submit', (event) => {
   event.preventDefault();
   const submitter = (event as SubmitEvent).submitter;
