@@ -2,12 +2,16 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { createWebhookDispatcher } from '../lib/deps/webhooks.js';
+import { drainChangeFeed } from './support/change-feed.js';
 import { type HttpService, startHttpService } from './support/http-server.js';
 import { useStack } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 let base: string;
@@ -22,6 +26,17 @@ before(async () => {
 });
 
 after(() => service?.close());
+
+/** A port of 127.0.0.1 nothing listens on now (the receiver's, instead of the README's 4000, which another run may hold). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
 
 /** The fenced block of a document (README.md by default) that follows the given marker line. */
 function readmeBlock(after: string, lang: string, file = 'README.md'): string {
@@ -61,7 +76,7 @@ async function accountOverHttp(label: string, tier: 'starter' | 'pro'): Promise<
   return account;
 }
 describe('the README walk-through, over real HTTP', () => {
-  it('runs the five-minute walk as written: register, set-tier, the anchor script, verify online, openssl against the pinned root, trust add and evidence verify', async () => {
+  it('runs the five-minute walk as written: register, set-tier, the anchor script, verify online, openssl against the pinned root, trust add and evidence verify; then the webhook walk (a standardwebhooks receiver verifies both events)', async () => {
     // The walk runs in the clone: `npm run admin` finds package.json above it, bin/ and .data are
     // where the walk names them (.data being the stack's DATA_DIR). .cache/ is ignored by git.
     mkdirSync(path.join(root, '.cache'), { recursive: true });
@@ -76,18 +91,51 @@ describe('the README walk-through, over real HTTP', () => {
     // Then the PDF certificate of the same photo (docs/starter.md), with `evidence` as `npm link` puts it on the PATH.
     blocks.push(readmeBlock('## The PDF certificate', 'sh', 'docs/starter.md'));
     writeFileSync(path.join(dir, 'evidence'), `#!/bin/sh\nexec "${process.execPath}" "${path.join(root, 'bin', 'evidence.mjs')}" "$@"\n`, { mode: 0o755 });
-    // Only the addresses are the test's own: its API, its chain node, and an e-mail no other run took.
+    // Then the webhook walk (README "Webhooks"): its receiver of a few lines on standardwebhooks, the
+    // subscription with curl, another anchor; the receiver is stopped afterwards (the reader's Ctrl-C).
+    const hookPort = await freePort();
+    writeFileSync(path.join(dir, 'receiver.mjs'), readmeBlock('save it as `receiver.mjs`', 'js').replaceAll('4000', String(hookPort)));
+    blocks.push(readmeBlock('## Webhooks', 'sh'), 'kill $!');
+    // Only the addresses are the test's own: its API, its chain node, its receiver's port, and an e-mail no other run took.
     const email = `readme-walk-${Date.now()}@example.com`;
     const script = blocks
       .join('\n')
       .replaceAll('http://127.0.0.1:3000', base)
       .replaceAll('http://127.0.0.1:8545', process.env.LEDGER_RPC_URL ?? '')
+      .replaceAll('127.0.0.1:4000', `127.0.0.1:${hookPort}`)
       .replaceAll('alice@example.com', email);
+    // What `npm start` runs every second meanwhile: the change feed (with the webhooks' outbox) and the delivery worker.
+    const received = () => (existsSync(path.join(dir, 'received.log')) ? readFileSync(path.join(dir, 'received.log'), 'utf8') : '');
+    const worker = createWebhookDispatcher();
+    let walking = true;
+    let stopped = false;
+    after(() => (stopped = true));
+    const ticking = (async () => {
+      while (!stopped && (walking || !/evidence\.final/.test(received()))) {
+        await drainChangeFeed().catch(() => 0);
+        await worker.tick().catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    })();
     const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}`, EVIDENCE_TRUST_FILE: path.join(dir, 'trust.json') };
     delete env.NODE_OPTIONS;
     // Asynchronously: the walk talks to the server this very process runs; -e: every command must succeed.
-    const { stdout, stderr } = await promisify(execFile)('bash', ['-e', '-c', script], { cwd: dir, env, encoding: 'utf8' });
+    const { stdout, stderr } = await promisify(execFile)('bash', ['-e', '-c', script], { cwd: dir, env, encoding: 'utf8' }).finally(() => (walking = false));
     const out = `${stdout}${stderr}`;
+
+    // The webhook walk: the receiver verified both events of the second photo (waited for: the walk's `sleep 5` is the reader's).
+    const photo2 = createHash('sha256').update(readFileSync(path.join(dir, 'photo2.jpg'))).digest('hex');
+    await waitFor('both events in received.log', 60_000, () => (/evidence\.final/.test(received()) ? true : undefined), 200);
+    await ticking;
+    await worker.idle();
+    const lines = received().trim().split('\n');
+    assert.deepEqual(
+      lines.map((l) => l.replace(/msg_[0-9a-f]{32}/, 'msg_…')).sort(),
+      [`verified msg_… evidence.anchored ${photo2}`, `verified msg_… evidence.final ${photo2}`],
+      received(),
+    );
+    const webhook = JSON.parse(readFileSync(path.join(dir, 'webhook.json'), 'utf8')) as { secret: string; status: string };
+    assert.match(webhook.secret, /^whsec_/);
 
     assert.match(out, /^200 /m, out);
     assert.match(out, /status: 'anchored'/);

@@ -74,7 +74,7 @@ function reportToLog(event: DispatchEvent): void {
 
 /** The delivery worker over the configuration (the scheduled function, `npm start`'s timer, tests). */
 export function createWebhookDispatcher(
-  options: { config?: Config; store?: WebhookStore; resolve?: Resolve; report?: (event: DispatchEvent) => void; timeoutMs?: number } = {},
+  options: { config?: Config; store?: WebhookStore; resolve?: Resolve; report?: (event: DispatchEvent) => void; timeoutMs?: number; clock?: () => Date } = {},
 ): WebhookDispatcher {
   const config = options.config ?? getConfig();
   const store = options.store ?? new WebhookTable(getDb(), config.tables.webhooks);
@@ -83,6 +83,7 @@ export function createWebhookDispatcher(
     store,
     sealer: secretBoxOf(config),
     schedule: config.webhooks.retryScheduleSeconds,
+    ...(options.clock ? { clock: options.clock } : {}),
     send: (url, headers, body) => sendWebhook(url, headers, body, { policy, ...(options.resolve ? { resolve: options.resolve } : {}), ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}) }),
     report: (event) => {
       reportToLog(event);

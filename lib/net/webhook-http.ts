@@ -8,7 +8,8 @@
  * - one deadline for everything, resolving, connecting, TLS, the answer (15 s by default);
  * - at most `maxBytes` of the answer are read (the status is all that counts), then the socket is closed;
  * - a new connection per request (`agent: false`): no pooled socket outlives its check.
- * Never throws: the outcome is a status (0 when no answer came) and a short reason.
+ * Never throws or rejects, not even when Node's client throws synchronously: the outcome is a
+ * status (0 when no answer came) and a short reason.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -83,12 +84,22 @@ export function sendWebhook(url: string, headers: Record<string, string>, body: 
       resolvePromise(outcome);
     };
     const client = secure ? https : http;
-    const req = client.request(target, {
-      method: 'POST',
-      headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-      agent: false,
-      lookup: guardedLookup(policy, options.resolve ?? systemResolve),
-    });
+    let req: http.ClientRequest;
+    try {
+      req = client.request(target, {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        agent: false,
+        lookup: guardedLookup(policy, options.resolve ?? systemResolve),
+      });
+    } catch (error) {
+      // Node refuses some requests synchronously (a header it cannot send, an option it rejects):
+      // an attempt that failed, like any other, never a rejection (the caller would leave the
+      // delivery claimed, to be taken again every lease forever).
+      settled = true;
+      resolvePromise({ status: 0, error: `request refused (${(error as NodeJS.ErrnoException).code ?? (error as Error).name})` });
+      return;
+    }
     const timer = setTimeout(() => {
       done({ status: 0, error: `timeout: no answer within ${timeoutMs} ms` });
       req.destroy();

@@ -57,7 +57,7 @@ table.tiers th[scope=col]{background:#f4f4f4}
 .visually-hidden{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0}
 .panel{border:1px solid var(--line);border-radius:.5rem;padding:1rem;margin:1rem 0}
 .panel label{display:block;font-weight:600;margin:.5rem 0 .25rem}
-.panel input[type=email],.panel input[type=password],.panel input[type=text]{font:inherit;width:100%;max-width:28rem;padding:.4rem .5rem;border:1px solid var(--muted);border-radius:.25rem}
+.panel input[type=email],.panel input[type=password],.panel input[type=text],.panel input[type=url]{font:inherit;width:100%;max-width:28rem;padding:.4rem .5rem;border:1px solid var(--muted);border-radius:.25rem}
 .panel input[type=file]{max-width:100%;font:inherit}
 .buttons{display:flex;flex-wrap:wrap;gap:.5rem;margin-top:.75rem}
 main button{font:inherit;padding:.4rem .9rem;border:1px solid var(--focus);border-radius:.25rem;background:#fff;color:var(--focus);cursor:pointer;min-height:2.5rem}
@@ -73,6 +73,8 @@ main button[hidden]{display:none}
 table.keys{border-collapse:collapse;width:100%;min-width:36rem}
 table.keys th,table.keys td{border-bottom:1px solid var(--line);padding:.4rem .5rem;text-align:left;vertical-align:top}
 .confirm{margin:.25rem 0}
+fieldset.events{border:0;margin:.5rem 0 0;padding:0}fieldset.events legend{font-weight:600;padding:0}fieldset.events label{display:inline-flex;gap:.35rem;font-weight:400;margin:.25rem 1rem .25rem 0}
+td.url{min-width:11rem;overflow-wrap:anywhere}td.events span{display:block}td.event{overflow-wrap:anywhere;min-width:10rem}td.attempts{min-width:12rem}.deliveries{margin-top:2rem}.bad-text{color:var(--bad-fg)}ol.attempts{margin:0;padding-left:1.25rem}
 ul.evidence{padding-left:1.25rem}
 ul.evidence li{margin:.25rem 0}
 meter{width:8rem;vertical-align:middle}

@@ -283,6 +283,200 @@ export const DASHBOARD_SCRIPT = `
     say("file-message", "Anchored: signed, time-stamped and sent to the ledger.", "ok");
   }
 
+  // lib/web/dashboard/webhooks.ts
+  var HOOKS = "/api/v2/account/webhooks";
+  var EVENTS = ["evidence.anchored", "evidence.final", "evidence.record"];
+  var REASONS = {
+    gone: "it answered 410 Gone",
+    failing: "every attempt failed for 5 days"
+  };
+  var hookPath = (webhookId) => HOOKS + "/" + encodeURIComponent(webhookId);
+  function statusText(e) {
+    if (e.status === "active") return "active";
+    const why = e.disabled_reason ? REASONS[e.disabled_reason] || e.disabled_reason : "";
+    return "disabled" + (e.disabled_at ? " " + when(e.disabled_at) : "") + (why ? ": " + why : "");
+  }
+  function attemptText(a) {
+    return when(a.at) + " — " + (a.status === 0 ? "no answer" + (a.error ? " (" + a.error + ")" : "") : String(a.status));
+  }
+  function webhookPanel(accountCall2) {
+    let open = null;
+    async function load(again) {
+      const res = await accountCall2("GET", HOOKS, void 0, again ?? load);
+      if (res.status !== 200) {
+        say("webhooks-message", problem(res), "bad");
+        return;
+      }
+      const endpoints = res.body.webhooks;
+      $("webhooks-body").replaceChildren(...endpoints.map(row));
+      show($("webhooks-empty"), endpoints.length === 0);
+      if (open) {
+        const still = endpoints.find((e) => e.webhook_id === open?.webhook_id);
+        if (still) await loadDeliveries(still);
+        else closeDeliveries();
+      }
+    }
+    function row(e) {
+      const actions = el("td", { class: "actions" });
+      const deliveries = el("button", { type: "button", "aria-label": "Deliveries to " + e.url, text: "Deliveries" });
+      deliveries.addEventListener("click", () => {
+        void loadDeliveries(e).then(() => $("deliveries-heading").focus(), () => void 0);
+      });
+      const remove = el("button", { type: "button", "aria-label": "Delete endpoint " + e.url, text: "Delete" });
+      remove.addEventListener("click", () => confirmDelete(e, actions, remove));
+      actions.append(deliveries, " ", remove);
+      return el("tr", {}, [
+        el("td", { "data-label": "URL", class: "url" }, [el("code", { text: e.url })]),
+        el("td", { "data-label": "Events", class: "events" }, e.events.map((type) => el("span", { text: type }))),
+        el("td", { "data-label": "Status", class: e.status === "active" ? "status" : "status bad-text", text: statusText(e) }),
+        el("td", { "data-label": "Created", text: when(e.created_at) }),
+        actions
+      ]);
+    }
+    function confirmDelete(e, cell, remove) {
+      const yes = el("button", { type: "button", class: "danger", text: "Yes, delete" });
+      const no = el("button", { type: "button", text: "Cancel" });
+      const question = el("p", { class: "confirm", role: "group", "aria-label": "Confirm deletion" }, [
+        "Delete this endpoint? Nothing more is sent to it, and its pending deliveries fail. ",
+        yes,
+        " ",
+        no
+      ]);
+      remove.hidden = true;
+      cell.appendChild(question);
+      no.addEventListener("click", () => {
+        question.remove();
+        remove.hidden = false;
+        remove.focus();
+      });
+      yes.addEventListener("click", () => {
+        busy(yes, true);
+        const run = async () => {
+          const res = await accountCall2("DELETE", hookPath(e.webhook_id), void 0, run);
+          if (res.status !== 200) {
+            say("webhooks-message", problem(res), "bad");
+            busy(yes, false);
+            return;
+          }
+          say("webhooks-message", "The endpoint " + e.url + " is deleted.", "ok");
+          if (open && open.webhook_id === e.webhook_id) closeDeliveries();
+          await load();
+          $("webhooks-heading").focus();
+        };
+        run().catch(() => void 0);
+      });
+      yes.focus();
+    }
+    function create() {
+      const add = $("create-webhook-button", HTMLButtonElement);
+      const url = input("webhook-url").value.trim();
+      const boxes = [input("webhook-event-anchored"), input("webhook-event-final"), input("webhook-event-record")];
+      const events = EVENTS.filter((_type, i) => boxes[i]?.checked);
+      if (!url || events.length === 0) {
+        say("webhooks-message", url ? "Choose at least one event." : "Enter the URL the events are sent to.", "bad");
+        input("webhook-url").focus();
+        return;
+      }
+      busy(add, true);
+      const run = async () => {
+        const res = await accountCall2("POST", HOOKS, { url, events }, run);
+        busy(add, false);
+        if (res.status !== 200) {
+          say("webhooks-message", problem(res), "bad");
+          return;
+        }
+        const made = res.body;
+        input("webhook-url").value = "";
+        say("webhooks-message", "");
+        $("new-webhook-title").textContent = "The signing secret of " + made.url;
+        $("new-webhook-secret").textContent = made.secret;
+        say("copy-webhook-message", "");
+        show($("new-webhook-box"), true);
+        await load();
+        $("new-webhook-title").focus();
+      };
+      run().catch(() => busy(add, false));
+    }
+    async function loadDeliveries(e) {
+      const again = () => loadDeliveries(e);
+      const res = await accountCall2("GET", hookPath(e.webhook_id) + "/deliveries", void 0, again);
+      open = e;
+      $("deliveries-heading").textContent = "Deliveries to " + e.url;
+      show($("deliveries"), true);
+      if (res.status !== 200) {
+        say("deliveries-message", problem(res), "bad");
+        return;
+      }
+      const list = res.body.deliveries;
+      $("deliveries-body").replaceChildren(...list.map((d) => deliveryRow(e, d)));
+      show($("deliveries-empty"), list.length === 0);
+    }
+    function deliveryRow(e, d) {
+      const attempts = d.attempts.length === 0 ? el("span", { class: "muted", text: "none yet" }) : el("ol", { class: "attempts" }, d.attempts.map((a) => el("li", { text: attemptText(a) })));
+      const state2 = d.state === "failed" ? "failed" + (d.failed_reason ? ": " + d.failed_reason : "") : d.state;
+      const actions = el("td", { class: "actions" });
+      if (e.status === "active") {
+        const again = el("button", { type: "button", "aria-label": "Send " + d.event_type + " " + d.event_id + " again", text: "Send again" });
+        again.addEventListener("click", () => retry(e, d, again));
+        actions.appendChild(again);
+      }
+      return el("tr", {}, [
+        el("td", { "data-label": "Event", class: "event" }, [d.event_type, el("br"), el("code", { text: d.event_id })]),
+        el("td", { "data-label": "State", text: state2 }),
+        el("td", { "data-label": "Attempts", class: "attempts" }, [attempts]),
+        el("td", { "data-label": "Next attempt", text: d.next_attempt_at ? when(d.next_attempt_at) : "—" }),
+        actions
+      ]);
+    }
+    function retry(e, d, again) {
+      busy(again, true);
+      const run = async () => {
+        const res = await accountCall2("POST", hookPath(e.webhook_id) + "/deliveries/" + encodeURIComponent(d.delivery_id) + "/retry", void 0, run);
+        busy(again, false);
+        if (res.status !== 200) {
+          say("deliveries-message", problem(res), "bad");
+          return;
+        }
+        say("deliveries-message", "Sent again: " + d.event_type + " " + d.event_id + " is due now, with the same webhook-id.", "ok");
+        await loadDeliveries(e);
+      };
+      run().catch(() => busy(again, false));
+    }
+    function closeDeliveries() {
+      open = null;
+      show($("deliveries"), false);
+      $("deliveries-body").replaceChildren();
+      say("deliveries-message", "");
+    }
+    $("webhook-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      create();
+    });
+    $("copy-webhook-secret").addEventListener("click", () => {
+      const secret = $("new-webhook-secret").textContent ?? "";
+      const done = (ok) => say("copy-webhook-message", ok ? "Copied." : "Select the secret and copy it by hand.", ok ? "ok" : "bad");
+      if (navigator.clipboard && navigator.clipboard.writeText) navigator.clipboard.writeText(secret).then(() => done(true), () => done(false));
+      else done(false);
+    });
+    $("deliveries-refresh").addEventListener("click", () => {
+      if (open) void loadDeliveries(open).catch(() => void 0);
+    });
+    $("deliveries-close").addEventListener("click", () => {
+      closeDeliveries();
+      $("webhooks-heading").focus();
+    });
+    return {
+      load,
+      reset() {
+        closeDeliveries();
+        show($("new-webhook-box"), false);
+        $("new-webhook-secret").textContent = "";
+        $("webhooks-body").replaceChildren();
+        say("webhooks-message", "");
+      }
+    };
+  }
+
   // lib/web/dashboard/app.ts
   var state = { info: null, pending: null, expiryTimer: 0 };
   var button = (id) => $(id, HTMLButtonElement);
@@ -329,6 +523,7 @@ export const DASHBOARD_SCRIPT = `
     state.pending = null;
     input("auth-password").value = "";
     $("new-key-box").hidden = true;
+    webhooks.reset();
     $("result").replaceChildren();
     say("auth-message", "You are logged out.", "ok");
     show($("expired-note"), false);
@@ -379,7 +574,7 @@ export const DASHBOARD_SCRIPT = `
     else if (document.activeElement === document.body || $("signed-out").contains(document.activeElement)) $("account-heading").focus();
   }
   function refresh() {
-    return Promise.all([loadInfo(), loadUsage(), loadKeys()]).then(loadEvidence).catch(() => {
+    return Promise.all([loadInfo(), loadUsage(), loadKeys(), webhooks.load(refresh)]).then(loadEvidence).catch(() => {
     });
   }
   async function loadInfo() {
@@ -532,6 +727,7 @@ export const DASHBOARD_SCRIPT = `
     $("evidence-list").replaceChildren(...items);
     show($("evidence-empty"), items.length === 0);
   }
+  var webhooks = webhookPanel(accountCall);
   $("auth-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const submitter = event.submitter;

@@ -8,12 +8,13 @@
 import type { FC } from 'hono/jsx';
 import { MIN_PASSWORD_LENGTH } from '../accounts/passwords.js';
 import { DASHBOARD_SCRIPT } from './dashboard-script.js';
+import { WebhooksSection } from './dashboard-webhooks-view.js';
 import { Page } from './layout.js';
 
 export const DashboardPage: FC = () => (
   <Page
     title="Dashboard — Evidence anchoring service"
-    description="Sign up or log in, manage your API keys, see your usage, and time-stamp, sign or anchor files without uploading them."
+    description="Sign up or log in, manage your API keys and webhooks, see your usage, and time-stamp, sign or anchor files without uploading them."
     inlineScript={DASHBOARD_SCRIPT}
   >
     <h1>Dashboard</h1>
@@ -194,6 +195,8 @@ export const DashboardPage: FC = () => (
         </p>
         <p id="evidence-message" class="message" role="status" aria-live="polite"></p>
       </section>
+
+      <WebhooksSection />
     </div>
   </Page>
 );

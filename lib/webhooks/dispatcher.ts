@@ -149,7 +149,11 @@ export class WebhookDispatcher {
       'webhook-timestamp': String(timestamp),
       'webhook-signature': signatureOf(secret, claimed.event_id, timestamp, claimed.body),
     };
-    const outcome = await this.deps.send(endpoint.url, headers, claimed.body);
+    // A sender that throws made a failed attempt: it is recorded and retried on the schedule, so the
+    // delivery is never left claimed, to be taken again every lease forever.
+    const outcome = await Promise.resolve()
+      .then(() => this.deps.send(endpoint.url, headers, claimed.body))
+      .catch((error: unknown) => ({ status: 0, error: `send failed (${error instanceof Error ? error.message.slice(0, 120) : 'unknown'})` }));
     const attempt: DeliveryAttempt = { at: at.toISOString(), status: outcome.status, ...(outcome.error ? { error: outcome.error } : {}) };
     const attempts = [...claimed.attempts, attempt].slice(-20);
     const verdict = verdictOf(attempt);

@@ -43,6 +43,7 @@ import {
 import { loadDevice } from './device.js';
 import { fileAction, renderDevice } from './files.js';
 import { $, busy, el, input, link, messageOf, number, say, show, when } from './dom.js';
+import { webhookPanel } from './webhooks.js';
 
 type Retry = () => unknown;
 
@@ -98,6 +99,7 @@ function logOut(): void {
   state.pending = null;
   input('auth-password').value = '';
   $('new-key-box').hidden = true;
+  webhooks.reset();
   $('result').replaceChildren();
   say('auth-message', 'You are logged out.', 'ok');
   show($('expired-note'), false);
@@ -164,7 +166,7 @@ async function authenticate(mode: 'register' | 'login'): Promise<void> {
  * the evidence load's failure included (it was left unhandled: a page error).
  */
 function refresh(): Promise<void> {
-  return Promise.all([loadInfo(), loadUsage(), loadKeys()])
+  return Promise.all([loadInfo(), loadUsage(), loadKeys(), webhooks.load(refresh)])
     .then(loadEvidence)
     .catch(() => {});
 }
@@ -329,6 +331,7 @@ async function loadEvidence(): Promise<void> {
 }
 
 // ---------------------------------------------------------------- wiring
+const webhooks = webhookPanel(accountCall);
 $('auth-form').addEventListener('submit', (event) => {
   event.preventDefault();
   const submitter = (event as SubmitEvent).submitter;
