@@ -26,11 +26,11 @@ import {
   CliError,
   explainApiError,
   type HttpAnswer,
-  hashWithProgress,
   type PlannedLink,
   readChainState,
   readKeyFile,
   requestJson,
+  sha256File,
   withLock,
   writeChainState,
   writeFileAtomically,
@@ -86,7 +86,7 @@ export async function syncFolder(options: SyncOptions): Promise<SyncResult> {
     if ((state.pending?.length ?? 0) > 0) io.err(`Resuming the sync: ${state.pending?.length} link(s) planned by an earlier run are sent again first, unchanged.`);
     if (fresh.length > 0) {
       const hashed: { file: string; hash: string }[] = [];
-      for (const file of fresh) hashed.push({ file, hash: (await hashWithProgress(file, () => undefined)).hash });
+      for (const file of fresh) hashed.push({ file, hash: (await sha256File(file)).hash });
       state = plan(key, state, hashed);
       await writeChainState(stateFile, state);
     }

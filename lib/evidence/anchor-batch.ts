@@ -5,8 +5,7 @@ import type { BatchLeaf } from './batch-store.js';
 import { anchorLeafHash } from './merkle.js';
 import { type AnchorDeps, type AnchorInput, type PreparedAnchor, prepareAnchor, publishAnchor, type PublishedAnchor } from './anchor.js';
 import { finishPublishing, makeProofs } from './anchor-steps.js';
-import { requestFingerprint } from './device-proof.js';
-import type { AnchoredEvidence } from './records.js';
+import type { AnchorClaim, AnchoredEvidence } from './records.js';
 
 /**
  * Many anchors in one request (POST /api/v2/evidence/anchor/batch; decisions.md "Batch anchoring"):
@@ -129,7 +128,8 @@ export async function anchorBatch(deps: AnchorDeps, entries: readonly BatchEntry
         publishedHash = input.chainHash;
       } catch (error) {
         outcomes[i] = { ok: false, error };
-        if (!(await publishedAnyway(deps, input, error))) broken.set(input.chainHash, i);
+        const claimed = prepared.get(i);
+        if (!claimed || 'error' in claimed || !(await publishedAnyway(deps, claimed.claim, error))) broken.set(input.chainHash, i);
       }
     }
   };
@@ -183,11 +183,11 @@ async function writeDeferredLeaves(deps: BatchStepDeps | undefined, entries: Pub
  * a write that timed out but landed): its item names this very request. Unread, it counts as not
  * published, so what builds on it is not written (the identical retry sends it again).
  */
-async function publishedAnyway(deps: AnchorDeps, input: AnchorInput, error: unknown): Promise<boolean> {
+async function publishedAnyway(deps: AnchorDeps, claim: AnchorClaim, error: unknown): Promise<boolean> {
   // A refusal (400, 409, 429) is answered before the publish: nothing of it was written.
   if (error instanceof DomainError && error.kind !== 'unavailable') return false;
-  const item = await deps.repo.get(input.imageHash).catch(() => undefined);
-  return item?.anchor_state !== undefined && item.fingerprint === requestFingerprint(input, input.chainIndex === 0 ? null : input.previousHash);
+  const item = await deps.repo.get(claim.image_hash).catch(() => undefined);
+  return item?.anchor_state !== undefined && item.fingerprint === claim.fingerprint;
 }
 
 function previousEntryFailed(entry: number, failed: number, chainIndex: number) {
