@@ -60,7 +60,8 @@ function completeParams(): Record<string, string> {
   const a = account();
   const kms = (name: string) => [name, `arn:aws:kms:${REGION}:${a}:key/${uuid()}`];
   return {
-    ...Object.fromEntries(['pqSignerKmsKeyArn', 'tsaKmsKeyArn', 'tsaPqKmsKeyArn', 'ledgerKmsKeyArn', 'jwtSecretKmsKeyArn', 'ed25519SignerKmsKeyArn', 'pdfSignerKmsKeyArn'].map(kms)),
+    // Every KMS key the deployment rule knows, read from it: a key added there is added here.
+    ...Object.fromEntries(PARAMETERS.filter((p) => p.kind === 'kmsKeyArn').map((p) => kms(p.param))),
     jwtSecretKmsCiphertext: randomBytes(184).toString('base64'),
     keysDir: 'test/fixtures/deploy-keys',
     edgeWebAclArn: `arn:aws:wafv2:us-east-1:${a}:global/webacl/evidence-prod-edge/${uuid()}`,
