@@ -18,6 +18,10 @@
  *             mode (every entry's charge, link, proofs, publish, the leaves' BatchWriteItem, the
  *             seal, the finish); after the restart the identical batch is sent again.
  *
+ * Every path runs with a webhook receiver subscribed (CrashRunOptions.webhooks): the feed's outbox
+ * writes (lib/webhooks/outbox.ts) are on the feed paths' calls, and the verdict adds that every
+ * anchored photo's event was delivered, each fact under one webhook-id, one delivery per event.
+ *
  * First the path's length is measured (three armed requests that are not killed report how many
  * calls they made); then the points are 1…max+2 calls × {before, after}.
  *
@@ -64,6 +68,7 @@ for (const mode of modes) {
     operation,
     crashPoints: [1, 2, 3].map(() => ({ killAt: 1_000_000, when: 'before' as const })),
     forkProbe: false,
+    webhooks: true,
     log: say,
   });
   const lengths = measured.crashPoints.map((p) => p.calls ?? 0);
@@ -81,6 +86,7 @@ for (const mode of modes) {
     env: windowEnv,
     operation,
     crashPoints: points,
+    webhooks: true,
     log: say,
   });
   say(formatReport(report));

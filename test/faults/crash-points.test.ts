@@ -49,14 +49,23 @@ describe('crash points along a hash registration and along the change feed', () 
   for (const operation of ['register', 'feed'] as const) {
     it(`${operation}: every call of the path, before and after, leaves the charge and the statistics exact`, { timeout: 300_000 }, async () => {
       const env = { LEDGER_BATCH_WINDOW_MS: '0' };
-      const measured = await runCrashExperiment({ devices: 1, photos: 5, kills: 0, env, operation, forkProbe: false, crashPoints: [{ killAt: 1e6, when: 'before' }, { killAt: 1e6, when: 'before' }], log: say });
+      // The feed runs with a webhook receiver subscribed: its outbox writes are on the feed's path.
+      const webhooks = operation === 'feed';
+      const measured = await runCrashExperiment({ devices: 1, photos: 5, kills: 0, env, operation, webhooks, forkProbe: false, crashPoints: [{ killAt: 1e6, when: 'before' }, { killAt: 1e6, when: 'before' }], log: say });
       const length = Math.min(...measured.crashPoints.map((p) => p.calls ?? 0));
-      assert.ok(length >= 2, `the ${operation} path made ${length} calls`);
-      const points: CrashPoint[] = [1, 2].flatMap((k) => (['before', 'after'] as const).map((when) => ({ killAt: k, when })));
-      const report = await runCrashExperiment({ devices: 1, photos: 12, kills: 0, env, operation, crashPoints: points, log: say });
+      say(`${operation}: the path made ${measured.crashPoints.map((p) => p.calls ?? 0).join(', ')} calls`);
+      assert.ok(length >= (webhooks ? 3 : 2), `the ${operation} path made ${length} calls`);
+      // register: its first two calls, before and after. feed: every call of the path (the
+      // statistics' and the outbox's: the endpoints' read and each delivery's write), alternating.
+      // The last call (a delivery's write) both ways: before it leaves, and written but not trimmed.
+      const points: CrashPoint[] = webhooks
+        ? [...Array.from({ length }, (_, i): CrashPoint => ({ killAt: i + 1, when: i % 2 ? 'after' : 'before' })), { killAt: length, when: length % 2 ? 'after' : 'before' }]
+        : [1, 2].flatMap((k) => (['before', 'after'] as const).map((when) => ({ killAt: k, when })));
+      const report = await runCrashExperiment({ devices: 1, photos: 12, kills: 0, env, operation, webhooks, crashPoints: points, log: say });
       say(formatReport(report));
       for (const p of report.crashPoints) say(`  call ${p.killAt} ${p.when}: ${p.reached ? `killed at ${p.call ?? '?'}` : `not reached (${p.calls} calls)`}`);
       assert.ok(report.crashPoints.filter((p) => p.reached).length >= 3, 'the service was killed at (almost) every point');
+      if (webhooks) assert.ok((report.webhookRequests?.events ?? 0) >= report.anchorsHeld, 'the receiver got an event of every anchored photo');
       for (const [name, items] of Object.entries(report.violations)) assert.deepEqual(items, [], `${name} (seed ${report.seed})`);
       assert.equal(report.unsettled, 0);
     });

@@ -25,6 +25,7 @@ import { judgeRun } from './crash-judge.js';
 import { fetchRetry, parseProblem, readStats, setUpAccount, verifyHash } from './crash-reads.js';
 import type { Attempt, CrashPoint, CrashPointOutcome, CrashReport, CrashRunOptions, FaultEvent, ForkProbe, HashRecord } from './crash-report.js';
 import { Service, groupProcesses } from './crash-service.js';
+import { subscribeReceiver, type WebhookWatch } from './crash-webhooks.js';
 import { waitFor } from './wait.js';
 
 // The harness is split by concern: the service as a process group (crash-service.ts), the phones
@@ -77,11 +78,13 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     }
   };
   process.once('exit', killOnExit);
+  let webhooks: WebhookWatch | undefined;
 
   try {
     await service.start();
     log(`service ready on ${service.base} (rpc ${service.rpcUrl}, data ${dataDir})`);
     const account = await setUpAccount(service);
+    if (options.webhooks) webhooks = await subscribeReceiver(service, account);
     const baselineStats = await readStats(service);
 
     // ── the burst ──
@@ -451,9 +454,10 @@ export async function runCrashExperiment(options: CrashRunOptions): Promise<Cras
     }
 
     // ── the reads and the verdict (crash-judge.ts) ──
-    return await judgeRun({ options, seed, t0, log, limboLimitMs, service, dataDir, logFile, account, baselineStats, devices, records, probes, faults, readProbes, inFlightAt, pointOutcomes, requestsSent, lastReadyAt, readyAfterKill });
+    return await judgeRun({ options, seed, t0, log, limboLimitMs, service, dataDir, logFile, account, webhooks, baselineStats, devices, records, probes, faults, readProbes, inFlightAt, pointOutcomes, requestsSent, lastReadyAt, readyAfterKill });
   } finally {
     process.off('exit', killOnExit);
+    await webhooks?.receiver.stop();
     await service.kill().catch(() => undefined);
     if (!options.keepDataDir && !process.env.CRASH_KEEP) await rm(work, { recursive: true, force: true }).catch(() => undefined);
     else log(`kept ${work}`);

@@ -10,6 +10,7 @@ import { type ReadProbe, READ_DEADLINE_MS } from './crash-faults.js';
 import { type LedgerRead, type Receipt, type StatTotals, type VerifyResult, fetchRetry, pool, readChain, readLedger, readSeals, readStats, readUsed, verifyHash } from './crash-reads.js';
 import type { CrashPointOutcome, CrashReport, CrashRunOptions, FaultEvent, ForkProbe, HashRecord } from './crash-report.js';
 import type { Service } from './crash-service.js';
+import { judgeWebhooks, type WebhookWatch } from './crash-webhooks.js';
 import { waitFor } from './wait.js';
 
 /** What the run observed, handed to the verdict. */
@@ -23,6 +24,8 @@ export interface RunObservations {
   dataDir: string;
   logFile: string;
   account: { apiKey: string; email: string; password: string; token: string };
+  /** With CrashRunOptions.webhooks: the subscribed receiver. */
+  webhooks: WebhookWatch | undefined;
   baselineStats: StatTotals;
   devices: DeviceChain[];
   records: HashRecord[];
@@ -39,7 +42,7 @@ export interface RunObservations {
 
 /** Reads the run back and judges it; broken promises are in the report's `violations`. */
 export async function judgeRun(run: RunObservations): Promise<CrashReport> {
-  const { options, seed, t0, log, limboLimitMs, service, dataDir, logFile, account, baselineStats, devices, records, probes, faults, readProbes, inFlightAt, pointOutcomes, requestsSent, lastReadyAt, readyAfterKill } = run;
+  const { options, seed, t0, log, limboLimitMs, service, dataDir, logFile, account, webhooks, baselineStats, devices, records, probes, faults, readProbes, inFlightAt, pointOutcomes, requestsSent, lastReadyAt, readyAfterKill } = run;
   // ── the reads ──
   // The contract's limit after the last restart, and at least a few seconds from now.
   const readDeadline = Math.max(lastReadyAt + limboLimitMs, Date.now() + 5_000);
@@ -62,7 +65,7 @@ export async function judgeRun(run: RunObservations): Promise<CrashReport> {
   const mustVerify = new Set(records.filter((r) => r.path === ANCHOR_PATH && r.settledAt !== undefined).map((r) => r.imageHash));
   await pool(allHashes, 8, (h) => readHash(h, mustVerify.has(h)));
 
-  const violations: CrashReport['violations'] = { verify200: [], limbo: [], ledgerOnce: [], noFork: [], charging: [], reads: [], stats: [] };
+  const violations: CrashReport['violations'] = { verify200: [], limbo: [], ledgerOnce: [], noFork: [], charging: [], reads: [], stats: [], webhooks: [] };
   for (const p of readProbes) {
     if (p.status === 0) violations.reads.push(`GET ${p.path} did not answer within ${READ_DEADLINE_MS * 2} ms while the database was frozen`);
     else if (p.ms > READ_DEADLINE_MS) violations.reads.push(`GET ${p.path} answered ${p.status} after ${p.ms} ms while the database was frozen (limit ${READ_DEADLINE_MS} ms)`);
@@ -235,6 +238,14 @@ export async function judgeRun(run: RunObservations): Promise<CrashReport> {
     violations.stats.push(`GET /api/v1/stats totals ${JSON.stringify(statsNow)} after 20 s, expected ${JSON.stringify(expectedStats)} (the fresh service's ${JSON.stringify(baselineStats)} plus what the run holds)`);
   }
 
+  // 7. webhooks: every anchored photo's event delivered, each fact under one webhook-id, one delivery per event.
+  let webhookRequests: CrashReport['webhookRequests'];
+  if (webhooks) {
+    const judged = await judgeWebhooks(webhooks, service, account, anchorsHeld, readDeadline);
+    violations.webhooks.push(...judged.violations);
+    webhookRequests = { received: judged.received, events: judged.events };
+  }
+
   for (const [event, inflight] of inFlightAt) {
     const settled = inflight.map((r) => r.settledAt).filter((x): x is number => x !== undefined);
     if (event.readyAt !== undefined && settled.length === inflight.length && settled.length > 0) event.recoveryMs = Math.max(0, Math.max(...settled) - event.readyAt);
@@ -274,6 +285,7 @@ export async function judgeRun(run: RunObservations): Promise<CrashReport> {
     charged,
     anchorsHeld: held(),
     violations,
+    ...(webhookRequests ? { webhookRequests } : {}),
     durationMs: Date.now() - t0,
   };
   return report;

@@ -110,6 +110,14 @@ export interface CrashRunOptions {
    * the restart the phone sends the identical batch again until every entry settles: crash-batch.ts).
    */
   operation?: 'anchor' | 'register' | 'feed' | 'batch';
+  /**
+   * Webhooks (issue 37): a receiver on `standardwebhooks` (test/webhooks/support.ts) is subscribed to
+   * `evidence.anchored` and `evidence.final` before the run, so that the change feed's outbox writes
+   * (lib/webhooks/outbox.ts) are on the path the crash points interrupt. The verdict then asks, of
+   * every photo that verifies: its `evidence.anchored` reached the receiver, verified; every fact
+   * reached it under one `webhook-id` only; the endpoint holds one delivery per event.
+   */
+  webhooks?: boolean;
   /** operation 'batch': the photos of device 0 in each armed batch request (default 4). */
   batchSize?: number;
   /** Extra environment for the service (e.g. LEDGER_BATCH_WINDOW_MS). */
@@ -161,7 +169,11 @@ export interface CrashReport {
     reads: string[];
     /** GET /api/v1/stats totals once converged, against what the run holds. */
     stats: string[];
+    /** With `webhooks`: an anchored photo's event not delivered, a fact under two webhook-ids, a delivery made twice, a request that did not verify. */
+    webhooks: string[];
   };
+  /** With `webhooks`: the requests the receiver got, and the distinct events among them. */
+  webhookRequests?: { received: number; events: number };
   durationMs: number;
 }
 
@@ -200,6 +212,7 @@ export function formatReport(r: CrashReport): string {
     ['forks', String(r.forks)],
     ['fork probes sent / refused / accepted', `${r.forkProbes.sent} / ${r.forkProbes.refused} / ${r.forkProbes.accepted}`],
     ['charged vs anchors held', `${r.charged ?? '?'} vs ${r.anchorsHeld}`],
+    ...(r.webhookRequests ? [['webhook requests / distinct events', `${r.webhookRequests.received} / ${r.webhookRequests.events}`] as [string, string]] : []),
     ['duration', `${r.durationMs} ms`],
   ];
   for (const [name, list] of Object.entries(r.violations)) rows.push([`violations: ${name}`, String(list.length)]);
