@@ -74,7 +74,7 @@ table.keys{border-collapse:collapse;width:100%;min-width:36rem}
 table.keys th,table.keys td{border-bottom:1px solid var(--line);padding:.4rem .5rem;text-align:left;vertical-align:top}
 .confirm{margin:.25rem 0}
 fieldset.events{border:0;margin:.5rem 0 0;padding:0}fieldset.events legend{font-weight:600;padding:0}fieldset.events label{display:inline-flex;gap:.35rem;font-weight:400;margin:.25rem 1rem .25rem 0}
-td.url{min-width:11rem;overflow-wrap:anywhere}td.events span{display:block}td.event{overflow-wrap:anywhere;min-width:10rem}td.attempts{min-width:12rem}.deliveries{margin-top:2rem}.bad-text{color:var(--bad-fg)}ol.attempts{margin:0;padding-left:1.25rem}
+td.url{min-width:11rem;overflow-wrap:anywhere}td.status{min-width:10rem}td.events span{display:block}td.event{overflow-wrap:anywhere;min-width:10rem}td.attempts{min-width:12rem}.deliveries{margin-top:2rem}.bad-text{color:var(--bad-fg)}ol.attempts{margin:0;padding-left:1.25rem}
 ul.evidence{padding-left:1.25rem}
 ul.evidence li{margin:.25rem 0}
 meter{width:8rem;vertical-align:middle}

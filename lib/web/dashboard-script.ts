@@ -155,6 +155,23 @@ export const DASHBOARD_SCRIPT = `
   function messageOf(error) {
     return error instanceof Error ? error.message : String(error);
   }
+  function confirmInPlace(cell, trigger, ask, act) {
+    const yes = el("button", { type: "button", class: "danger", text: ask.yes });
+    const no = el("button", { type: "button", text: "Cancel" });
+    const question = el("p", { class: "confirm", role: "group", "aria-label": ask.label }, [ask.question + " ", yes, " ", no]);
+    trigger.hidden = true;
+    cell.appendChild(question);
+    no.addEventListener("click", () => {
+      question.remove();
+      trigger.hidden = false;
+      trigger.focus();
+    });
+    yes.addEventListener("click", () => {
+      busy(yes, true);
+      act(yes).catch(() => void 0);
+    });
+    yes.focus();
+  }
 
   // lib/web/dashboard/files.ts
   async function fileHash() {
@@ -334,38 +351,19 @@ export const DASHBOARD_SCRIPT = `
       ]);
     }
     function confirmDelete(e, cell, remove) {
-      const yes = el("button", { type: "button", class: "danger", text: "Yes, delete" });
-      const no = el("button", { type: "button", text: "Cancel" });
-      const question = el("p", { class: "confirm", role: "group", "aria-label": "Confirm deletion" }, [
-        "Delete this endpoint? Nothing more is sent to it, and its pending deliveries fail. ",
-        yes,
-        " ",
-        no
-      ]);
-      remove.hidden = true;
-      cell.appendChild(question);
-      no.addEventListener("click", () => {
-        question.remove();
-        remove.hidden = false;
-        remove.focus();
+      const ask = { label: "Confirm deletion", question: "Delete this endpoint? Nothing more is sent to it, and its pending deliveries fail.", yes: "Yes, delete" };
+      confirmInPlace(cell, remove, ask, async function run(yes) {
+        const res = await accountCall2("DELETE", hookPath(e.webhook_id), void 0, () => run(yes));
+        if (res.status !== 200) {
+          say("webhooks-message", problem(res), "bad");
+          busy(yes, false);
+          return;
+        }
+        say("webhooks-message", "The endpoint " + e.url + " is deleted.", "ok");
+        if (open && open.webhook_id === e.webhook_id) closeDeliveries();
+        await load();
+        $("webhooks-heading").focus();
       });
-      yes.addEventListener("click", () => {
-        busy(yes, true);
-        const run = async () => {
-          const res = await accountCall2("DELETE", hookPath(e.webhook_id), void 0, run);
-          if (res.status !== 200) {
-            say("webhooks-message", problem(res), "bad");
-            busy(yes, false);
-            return;
-          }
-          say("webhooks-message", "The endpoint " + e.url + " is deleted.", "ok");
-          if (open && open.webhook_id === e.webhook_id) closeDeliveries();
-          await load();
-          $("webhooks-heading").focus();
-        };
-        run().catch(() => void 0);
-      });
-      yes.focus();
     }
     function create() {
       const add = $("create-webhook-button", HTMLButtonElement);
@@ -632,43 +630,23 @@ export const DASHBOARD_SCRIPT = `
     show($("keys-empty"), rows.length === 0);
   }
   function confirmDeactivate(k, label, cell, deactivate) {
-    const yes = el("button", { type: "button", class: "danger", text: "Yes, deactivate" });
-    const no = el("button", { type: "button", text: "Cancel" });
-    const question = el("p", { class: "confirm", role: "group", "aria-label": "Confirm deactivation" }, [
-      'Deactivate "' + label + '"? It stops working at once and cannot be turned back on. ',
-      yes,
-      " ",
-      no
-    ]);
-    deactivate.hidden = true;
-    cell.appendChild(question);
-    no.addEventListener("click", () => {
-      question.remove();
-      deactivate.hidden = false;
-      deactivate.focus();
+    const ask = { label: "Confirm deactivation", question: 'Deactivate "' + label + '"? It stops working at once and cannot be turned back on.', yes: "Yes, deactivate" };
+    confirmInPlace(cell, deactivate, ask, async function run(yes) {
+      const res = await accountCall("DELETE", "/api/v2/account/keys/" + encodeURIComponent(k.key_id), void 0, () => run(yes));
+      if (res.status !== 200) {
+        say("keys-message", problem(res), "bad");
+        busy(yes, false);
+        return;
+      }
+      const held = store.getItem(KEY);
+      if (held && held.indexOf(k.prefix) === 0) {
+        store.removeItem(KEY);
+        input("api-key").value = "";
+      }
+      say("keys-message", 'Key "' + label + '" is deactivated: requests with it are refused from now on.', "ok");
+      await Promise.all([loadKeys(), loadInfo()]);
+      $("keys-heading").focus();
     });
-    yes.addEventListener("click", () => {
-      busy(yes, true);
-      const run = async () => {
-        const res = await accountCall("DELETE", "/api/v2/account/keys/" + encodeURIComponent(k.key_id), void 0, run);
-        if (res.status !== 200) {
-          say("keys-message", problem(res), "bad");
-          busy(yes, false);
-          return;
-        }
-        const held = store.getItem(KEY);
-        if (held && held.indexOf(k.prefix) === 0) {
-          store.removeItem(KEY);
-          input("api-key").value = "";
-        }
-        say("keys-message", 'Key "' + label + '" is deactivated: requests with it are refused from now on.', "ok");
-        await Promise.all([loadKeys(), loadInfo()]);
-        $("keys-heading").focus();
-      };
-      run().catch(() => {
-      });
-    });
-    yes.focus();
   }
   function showNewKey(key, title) {
     $("new-key-title").textContent = title;

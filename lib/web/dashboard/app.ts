@@ -42,7 +42,7 @@ import {
 } from './api.js';
 import { loadDevice } from './device.js';
 import { fileAction, renderDevice } from './files.js';
-import { $, busy, el, input, link, messageOf, number, say, show, when } from './dom.js';
+import { $, busy, confirmInPlace, el, input, link, messageOf, number, say, show, when } from './dom.js';
 import { webhookPanel } from './webhooks.js';
 
 type Retry = () => unknown;
@@ -226,42 +226,23 @@ async function loadKeys(): Promise<void> {
   show($('keys-empty'), rows.length === 0);
 }
 function confirmDeactivate(k: ApiKeyRecord, label: string, cell: HTMLElement, deactivate: HTMLButtonElement): void {
-  const yes = el('button', { type: 'button', class: 'danger', text: 'Yes, deactivate' });
-  const no = el('button', { type: 'button', text: 'Cancel' });
-  const question = el('p', { class: 'confirm', role: 'group', 'aria-label': 'Confirm deactivation' }, [
-    'Deactivate "' + label + '"? It stops working at once and cannot be turned back on. ',
-    yes,
-    ' ',
-    no,
-  ]);
-  deactivate.hidden = true;
-  cell.appendChild(question);
-  no.addEventListener('click', () => {
-    question.remove();
-    deactivate.hidden = false;
-    deactivate.focus();
+  const ask = { label: 'Confirm deactivation', question: 'Deactivate "' + label + '"? It stops working at once and cannot be turned back on.', yes: 'Yes, deactivate' };
+  confirmInPlace(cell, deactivate, ask, async function run(yes): Promise<void> {
+    const res = await accountCall('DELETE', '/api/v2/account/keys/' + encodeURIComponent(k.key_id), undefined, () => run(yes));
+    if (res.status !== 200) {
+      say('keys-message', problem(res), 'bad');
+      busy(yes, false);
+      return;
+    }
+    const held = store.getItem(KEY);
+    if (held && held.indexOf(k.prefix) === 0) {
+      store.removeItem(KEY);
+      input('api-key').value = '';
+    }
+    say('keys-message', 'Key "' + label + '" is deactivated: requests with it are refused from now on.', 'ok');
+    await Promise.all([loadKeys(), loadInfo()]);
+    $('keys-heading').focus();
   });
-  yes.addEventListener('click', () => {
-    busy(yes, true);
-    const run = async (): Promise<void> => {
-      const res = await accountCall('DELETE', '/api/v2/account/keys/' + encodeURIComponent(k.key_id), undefined, run);
-      if (res.status !== 200) {
-        say('keys-message', problem(res), 'bad');
-        busy(yes, false);
-        return;
-      }
-      const held = store.getItem(KEY);
-      if (held && held.indexOf(k.prefix) === 0) {
-        store.removeItem(KEY);
-        input('api-key').value = '';
-      }
-      say('keys-message', 'Key "' + label + '" is deactivated: requests with it are refused from now on.', 'ok');
-      await Promise.all([loadKeys(), loadInfo()]);
-      $('keys-heading').focus();
-    };
-    run().catch(() => {});
-  });
-  yes.focus();
 }
 function showNewKey(key: string, title: string): void {
   $('new-key-title').textContent = title;

@@ -69,3 +69,26 @@ export function busy(button: HTMLButtonElement, on: boolean): void {
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/**
+ * Asks in `cell`, in place of `trigger`, whether to go on: a question with a danger button `yes`
+ * and Cancel (which puts the trigger back). `yes` runs `act` with the button, busy until it ends
+ * (act decides what the page says and does on success and on failure).
+ */
+export function confirmInPlace(cell: HTMLElement, trigger: HTMLButtonElement, ask: { label: string; question: string; yes: string }, act: (yes: HTMLButtonElement) => Promise<void>): void {
+  const yes = el('button', { type: 'button', class: 'danger', text: ask.yes });
+  const no = el('button', { type: 'button', text: 'Cancel' });
+  const question = el('p', { class: 'confirm', role: 'group', 'aria-label': ask.label }, [ask.question + ' ', yes, ' ', no]);
+  trigger.hidden = true;
+  cell.appendChild(question);
+  no.addEventListener('click', () => {
+    question.remove();
+    trigger.hidden = false;
+    trigger.focus();
+  });
+  yes.addEventListener('click', () => {
+    busy(yes, true);
+    act(yes).catch(() => undefined);
+  });
+  yes.focus();
+}

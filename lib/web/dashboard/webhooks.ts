@@ -9,7 +9,7 @@
  *   attempt) and sends one again (POST …/deliveries/{delivery_id}/retry).
  */
 import { problem, type ApiResult } from './api.js';
-import { $, busy, el, input, say, show, when } from './dom.js';
+import { $, busy, confirmInPlace, el, input, say, show, when } from './dom.js';
 
 /** app.ts's account call: the session's JWT; a 401 asks for the password and runs `again` after it. */
 export type AccountCall = (method: string, path: string, json: unknown, again: () => unknown) => Promise<ApiResult>;
@@ -106,38 +106,19 @@ export function webhookPanel(accountCall: AccountCall): WebhookPanel {
   }
 
   function confirmDelete(e: WebhookEndpoint, cell: HTMLElement, remove: HTMLButtonElement): void {
-    const yes = el('button', { type: 'button', class: 'danger', text: 'Yes, delete' });
-    const no = el('button', { type: 'button', text: 'Cancel' });
-    const question = el('p', { class: 'confirm', role: 'group', 'aria-label': 'Confirm deletion' }, [
-      'Delete this endpoint? Nothing more is sent to it, and its pending deliveries fail. ',
-      yes,
-      ' ',
-      no,
-    ]);
-    remove.hidden = true;
-    cell.appendChild(question);
-    no.addEventListener('click', () => {
-      question.remove();
-      remove.hidden = false;
-      remove.focus();
+    const ask = { label: 'Confirm deletion', question: 'Delete this endpoint? Nothing more is sent to it, and its pending deliveries fail.', yes: 'Yes, delete' };
+    confirmInPlace(cell, remove, ask, async function run(yes): Promise<void> {
+      const res = await accountCall('DELETE', hookPath(e.webhook_id), undefined, () => run(yes));
+      if (res.status !== 200) {
+        say('webhooks-message', problem(res), 'bad');
+        busy(yes, false);
+        return;
+      }
+      say('webhooks-message', 'The endpoint ' + e.url + ' is deleted.', 'ok');
+      if (open && open.webhook_id === e.webhook_id) closeDeliveries();
+      await load();
+      $('webhooks-heading').focus();
     });
-    yes.addEventListener('click', () => {
-      busy(yes, true);
-      const run = async (): Promise<void> => {
-        const res = await accountCall('DELETE', hookPath(e.webhook_id), undefined, run);
-        if (res.status !== 200) {
-          say('webhooks-message', problem(res), 'bad');
-          busy(yes, false);
-          return;
-        }
-        say('webhooks-message', 'The endpoint ' + e.url + ' is deleted.', 'ok');
-        if (open && open.webhook_id === e.webhook_id) closeDeliveries();
-        await load();
-        $('webhooks-heading').focus();
-      };
-      run().catch(() => undefined);
-    });
-    yes.focus();
   }
 
   function create(): void {
