@@ -25,19 +25,14 @@
  * REQUEST_PATH_PARTS=counts,batched,direct (which parts to run), REQUEST_PATH_PROFILE=<dir> (the API
  * process of each throughput run writes a V8 CPU profile there; bench/profile-summary.ts summarises it).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startEmbeddedDynamo, type EmbeddedDynamo } from '../lib/local/dynamo-server.js';
-import { freePort } from '../lib/local/net.js';
 import { cpuMs, machineBusyMs, selfCpuMs } from './lib/cpu.js';
 import { BenchDevice, type AnchorBody } from './lib/device.js';
 import { type Counts, diffCounts, startCountingProxy, summarise } from './lib/dynamo-count.js';
-import { BENCH_TIER_LIMITS } from './lib/stack.js';
-import { REPO_ROOT } from './lib/proc.js';
 import { createAccount } from './lib/accounts.js';
+import { startStack } from './lib/local-service.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const num = (name: string, fallback: number) => {
@@ -55,73 +50,6 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? (s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number) : NaN;
 };
-
-// ------------------------------------------------------------------ a stack
-
-interface Stack {
-  base: string;
-  apiPid: number;
-  /** The Hardhat node's pid, from `npm start`'s ledger line. */
-  ledgerPid: number;
-  dataDir: string;
-  adminToken: string;
-  dynamo: EmbeddedDynamo;
-  stop(): Promise<void>;
-}
-
-/** `npm start` (lib/local/start.ts) on a dynalite of this process, with `endpoint` in front of it (a proxy) or not. */
-async function startStack(extraEnv: Record<string, string>, front?: (dynamoEndpoint: string) => Promise<string>): Promise<Stack> {
-  const dynamo = await startEmbeddedDynamo();
-  const endpoint = front ? await front(dynamo.endpoint) : dynamo.endpoint;
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'evidence-request-path-'));
-  const port = await freePort();
-  const adminToken = randomBytes(24).toString('base64url');
-  const env: Record<string, string> = {
-    ...(process.env as Record<string, string>),
-    DATA_DIR: dataDir,
-    PORT: String(port),
-    LEDGER_RPC_PORT: String(await freePort()),
-    DYNAMODB_ENDPOINT: endpoint,
-    TABLE_PREFIX: `bench-${randomBytes(3).toString('hex')}-`,
-    ADMIN_TOKEN: adminToken,
-    LOG_LEVEL: 'warn',
-    PUBLIC_RATE_PER_MINUTE: '100000000',
-    ACCOUNT_RATE_PER_MINUTE: '100000000',
-    TIER_LIMITS: BENCH_TIER_LIMITS,
-    ...extraEnv,
-  };
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'lib/local/start.ts')], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const kill = () => child.kill('SIGKILL');
-  process.once('exit', kill);
-  let out = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`npm start did not become ready:\n${out}`)), 120_000);
-    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (/^ready in /m.test(out)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`npm start exited (${code}):\n${out}`)));
-  });
-  return {
-    base: `http://127.0.0.1:${port}`,
-    apiPid: child.pid ?? 0,
-    ledgerPid: Number(/\(hardhat, pid (\d+)/.exec(out)?.[1] ?? 0),
-    dataDir,
-    adminToken,
-    dynamo,
-    async stop() {
-      process.off('exit', kill);
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-      await dynamo.stop();
-      await rm(dataDir, { recursive: true, force: true });
-    },
-  };
-}
 
 async function json<T>(res: Response): Promise<T> {
   if (!res.ok) throw new Error(`${res.url}: ${res.status} ${await res.text()}`);
