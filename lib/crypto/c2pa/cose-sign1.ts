@@ -81,17 +81,19 @@ export function coseSign1(parts: CoseSign1Parts): Uint8Array {
   if (bare.length > parts.size) {
     throw new Error(`the COSE signature needs ${bare.length} bytes, more than the ${parts.size} the builder reserved`);
   }
-  // An empty pad is 1 byte (its header), so `missing` more bytes are needed; the header grows with the length.
+  // An empty pad is 1 byte (its header), so `missing` more bytes are needed; the header itself
+  // grows by 1, 2 or 4 bytes at 24, 256 and 65,536 bytes of pad (RFC 8949 §3), hence the candidates.
   const missing = parts.size - bare.length;
-  for (const length of [missing, missing - 1, missing - 2]) {
-    if (length < 0) continue;
-    const out = build([length]);
+  for (const grown of [0, 1, 2, 4]) {
+    if (missing - grown < 0) continue;
+    const out = build([missing - grown]);
     if (out.length === parts.size) return out;
   }
-  // The lengths one pad cannot reach (25 and 258 bytes of pad, with its header): a second pad of 0 bytes takes 6 (its key and header).
-  for (const length of [missing - 6, missing - 7, missing - 8]) {
-    if (length < 0) continue;
-    const out = build([length, 0]);
+  // The lengths one pad cannot reach (its header would have to grow by part of a byte): a second,
+  // empty pad takes 6 bytes (its key "pad2" and its header), and the first takes the rest.
+  for (const grown of [0, 1, 2, 4]) {
+    if (missing - 6 - grown < 0) continue;
+    const out = build([missing - 6 - grown, 0]);
     if (out.length === parts.size) return out;
   }
   throw new Error(`no padding makes the COSE signature exactly ${parts.size} bytes long`);
