@@ -117,6 +117,26 @@ describe('evidence c2pa sign, judged by the official C2PA reader', () => {
     assert.equal(charged, 1, 'the time-stamp is charged as any TSA request');
   });
 
+  it('the trust-anchor document\'s c2pa.reader_context, plus a manifest entry, is a context the reader trusts our time-stamps with', async () => {
+    const doc = (await (await fetch(`${service.url}/.well-known/evidence-trust-anchors.json`)).json()) as {
+      tsa: { root_pem: string };
+      c2pa: { tsa_url: string; tsa_anchor: { trust_kind: string; trust_anchors: string }; reader_context: { trust: { anchors: unknown[] } } };
+    };
+    assert.equal(doc.c2pa.tsa_url, `${service.url}/api/v2/tsa`);
+    assert.equal(doc.c2pa.tsa_anchor.trust_kind, 'tsa');
+    assert.ok(doc.c2pa.tsa_anchor.trust_anchors.includes(doc.tsa.root_pem.trim()));
+    assert.deepEqual(doc.c2pa.reader_context, { trust: { anchors: [doc.c2pa.tsa_anchor] } });
+    const context = { trust: { anchors: [{ trust_kind: 'manifest', trust_anchors: root.certPem }, ...doc.c2pa.reader_context.trust.anchors] } };
+    const store = await readJpeg(new Uint8Array(readFileSync(signed)), JSON.stringify(context));
+    assert.equal(store.validation_state, 'Trusted');
+    assert.ok(codes(store).success.includes('timeStamp.trusted'), JSON.stringify(codes(store)));
+    // The document's context alone: our time-stamp trusted, the signer not (Valid).
+    const alone = await readJpeg(new Uint8Array(readFileSync(signed)), JSON.stringify(doc.c2pa.reader_context));
+    assert.equal(alone.validation_state, 'Valid');
+    assert.ok(codes(alone).success.includes('timeStamp.trusted'));
+    assert.ok(codes(alone).failure.includes('signingCredential.untrusted'));
+  });
+
   it('writes the COSE signature exactly as long as the builder reserved', () => {
     const [, length, reserved] = /COSE signature (\d+) bytes of the (\d+) reserved/.exec(run.stdout) ?? [];
     assert.ok(length && Number(length) > 0, run.stdout);
@@ -184,6 +204,13 @@ describe('evidence c2pa sign, judged by the official C2PA reader', () => {
     const bare = await evidence(['verify', signed]);
     assert.match(bare.stdout, /state\s+Valid/);
     assert.match(bare.stdout, /signingCredential\.untrusted/);
+  });
+});
+
+describe('the sample photo of the walk', () => {
+  it('test/fixtures/c2pa/sample.jpg is what test/support/jpeg.ts makes (its provenance, test/fixtures/c2pa/README.md)', () => {
+    const fixture = new Uint8Array(readFileSync(path.resolve(import.meta.dirname, '..', 'fixtures', 'c2pa', 'sample.jpg')));
+    assert.deepEqual(fixture, makeJpeg({ width: 320, height: 240, seed: 38 }));
   });
 });
 
