@@ -88,6 +88,9 @@ describe('the README walk-through, over real HTTP', () => {
     writeFileSync(path.join(dir, 'anchor-photo.mjs'), readmeBlock('Save it as `anchor-photo.mjs`', 'js'));
     const blocks = sectionBlocks('README.md', '## The five-minute walk', 'sh');
     assert.equal(blocks.length, 6, 'the walk: register and upgrade, anchor, verify online, openssl, evidence, sync');
+    // Then Content Credentials (README "Content Credentials with our time"): the sample photo from test/fixtures.
+    symlinkSync(path.join(root, 'test'), path.join(dir, 'test'));
+    blocks.push(readmeBlock('## Content Credentials with our time', 'sh'));
     // Then the PDF certificate of the same photo (docs/starter.md), with `evidence` as `npm link` puts it on the PATH.
     blocks.push(readmeBlock('## The PDF certificate', 'sh', 'docs/starter.md'));
     writeFileSync(path.join(dir, 'evidence'), `#!/bin/sh\nexec "${process.execPath}" "${path.join(root, 'bin', 'evidence.mjs')}" "$@"\n`, { mode: 0o755 });
@@ -168,8 +171,13 @@ describe('the README walk-through, over real HTTP', () => {
     assert.match(stdout, /Signature is Valid/, out);
     assert.ok(stdout.includes(hash), 'the certificate\'s text names the hash');
     assert.equal((JSON.parse(readFileSync(path.join(dir, 'receipt.json'), 'utf8')) as { image_hash: string }).image_hash, hash);
-    // The walk's verify, then the certificate's: the receipt it carries and the PDF's own signature.
-    assert.equal(stdout.match(/^VERIFIED: every proof was checked and holds\b/gm)?.length, 3, out);
+    // Content Credentials: signed, charged, anchored, and the official reader's verdict next to ours.
+    assert.match(stdout, /^signed shot\.c2pa\.jpg: Content Credentials \(C2PA\) by Alice Photographer, time-stamped by /m, out);
+    assert.match(stdout, /^shot\.c2pa\.jpg — Content Credentials \(C2PA\), the official reader's verdict$/m, out);
+    assert.match(stdout, /^ {2}state {8}Trusted /m, out);
+    assert.match(stdout, /^ {2}time-stamp {3}our TSA .*timeStamp\.trusted/m, out);
+    // The walk's verify, the signed photo's, then the certificate's: the receipt it carries and the PDF's own signature.
+    assert.equal(stdout.match(/^VERIFIED: every proof was checked and holds\b/gm)?.length, 4, out);
     assert.match(stdout, /holds\s+PDF signature \(PAdES\) over the whole file/, out);
   });
 

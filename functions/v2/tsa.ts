@@ -32,6 +32,7 @@ export const route = createRoute({
     'A body that is not a DER TimeStampReq: 400 problem+json `invalid_timestamp_request`. ' +
     'A body sent without `Content-Type: application/timestamp-query` (none, JSON, text/plain, a form encoding, …; compared case-insensitively, parameters aside): 415 problem+json `unsupported_media_type`, answered before the credentials are read, so it counts nothing and carries no `WWW-Authenticate` challenge: an HTML form of another site, which a browser may send with cached Basic credentials, cannot spend the quota. ' +
     'Credentials: `X-API-Key`, or HTTP Basic with the API key as the password and any user name (a 401 carries `WWW-Authenticate: Basic`). Starter tier and above; each granted token counts one unit of the monthly quota. ' +
+    'A C2PA signer (c2pa-rs and the SDKs built on it) is given only a time authority URL: put the key in its user-info, `https://c2pa:<API key>@<host>/api/v2/tsa`, which c2pa-rs\'s blocking HTTP client (ureq) sends as Basic credentials; a signer that can add headers sends `X-API-Key` instead (c2pa-rs: `Signer::time_stamp_request_headers`). c2pa-rs requires the reply\'s type to be exactly `application/timestamp-reply`, as it is here. The ECDSA token (no `reqPolicy`) is the one C2PA readers check (docs/c2pa.md). ' +
     'Only with the embedded TSA (TSA_SCHEME=embedded); with a remote TSA this endpoint answers 503 tsa_unavailable.',
   security: [{ ApiKey: [] }, { Basic: [] }],
   middleware: [

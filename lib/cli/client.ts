@@ -167,7 +167,7 @@ export async function writeChainState(file: string, state: ChainState): Promise<
 }
 
 /** Writes a file whole or not at all (a temporary file, flushed, then renamed over it). */
-export async function writeFileAtomically(file: string, text: string, mode = 0o644): Promise<void> {
+export async function writeFileAtomically(file: string, text: string | Uint8Array, mode = 0o644): Promise<void> {
   const tmp = `${file}.${process.pid}.tmp`;
   const handle = await open(tmp, 'w', mode);
   try {

@@ -7,6 +7,7 @@
  *     evidence verify <photo.jpg|hash> [--receipt photo.jpg.receipt.json | --certificate cert.pdf] [--rpc URL] [--root tsa-root.pem]
  *                     [--wallet 0x…] [--timestamp t.json] [--signature s.json] [--jwks jwks.json] [--evidence-record photo.ers]
  *     evidence trust add|list|remove [<base-url>]
+ *     evidence c2pa sign photo.jpg --out signed.jpg --signer-cert chain.pem --signer-key key.pem [--url http://127.0.0.1:3000]
  *
  * keygen and anchor use only the public REST API; verify needs no service at all.
  * Exit codes: 0 done (verify: verified, every proof checked and holding), 1 failed (verify: some
@@ -28,6 +29,8 @@ import { type EvidenceStatus, foldStatus } from '../evidence/verdict.js';
 import { formatStandalone, verifySignatureFile, verifyTimestampFile } from './verify-standalone.js';
 import { verifyPdfSignature } from './verify-pdf-signature.js';
 import { verifyEvidenceRecordFile } from './verify-evidence-record.js';
+import { c2paSign } from './c2pa-sign.js';
+import { type C2paReport, c2paReport, formatC2pa, mayCarryC2pa } from './c2pa-report.js';
 
 export const USAGE = `Usage: evidence <command> [options]
 
@@ -51,7 +54,7 @@ Commands:
   verify <file|sha256> [--receipt <file>.receipt.json] [--root tsa-root.pem] [--pq-root pq-root.pem] [--rpc URL]
          [--pq-key FINGERPRINT] [--wallet 0xADDRESS] [--min-confirmations N]
          [--timestamp t.json] [--signature s.json] [--jwks jwks.json] [--evidence-record <sha256>.ers]
-         [--trust-file F] [--json]
+         [--c2pa-anchors signer-roots.pem] [--trust-file F] [--json]
       Check a receipt without the service, with the verdict the service's own readers give: the
       file's SHA-256, the statement (RFC 8785, server_hash), the ML-DSA-65 signature and key, the
       RFC 3161 token (signature, imprint, ESSCertIDv2, EKU, chain to the root), the Merkle
@@ -79,6 +82,21 @@ Commands:
       (--wallet) and the Ed25519 keys (--jwks) are pinned by those flags or, without them, by the
       trust file (evidence trust add). A proof checked against an anchor that is not pinned is
       "unchecked": the receipt is then consistent with itself, not verified.
+      A JPEG with C2PA Content Credentials also gets the official C2PA reader's verdict on its
+      manifest (state, signer, signing time, whether our TSA made its time-stamp), shown apart:
+      it never changes ours or the exit code. The reader trusts the service's TSA roots (--root,
+      or the trust file) for time-stamps and --c2pa-anchors (PEM) for signers.
+
+  c2pa sign <photo.jpg> --out <signed.jpg> --signer-cert <chain.pem> --signer-key <key.pem> [--url http://127.0.0.1:3000]
+      Embed C2PA Content Credentials in a JPEG with the official C2PA builder: a manifest (claim
+      v2, a c2pa.created action) signed with your certificate and key (ES256: an EC P-256 key),
+      its signature time-stamped by the service's TSA (POST /api/v2/tsa, one time-stamp of your
+      quota; only the signature's SHA-256 is sent). A reader that trusts the service's TSA root
+      trusts the signing time, and the signature after your certificate expires. The certificate
+      must meet C2PA's profile (end entity, keyUsage digitalSignature, extendedKeyUsage
+      emailProtection, documentSigning or C2PA's, authorityKeyIdentifier, valid now); one that
+      does not is refused before anything is sent. The API key comes from EVIDENCE_API_KEY.
+      Then anchor the signed file as any photo: evidence anchor <signed.jpg>. (docs/c2pa.md)
 
   trust add <base-url> | trust list | trust remove <base-url>   [--trust-file F]
       Fetch a service's trust anchors once (its TSA roots, classic and post-quantum, every TSA
@@ -129,6 +147,8 @@ export async function main(argv: readonly string[], io: EvidenceIo = consoleIo, 
         return await verify(rest, io, env);
       case 'trust':
         return await trust(rest, io, env);
+      case 'c2pa':
+        return await c2pa(rest, io, env);
       default:
         throw new UsageError(`Unknown command "${command}".`);
     }
@@ -189,6 +209,27 @@ async function sync(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): Pro
   return 0;
 }
 
+async function c2pa(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub !== 'sign') throw new UsageError('c2pa takes: sign <photo.jpg> --out <signed.jpg> --signer-cert <chain.pem> --signer-key <key.pem>.');
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: { out: { type: 'string', short: 'o' }, 'signer-cert': { type: 'string' }, 'signer-key': { type: 'string' }, url: { type: 'string' } },
+    allowPositionals: true,
+  });
+  const photo = positionals[0];
+  if (positionals.length !== 1 || !photo) throw new UsageError('c2pa sign needs exactly one JPEG.');
+  const { out, 'signer-cert': signerCert, 'signer-key': signerKey } = values;
+  if (!out || !signerCert || !signerKey) throw new UsageError('c2pa sign needs --out, --signer-cert and --signer-key.');
+  if (path.resolve(out) === path.resolve(photo)) throw new UsageError('--out must name a new file, not the photo itself.');
+  const { url, apiKey } = serviceOf(values.url, env);
+  const result = await c2paSign({ photo, out, signerCert, signerKey, url, apiKey, progress: (l) => io.err(l) });
+  io.out(`signed ${out}: Content Credentials (C2PA) by ${result.signer}, time-stamped by ${url} at ${result.genTime.toISOString()}`);
+  io.out(`  COSE signature ${result.coseLength} bytes of the ${result.reserveSize} reserved`);
+  io.out(`Anchor it as any photo: evidence anchor ${out}`);
+  return 0;
+}
+
 async function trust(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): Promise<number> {
   const { values, positionals } = parseArgs({ args, options: { 'trust-file': { type: 'string' } }, allowPositionals: true });
   const file = trustFilePath(values['trust-file'], env);
@@ -244,6 +285,7 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
       jwks: { type: 'string' },
       'trust-file': { type: 'string' },
       'min-confirmations': { type: 'string' },
+      'c2pa-anchors': { type: 'string' },
       json: { type: 'boolean' },
     },
     allowPositionals: true,
@@ -322,6 +364,14 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   }
 
   const name = subject.kind === 'file' ? subject.name : subject.hash;
+  // Content Credentials: the official C2PA reader's verdict on the photo's manifest, shown first and
+  // kept apart from ours (lib/cli/c2pa-report.ts): it changes neither our status nor the exit code.
+  const c2pa = isFile ? await c2paOf(target, { roots, ...(rootSource ? { rootSource } : {}), anchorsFile: values['c2pa-anchors'] }, progress) : undefined;
+  if (c2pa && !values.json) {
+    io.out(`${name} — Content Credentials (C2PA), the official reader's verdict`);
+    for (const line of formatC2pa(c2pa)) io.out(line);
+    io.out('');
+  }
   const reports: { status: EvidenceStatus; kind: string; file: string; report: unknown; lines: string[] }[] = [];
   // A certificate carries the receipt and, when the account made them, its stand-alone answers;
   // its own signature is checked against the pinned PDF signing certificates (or the TSA root).
@@ -408,7 +458,8 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
   if (values.json) {
     // One receipt alone prints its report; several print an object keyed by kind.
     const only = reports.length === 1 && reports[0]?.kind === 'receipt' ? reports[0].report : undefined;
-    io.out(JSON.stringify(only ?? { status, ok: status === 'verified', ...Object.fromEntries(reports.map((r) => [r.kind, r.report])) }, null, 2));
+    const ours = only ?? { status, ok: status === 'verified', ...Object.fromEntries(reports.map((r) => [r.kind, r.report])) };
+    io.out(JSON.stringify(c2pa ? { ...(ours as object), c2pa } : ours, null, 2));
   } else {
     reports.forEach((r, i) => {
       if (i > 0) io.out('');
@@ -417,6 +468,33 @@ async function verify(args: string[], io: EvidenceIo, env: NodeJS.ProcessEnv): P
     });
   }
   return EXIT_CODE[status];
+}
+
+/**
+ * The C2PA report of a JPEG that carries a manifest (undefined for any other file): the reader
+ * trusts the service's TSA roots for time-stamps and the --c2pa-anchors file for signers.
+ */
+async function c2paOf(file: string, trust: { roots: string[]; rootSource?: string; anchorsFile: string | undefined }, progress: (line: string) => void): Promise<C2paReport | undefined> {
+  const bytes = new Uint8Array(await readFile(file));
+  if (!mayCarryC2pa(bytes)) return undefined;
+  let manifest: string[] = [];
+  if (trust.anchorsFile !== undefined) {
+    let text: string;
+    try {
+      text = await readFile(trust.anchorsFile, 'utf8');
+    } catch {
+      throw new CliError(`Cannot read the C2PA signer roots ${trust.anchorsFile}.`);
+    }
+    if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new CliError(`${trust.anchorsFile} is not a PEM certificate file.`);
+    manifest = [text];
+  }
+  progress('Reading its C2PA manifest with the official reader…');
+  return c2paReport(bytes, {
+    manifest,
+    ...(trust.anchorsFile !== undefined ? { manifestSource: trust.anchorsFile } : {}),
+    tsa: trust.roots,
+    ...(trust.rootSource ? { tsaSource: trust.rootSource } : {}),
+  });
 }
 
 /** verify's exit code for a status (USAGE). */

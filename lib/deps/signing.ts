@@ -155,6 +155,19 @@ export interface TrustAnchors {
   signing_keys: ({ kid: string; alg: string; status: string; sha256: string } & ValidityWindow)[];
   pdf_signing: ({ status: 'active' | 'retired'; certificate_pem: string; sha256: string } & ValidityWindow)[];
   ledger: { network: string; chain_id: number; wallet_address: string; wallets: ({ address: string; status: 'active' | 'retired' } & ValidityWindow)[] };
+  c2pa: C2paTrust;
+}
+
+/**
+ * What a C2PA reader needs to trust our time-stamps (docs/c2pa.md "Trusting our time"): the `tsa`
+ * entry of its trust list (our classic TSA roots, current and retired, as one PEM text: the ECDSA
+ * TSA, as the reader has no ML-DSA), and a reader context holding just that entry, to which the
+ * reader adds a `manifest` entry with the signing roots it trusts.
+ */
+export interface C2paTrust {
+  tsa_url: string;
+  tsa_anchor: { trust_kind: 'tsa'; trust_anchors: string };
+  reader_context: { trust: { anchors: { trust_kind: 'tsa'; trust_anchors: string }[] } };
 }
 
 /** Builds the trust-anchor document from the configuration and the published keys. */
@@ -210,7 +223,14 @@ export async function getTrustAnchors(): Promise<TrustAnchors> {
     })),
     pdf_signing: pdf,
     ledger: { network: config.ledger.network, chain_id: config.ledger.chainId, wallet_address: wallet, wallets },
+    c2pa: c2paTrust(`${base}/api/v2/tsa`, [root, ...history.retired.filter((e) => e.kind === 'classic' && e.role === 'root').map((e) => e.pem)]),
   };
+}
+
+/** The C2PA trust entry of the classic TSA roots (decisions.md "Content Credentials (C2PA)"). */
+function c2paTrust(tsaUrl: string, rootsPem: string[]): C2paTrust {
+  const anchor = { trust_kind: 'tsa' as const, trust_anchors: rootsPem.map((pem) => (pem.endsWith('\n') ? pem : `${pem}\n`)).join('') };
+  return { tsa_url: tsaUrl, tsa_anchor: anchor, reader_context: { trust: { anchors: [anchor] } } };
 }
 
 /**

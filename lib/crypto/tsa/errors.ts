@@ -10,9 +10,12 @@
 export class TsaUnavailableError extends Error {
   /** Stable machine-readable code, for API error bodies. */
   readonly code = 'tsa_unavailable' as const;
+  /** The HTTP status a remote TSA answered with, when it answered with an error (a client says what it means: 401, 403, 429). */
+  readonly httpStatus: number | undefined;
 
-  constructor(message: string, options?: ErrorOptions) {
+  constructor(message: string, options?: ErrorOptions & { httpStatus?: number }) {
     super(message, options);
     this.name = 'TsaUnavailableError';
+    this.httpStatus = options?.httpStatus;
   }
 }

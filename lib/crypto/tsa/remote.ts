@@ -145,7 +145,7 @@ export class RemoteTsa implements TimestampAuthority {
     }
     if (!res.ok) {
       await res.body?.cancel().catch(() => undefined);
-      throw new TsaUnavailableError(`${where} answered HTTP ${res.status}`);
+      throw new TsaUnavailableError(`${where} answered HTTP ${res.status}`, { httpStatus: res.status });
     }
     try {
       return await readLimited(res, this.maxResponseBytes);

@@ -168,5 +168,19 @@ export const TrustAnchorsSchema = z
         .array(z.object({ address: z.string(), status: z.enum(['active', 'retired']), ...validityWindowFields }))
         .openapi({ description: 'Every address that sent or sends anchoring transactions, each with its window: a transaction verifies when its block time is within the window of its sender.' }),
     }),
+    c2pa: z
+      .object({
+        tsa_url: z.string().openapi({ description: 'The RFC 3161 URL a C2PA signer points its time authority at (`POST /api/v2/tsa`; the API key as the password of HTTP Basic, e.g. in the URL\'s user-info).' }),
+        tsa_anchor: z
+          .object({ trust_kind: z.literal('tsa'), trust_anchors: z.string().openapi({ description: 'The classic (ECDSA) TSA roots, current and retired, as one PEM text.' }) })
+          .openapi({ description: 'The entry a C2PA 2.1 reader adds to its trust list so that it trusts our time-stamps (`timeStamp.trusted`). The older `trust_anchors` and `user_anchors` settings do not cover time-stamps.' }),
+        reader_context: z
+          .object({ trust: z.object({ anchors: z.array(z.object({ trust_kind: z.literal('tsa'), trust_anchors: z.string() })) }) })
+          .openapi({
+            description:
+              'A context for the official C2PA reader (c2pa-rs: `Context`, `@contentauth/c2pa-wasm`: `WasmReader.fromBytes(format, bytes, JSON.stringify(context))`) that trusts our time-stamps. Add `{"trust_kind": "manifest", "trust_anchors": "<PEM>"}` with the signing roots you trust to `trust.anchors`.',
+          }),
+      })
+      .openapi({ description: 'C2PA Content Credentials (docs/c2pa.md): what a reader needs to trust the time-stamps of our TSA in a manifest\'s signature (`sigTst2`). The ECDSA TSA only: C2PA readers have no ML-DSA.' }),
   })
   .openapi('TrustAnchors');
