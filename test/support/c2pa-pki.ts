@@ -8,8 +8,8 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
-import { integerFromBigInt, namedBitString, randomPositiveBigInt, toArrayBuffer } from '../../lib/crypto/tsa/asn1.js';
-import { buildName, certificateDer, extension, keyIdentifier, rootCaExtensions, timeOf } from '../../lib/crypto/tsa/certificates.js';
+import { namedBitString, toArrayBuffer } from '../../lib/crypto/tsa/asn1.js';
+import { buildCertificate, buildName, type CertificateSpec, certificateDer, extension, keyIdentifier, rootCaExtensions } from '../../lib/crypto/tsa/certificates.js';
 import { OID } from '../../lib/crypto/tsa/identifiers.js';
 import { derToPem } from '../../lib/crypto/tsa/pem.js';
 
@@ -82,25 +82,8 @@ export function writeLeaf(dir: string, name: string, leaf: Leaf): { cert: string
   return { cert, key };
 }
 
-async function certificate(spec: {
-  subject: pkijs.RelativeDistinguishedNames;
-  issuer: pkijs.RelativeDistinguishedNames;
-  publicKey: CryptoKey;
-  signingKey: CryptoKey;
-  notBefore: Date;
-  notAfter: Date;
-  extensions: (ski: Uint8Array) => pkijs.Extension[];
-}): Promise<pkijs.Certificate> {
-  const cert = new pkijs.Certificate();
-  cert.version = 2;
-  cert.serialNumber = integerFromBigInt(randomPositiveBigInt(128));
-  cert.issuer = spec.issuer;
-  cert.subject = spec.subject;
-  cert.notBefore = timeOf(spec.notBefore);
-  cert.notAfter = timeOf(spec.notAfter);
-  await cert.subjectPublicKeyInfo.importKey(spec.publicKey);
-  cert.extensions = spec.extensions(keyIdentifier(cert));
-  await cert.sign(spec.signingKey, 'SHA-256');
+async function certificate(spec: CertificateSpec): Promise<pkijs.Certificate> {
+  const cert = await buildCertificate(spec);
   // Re-read from DER so that certificateDer() gives the bytes as signed.
   return new pkijs.Certificate({ schema: asn1js.fromBER(cert.toSchema().toBER(false)).result });
 }

@@ -174,7 +174,8 @@ export async function issueDocumentSigningCertificate(options: IssueDocumentSign
   return { certPem: tsaCertPem, keyPkcs8Pem: tsaKeyPkcs8Pem };
 }
 
-interface CertificateSpec {
+/** What {@link buildCertificate} makes a v3 certificate of (the tests' C2PA signers use it too). */
+export interface CertificateSpec {
   subject: pkijs.RelativeDistinguishedNames;
   issuer: pkijs.RelativeDistinguishedNames;
   publicKey: CryptoKey;
@@ -184,7 +185,7 @@ interface CertificateSpec {
   extensions: (subjectKeyId: Uint8Array) => pkijs.Extension[];
 }
 
-async function buildCertificate(spec: CertificateSpec): Promise<pkijs.Certificate> {
+export async function buildCertificate(spec: CertificateSpec): Promise<pkijs.Certificate> {
   const cert = new pkijs.Certificate();
   cert.version = 2; // v3 (RFC 5280 §4.1.2.1), needed for extensions
   // RFC 5280 §4.1.2.2: positive, unique, at most 20 octets; 128 random bits fit in 17.
