@@ -23,6 +23,8 @@
  *                           is the issue's experiment: 4 ledger-node kills in one minute, then a
  *                           database frozen for 10 s, then a killed database, then the whole service.
  *   CHAOS_BATCH_WINDOW_MS   LEDGER_BATCH_WINDOW_MS of the service (default: the service's own, 250)
+ *   CHAOS_WEBHOOKS=1        a webhook receiver subscribed through the run (0: none); the verdict adds
+ *                           every anchored photo's event delivered under one webhook-id
  *   CRASH_SEED=<n>          replay a schedule (the seed is printed)
  *   CRASH_KEEP=1            keep DATA_DIR and the service log
  * The two optional faults look for a child process of the service whose command line mentions
@@ -68,6 +70,7 @@ const report = await runCrashExperiment({
   kills: int('CHAOS_KILLS', 3),
   blockTimeMs: int('CHAOS_BLOCK_TIME_MS', 0),
   forkProbe: process.env.CHAOS_PROBE_ALL === '1' ? 'all' : true,
+  webhooks: process.env.CHAOS_WEBHOOKS !== '0',
   ...(stopDbTimes > 0 ? { stopDatabase: { times: stopDbTimes, durationMs: int('CHAOS_STOP_DB_MS', 6000) } } : {}),
   ...(killLedgerTimes > 0 ? { killLedger: { times: killLedgerTimes } } : {}),
   ...(schedule ? { schedule, tailMs: int('CHAOS_TAIL_S', 10) * 1000 } : {}),

@@ -5,7 +5,9 @@
  * and finally the whole service is killed. Then, through the public API, the chain's JSON-RPC and
  * the batches table: no 200 lost, no hash or Merkle root twice on the ledger, nothing left
  * unsettled past 60 s, the quota charged exactly, and public reads answering (503 problem+json)
- * within 5 s while the database was frozen. `CHAOS_SCHEDULE=sre npm run chaos` is the longer run.
+ * within 5 s while the database was frozen, and, with a webhook receiver subscribed through it all,
+ * every anchored photo's event delivered under one webhook-id. `CHAOS_SCHEDULE=sre npm run chaos`
+ * is the longer run.
  */
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
@@ -32,6 +34,8 @@ describe('the parts fail one at a time during continuous batched anchoring (ledg
           { kind: 'kill', atMs: 40_000 },
         ],
         tailMs: 4_000,
+        // A webhook receiver subscribed through it all: the outbox and the deliveries live through the same faults.
+        webhooks: true,
         log: say,
       });
       say(formatReport(report));
@@ -66,6 +70,11 @@ describe('the parts fail one at a time during continuous batched anchoring (ledg
     assert.ok(report.violations.limbo.length === 0, `limbo:${list(report.violations.limbo)}`);
     assert.ok(report.violations.noFork.length === 0, `forks:${list(report.violations.noFork)}`);
     assert.ok(report.violations.charging.length === 0, `charging:${list(report.violations.charging)}`);
+  });
+
+  it('delivers the anchored event of every photo that verifies, each fact under one webhook-id, one delivery per event', () => {
+    assert.ok(report.violations.webhooks.length === 0, `webhooks:${list(report.violations.webhooks)}`);
+    assert.ok((report.webhookRequests?.events ?? 0) >= report.anchorsHeld, JSON.stringify(report.webhookRequests));
   });
 
   it('answers public reads within 5 s while the database is frozen: 503 problem+json, never a hang', () => {
