@@ -20,14 +20,11 @@ import { createAccount } from './lib/accounts.js';
 import { cpuMs } from './lib/cpu.js';
 import { BenchDevice, type AnchorBody } from './lib/device.js';
 import { startStack } from './lib/local-service.js';
+import { envNumber } from './lib/env.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-const num = (name: string, fallback: number) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
-const rounds = num('BATCH_SYNC_ROUNDS', 3);
-const size = num('BATCH_SYNC_SIZE', 100);
+const rounds = envNumber('BATCH_SYNC_ROUNDS', 3);
+const size = envNumber('BATCH_SYNC_SIZE', 100);
 const withQueue = process.env.BATCH_SYNC_QUEUE !== '0';
 const log = (line: string) => process.stderr.write(`batch-sync: ${line}\n`);
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;

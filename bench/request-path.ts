@@ -33,16 +33,13 @@ import { BenchDevice, type AnchorBody } from './lib/device.js';
 import { type Counts, diffCounts, startCountingProxy, summarise } from './lib/dynamo-count.js';
 import { createAccount } from './lib/accounts.js';
 import { startStack } from './lib/local-service.js';
+import { envNumber } from './lib/env.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-const num = (name: string, fallback: number) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
-const seconds = num('REQUEST_PATH_SECONDS', 20);
-const manyClients = num('REQUEST_PATH_CLIENTS', 128);
-const hashN = num('REQUEST_PATH_HASH_N', 200);
-const anchorN = num('REQUEST_PATH_ANCHOR_N', 64);
+const seconds = envNumber('REQUEST_PATH_SECONDS', 20);
+const manyClients = envNumber('REQUEST_PATH_CLIENTS', 128);
+const hashN = envNumber('REQUEST_PATH_HASH_N', 200);
+const anchorN = envNumber('REQUEST_PATH_ANCHOR_N', 64);
 const log = (line: string) => process.stderr.write(`request-path: ${line}\n`);
 const parts = (process.env.REQUEST_PATH_PARTS ?? 'counts,batched,direct').split(',').map((p) => p.trim());
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;

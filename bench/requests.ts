@@ -31,16 +31,13 @@ import type { BackgroundRow, RequestRow, RequestsResult } from './lib/report.js'
 import { BENCH_TIER_LIMITS } from './lib/stack.js';
 import { REPO_ROOT } from './lib/proc.js';
 import { createAccount } from './lib/accounts.js';
+import { envNumber } from './lib/env.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-const num = (name: string, fallback: number) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
-const idleS = num('REQUESTS_IDLE_S', 60);
-const grow = num('REQUESTS_GROW', 10_000);
-const hashN = num('REQUESTS_HASH_N', 200);
-const anchorN = num('REQUESTS_ANCHOR_N', 160);
+const idleS = envNumber('REQUESTS_IDLE_S', 60);
+const grow = envNumber('REQUESTS_GROW', 10_000);
+const hashN = envNumber('REQUESTS_HASH_N', 200);
+const anchorN = envNumber('REQUESTS_ANCHOR_N', 160);
 const log = (line: string) => process.stderr.write(`requests: ${line}\n`);
 
 // ------------------------------------------------------------------ the stack

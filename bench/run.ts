@@ -59,26 +59,23 @@ import { type BenchResults, renderMarkdown, type ColdRow, type HttpRun, type Iss
 import { cpuMs, machineBusyMs, selfCpuMs } from './lib/cpu.js';
 import { startBenchStack, stopBenchDynamo, type BenchStack } from './lib/stack.js';
 import { createAccount } from './lib/accounts.js';
+import { envNumber } from './lib/env.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-const num = (name: string, fallback: number) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
 const settings = {
-  duration: num('BENCH_DURATION', 6),
-  latencyDuration: num('BENCH_LATENCY_DURATION', 4),
+  duration: envNumber('BENCH_DURATION', 6),
+  latencyDuration: envNumber('BENCH_LATENCY_DURATION', 4),
   warmup: Number(process.env.BENCH_WARMUP ?? 2),
-  connections: num('BENCH_CONNECTIONS', 16),
-  anchorConnections: num('BENCH_ANCHOR_CONNECTIONS', 16),
-  blockTimeMs: num('BENCH_BLOCK_TIME_MS', 2000),
+  connections: envNumber('BENCH_CONNECTIONS', 16),
+  anchorConnections: envNumber('BENCH_ANCHOR_CONNECTIONS', 16),
+  blockTimeMs: envNumber('BENCH_BLOCK_TIME_MS', 2000),
   sections: (process.env.BENCH_SECTIONS ?? 'request-path,http,variants,blocks,issue18,requests,stages,cold').split(',').map((s) => s.trim()),
   /** DynamoDB on-demand prices the cost per 1,000 anchors assumes (USD per million request units). */
-  ddbWriteUsdPerMillion: num('BENCH_DDB_WRU_USD_PER_MILLION', 0.625),
-  ddbReadUsdPerMillion: num('BENCH_DDB_RRU_USD_PER_MILLION', 0.125),
-  batchWindowMs: num('BENCH_BATCH_WINDOW_MS', 250),
-  gasPriceGwei: num('BENCH_GAS_PRICE_GWEI', 30),
-  polUsd: num('BENCH_POL_USD', 0.25),
+  ddbWriteUsdPerMillion: envNumber('BENCH_DDB_WRU_USD_PER_MILLION', 0.625),
+  ddbReadUsdPerMillion: envNumber('BENCH_DDB_RRU_USD_PER_MILLION', 0.125),
+  batchWindowMs: envNumber('BENCH_BATCH_WINDOW_MS', 250),
+  gasPriceGwei: envNumber('BENCH_GAS_PRICE_GWEI', 30),
+  polUsd: envNumber('BENCH_POL_USD', 0.25),
 };
 const endpoints = (process.env.BENCH_ENDPOINTS ?? 'hash,anchor,verify,login').split(',').map((e) => e.trim());
 const want = (endpoint: 'hash' | 'anchor' | 'verify' | 'login') => endpoints.includes(endpoint);
