@@ -5,7 +5,7 @@
  * In AWS the scheduled function functions/jobs/webhook-deliver.ts runs it; with `npm start` the
  * local stack ticks it every second (lib/local/stack.ts).
  *
- * Isolation: the deliveries of one endpoint are sent one after the other by one runner, and the
+ * Isolation: the deliveries of one endpoint are sent by one runner (a few at a time), and the
  * runners of different endpoints run side by side (at most `maxEndpoints` per process). A slow
  * endpoint (each attempt may take up to the sender's 15 s) holds only its own runner. Each tick
  * tops up every runner's queue with its endpoint's due deliveries, claiming them, as many as the
@@ -52,13 +52,20 @@ const RENEW_BELOW_MS = 20_000;
 export const DEFER_MS = 5_000;
 /** How much sending a runner's queue holds: what its endpoint's pace sends in this long. */
 const FILL_MS = 15_000;
+/**
+ * Attempts a runner has in flight at once to its endpoint: one after the other, a receiver that
+ * answers in 40 ms (with the attempt's reads and writes) takes 25 a second, fewer than an account
+ * anchoring at 10 a second makes with its final receipts (measured: `npm run chaos`, 2,863 events
+ * in 136 s). Standard Webhooks promises no order; receivers order by the payload's timestamp.
+ */
+const PARALLEL = 4;
 /** Most deliveries one runner holds. */
 const QUEUE_MAX = 50;
 /** The pace assumed of an endpoint not answered yet (5 deliveries in a queue). */
-const FIRST_PACE_MS = FILL_MS / 5;
+const FIRST_PACE_MS = (FILL_MS * PARALLEL) / 5;
 const PAGE = 100;
 
-/** One endpoint's runner: its claimed deliveries, sent one after the other. */
+/** One endpoint's runner: its claimed deliveries, sent PARALLEL at a time. */
 interface Runner {
   queue: Delivery[];
   /** The delivery ids queued or being sent. */
@@ -133,7 +140,7 @@ export class WebhookDispatcher {
 
   /** How many deliveries the endpoint's runner holds: what it sends in FILL_MS at its pace so far. */
   private capacity(webhookId: string): number {
-    return Math.min(QUEUE_MAX, Math.max(1, Math.floor(FILL_MS / (this.pace.get(webhookId) ?? FIRST_PACE_MS))));
+    return Math.min(QUEUE_MAX, Math.max(1, Math.floor((FILL_MS * PARALLEL) / (this.pace.get(webhookId) ?? FIRST_PACE_MS))));
   }
 
   /** Claims the deliveries (one lease each) and queues them on the endpoint's runner, starting it when there is none. */
@@ -163,11 +170,16 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Sends the runner's queue one after the other until it is empty (ticks top it up meanwhile); a
+   * Sends the runner's queue, PARALLEL at a time, until it is empty (ticks top it up meanwhile); a
    * claim whose lease would end before its attempt could is renewed first (so a dead worker's
    * deliveries are due again within one lease, and a live one's never are).
    */
   private async run(webhookId: string, runner: Runner, stopAtMs: number): Promise<void> {
+    await Promise.all(Array.from({ length: PARALLEL }, () => this.sendQueue(webhookId, runner, stopAtMs)));
+  }
+
+  /** One of a runner's PARALLEL loops: takes the next queued delivery until none is left. */
+  private async sendQueue(webhookId: string, runner: Runner, stopAtMs: number): Promise<void> {
     for (let d = runner.queue.shift(); d; d = runner.queue.shift()) {
       try {
         // Past the stop (the Lambda's time is running out): the rest come back when their lease ends.
