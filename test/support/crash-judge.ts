@@ -241,7 +241,7 @@ export async function judgeRun(run: RunObservations): Promise<CrashReport> {
   // 7. webhooks: every anchored photo's event delivered, each fact under one webhook-id, one delivery per event.
   let webhookRequests: CrashReport['webhookRequests'];
   if (webhooks) {
-    const judged = await judgeWebhooks(webhooks, service, account, anchorsHeld, readDeadline);
+    const judged = await judgeWebhooks(webhooks, service, anchorsHeld, readDeadline);
     violations.webhooks.push(...judged.violations);
     webhookRequests = { received: judged.received, events: judged.events };
   }
