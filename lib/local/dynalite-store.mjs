@@ -22,11 +22,13 @@
  * of a Lambda DynamoDB stream event record, stored in the SAME SQLite transaction as the item
  * write: the feed holds a change if and only if the item changed, across a SIGKILL too. dynalite
  * calls `db.updateIndexes(store, table, old, new)` under the item's lock just before it writes the
- * item; the change is staged there and written with the item (sqlite-level.mjs). The server
+ * item; the change is staged there, with the item's index entries, and written with the item
+ * (sqlite-level.mjs). The server
  * answers two operations of its own on the same endpoint, `X-Amz-Target:
  * LocalChangeFeed.ReadChanges` `{TableName, After, Limit}` → `{Records, Last}` and
  * `LocalChangeFeed.TrimChanges` `{TableName, UpTo}`: the consumer (lib/local/change-feed.ts) reads
- * in order and trims what it applied. Nothing else of dynalite changes.
+ * in order and trims what it applied. Besides when index entries are written (with their item:
+ * updateIndexes below), nothing else of dynalite changes.
  */
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -57,10 +59,28 @@ const dynaliteDb = require(path.join(dynaliteDir, 'db', 'index.js'));
 let lastStore;
 const create = dynaliteDb.create;
 dynaliteDb.create = (/** @type {object} */ options) => (lastStore = create(options));
-const updateIndexes = dynaliteDb.updateIndexes;
+/**
+ * dynalite's updateIndexes, staged: the index entries' deletes and puts dynalite would write one
+ * by one before the item (db/index.js updateIndexes, from its own getIndexActions) are staged with
+ * the item's key instead, with its change record on a table with a stream, and written in the
+ * item's transaction (sqlite-level.mjs stageWrite). Without this a SIGKILL of the database between
+ * an index write and the item write left them apart for good: `npm run chaos` killed it during a
+ * webhook delivery's claim, whose old `due` entry was deleted and new one never written, so the
+ * delivery was pending and never due again. As in DynamoDB, an index answers the item as written.
+ */
 dynaliteDb.updateIndexes = function (/** @type {any} */ store, /** @type {any} */ table, /** @type {any} */ oldItem, /** @type {any} */ newItem, /** @type {Function} */ cb) {
-  if (table.StreamSpecification?.StreamEnabled && (oldItem || newItem)) {
-    const item = newItem ?? oldItem;
+  if (!oldItem && !newItem) return cb();
+  const item = newItem ?? oldItem;
+  /** @type {{ type: 'put' | 'del', key: string, value?: string }[]} */
+  const ops = [];
+  for (const indexType of ['Local', 'Global']) {
+    const actions = dynaliteDb.getIndexActions(table[`${indexType}SecondaryIndexes`] || [], oldItem, newItem, table);
+    const prefix = (/** @type {string} */ index) => `index-${indexType.toLowerCase()}~${table.TableName}~${index}~`;
+    for (const d of actions.deletes) ops.push({ type: 'del', key: prefix(d.index) + d.key });
+    for (const p of actions.puts) ops.push({ type: 'put', key: prefix(p.index) + p.key, value: JSON.stringify(p.item) });
+  }
+  let change;
+  if (table.StreamSpecification?.StreamEnabled) {
     const keys = Object.fromEntries(table.KeySchema.map((/** @type {any} */ k) => [k.AttributeName, item[k.AttributeName]]));
     const record = {
       eventName: !oldItem ? 'INSERT' : newItem ? 'MODIFY' : 'REMOVE',
@@ -72,9 +92,10 @@ dynaliteDb.updateIndexes = function (/** @type {any} */ store, /** @type {any} *
         StreamViewType: 'NEW_AND_OLD_IMAGES',
       },
     };
-    store.db.stageChange(`item-${table.TableName}~${dynaliteDb.createKey(item, table)}`, { type: newItem ? 'put' : 'del', table: table.TableName, record: JSON.stringify(record) });
+    change = { table: table.TableName, record: JSON.stringify(record) };
   }
-  return updateIndexes.call(this, store, table, oldItem, newItem, cb);
+  store.db.stageWrite(`item-${table.TableName}~${dynaliteDb.createKey(item, table)}`, { type: newItem ? 'put' : 'del', ops, ...(change ? { change } : {}) });
+  return cb();
 };
 
 const { default: dynalite } = await import('dynalite');

@@ -37,6 +37,10 @@ const { AbstractLevel, AbstractIterator } = require(require.resolve('abstract-le
 export const SQLITE_FILE = 'items.sqlite';
 const PAGE = 256;
 
+/**
+ * @typedef {{ type: 'put' | 'del', ops: { type: 'put' | 'del', key: string, value?: string }[], change?: { table: string, record: string } }} StagedWrite
+ */
+
 /** The location of a database kept in memory (dynalite without a directory: tests, benchmarks). */
 export const IN_MEMORY = ':memory:';
 
@@ -45,9 +49,11 @@ export class SqliteLevel extends AbstractLevel {
   /** @type {import('node:sqlite').DatabaseSync | undefined} */ #db;
   /** @type {Record<string, import('node:sqlite').StatementSync>} */ #stmt = {};
   /**
-   * Changes staged for the next write of their key (stageChange): written in the same SQLite
-   * transaction as the item, so that the change feed holds a change if and only if it happened.
-   * @type {Map<string, { type: 'put' | 'del', table: string, record: string }>}
+   * What is staged for the next write of an item's key (stageWrite): its index entries' writes
+   * and, on a table with a stream, its change; both go into the same SQLite transaction as the
+   * item, so that a SIGKILL leaves the item, its index entries and the change feed all written or
+   * none (dynalite itself writes the index entries first, each on its own).
+   * @type {Map<string, StagedWrite>}
    */
   #staged = new Map();
 
@@ -106,13 +112,14 @@ export class SqliteLevel extends AbstractLevel {
   }
 
   /**
-   * Stages a change of one item for the next write of its key (`type`: a put or a delete): that
-   * write stores the item and the change in one transaction. A staged change whose write never
-   * comes (the write failed before the store) is replaced by the next change of the key.
-   * @param {string} key @param {{ type: 'put' | 'del', table: string, record: string }} change
+   * Stages the writes that go with the next write of an item's key (`type`: a put or a delete):
+   * that write stores the item, `ops` (its index entries, raw keys and encoded values) and
+   * `change` (its change record) in one transaction. A staged write whose item write never comes
+   * (it failed before the store) is replaced by the next one of the key.
+   * @param {string} key @param {StagedWrite} staged
    */
-  stageChange(key, change) {
-    this.#staged.set(key, change);
+  stageWrite(key, staged) {
+    this.#staged.set(key, staged);
   }
 
   /**
@@ -129,7 +136,7 @@ export class SqliteLevel extends AbstractLevel {
     this.#stmt.trim?.run(table, upTo);
   }
 
-  /** Runs `write` with the change staged for `key` (if its type matches), in one transaction. @param {string} key @param {'put' | 'del'} type @param {() => void} write */
+  /** Runs `write` with what is staged for `key` (if its type matches), in one transaction. @param {string} key @param {'put' | 'del'} type @param {() => void} write */
   #withChange(key, type, write) {
     const staged = this.#staged.get(key);
     if (!staged || staged.type !== type) return write();
@@ -137,8 +144,12 @@ export class SqliteLevel extends AbstractLevel {
     const db = /** @type {import('node:sqlite').DatabaseSync} */ (this.#db);
     db.exec('BEGIN IMMEDIATE');
     try {
+      for (const op of staged.ops) {
+        if (op.type === 'put') this.#stmt.put?.run(op.key, /** @type {string} */ (op.value));
+        else this.#stmt.del?.run(op.key);
+      }
       write();
-      this.#stmt.change?.run(staged.table, staged.record);
+      if (staged.change) this.#stmt.change?.run(staged.change.table, staged.change.record);
       db.exec('COMMIT');
     } catch (error) {
       db.exec('ROLLBACK');

@@ -121,6 +121,70 @@ describe('SqliteLevel, the on-disk store under dynalite', () => {
   });
 });
 
+describe('dynalite on SqliteLevel: an item and its index entries in one transaction', () => {
+  it('writes no index entry apart from its item, and the index answers each item as last written', async () => {
+    // Every write that reaches the store outside an item's transaction, by key.
+    const apart: string[] = [];
+    const proto = SqliteLevel.prototype as unknown as Record<'_put' | '_del' | '_batch', (...args: unknown[]) => Promise<void>>;
+    const original = { put: proto._put, del: proto._del, batch: proto._batch };
+    proto._put = function (this: unknown, key: unknown, ...rest: unknown[]) {
+      apart.push(String(key));
+      return original.put.call(this, key, ...rest);
+    };
+    proto._del = function (this: unknown, key: unknown, ...rest: unknown[]) {
+      apart.push(String(key));
+      return original.del.call(this, key, ...rest);
+    };
+    proto._batch = function (this: unknown, ops: unknown, ...rest: unknown[]) {
+      for (const op of ops as { key: string }[]) apart.push(op.key);
+      return original.batch.call(this, ops, ...rest);
+    };
+    const dynamo = await startEmbeddedDynamo({ dir: tmp() });
+    const db = createDocumentClient({ region: 'local', endpoint: dynamo.endpoint });
+    try {
+      const { CreateTableCommand, QueryCommand } = await import('@aws-sdk/client-dynamodb');
+      await db.send(
+        new CreateTableCommand({
+          TableName: 'jobs',
+          AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }, { AttributeName: 'shard', AttributeType: 'S' }, { AttributeName: 'due', AttributeType: 'S' }],
+          KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+          GlobalSecondaryIndexes: [{ IndexName: 'due', KeySchema: [{ AttributeName: 'shard', KeyType: 'HASH' }, { AttributeName: 'due', KeyType: 'RANGE' }], Projection: { ProjectionType: 'ALL' } }],
+          BillingMode: 'PAY_PER_REQUEST',
+        }),
+      );
+      // Each job moved along the index several times (a claim), some leave it (done), a few are deleted.
+      const last = new Map<string, { due?: string; v: number } | null>();
+      for (let round = 1; round <= 4; round++) {
+        await Promise.all(
+          Array.from({ length: 20 }, async (_, i) => {
+            const pk = `job${i}`;
+            if (round === 4 && i % 5 === 0) {
+              await db.send(new (await import('@aws-sdk/lib-dynamodb')).DeleteCommand({ TableName: 'jobs', Key: { pk } }));
+              last.set(pk, null);
+              return;
+            }
+            const done = round === 3 && i % 2 === 0;
+            const item = { pk, v: round, ...(done ? {} : { shard: 's', due: `2026-11-29T00:0${round}:${String(i).padStart(2, '0')}Z` }) };
+            await db.send(new PutCommand({ TableName: 'jobs', Item: item }));
+            last.set(pk, done ? { v: round } : { due: item.due, v: round });
+          }),
+        );
+      }
+      const indexed = await db.send(new QueryCommand({ TableName: 'jobs', IndexName: 'due', KeyConditionExpression: '#shard = :s', ExpressionAttributeNames: { '#shard': 'shard' }, ExpressionAttributeValues: { ':s': { S: 's' } } }));
+      const seen = new Map((indexed.Items ?? []).map((it) => [String(it.pk?.S), { due: it.due?.S, v: Number(it.v?.N) }]));
+      const expected = new Map([...last].filter((e): e is [string, { due: string; v: number }] => e[1] !== null && e[1].due !== undefined));
+      assert.deepEqual(new Map([...seen].sort()), new Map([...expected].sort()), 'the index holds exactly the items that are due, as last written');
+      // The items' own writes come through _put and _del; their index entries go with them, never on their own.
+      assert.ok(apart.some((k) => k.startsWith('item-jobs~')), 'the interception saw the item writes');
+      assert.deepEqual(apart.filter((k) => k.startsWith('index-')), [], 'no index entry was written apart from its item');
+    } finally {
+      db.destroy();
+      await dynamo.stop();
+      Object.assign(proto, { _put: original.put, _del: original.del, _batch: original.batch });
+    }
+  });
+});
+
 /**
  * dynalite as an earlier version ran it (items in LevelDB), in a child process: this process's
  * dynalite module already has SQLite as its store.
