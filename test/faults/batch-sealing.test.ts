@@ -169,25 +169,45 @@ describe('batch sealing across two API processes', () => {
 
   it('a process killed mid-window: the survivor seals its leaves, the identical retries get 200, each root is on the chain once, usage is exact', async () => {
     const usedBefore = (await getKeyAuthDeps().limits.usage(pro.accountId, 'pro')).used;
-    await startOfWindow(1800);
-    const windowStart = Math.floor(Date.now() / WINDOW_MS) * WINDOW_MS;
-    const pk = formatBatchKey({ chainId: getConfig().ledger.chainId, address: wallet, windowMs: WINDOW_MS, startMs: windowStart });
     const store = new BatchTable(getDb(), getConfig().tables.batches);
-    const toA = Array.from({ length: 4 }, () => new Device().next());
-    const toB = Array.from({ length: 2 }, () => new Device().next());
-    const lost = toA.map((body) => a.anchor(body).then(
-      (r) => r.status,
-      () => 'connection lost' as const,
-    ));
-    const fromB = toB.map((body) => b.anchor(body));
-    // Once every anchor sent to A waits in this window with its leaf written (nothing sealed yet): SIGKILL.
-    // An anchor names its batch (publishing) first and writes its leaf after: both are waited for.
-    await waitFor('the anchors sent to A to join the batch', 30_000, async () => {
-      const items = await Promise.all(toA.map((body) => getEvidenceRepo().get(body.sha256_hash)));
-      if (!items.every((it) => it?.anchor_state === 'publishing' && it.batch_pk === pk)) return undefined;
-      const written = new Set((await store.listLeaves(pk)).map((l) => l.image_hash));
-      return toA.every((body) => written.has(body.sha256_hash)) ? true : undefined;
-    });
+    // The kill must come inside the window that A's and B's anchors joined, before it closes (the
+    // waiters seal it then, and A would answer). On a loaded machine the six may not all join one
+    // window, or be in it only as it closes: that round is let finish (every anchor answered, as
+    // any anchor is) and the scenario starts again in a later window, at most 6 times.
+    let round: { pk: string; toA: ReturnType<Device['next']>[]; toB: ReturnType<Device['next']>[]; lost: Promise<number | 'connection lost'>[]; fromB: Promise<Response>[] } | undefined;
+    let extra = 0;
+    for (let attempt = 1; !round; attempt++) {
+      assert.ok(attempt <= 6, 'in 6 windows, the anchors never all joined one window with time left to kill A inside it');
+      await startOfWindow(1800);
+      const windowStart = Math.floor(Date.now() / WINDOW_MS) * WINDOW_MS;
+      const pk = formatBatchKey({ chainId: getConfig().ledger.chainId, address: wallet, windowMs: WINDOW_MS, startMs: windowStart });
+      const toA = Array.from({ length: 4 }, () => new Device().next());
+      const toB = Array.from({ length: 2 }, () => new Device().next());
+      const lost = toA.map((body) => a.anchor(body).then(
+        (r) => r.status,
+        () => 'connection lost' as const,
+      ));
+      const fromB = toB.map((body) => b.anchor(body));
+      // Every anchor sent to A waits in this window with its leaf written (nothing sealed yet), and
+      // B's joined it too; or the window is (nearly) over. An anchor names its batch first and
+      // writes its leaf after: both are waited for.
+      const joined = await waitFor('the anchors to join the batch, or the window to close', 30_000, async () => {
+        if (Date.now() > windowStart + WINDOW_MS - 300) return 'late' as const;
+        const itemsA = await Promise.all(toA.map((body) => getEvidenceRepo().get(body.sha256_hash)));
+        const itemsB = await Promise.all(toB.map((body) => getEvidenceRepo().get(body.sha256_hash)));
+        if (!itemsA.every((it) => it?.anchor_state === 'publishing' && it.batch_pk === pk) || !itemsB.every((it) => it?.batch_pk === pk)) return undefined;
+        const written = new Set((await store.listLeaves(pk)).map((l) => l.image_hash));
+        return toA.every((body) => written.has(body.sha256_hash)) ? ('joined' as const) : undefined;
+      }, 20);
+      if (joined === 'joined' && Date.now() < windowStart + WINDOW_MS - 200) {
+        round = { pk, toA, toB, lost, fromB };
+        break;
+      }
+      for (const status of await Promise.all(lost)) assert.equal(status, 200, 'an anchor of a round let finish');
+      for (const res of await Promise.all(fromB)) assert.equal(res.status, 200, await res.clone().text());
+      extra += toA.length + toB.length;
+    }
+    const { pk, toA, toB, lost, fromB } = round;
     const leaves = new Set((await store.listLeaves(pk)).map((l) => l.image_hash));
     assert.ok(toA.every((body) => leaves.has(body.sha256_hash)), 'the leaves of A are written');
     assert.equal(await store.getSeal(pk), undefined, 'killed before the window was sealed');
@@ -212,7 +232,7 @@ describe('batch sealing across two API processes', () => {
     // Exact charging: one unit per anchor held (a dead request's hold is settled, each retry's own refunded).
     await waitFor('usage to settle at the anchors held', 30_000, async () => {
       const used = (await getKeyAuthDeps().limits.usage(pro.accountId, 'pro')).used;
-      return used === usedBefore + 6 ? true : undefined;
+      return used === usedBefore + 6 + extra ? true : undefined;
     });
   });
 });
