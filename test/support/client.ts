@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ed25519PublicKeyFromSeed, signEd25519 } from '../../lib/crypto/ed25519.js';
 import { computeChainHash } from '../../lib/crypto/hash.js';
 import { app as registerApp } from '../../functions/v2/account-register.js';
@@ -86,3 +87,17 @@ export const json = (body: unknown, headers: Record<string, string> = {}) => ({
   headers: { 'content-type': 'application/json', ...headers },
   body: JSON.stringify(body),
 });
+
+/**
+ * Sends the identical request again while it answers 503 (a database call past its deadline on a
+ * loaded machine: the problem says "Retry the identical request", as a phone does), at most
+ * `tries` times in all; the last answer. Every other answer is the test's to judge.
+ */
+export async function sendUntilNot503(send: () => Promise<Response>, tries = 5): Promise<Response> {
+  let res = await send();
+  for (let i = 1; i < tries && res.status === 503; i++) {
+    await sleep(250 * i);
+    res = await send();
+  }
+  return res;
+}
