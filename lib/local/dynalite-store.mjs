@@ -94,7 +94,10 @@ dynaliteDb.updateIndexes = function (/** @type {any} */ store, /** @type {any} *
     };
     change = { table: table.TableName, record: JSON.stringify(record) };
   }
-  store.db.stageWrite(`item-${table.TableName}~${dynaliteDb.createKey(item, table)}`, { type: newItem ? 'put' : 'del', ops, ...(change ? { change } : {}) });
+  // A table with neither indexes nor a stream has nothing to go with its items: they are written as they are,
+  // outside a transaction. (Decided per table, so that a stale staged write of a key is always replaced.)
+  const hasIndexes = (table.LocalSecondaryIndexes?.length ?? 0) + (table.GlobalSecondaryIndexes?.length ?? 0) > 0;
+  if (hasIndexes || change) store.db.stageWrite(`item-${table.TableName}~${dynaliteDb.createKey(item, table)}`, { type: newItem ? 'put' : 'del', ops, ...(change ? { change } : {}) });
   return cb();
 };
 
