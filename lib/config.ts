@@ -90,6 +90,12 @@ export interface Config {
    * SIGKILL), 0 in AWS (DynamoDB's indexes lose nothing; docs/decisions.md "Cost").
    */
   reconcileSafetyScanItems: number;
+  /**
+   * PROOF_THREADS: worker threads that make the local keys' proofs (lib/crypto/proof-threads.ts).
+   * 0 (on the event loop) unless set; `npm start` sets 1 on a machine with more than one core
+   * (lib/local/start.ts). Always 0 in AWS, where the keys are in KMS.
+   */
+  proofThreads: number;
   /** RFC 4998 evidence records (lib/evidence/archive.ts). */
   archive: {
     /** ARCHIVE_GROUP_SECONDS: a group is made once its oldest hash has waited this long. */
@@ -347,6 +353,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (retrySchedule.length > 20) problems.push('WEBHOOK_RETRY_SCHEDULE lists at most 20 waits');
   const allowPrivateTargets = r.oneOf('WEBHOOK_ALLOW_PRIVATE_TARGETS', ['true', 'false'] as const, local ? 'true' : 'false') === 'true';
   // A deployed stage never sends to loopback or plain http (docs/webhooks.md "Server-side request forgery").
+  if (!local && r.integer('PROOF_THREADS', 0, 0) > 0) problems.push('PROOF_THREADS must be 0 when DEPLOYMENT=aws (the keys are in KMS)');
   if (!local && allowPrivateTargets) problems.push('WEBHOOK_ALLOW_PRIVATE_TARGETS must be false when DEPLOYMENT=aws');
 
   const webhooks: Config['webhooks'] = {
@@ -378,6 +385,7 @@ export function loadConfig(env: Env = process.env): Config {
     reconcileIntervalMs: r.integer('RECONCILE_INTERVAL_MS', 5000, 100),
     localHttp,
     reconcileSafetyScanItems: r.integer('RECONCILE_SAFETY_SCAN_ITEMS', local ? 1000 : 0, 0),
+    proofThreads: r.integer('PROOF_THREADS', 0, 0),
     archive: {
       groupAfterMs: r.integer('ARCHIVE_GROUP_SECONDS', 30, 0) * 1000,
       maxGroupSize: r.integer('ARCHIVE_MAX_GROUP', 2048, 1),

@@ -15,6 +15,7 @@ import { tierLabel, type TierName } from './tiers.js';
  * - a request's own hold (kind `r`) still open after `requestMaxMs` belongs to a request that
  *   never answered: refunded. (A request that completed and then failed to settle is refunded
  *   too: the customer is never charged for an answer that may not have reached them.)
+ * A hold younger than {@link OWNER_GRACE_MS} is left to its request, unread.
  */
 export type HoldVerdict = 'settle' | 'refund' | 'wait';
 
@@ -35,6 +36,14 @@ export interface OpenHold {
   ageMs: number;
 }
 
+/**
+ * A hold this young is still its request's to end: the request settles it within a second of its
+ * publish (limits.ts settleQuota) or gives its unit back, so judging it would only cost a read and
+ * a write for what the request does anyway. (A batch anchor holds up to 50 units of a device for
+ * the second or two before their turn: a pass of the reconciler then would judge each of them.)
+ */
+export const OWNER_GRACE_MS = 10_000;
+
 export async function reconcileQuotaHolds(
   limits: LimitService,
   judge: (hold: OpenHold) => Promise<HoldVerdict>,
@@ -46,6 +55,7 @@ export async function reconcileQuotaHolds(
     report.open++;
     const hold = parseHoldId(holdId);
     const age = hold ? options.nowMs - hold.createdAtMs : Number.POSITIVE_INFINITY;
+    if (age < OWNER_GRACE_MS) continue;
     let verdict: HoldVerdict;
     if (hold && hold.kind !== 'r') verdict = await judge({ counterKey, holdId, kind: hold.kind, ref: hold.ref, ageMs: age });
     else verdict = age >= options.requestMaxMs ? 'refund' : 'wait';

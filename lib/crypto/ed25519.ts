@@ -44,8 +44,18 @@ function privateKeyObject(seed: Uint8Array): KeyObject {
  * @throws {TypeError} if `hex` is not hex; {RangeError} if it is not 32 bytes.
  */
 export function parseEd25519PublicKey(hex: string): KeyObject {
-  return publicKeyObject(hexToBytes(hex));
+  const known = parsedKeys.get(hex);
+  if (known) return known;
+  const key = publicKeyObject(hexToBytes(hex));
+  // A device sends many links (a batch anchor: up to 100 in one request): its key is parsed once.
+  if (parsedKeys.size >= PARSED_KEYS_MAX) parsedKeys.delete(parsedKeys.keys().next().value as string);
+  parsedKeys.set(hex, key);
+  return key;
 }
+
+/** Device keys parsed lately, by their hex (a KeyObject is immutable); the oldest goes first. */
+const parsedKeys = new Map<string, KeyObject>();
+const PARSED_KEYS_MAX = 1000;
 
 /**
  * Verifies a pure Ed25519 signature (RFC 8032 §5.1.7).

@@ -4,6 +4,7 @@ import { LocalMlDsaSigner } from '../crypto/ml-dsa.js';
 import { KmsMlDsaSigner } from '../crypto/ml-dsa-kms.js';
 import type { PqSigner, TimestampAuthority } from '../crypto/ports.js';
 import { EmbeddedTsa } from '../crypto/tsa/embedded.js';
+import type { LocalTsaKeys, ProofThreads } from '../crypto/proof-threads.js';
 import { KmsMlDsaTsaKeySigner, KmsTsaKeySigner } from '../crypto/tsa/key-signer.js';
 import { RemoteTsa } from '../crypto/tsa/remote.js';
 import { reconcileQuotaHolds } from '../accounts/quota-holds.js';
@@ -17,7 +18,7 @@ import { pqTsaFiles, tsaFiles } from '../crypto/tsa/files.js';
 import { encodeAnchorData } from '../ledger/anchor-data.js';
 import { KmsLedgerSigner } from '../ledger/kms-signer.js';
 import { createLedgerProvider, LedgerSender } from '../ledger/sender.js';
-import { log } from '../log.js';
+import { describeError, log } from '../log.js';
 import { BatchTable } from '../store/batch-table.js';
 import { assertNotRetired, getKeyRegistry } from './key-registry.js';
 import { getConfig, getDb } from './core.js';
@@ -37,7 +38,7 @@ export const getSigner: () => Promise<PqSigner> = /* @__PURE__ */ lazy(async () 
   const signer =
     cfg.scheme === 'kms'
       ? await KmsMlDsaSigner.connect(getKmsClient(), cfg.kmsKeyId ?? '')
-      : LocalMlDsaSigner.fromSeed(Buffer.from(cfg.seedHex ?? (await readFile(cfg.seedFile, 'utf8')).trim(), 'hex'));
+      : LocalMlDsaSigner.fromSeed(Buffer.from(await localSeedHex(), 'hex'));
   // A key the registry retired never signs again (decisions.md "Key validity windows").
   await assertNotRetired('ml-dsa-65', signer.keyId);
   return signer;
@@ -62,15 +63,21 @@ export const getTsa: () => Promise<TimestampAuthority> = /* @__PURE__ */ lazy(as
     const keySigner = new KmsTsaKeySigner(getKmsClient(), config.tsa.kmsKeyId);
     return EmbeddedTsa.create({ rootCertPem, tsaCertPem, keySigner, policyOid: config.tsa.policyOid });
   }
-  const files = tsaFiles(config.tsa.dir);
-  const [rootCertPem, tsaCertPem, tsaKeyPkcs8Pem] = await Promise.all([
-    readFile(files.rootCert, 'utf8'),
-    readFile(files.tsaCert, 'utf8'),
-    readFile(files.tsaKey, 'utf8'),
-  ]);
   // create() checks the chain, the EKU and that key and certificate belong together.
-  return EmbeddedTsa.create({ rootCertPem, tsaCertPem, tsaKeyPkcs8Pem, policyOid: config.tsa.policyOid });
+  return EmbeddedTsa.create(await localTsaKeys(tsaFiles(config.tsa.dir), config.tsa.policyOid));
 });
+
+/** A local embedded TSA's key material: its PEM files in DATA_DIR/tsa, read. */
+async function localTsaKeys(files: { rootCert: string; tsaCert: string; tsaKey: string }, policyOid: string): Promise<LocalTsaKeys> {
+  const [rootCertPem, tsaCertPem, tsaKeyPkcs8Pem] = await Promise.all([readFile(files.rootCert, 'utf8'), readFile(files.tsaCert, 'utf8'), readFile(files.tsaKey, 'utf8')]);
+  return { rootCertPem, tsaCertPem, tsaKeyPkcs8Pem, policyOid };
+}
+
+/** The local ML-DSA-65 seed (hex): SIGNER_SEED_HEX or the seed file in DATA_DIR. */
+async function localSeedHex(): Promise<string> {
+  const { signer } = getConfig();
+  return signer.seedHex ?? (await readFile(signer.seedFile, 'utf8')).trim();
+}
 
 /**
  * The post-quantum TSA (ML-DSA-65 tokens, RFC 9882), or undefined when it is off (config
@@ -87,13 +94,34 @@ export const getPqTsa: () => Promise<EmbeddedTsa | undefined> = /* @__PURE__ */ 
     // create() signs a challenge with the KMS key and verifies it with the certificate's key.
     return EmbeddedTsa.create({ rootCertPem, tsaCertPem, keySigner: new KmsMlDsaTsaKeySigner(getKmsClient(), pq.kmsKeyId), policyOid: pq.policyOid });
   }
-  const files = pqTsaFiles(tsa.dir);
-  const [rootCertPem, tsaCertPem, tsaKeyPkcs8Pem] = await Promise.all([
-    readFile(files.rootCert, 'utf8'),
-    readFile(files.tsaCert, 'utf8'),
-    readFile(files.tsaKey, 'utf8'),
+  return EmbeddedTsa.create(await localTsaKeys(pqTsaFiles(tsa.dir), pq.policyOid));
+});
+
+/**
+ * The local keys' proofs on worker threads (lib/crypto/proof-threads.ts), or undefined: with
+ * PROOF_THREADS at 0, or when a key is not local (a KMS key, a remote TSA: their proofs are calls
+ * that wait, not CPU). Started on first use, from the same key material as the process's own adapters.
+ */
+export const getProofThreads: () => Promise<ProofThreads | undefined> = /* @__PURE__ */ lazy(async () => {
+  const config = getConfig();
+  const pq = config.tsa.pq;
+  if (config.proofThreads === 0 || config.signer.scheme !== 'local' || config.tsa.scheme === 'remote' || config.tsa.kmsKeyId || pq?.kmsKeyId) return undefined;
+  const { ProofThreads } = await import('../crypto/proof-threads.js');
+  const [signerSeedHex, tsaKeys, pqTsaKeys, signer] = await Promise.all([
+    localSeedHex(),
+    localTsaKeys(tsaFiles(config.tsa.dir), config.tsa.policyOid),
+    pq ? localTsaKeys(pqTsaFiles(config.tsa.dir), pq.policyOid) : undefined,
+    getSigner(),
   ]);
-  return EmbeddedTsa.create({ rootCertPem, tsaCertPem, tsaKeyPkcs8Pem, policyOid: pq.policyOid });
+  try {
+    const threads = await ProofThreads.start({ signerSeedHex, tsa: tsaKeys, ...(pqTsaKeys ? { pqTsa: pqTsaKeys } : {}) }, config.proofThreads, signer.keyId);
+    log.info('proofs on worker threads', { threads: config.proofThreads });
+    return threads;
+  } catch (error) {
+    // The same proofs, on the event loop: slower under load, never different.
+    log.warn('the proof threads did not start; proofs are made on the event loop', describeError(error));
+    return undefined;
+  }
 });
 
 /**
@@ -184,12 +212,12 @@ export const getBatchStore: () => BatchStore = /* @__PURE__ */ lazy(() => new Ba
  */
 export async function getAnchorDeps(): Promise<AnchorDeps> {
   const config = getConfig();
-  const [pq, authority, sender, pqTsa] = await Promise.all([getSigner(), getTsa(), getLedgerSender(), getPqTsa()]);
+  const [pq, authority, sender, pqTsa, threads] = await Promise.all([getSigner(), getTsa(), getLedgerSender(), getPqTsa(), getProofThreads()]);
   const { limits } = getKeyAuthDeps();
   return {
     repo: getEvidenceRepo(),
-    signer: pq,
-    tsa: authority,
+    signer: threads ? threads.signer(pq) : pq,
+    tsa: threads ? threads.tsa(authority) : authority,
     // The post-quantum token leaves its certificates out (certReq false: 4 KB instead of 15 KB);
     // the record keeps them once per chain (tsa_pq_certificates, a shared blob) and the receipt
     // carries them, as it does the classic chain.
@@ -197,7 +225,7 @@ export async function getAnchorDeps(): Promise<AnchorDeps> {
       ? {
           pqTsa: {
             scheme: 'embedded' as const,
-            timestamp: (imprint: Uint8Array) => pqTsa.issue({ imprint, certReq: false }),
+            timestamp: (imprint: Uint8Array) => (threads ? threads.pqTimestamp(imprint) : pqTsa.issue({ imprint, certReq: false })),
             certificates: () => pqTsa.certificates(),
           },
         }

@@ -3,7 +3,7 @@ import { describeError, log } from '../log.js';
 import { type BatchStepDeps, currentBatchKey } from './batch-publish.js';
 import type { BatchLeaf } from './batch-store.js';
 import { anchorLeafHash } from './merkle.js';
-import { type AnchorDeps, type AnchorInput, type PreparedAnchor, prepareAnchor, publishAnchor, type PublishedAnchor } from './anchor.js';
+import { type AnchorDeps, type AnchorInput, chargeClaim, givePreparedBack, type PreparedAnchor, prepareAnchor, publishAnchor, type PublishedAnchor } from './anchor.js';
 import { finishPublishing, makeProofs } from './anchor-steps.js';
 import type { AnchorClaim, AnchoredEvidence } from './records.js';
 
@@ -19,8 +19,9 @@ import type { AnchorClaim, AnchoredEvidence } from './records.js';
  *    side (at most {@link LANES} devices at once).
  * 2. A broken link fails only what builds on it. An entry whose previous_hash is the chain_hash of
  *    an entry of this request that was not published gets 409 `previous_entry_failed` naming that
- *    entry, and nothing of it is written or charged; the device's other entries go on. An entry
- *    that failed after its publish (a 503 while finishing) is published: what builds on it goes on.
+ *    entry, and nothing of it is written or charged (the unit it was charged ahead goes back
+ *    before the request answers); the device's other entries go on. An entry that failed after
+ *    its publish (a 503 while finishing) is published: what builds on it goes on.
  * 3. One batch. In batch mode every entry names the batch of the window open when the request's
  *    first entry publishes, and no entry is finished (no waiter seals that window on this request's
  *    behalf) before every entry has published: the whole request goes into one Merkle tree when no
@@ -47,12 +48,20 @@ export type BatchOutcome = { ok: true; item: AnchoredEvidence } | { ok: false; e
 
 /** Devices whose entries are published side by side. */
 const LANES = 8;
-/** How many entries of a device have their claim and proofs made ahead of the one being published. */
+/** How many entries of a device have their proofs made ahead of the one being published. */
 const LOOKAHEAD = 2;
+/**
+ * How many entries of a device are charged ahead of the one being published: the account's meter
+ * groups charges that wait for its write (MeterTable: up to 50 to a write), so a device's 100
+ * entries cost a few meter writes instead of 100. Topped up when half of them are used.
+ */
+const CHARGE_AHEAD = 50;
 
 export async function anchorBatch(deps: AnchorDeps, entries: readonly BatchEntry[]): Promise<BatchOutcome[]> {
   const outcomes: (BatchOutcome | undefined)[] = entries.map((e) => (e.kind === 'refused' ? { ok: false, error: e.error } : undefined));
   const published = new Map<number, PublishedAnchor>();
+  // The charges of entries skipped at their turn, on their way back.
+  const givingBack: Promise<void>[] = [];
 
   // Entries by device, in request order; the chain order checked before anything runs.
   const lanes = new Map<string, number[]>();
@@ -74,23 +83,39 @@ export async function anchorBatch(deps: AnchorDeps, entries: readonly BatchEntry
   };
 
   const runLane = async (lane: number[]) => {
-    // Each entry's claim and proofs are made up to LOOKAHEAD entries ahead (CPU: the signatures
-    // and tokens), while the entry before waits on the database: nothing of them is written until
-    // the entry's own turn, and an entry skipped then has only cost that computation.
+    // Each entry's claim and charge are made up to CHARGE_AHEAD entries ahead, all at once (one
+    // group of the meter's), and its proofs up to LOOKAHEAD entries ahead (CPU: the signatures and
+    // tokens, made while the entry before waits on the database). Nothing else of an entry is
+    // written until its own turn; an entry skipped then gives its charge back (givePreparedBack)
+    // before the request answers.
     const prepared = new Map<number, PreparedAnchor | { error: unknown }>();
+    let chargedTo = 0;
     const prepareAhead = (from: number) => {
-      for (const i of lane.slice(from, from + LOOKAHEAD + 1)) {
-        const entry = entries[i] as BatchEntry;
-        if (entry.kind !== 'anchor' || prepared.has(i)) continue;
-        try {
-          const p = prepareAnchor(deps, entry.input);
-          const proofs = makeProofs(deps, p.claim);
-          proofs.catch(() => undefined); // its rejection is handled at the entry's turn (or never needed)
-          prepared.set(i, { ...p, proofs });
-        } catch (error) {
-          prepared.set(i, { error });
+      if (chargedTo - from <= CHARGE_AHEAD / 2) {
+        for (const i of lane.slice(chargedTo, from + CHARGE_AHEAD)) {
+          const entry = entries[i] as BatchEntry;
+          if (entry.kind !== 'anchor') continue;
+          try {
+            const p = prepareAnchor(deps, entry.input);
+            const charge = chargeClaim(deps, entry.input, p.claim);
+            charge.catch(() => undefined); // its rejection is handled at the entry's turn
+            prepared.set(i, { ...p, charge });
+          } catch (error) {
+            prepared.set(i, { error });
+          }
         }
+        chargedTo = Math.max(chargedTo, Math.min(lane.length, from + CHARGE_AHEAD));
       }
+      for (const i of lane.slice(from, from + LOOKAHEAD + 1)) {
+        const p = prepared.get(i);
+        if (!p || 'error' in p || p.proofs) continue;
+        p.proofs = makeProofs(deps, p.claim);
+        p.proofs.catch(() => undefined); // its rejection is handled at the entry's turn (or never needed)
+      }
+    };
+    const skip = (i: number) => {
+      const p = prepared.get(i);
+      if (p && !('error' in p)) givingBack.push(givePreparedBack(deps, p));
     };
     // The chain_hashes of this device's entries that were not published: what builds on them fails.
     const broken = new Map<string, number>();
@@ -110,11 +135,13 @@ export async function anchorBatch(deps: AnchorDeps, entries: readonly BatchEntry
       if (failedOn !== undefined) {
         outcomes[i] = { ok: false, error: previousEntryFailed(i, failedOn, input.chainIndex) };
         broken.set(input.chainHash, i);
+        skip(i);
         continue;
       }
       if (input.chainIndex <= lastIndex) {
         outcomes[i] = { ok: false, error: outOfOrder(i, lastEntry, input.chainIndex, lastIndex) };
         broken.set(input.chainHash, i);
+        skip(i);
         continue;
       }
       lastIndex = input.chainIndex;
@@ -155,6 +182,7 @@ export async function anchorBatch(deps: AnchorDeps, entries: readonly BatchEntry
       }
     }),
   );
+  await Promise.all(givingBack);
   return outcomes.map((o, i) => o ?? { ok: false, error: new Error(`batch entry ${i} has no outcome`) });
 }
 

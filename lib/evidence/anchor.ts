@@ -88,12 +88,14 @@ export interface PublishOptions extends BatchPublishOptions {
  * (the item then names this request's claim, and the identical retry finishes it).
  */
 export async function publishAnchor(deps: AnchorDeps, input: AnchorInput, options: PublishOptions = {}): Promise<PublishedAnchor> {
-  const { claim, leaseExpiresAt } = options.prepared ?? prepareAnchor(deps, input);
+  const { claim } = options.prepared ?? prepareAnchor(deps, input);
   const now = (deps.clock ?? (() => new Date()))();
+  // The link's lease runs from its claim (a claim made ahead may have waited for its turn).
+  const leaseExpiresAt = now.getTime() + (deps.leaseMs ?? DEFAULT_LEASE_MS);
 
   // The charge, the chain position and the proofs, side by side: one round trip of writes.
   const [charged, linked, proven] = await Promise.allSettled([
-    deps.quota.charge(input.accountId, input.tier, claim.quota_hold, true),
+    options.prepared?.charge ?? chargeClaim(deps, input, claim),
     stored503(() =>
       deps.repo.claimLink(
         {
@@ -117,21 +119,40 @@ export async function publishAnchor(deps: AnchorDeps, input: AnchorInput, option
   return publishCharged(deps, input, claim, { charged, linked, proven }, options);
 }
 
-/** An anchor request checked and turned into its claim, with its proofs on the way (the batch anchor makes them ahead). */
+/** An anchor request checked and turned into its claim, with its proofs and its charge on the way (the batch anchor makes them ahead). */
 export interface PreparedAnchor {
   claim: AnchorClaim;
-  leaseExpiresAt: number;
   proofs?: Promise<SignedProofs>;
+  /**
+   * The claim's charge made ahead ({@link chargeClaim}): the batch anchor charges the entries of a
+   * device before their turn, so that the account's meter takes them in a few grouped writes. An
+   * entry that does not publish gives its unit back ({@link givePreparedBack}).
+   */
+  charge?: Promise<Charge>;
+}
+
+/** The charge of a claim: its rate unit, and one quota unit held under the claim's hold. */
+export function chargeClaim(deps: Pick<AnchorDeps, 'quota'>, input: AnchorInput, claim: AnchorClaim): Promise<Charge> {
+  return deps.quota.charge(input.accountId, input.tier, claim.quota_hold, true);
+}
+
+/**
+ * A claim prepared ahead that never reached its publish gives back what it took: its quota unit,
+ * when its charge held one (its rate unit stays spent, as a refused request's does). A failure is
+ * left to the quota reconciliation (logged by releaseClaim).
+ */
+export async function givePreparedBack(deps: Pick<AnchorDeps, 'repo' | 'quota'>, prepared: PreparedAnchor): Promise<void> {
+  const charge = await prepared.charge?.catch(() => undefined);
+  if (charge?.rate.allowed === true && charge.quota?.allowed === true) await releaseClaim(deps, prepared.claim, false, true);
 }
 
 /**
  * Step 1 of {@link anchorEvidence}: the device's proof checked (a 400 DomainError, thrown before
  * anything is written) and the request's claim made: its id, the time the proofs will state, the
- * quota hold's name, the lease of its chain link.
+ * quota hold's name.
  */
 export function prepareAnchor(deps: AnchorDeps, input: AnchorInput): PreparedAnchor {
   const clock = deps.clock ?? (() => new Date());
-  const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
   const previousHash = checkDeviceProof(input);
   const fingerprint = requestFingerprint(input, previousHash);
   const now = clock();
@@ -152,7 +173,7 @@ export function prepareAnchor(deps: AnchorDeps, input: AnchorInput): PreparedAnc
     quota_counter: quotaCounterKey(input.accountId, now),
     quota_hold: newHoldId('a', now, `${input.imageHash}:${claimId}`),
   };
-  return { claim, leaseExpiresAt: now.getTime() + leaseMs };
+  return { claim };
 }
 
 /** Steps 2 (what came of the charge, the link and the proofs) and 3 (the publish) of {@link anchorEvidence}. */

@@ -7,6 +7,7 @@
  * before the stack's modules are even loaded (docs/configuration.md). Then DATA_DIR is made
  * owner-only (lib/local/data-dir.ts): a DATA_DIR that cannot be is one line naming it, exit code 1.
  */
+import { availableParallelism } from 'node:os';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { DataDirError, ownerOnlyDataDir } from './data-dir.js';
 import { checkPorts, localPlan } from './preflight.js';
@@ -14,6 +15,9 @@ import { checkPorts, localPlan } from './preflight.js';
 // npm scripts run Node 24 (as Lambda's nodejs24.x), but the CLI may run on an older Node: the SDK's notice that its
 // releases after January 2027 need Node 22 is not repeated on every start.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+// The local keys' proofs on a worker thread when there is a core for it (lib/crypto/proof-threads.ts;
+// a process that is not `npm start`, a test's or a bundled function's, makes them on its event loop).
+process.env.PROOF_THREADS ??= availableParallelism() > 1 ? '1' : '0';
 
 let config: Config | undefined;
 try {

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { CounterTable } from '../../lib/store/counter-table.js';
-import { counterKeys, minuteWindow, monthWindow } from '../../lib/accounts/limits.js';
+import { counterKeys, minuteWindow, monthWindow, newHoldId } from '../../lib/accounts/limits.js';
+import { OWNER_GRACE_MS, reconcileQuotaHolds } from '../../lib/accounts/quota-holds.js';
 import { getConfig, getDb } from '../../lib/deps/core.js';
 import { useStack } from '../support/stack.js';
 import { frozenClock, testDeps } from './support.js';
@@ -99,4 +100,21 @@ describe('limit counters on the embedded DynamoDB', () => {
     assert.equal(await counters.read(pk, 2000), 0);
     assert.equal(await counters.read(pk, 999), 7);
   });
+
+  it("leave a hold younger than the owner's grace to its request: the reconciler neither judges nor reads it", async () => {
+    const deps = testDeps();
+    const account = `acc_young_${Date.now()}`;
+    const now = Date.now();
+    const holdId = newHoldId('a', new Date(now), `${'ab'.repeat(32)}:claim-1`);
+    const charged = await deps.limits.charge(account, 'pro', holdId);
+    assert.equal(charged.quota?.allowed, true);
+    const judged = async (nowMs: number) => {
+      const seen: string[] = [];
+      await reconcileQuotaHolds(deps.limits, async (hold) => (hold.counterKey.includes(account) && seen.push(hold.holdId), 'wait'), { nowMs, requestMaxMs: 120_000 });
+      return seen;
+    };
+    assert.deepEqual(await judged(now + OWNER_GRACE_MS - 1_000), [], 'young: left to its request');
+    assert.deepEqual(await judged(now + OWNER_GRACE_MS + 1_000), [holdId], 'past the grace: judged');
+  });
 });
+
