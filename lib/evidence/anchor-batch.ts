@@ -3,8 +3,8 @@ import { describeError, log } from '../log.js';
 import { type BatchStepDeps, currentBatchKey } from './batch-publish.js';
 import type { BatchLeaf } from './batch-store.js';
 import { anchorLeafHash } from './merkle.js';
-import { type AnchorDeps, type AnchorInput, chargeClaim, givePreparedBack, type PreparedAnchor, prepareAnchor, publishAnchor, type PublishedAnchor } from './anchor.js';
-import { finishPublishing, makeProofs } from './anchor-steps.js';
+import { type AnchorDeps, type AnchorInput, chargeClaim, claimLinkOf, givePreparedBack, type PreparedAnchor, prepareAnchor, publishAnchor, type PublishedAnchor } from './anchor.js';
+import { DEFAULT_LEASE_MS, finishPublishing, makeProofs } from './anchor-steps.js';
 import type { AnchorClaim, AnchoredEvidence } from './records.js';
 
 /**
@@ -84,10 +84,11 @@ export async function anchorBatch(deps: AnchorDeps, entries: readonly BatchEntry
 
   const runLane = async (lane: number[]) => {
     // Each entry's claim and charge are made up to CHARGE_AHEAD entries ahead, all at once (one
-    // group of the meter's), and its proofs up to LOOKAHEAD entries ahead (CPU: the signatures and
-    // tokens, made while the entry before waits on the database). Nothing else of an entry is
-    // written until its own turn; an entry skipped then gives its charge back (givePreparedBack)
-    // before the request answers.
+    // group of the meter's), its proofs up to LOOKAHEAD entries ahead (CPU: the signatures and
+    // tokens, made while the entry before waits on the database), and its chain link while the
+    // entry it builds on publishes (claimNextAhead). Nothing else of an entry is written until its
+    // own turn; an entry skipped then gives its charge and its link back (givePreparedBack) before
+    // the request answers.
     const prepared = new Map<number, PreparedAnchor | { error: unknown }>();
     let chargedTo = 0;
     const prepareAhead = (from: number) => {
@@ -112,6 +113,22 @@ export async function anchorBatch(deps: AnchorDeps, entries: readonly BatchEntry
         p.proofs = makeProofs(deps, p.claim);
         p.proofs.catch(() => undefined); // its rejection is handled at the entry's turn (or never needed)
       }
+    };
+    // The next entry's link, claimed while this entry publishes, when it builds on this entry:
+    // its claim may skip the read of its neighbours (the shortcut of a previous link known to stay
+    // with its previous_hash) because the next entry is published only once this one is, and is
+    // given back, link and unit, when this one is not (skip). A crash between leaves both links
+    // claimed under their leases, as two requests in flight leave them: the identical retry takes
+    // them over.
+    const claimNextAhead = (position: number, input: AnchorInput) => {
+      const next = lane[position + 1];
+      const entry = next === undefined ? undefined : entries[next];
+      const p = next === undefined ? undefined : prepared.get(next);
+      if (entry?.kind !== 'anchor' || !p || 'error' in p || p.link) return;
+      if (entry.input.previousHash !== input.chainHash || entry.input.chainIndex !== input.chainIndex + 1) return;
+      const nowMs = (deps.clock ?? (() => new Date()))().getTime();
+      p.link = claimLinkOf(deps, p.claim, nowMs, nowMs + (deps.leaseMs ?? DEFAULT_LEASE_MS), true);
+      p.link.catch(() => undefined); // its rejection is handled at the entry's turn
     };
     const skip = (i: number) => {
       const p = prepared.get(i);
@@ -151,7 +168,15 @@ export async function anchorBatch(deps: AnchorDeps, entries: readonly BatchEntry
         const previousPublished = publishedHash !== undefined && publishedHash === input.previousHash;
         const ahead = prepared.get(i);
         if (ahead && 'error' in ahead) throw ahead.error;
-        published.set(i, await publishAnchor(deps, input, { previousPublished, ...(ahead ? { prepared: ahead } : {}), ...(batch ? { batchKey: batch, deferLeaf: true } : {}) }));
+        published.set(
+          i,
+          await publishAnchor(deps, input, {
+            previousPublished,
+            onClaimed: () => claimNextAhead(position, input),
+            ...(ahead ? { prepared: ahead } : {}),
+            ...(batch ? { batchKey: batch, deferLeaf: true } : {}),
+          }),
+        );
         publishedHash = input.chainHash;
       } catch (error) {
         outcomes[i] = { ok: false, error };

@@ -80,6 +80,11 @@ export interface PublishOptions extends BatchPublishOptions {
   previousPublished?: boolean;
   /** The claim made ahead ({@link prepareAnchor}), with its proofs when they were started ahead too. */
   prepared?: PreparedAnchor;
+  /**
+   * Called once the charge, the link and the proofs are in hand, just before the publish: the
+   * batch anchor claims the next entry's link then, beside this entry's publish.
+   */
+  onClaimed?: () => void;
 }
 
 /**
@@ -96,27 +101,35 @@ export async function publishAnchor(deps: AnchorDeps, input: AnchorInput, option
   // The charge, the chain position and the proofs, side by side: one round trip of writes.
   const [charged, linked, proven] = await Promise.allSettled([
     options.prepared?.charge ?? chargeClaim(deps, input, claim),
-    stored503(() =>
-      deps.repo.claimLink(
-        {
-          public_key_hex: claim.public_key_hex,
-          chain_index: claim.chain_index,
-          image_hash: claim.image_hash,
-          chain_hash: claim.chain_hash,
-          previous_hash: claim.previous_hash,
-          signature_hex: claim.signature_hex,
-          device_id: claim.device_id,
-          state: 'claimed',
-          claim_id: claim.claim_id,
-          lease_expires_at: leaseExpiresAt,
-        },
-        now.getTime(),
-        options.previousPublished === true,
-      ),
-    ),
+    options.prepared?.link ?? claimLinkOf(deps, claim, now.getTime(), leaseExpiresAt, options.previousPublished === true),
     options.prepared?.proofs ?? makeProofs(deps, claim),
   ]);
   return publishCharged(deps, input, claim, { charged, linked, proven }, options);
+}
+
+/**
+ * The claim of a chain link for `claim` under a lease (EvidenceRepository.claimLink): `shortcut`,
+ * the previous link is known to stay with this entry's previous_hash (a put if absent, no read).
+ */
+export function claimLinkOf(deps: Pick<AnchorDeps, 'repo'>, claim: AnchorClaim, nowMs: number, leaseExpiresAt: number, shortcut: boolean): Promise<ChainClaimResult> {
+  return stored503(() =>
+    deps.repo.claimLink(
+      {
+        public_key_hex: claim.public_key_hex,
+        chain_index: claim.chain_index,
+        image_hash: claim.image_hash,
+        chain_hash: claim.chain_hash,
+        previous_hash: claim.previous_hash,
+        signature_hex: claim.signature_hex,
+        device_id: claim.device_id,
+        state: 'claimed',
+        claim_id: claim.claim_id,
+        lease_expires_at: leaseExpiresAt,
+      },
+      nowMs,
+      shortcut,
+    ),
+  );
 }
 
 /** An anchor request checked and turned into its claim, with its proofs and its charge on the way (the batch anchor makes them ahead). */
@@ -129,6 +142,8 @@ export interface PreparedAnchor {
    * entry that does not publish gives its unit back ({@link givePreparedBack}).
    */
   charge?: Promise<Charge>;
+  /** The claim's chain link, claimed ahead ({@link claimLinkOf}); given back with the charge when the entry does not publish. */
+  link?: Promise<ChainClaimResult>;
 }
 
 /** The charge of a claim: its rate unit, and one quota unit held under the claim's hold. */
@@ -138,12 +153,15 @@ export function chargeClaim(deps: Pick<AnchorDeps, 'quota'>, input: AnchorInput,
 
 /**
  * A claim prepared ahead that never reached its publish gives back what it took: its quota unit,
- * when its charge held one (its rate unit stays spent, as a refused request's does). A failure is
- * left to the quota reconciliation (logged by releaseClaim).
+ * when its charge held one (its rate unit stays spent, as a refused request's does), and its chain
+ * link, when it claimed one of its own. A failure is left to the reconciliation (the quota's) and
+ * to the next claim of the index (the link's lease lapses), logged by releaseClaim.
  */
 export async function givePreparedBack(deps: Pick<AnchorDeps, 'repo' | 'quota'>, prepared: PreparedAnchor): Promise<void> {
-  const charge = await prepared.charge?.catch(() => undefined);
-  if (charge?.rate.allowed === true && charge.quota?.allowed === true) await releaseClaim(deps, prepared.claim, false, true);
+  const [charge, link] = await Promise.all([prepared.charge?.catch(() => undefined), prepared.link?.catch(() => undefined)]);
+  const held = charge?.rate.allowed === true && charge.quota?.allowed === true;
+  const ownLink = link?.ok === true && !link.held;
+  if (held || ownLink) await releaseClaim(deps, prepared.claim, ownLink, held);
 }
 
 /**
@@ -209,6 +227,7 @@ async function publishCharged(
   const reservation = charge.quota as QuotaReservation;
   const proofs = proven.value;
 
+  options.onClaimed?.();
   const progress: PublishProgress = {};
   let published: PublishedAnchor;
   try {

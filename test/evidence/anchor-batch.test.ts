@@ -132,6 +132,33 @@ describe('POST /api/v2/evidence/anchor/batch', () => {
     assert.equal(out[4]?.problem?.code, 'invalid_request');
   });
 
+  it('gives back the link and the unit an entry took ahead when the entry it builds on is refused at its publish; the fixed queue then anchors', async () => {
+    const device = new Device();
+    const [e0, e1] = chain(device, 2) as [AnchorBody, AnchorBody];
+    // e0's photo is anchored already, by another device: e0 passes its checks, takes its link,
+    // its unit and its proofs, and is refused only by its publish (409) while e1's link is
+    // claimed beside it.
+    const other = new Device();
+    assert.equal((await single.request('/api/v2/evidence/anchor', json(other.next(e0.sha256_hash), { 'x-api-key': pro.apiKey }))).status, 200);
+    const before = await used();
+    const out = await results(await send({ anchors: [e0, e1] }));
+    assert.deepEqual(out.map((r) => r.status), [409, 409]);
+    assert.equal(out[0]?.problem?.code, 'hash_already_anchored');
+    assert.equal(out[1]?.problem?.code, 'previous_entry_failed');
+    assert.equal(await used(), before, 'both units given back');
+    const repo = getEvidenceRepo();
+    for (const index of [0, 1]) {
+      const link = await repo.getLink(device.publicKeyHex, index);
+      assert.ok(link === undefined || link.state === 'released', `link ${index} given back (${link?.state})`);
+    }
+    // The phone's fixed queue (another photo at index 0, and e1 re-linked on it) takes both indexes at once.
+    device.index = 0;
+    device.previous = null;
+    const retry = chain(device, 2);
+    assert.deepEqual((await results(await send({ anchors: retry }))).map((r) => r.status), [200, 200]);
+    assert.equal((await used()) - before, 2);
+  });
+
   it('answers 429 in the slots past the monthly quota, with retry_after, and charges exactly the quota', async () => {
     const account = await createAccount('pro');
     const month = monthWindow(new Date());
