@@ -1,6 +1,5 @@
 /**
- * The local keys' proofs on worker threads (PROOF_THREADS, decisions.md "Proofs off the event
- * loop"): the ML-DSA-65 signature and the two RFC 3161 tokens of each anchor, made by a pool of
+ * The local keys' proofs on worker threads (PROOF_THREADS, decisions.md "Batch anchoring"): the ML-DSA-65 signature and the two RFC 3161 tokens of each anchor, made by a pool of
  * worker threads (piscina) instead of on the event loop that also serves the requests.
  *
  * Why: in AWS the keys are in KMS, and a proof is a call that waits; locally the keys are in the

@@ -267,7 +267,7 @@ export async function getReconcileDeps(): Promise<ReconcileDeps> {
   return {
     ...anchor,
     rebroadcast: () => sender.rebroadcastPending(),
-    reconcileHolds: (judge, sweep) => reconcileQuotaHolds(limits, judge, { nowMs: Date.now(), requestMaxMs: REQUEST_MAX_MS, sweep }),
+    reconcileHolds: (judge, sweep, nowMs) => reconcileQuotaHolds(limits, judge, { nowMs, requestMaxMs: REQUEST_MAX_MS, sweep }),
   };
 }
 

@@ -28,10 +28,11 @@ export interface ReconcileDeps extends AnchorDeps {
   /** Re-sends what the ledger's records hold and the node lacks (the ledger sender's job); optional. */
   rebroadcast?: () => Promise<{ resent: number }>;
   /**
-   * Ends the quota holds left open (bound to lib/accounts/quota-holds.ts reconcileQuotaHolds);
-   * `sweep` as in {@link ReconcileOptions}.
+   * Ends the quota holds left open (bound to lib/accounts/quota-holds.ts reconcileQuotaHolds), as
+   * of `nowMs` (the reconciler's clock: a hold's age decides what may be done with it); `sweep` as
+   * in {@link ReconcileOptions}.
    */
-  reconcileHolds?: (judge: (hold: OpenHold) => Promise<HoldVerdict>, sweep: SweepStep | undefined) => Promise<HoldReport>;
+  reconcileHolds?: (judge: (hold: OpenHold) => Promise<HoldVerdict>, sweep: SweepStep | undefined, nowMs: number) => Promise<HoldReport>;
   /** Reads finality from the chain (ledger-finality.ts); without it confirmed anchors simply leave the index. */
   finality?: FinalityReader;
 }
@@ -125,7 +126,7 @@ export async function reconcileAnchors(deps: ReconcileDeps, options: ReconcileOp
   }
 
   if (deps.reconcileHolds) {
-    report.holds = await deps.reconcileHolds((hold) => (hold.kind === 'a' ? judgeAnchorHold(deps, hold.ref, hold.holdId, hold.ageMs) : judgeRegistrationHold(deps, hold)), sweep.holds);
+    report.holds = await deps.reconcileHolds((hold) => (hold.kind === 'a' ? judgeAnchorHold(deps, hold.ref, hold.holdId, hold.ageMs) : judgeRegistrationHold(deps, hold)), sweep.holds, clock().getTime());
     if (report.holds.swept !== undefined) report.swept = { ...report.swept, holds: report.holds.swept };
   }
   if (report.checked > 0 || report.resent > 0 || (report.holds?.open ?? 0) > 0) log.info('reconcile', { ...report, holds: report.holds });
