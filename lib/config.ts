@@ -91,7 +91,7 @@ export interface Config {
    */
   reconcileSafetyScanItems: number;
   /**
-   * PROOF_THREADS: worker threads that make the local keys' proofs (lib/crypto/proof-threads.ts).
+   * PROOF_THREADS: worker threads that make the local keys' proofs (lib/local/proof-threads.ts).
    * 0 (on the event loop) unless set; `npm start` sets 1 on a machine with more than one core
    * (lib/local/start.ts). Always 0 in AWS, where the keys are in KMS.
    */

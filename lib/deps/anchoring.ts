@@ -2,9 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { Wallet } from 'ethers';
 import { LocalMlDsaSigner } from '../crypto/ml-dsa.js';
 import { KmsMlDsaSigner } from '../crypto/ml-dsa-kms.js';
-import type { PqSigner, TimestampAuthority } from '../crypto/ports.js';
-import { EmbeddedTsa } from '../crypto/tsa/embedded.js';
-import type { LocalTsaKeys, ProofThreads } from '../crypto/proof-threads.js';
+import type { IssuedTimestamp, PqSigner, TimestampAuthority } from '../crypto/ports.js';
+import { EmbeddedTsa, type EmbeddedTsaOptions } from '../crypto/tsa/embedded.js';
 import { KmsMlDsaTsaKeySigner, KmsTsaKeySigner } from '../crypto/tsa/key-signer.js';
 import { RemoteTsa } from '../crypto/tsa/remote.js';
 import { reconcileQuotaHolds } from '../accounts/quota-holds.js';
@@ -18,7 +17,7 @@ import { pqTsaFiles, tsaFiles } from '../crypto/tsa/files.js';
 import { encodeAnchorData } from '../ledger/anchor-data.js';
 import { KmsLedgerSigner } from '../ledger/kms-signer.js';
 import { createLedgerProvider, LedgerSender } from '../ledger/sender.js';
-import { describeError, log } from '../log.js';
+import { log } from '../log.js';
 import { BatchTable } from '../store/batch-table.js';
 import { assertNotRetired, getKeyRegistry } from './key-registry.js';
 import { getConfig, getDb } from './core.js';
@@ -97,32 +96,50 @@ export const getPqTsa: () => Promise<EmbeddedTsa | undefined> = /* @__PURE__ */ 
   return EmbeddedTsa.create(await localTsaKeys(pqTsaFiles(tsa.dir), pq.policyOid));
 });
 
+/** The local keys, all of them, as a proof service outside the event loop needs them (never logged). */
+export interface LocalProofKeys {
+  signerSeedHex: string;
+  tsa: LocalTsaKeys;
+  pqTsa?: LocalTsaKeys;
+}
+
+/** A local embedded TSA: its PEM files' contents and policy. */
+export type LocalTsaKeys = Required<Pick<EmbeddedTsaOptions, 'rootCertPem' | 'tsaCertPem' | 'tsaKeyPkcs8Pem' | 'policyOid'>>;
+
 /**
- * The local keys' proofs on worker threads (lib/crypto/proof-threads.ts), or undefined: with
- * PROOF_THREADS at 0, or when a key is not local (a KMS key, a remote TSA: their proofs are calls
- * that wait, not CPU). Started on first use, from the same key material as the process's own adapters.
+ * What makes the proofs in place of the process's own adapters (`npm start`'s worker threads,
+ * lib/local/proof-threads.ts): the same signer and TSAs, their key operations elsewhere.
  */
-export const getProofThreads: () => Promise<ProofThreads | undefined> = /* @__PURE__ */ lazy(async () => {
+export interface ProofService {
+  signer(local: PqSigner): PqSigner;
+  tsa(local: TimestampAuthority): TimestampAuthority;
+  /** A post-quantum token without its certificates (certReq false). */
+  pqTimestamp(imprint: Uint8Array): Promise<IssuedTimestamp>;
+}
+
+let proofService: ProofService | undefined;
+
+/** `npm start` hands its proof threads to the anchors it serves (lib/local/stack.ts); undefined gives them back to the event loop. */
+export function useProofService(service: ProofService | undefined): void {
+  proofService = service;
+}
+
+/**
+ * The local keys, or undefined when one is not local (a KMS key, a remote TSA: their proofs are
+ * calls that wait, not CPU): what a proof service is built from (docs/decisions.md "Batch anchoring").
+ */
+export async function localProofKeys(): Promise<{ keys: LocalProofKeys; keyId: string } | undefined> {
   const config = getConfig();
   const pq = config.tsa.pq;
-  if (config.proofThreads === 0 || config.signer.scheme !== 'local' || config.tsa.scheme === 'remote' || config.tsa.kmsKeyId || pq?.kmsKeyId) return undefined;
-  const { ProofThreads } = await import('../crypto/proof-threads.js');
-  const [signerSeedHex, tsaKeys, pqTsaKeys, signer] = await Promise.all([
+  if (config.signer.scheme !== 'local' || config.tsa.scheme === 'remote' || config.tsa.kmsKeyId || pq?.kmsKeyId) return undefined;
+  const [signerSeedHex, tsa, pqTsa, signer] = await Promise.all([
     localSeedHex(),
     localTsaKeys(tsaFiles(config.tsa.dir), config.tsa.policyOid),
     pq ? localTsaKeys(pqTsaFiles(config.tsa.dir), pq.policyOid) : undefined,
     getSigner(),
   ]);
-  try {
-    const threads = await ProofThreads.start({ signerSeedHex, tsa: tsaKeys, ...(pqTsaKeys ? { pqTsa: pqTsaKeys } : {}) }, config.proofThreads, signer.keyId);
-    log.info('proofs on worker threads', { threads: config.proofThreads });
-    return threads;
-  } catch (error) {
-    // The same proofs, on the event loop: slower under load, never different.
-    log.warn('the proof threads did not start; proofs are made on the event loop', describeError(error));
-    return undefined;
-  }
-});
+  return { keys: { signerSeedHex, tsa, ...(pqTsa ? { pqTsa } : {}) }, keyId: signer.keyId };
+}
 
 /**
  * The TSAs a stand-alone timestamp request chooses from by policy OID (POST
@@ -212,7 +229,8 @@ export const getBatchStore: () => BatchStore = /* @__PURE__ */ lazy(() => new Ba
  */
 export async function getAnchorDeps(): Promise<AnchorDeps> {
   const config = getConfig();
-  const [pq, authority, sender, pqTsa, threads] = await Promise.all([getSigner(), getTsa(), getLedgerSender(), getPqTsa(), getProofThreads()]);
+  const [pq, authority, sender, pqTsa] = await Promise.all([getSigner(), getTsa(), getLedgerSender(), getPqTsa()]);
+  const threads = proofService;
   const { limits } = getKeyAuthDeps();
   return {
     repo: getEvidenceRepo(),

@@ -14,7 +14,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
-import { getLedgerSender, getPqRegistrationDeps, getReconcileDeps, ledgerSenderForKey } from '../deps/anchoring.js';
+import { getLedgerSender, getPqRegistrationDeps, getReconcileDeps, ledgerSenderForKey, useProofService } from '../deps/anchoring.js';
 import { readKeyRegistry } from '../crypto/key-windows.js';
 import { localWalletFiles, readLocalWalletKey } from '../ledger/local-wallet.js';
 import { computeAddress } from 'ethers';
@@ -33,6 +33,7 @@ import { ledgerRaws, resendRetiredWallets, walletsInOrder } from './chain-raws.j
 import { finishWalletRotation } from './wallet-rotation.js';
 import { startDynamoProcess, type DynamoProcess } from './dynamo-process.js';
 import { PortInUseError } from './net.js';
+import { startLocalProofThreads } from './proof-threads.js';
 import { exitWithParent } from './parent-watch.js';
 import { portInUseLine, type LocalPlan } from './preflight.js';
 import { buildLocalApi, listenLocalApi } from './server.js';
@@ -152,7 +153,10 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
       });
     const chainP = localChain ? startChain() : Promise.resolve(null);
     const apiP = buildLocalApi();
-    const [dynamoStart, chainStart, tablesDone, apiBuilt] = await Promise.allSettled([dynamoP, chainP, tablesP, apiP]);
+    // The local keys' proofs on worker threads (PROOF_THREADS), once the key registry can be read.
+    const proofsP = tablesP.then(() => startLocalProofThreads(config.proofThreads));
+    const [dynamoStart, chainStart, tablesDone, apiBuilt, proofs] = await Promise.allSettled([dynamoP, chainP, tablesP, apiP, proofsP]);
+    if (proofs.status === 'fulfilled' && proofs.value) useProofService(proofs.value);
     for (const s of [dynamoStart, chainStart]) if (s.status === 'fulfilled' && s.value) stops.push(() => s.value!.stop());
     for (const s of [dynamoStart, chainStart, tablesDone, apiBuilt]) if (s.status === 'rejected') throw s.reason;
     stops.length = 0;
@@ -236,6 +240,7 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
     say(`pq key     ${pq.registration.fingerprint.slice(0, 16)}… on the ledger in ${pq.registration.tx_hash} (${pq.sentNow ? 'registered now' : 'already registered'})`);
 
     say(`tsa        ${config.tsa.scheme === 'embedded' ? `embedded RFC 3161 TSA, root ${path.join(config.tsa.dir, 'root.pem')}` : 'remote RFC 3161 TSA'}`);
+    if (proofs.status === 'fulfilled' && proofs.value) say(`proofs     the ML-DSA-65 signatures and RFC 3161 tokens on ${config.proofThreads} worker thread${config.proofThreads === 1 ? '' : 's'} (PROOF_THREADS)`);
 
     const api = apiBuilt.status === 'fulfilled' ? apiBuilt.value : await buildLocalApi();
     const server = await listenLocalApi(faultHook ? { fetch: faultHook.wrapFetch(api.fetch) } : api, { port: config.port, hostname: config.host, ...config.localHttp });

@@ -15,7 +15,7 @@ import { checkPorts, localPlan } from './preflight.js';
 // npm scripts run Node 24 (as Lambda's nodejs24.x), but the CLI may run on an older Node: the SDK's notice that its
 // releases after January 2027 need Node 22 is not repeated on every start.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-// The local keys' proofs on a worker thread when there is a core for it (lib/crypto/proof-threads.ts;
+// The local keys' proofs on a worker thread when there is a core for it (lib/local/proof-threads.ts;
 // a process that is not `npm start`, a test's or a bundled function's, makes them on its event loop).
 process.env.PROOF_THREADS ??= availableParallelism() > 1 ? '1' : '0';
 

@@ -1,5 +1,5 @@
 /**
- * The local keys' proofs on worker threads (lib/crypto/proof-threads.ts, PROOF_THREADS): the
+ * The local keys' proofs on worker threads (lib/local/proof-threads.ts, PROOF_THREADS): the
  * threads sign under the process's key and issue tokens that verify, classic with its
  * certificates and nonce, post-quantum without its certificates; a pool whose key is not the
  * process's is refused at start.
@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { LocalMlDsaSigner, verifyMlDsa65 } from '../../lib/crypto/ml-dsa.js';
-import { ProofThreads, type ProofKeys } from '../../lib/crypto/proof-threads.js';
+import { ProofThreads, type ProofKeys } from '../../lib/local/proof-threads.js';
 import { generateTsaCertificates } from '../../lib/crypto/tsa/certificates.js';
 import { EmbeddedTsa } from '../../lib/crypto/tsa/embedded.js';
 import { generatePqTsaCertificates } from '../../lib/crypto/tsa/pq-certificates.js';

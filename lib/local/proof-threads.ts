@@ -1,5 +1,5 @@
 /**
- * The local keys' proofs on worker threads (PROOF_THREADS, decisions.md "Batch anchoring"): the ML-DSA-65 signature and the two RFC 3161 tokens of each anchor, made by a pool of
+ * `npm start`'s proofs on worker threads (PROOF_THREADS, decisions.md "Batch anchoring"): the ML-DSA-65 signature and the two RFC 3161 tokens of each anchor, made by a pool of
  * worker threads (piscina) instead of on the event loop that also serves the requests.
  *
  * Why: in AWS the keys are in KMS, and a proof is a call that waits; locally the keys are in the
@@ -15,18 +15,12 @@
  * rejects, which the anchor answers as a 503 with nothing stored.
  */
 import { Piscina } from 'piscina';
-import type { IssuedTimestamp, PqSigner, TimestampAuthority } from './ports.js';
-import type { EmbeddedTsaOptions } from './tsa/embedded.js';
+import type { IssuedTimestamp, PqSigner, TimestampAuthority } from '../crypto/ports.js';
+import { type LocalProofKeys, localProofKeys, type ProofService } from '../deps/anchoring.js';
+import { describeError, log } from '../log.js';
 
 /** What a worker is given: the local keys (never logged; in memory only, as in the process). */
-export interface ProofKeys {
-  signerSeedHex: string;
-  tsa: LocalTsaKeys;
-  pqTsa?: LocalTsaKeys;
-}
-
-/** A local embedded TSA: its PEM files' contents and policy. */
-export type LocalTsaKeys = Required<Pick<EmbeddedTsaOptions, 'rootCertPem' | 'tsaCertPem' | 'tsaKeyPkcs8Pem' | 'policyOid'>>;
+export type ProofKeys = LocalProofKeys;
 
 /** One task of a worker (proof-worker.ts). */
 export type ProofTask = { op: 'identity' } | { op: 'sign'; message: Uint8Array } | { op: 'timestamp'; imprint: Uint8Array } | { op: 'pq-timestamp'; imprint: Uint8Array };
@@ -34,7 +28,7 @@ export type ProofTask = { op: 'identity' } | { op: 'sign'; message: Uint8Array }
 /** A proof slower than this is abandoned (its worker ended): an anchor's proofs take milliseconds. */
 const TASK_DEADLINE_MS = 15_000;
 
-export class ProofThreads {
+export class ProofThreads implements ProofService {
   private constructor(private readonly pool: Piscina) {}
 
   /**
@@ -89,5 +83,22 @@ export class ProofThreads {
 
   private run<T>(task: ProofTask): Promise<T> {
     return this.pool.run(task, { signal: AbortSignal.timeout(TASK_DEADLINE_MS) }) as Promise<T>;
+  }
+}
+
+/**
+ * `npm start`'s proof threads (lib/local/stack.ts): `threads` workers over the local keys, or
+ * undefined when `threads` is 0, a key is not local, or they could not start (then the proofs
+ * are made on the event loop: slower under load, never different; the reason is logged).
+ */
+export async function startLocalProofThreads(threads: number): Promise<ProofThreads | undefined> {
+  if (threads === 0) return undefined;
+  try {
+    const local = await localProofKeys();
+    if (!local) return undefined;
+    return await ProofThreads.start(local.keys, threads, local.keyId);
+  } catch (error) {
+    log.warn('the proof threads did not start; proofs are made on the event loop', describeError(error));
+    return undefined;
   }
 }

@@ -5,9 +5,9 @@
  * material in `workerData`, and answers one task at a time.
  */
 import { workerData } from 'node:worker_threads';
-import { LocalMlDsaSigner } from './ml-dsa.js';
-import type { IssuedTimestamp } from './ports.js';
-import { EmbeddedTsa } from './tsa/embedded.js';
+import { LocalMlDsaSigner } from '../crypto/ml-dsa.js';
+import type { IssuedTimestamp } from '../crypto/ports.js';
+import { EmbeddedTsa } from '../crypto/tsa/embedded.js';
 import type { ProofKeys, ProofTask } from './proof-threads.js';
 
 const keys = workerData as ProofKeys;
