@@ -132,13 +132,15 @@ export async function localProofKeys(): Promise<{ keys: LocalProofKeys; keyId: s
   const config = getConfig();
   const pq = config.tsa.pq;
   if (config.signer.scheme !== 'local' || config.tsa.scheme === 'remote' || config.tsa.kmsKeyId || pq?.kmsKeyId) return undefined;
-  const [signerSeedHex, tsa, pqTsa, signer] = await Promise.all([
+  const [signerSeedHex, tsa, pqTsa] = await Promise.all([
     localSeedHex(),
     localTsaKeys(tsaFiles(config.tsa.dir), config.tsa.policyOid),
     pq ? localTsaKeys(pqTsaFiles(config.tsa.dir), pq.policyOid) : undefined,
-    getSigner(),
   ]);
-  return { keys: { signerSeedHex, tsa, ...(pqTsa ? { pqTsa } : {}) }, keyId: signer.keyId };
+  // The key id from the seed itself: the signer the anchors use (getSigner) also checks the key
+  // registry, which is not read here (a start reads it once its rotations are done).
+  const keyId = LocalMlDsaSigner.fromSeed(Buffer.from(signerSeedHex, 'hex')).keyId;
+  return { keys: { signerSeedHex, tsa, ...(pqTsa ? { pqTsa } : {}) }, keyId };
 }
 
 /**

@@ -153,10 +153,7 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
       });
     const chainP = localChain ? startChain() : Promise.resolve(null);
     const apiP = buildLocalApi();
-    // The local keys' proofs on worker threads (PROOF_THREADS), once the key registry can be read.
-    const proofsP = tablesP.then(() => startLocalProofThreads(config.proofThreads));
-    const [dynamoStart, chainStart, tablesDone, apiBuilt, proofs] = await Promise.allSettled([dynamoP, chainP, tablesP, apiP, proofsP]);
-    if (proofs.status === 'fulfilled' && proofs.value) useProofService(proofs.value);
+    const [dynamoStart, chainStart, tablesDone, apiBuilt] = await Promise.allSettled([dynamoP, chainP, tablesP, apiP]);
     for (const s of [dynamoStart, chainStart]) if (s.status === 'fulfilled' && s.value) stops.push(() => s.value!.stop());
     for (const s of [dynamoStart, chainStart, tablesDone, apiBuilt]) if (s.status === 'rejected') throw s.reason;
     stops.length = 0;
@@ -235,12 +232,20 @@ export async function runLocalStack(config: Config, plan: LocalPlan): Promise<vo
       say(`ledger     ${config.ledger.network} at the configured LEDGER_RPC_URL (chain id ${config.ledger.chainId})`);
     }
 
+    // The local keys' proofs on worker threads (PROOF_THREADS), beside the registration below: the
+    // keys are final for this start once a wallet rotation is finished (above).
+    const proofsP = startLocalProofThreads(config.proofThreads);
     // Publish the ML-DSA-65 key's fingerprint on the ledger once (idempotent: nothing is sent when it is there).
     const pq = await retry('the ML-DSA key registration', async () => ensurePqKeyRegistered(await getPqRegistrationDeps()));
     say(`pq key     ${pq.registration.fingerprint.slice(0, 16)}… on the ledger in ${pq.registration.tx_hash} (${pq.sentNow ? 'registered now' : 'already registered'})`);
 
     say(`tsa        ${config.tsa.scheme === 'embedded' ? `embedded RFC 3161 TSA, root ${path.join(config.tsa.dir, 'root.pem')}` : 'remote RFC 3161 TSA'}`);
-    if (proofs.status === 'fulfilled' && proofs.value) say(`proofs     the ML-DSA-65 signatures and RFC 3161 tokens on ${config.proofThreads} worker thread${config.proofThreads === 1 ? '' : 's'} (PROOF_THREADS)`);
+    const proofs = await proofsP;
+    if (proofs) {
+      useProofService(proofs);
+      stops.push(() => proofs.close());
+      say(`proofs     the ML-DSA-65 signatures and RFC 3161 tokens on ${config.proofThreads} worker thread${config.proofThreads === 1 ? '' : 's'} (PROOF_THREADS)`);
+    }
 
     const api = apiBuilt.status === 'fulfilled' ? apiBuilt.value : await buildLocalApi();
     const server = await listenLocalApi(faultHook ? { fetch: faultHook.wrapFetch(api.fetch) } : api, { port: config.port, hostname: config.host, ...config.localHttp });
