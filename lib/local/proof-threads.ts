@@ -40,10 +40,10 @@ export class ProofThreads implements ProofService {
     const pool = new Piscina({
       filename: new URL('./proof-worker.ts', import.meta.url).href,
       workerData: keys,
+      // Always running (an idle worker holds the process open no more than an idle socket does):
+      // a worker that had to start for a task would cost that task its modules' load.
       minThreads: size,
       maxThreads: size,
-      // Idle workers end after a minute (an idle process holds none); the next task starts one.
-      idleTimeout: 60_000,
     });
     const threadsOf = new ProofThreads(pool);
     try {
