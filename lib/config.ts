@@ -353,7 +353,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (retrySchedule.length > 20) problems.push('WEBHOOK_RETRY_SCHEDULE lists at most 20 waits');
   const allowPrivateTargets = r.oneOf('WEBHOOK_ALLOW_PRIVATE_TARGETS', ['true', 'false'] as const, local ? 'true' : 'false') === 'true';
   // A deployed stage never sends to loopback or plain http (docs/webhooks.md "Server-side request forgery").
-  if (!local && r.integer('PROOF_THREADS', 0, 0) > 0) problems.push('PROOF_THREADS must be 0 when DEPLOYMENT=aws (the keys are in KMS)');
+  const proofThreads = r.integer('PROOF_THREADS', 0, 0);
+  if (!local && proofThreads > 0) problems.push('PROOF_THREADS must be 0 when DEPLOYMENT=aws (the keys are in KMS)');
   if (!local && allowPrivateTargets) problems.push('WEBHOOK_ALLOW_PRIVATE_TARGETS must be false when DEPLOYMENT=aws');
 
   const webhooks: Config['webhooks'] = {
@@ -385,7 +386,7 @@ export function loadConfig(env: Env = process.env): Config {
     reconcileIntervalMs: r.integer('RECONCILE_INTERVAL_MS', 5000, 100),
     localHttp,
     reconcileSafetyScanItems: r.integer('RECONCILE_SAFETY_SCAN_ITEMS', local ? 1000 : 0, 0),
-    proofThreads: r.integer('PROOF_THREADS', 0, 0),
+    proofThreads,
     archive: {
       groupAfterMs: r.integer('ARCHIVE_GROUP_SECONDS', 30, 0) * 1000,
       maxGroupSize: r.integer('ARCHIVE_MAX_GROUP', 2048, 1),

@@ -7,6 +7,7 @@
  * constant.
  */
 import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
+import { ProcessCache } from '../memo.js';
 import { hexToBytes, normaliseHash } from './hash.js';
 
 /** SEQUENCE { SEQUENCE { OID 1.3.101.112 }, BIT STRING (0 unused bits) ... } header, RFC 8410 §4. */
@@ -44,18 +45,12 @@ function privateKeyObject(seed: Uint8Array): KeyObject {
  * @throws {TypeError} if `hex` is not hex; {RangeError} if it is not 32 bytes.
  */
 export function parseEd25519PublicKey(hex: string): KeyObject {
-  const known = parsedKeys.get(hex);
-  if (known) return known;
-  const key = publicKeyObject(hexToBytes(hex));
   // A device sends many links (a batch anchor: up to 100 in one request): its key is parsed once.
-  if (parsedKeys.size >= PARSED_KEYS_MAX) parsedKeys.delete(parsedKeys.keys().next().value as string);
-  parsedKeys.set(hex, key);
-  return key;
+  return parsedKeys.getOrSet(hex, () => publicKeyObject(hexToBytes(hex)));
 }
 
-/** Device keys parsed lately, by their hex (a KeyObject is immutable); the oldest goes first. */
-const parsedKeys = new Map<string, KeyObject>();
-const PARSED_KEYS_MAX = 1000;
+/** Device keys parsed lately, by their hex (a KeyObject is immutable). */
+const parsedKeys = new ProcessCache<string, KeyObject>('Ed25519 device keys by hex', 1000);
 
 /**
  * Verifies a pure Ed25519 signature (RFC 8032 §5.1.7).

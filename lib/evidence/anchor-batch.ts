@@ -4,7 +4,7 @@ import { type BatchStepDeps, currentBatchKey } from './batch-publish.js';
 import type { BatchLeaf } from './batch-store.js';
 import { anchorLeafHash } from './merkle.js';
 import { type AnchorDeps, type AnchorInput, chargeClaim, claimLinkOf, givePreparedBack, type PreparedAnchor, prepareAnchor, publishAnchor, type PublishedAnchor } from './anchor.js';
-import { DEFAULT_LEASE_MS, finishPublishing, makeProofs } from './anchor-steps.js';
+import { finishPublishing, makeProofs } from './anchor-steps.js';
 import type { AnchorClaim, AnchoredEvidence } from './records.js';
 
 /**
@@ -126,8 +126,7 @@ export async function anchorBatch(deps: AnchorDeps, entries: readonly BatchEntry
       const p = next === undefined ? undefined : prepared.get(next);
       if (entry?.kind !== 'anchor' || !p || 'error' in p || p.link) return;
       if (entry.input.previousHash !== input.chainHash || entry.input.chainIndex !== input.chainIndex + 1) return;
-      const nowMs = (deps.clock ?? (() => new Date()))().getTime();
-      p.link = claimLinkOf(deps, p.claim, nowMs, nowMs + (deps.leaseMs ?? DEFAULT_LEASE_MS), true);
+      p.link = claimLinkOf(deps, p.claim, (deps.clock ?? (() => new Date()))().getTime(), true);
       p.link.catch(() => undefined); // its rejection is handled at the entry's turn
     };
     const skip = (i: number) => {

@@ -95,23 +95,23 @@ export interface PublishOptions extends BatchPublishOptions {
 export async function publishAnchor(deps: AnchorDeps, input: AnchorInput, options: PublishOptions = {}): Promise<PublishedAnchor> {
   const { claim } = options.prepared ?? prepareAnchor(deps, input);
   const now = (deps.clock ?? (() => new Date()))();
-  // The link's lease runs from its claim (a claim made ahead may have waited for its turn).
-  const leaseExpiresAt = now.getTime() + (deps.leaseMs ?? DEFAULT_LEASE_MS);
 
   // The charge, the chain position and the proofs, side by side: one round trip of writes.
   const [charged, linked, proven] = await Promise.allSettled([
     options.prepared?.charge ?? chargeClaim(deps, input, claim),
-    options.prepared?.link ?? claimLinkOf(deps, claim, now.getTime(), leaseExpiresAt, options.previousPublished === true),
+    options.prepared?.link ?? claimLinkOf(deps, claim, now.getTime(), options.previousPublished === true),
     options.prepared?.proofs ?? makeProofs(deps, claim),
   ]);
   return publishCharged(deps, input, claim, { charged, linked, proven }, options);
 }
 
 /**
- * The claim of a chain link for `claim` under a lease (EvidenceRepository.claimLink): `shortcut`,
+ * The claim of a chain link for `claim` (EvidenceRepository.claimLink), under a lease that runs from
+ * `nowMs`, the claim's own time (a claim prepared ahead may have waited for its turn): `shortcut`,
  * the previous link is known to stay with this entry's previous_hash (a put if absent, no read).
  */
-export function claimLinkOf(deps: Pick<AnchorDeps, 'repo'>, claim: AnchorClaim, nowMs: number, leaseExpiresAt: number, shortcut: boolean): Promise<ChainClaimResult> {
+export function claimLinkOf(deps: Pick<AnchorDeps, 'repo' | 'leaseMs'>, claim: AnchorClaim, nowMs: number, shortcut: boolean): Promise<ChainClaimResult> {
+  const leaseExpiresAt = nowMs + (deps.leaseMs ?? DEFAULT_LEASE_MS);
   return stored503(() =>
     deps.repo.claimLink(
       {
